@@ -1,0 +1,1 @@
+"""Agent Runtime domain package: loop, policy, tools, state stores and model adapters."""

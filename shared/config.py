@@ -1,0 +1,115 @@
+"""Runtime configuration read from the environment once per process.
+
+Every variable is documented in README.md (Configuration).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Literal
+
+from shared.errors import ConfigurationError
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name} must be true or false, got {raw!r}")
+
+
+def clamp_loop_steps(value: int) -> int:
+    return max(1, min(15, value))
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_backend: Literal["sqlite", "firestore"] = "sqlite"
+    sqlite_path: str = "var/agent-runtime.sqlite3"
+    google_cloud_project: str = "demo-agent-runtime"
+    auth_mode: Literal["local", "firebase"] = "local"
+    firebase_project_id: str = ""
+    firebase_certs_url: str | None = None
+    firebase_session_certs_url: str | None = None
+    gemini_api_key: str | None = None
+    gemini_model: str = "gemini-3-flash-preview"
+    gemini_base_url: str | None = None
+    gemini_use_vertex: bool = False
+    gemini_location: str = "global"
+    model_timeout_s: float = 60.0
+    model_max_retries: int = 3
+    max_loop_steps: int = 8
+    max_tool_calls_per_turn: int = 8
+    run_deadline_s: float = 90.0
+    side_effects_enabled: bool = True
+    max_body_bytes: int = 256 * 1024
+    approval_ttl_s: float = 24 * 3600.0
+    lease_ttl_s: float = 120.0
+    dispatcher: Literal["inline", "pubsub", "none"] = "inline"
+    resume_topic: str = "agent-resume"
+    on_cloud_run: bool = field(default=False)
+
+    @staticmethod
+    def from_env() -> Settings:
+        backend = os.environ.get("STATE_BACKEND", "sqlite").strip() or "sqlite"
+        if backend not in ("sqlite", "firestore"):
+            raise ConfigurationError(f"STATE_BACKEND must be sqlite or firestore, got {backend!r}")
+        on_cloud_run = bool(os.environ.get("K_SERVICE"))
+        auth_mode = os.environ.get("AUTH_MODE", "firebase" if on_cloud_run else "local").strip()
+        if auth_mode not in ("local", "firebase"):
+            raise ConfigurationError(f"AUTH_MODE must be local or firebase, got {auth_mode!r}")
+        dispatcher = os.environ.get("DISPATCHER", "pubsub" if on_cloud_run else "inline").strip()
+        if dispatcher not in ("inline", "pubsub", "none"):
+            raise ConfigurationError(f"DISPATCHER must be inline, pubsub or none, got {dispatcher!r}")
+        project = os.environ.get("GOOGLE_CLOUD_PROJECT", "").strip() or "demo-agent-runtime"
+        return Settings(
+            state_backend=backend,  # type: ignore[arg-type]
+            sqlite_path=os.environ.get("SQLITE_PATH", "var/agent-runtime.sqlite3"),
+            google_cloud_project=project,
+            auth_mode=auth_mode,  # type: ignore[arg-type]
+            firebase_project_id=os.environ.get("FIREBASE_PROJECT_ID", "").strip() or project,
+            firebase_certs_url=os.environ.get("FIREBASE_CERTS_URL") or None,
+            firebase_session_certs_url=os.environ.get("FIREBASE_SESSION_CERTS_URL") or None,
+            gemini_api_key=os.environ.get("GEMINI_API_KEY") or None,
+            gemini_model=os.environ.get("GEMINI_MODEL", "").strip() or "gemini-3-flash-preview",
+            gemini_base_url=os.environ.get("GEMINI_BASE_URL") or None,
+            gemini_use_vertex=_bool("GEMINI_USE_VERTEX", False),
+            gemini_location=os.environ.get("GEMINI_LOCATION", "").strip() or "global",
+            model_timeout_s=_float("MODEL_TIMEOUT_S", 60.0),
+            model_max_retries=_int("MODEL_MAX_RETRIES", 3),
+            max_loop_steps=clamp_loop_steps(_int("AGENT_MAX_LOOP_STEPS", 8)),
+            max_tool_calls_per_turn=max(1, _int("AGENT_MAX_TOOL_CALLS_PER_TURN", 8)),
+            run_deadline_s=_float("AGENT_RUN_DEADLINE_S", 90.0),
+            side_effects_enabled=_bool("AGENT_SIDE_EFFECTS_ENABLED", True),
+            max_body_bytes=_int("MAX_BODY_BYTES", 256 * 1024),
+            approval_ttl_s=_float("APPROVAL_TTL_S", 24 * 3600.0),
+            lease_ttl_s=_float("RESUME_LEASE_TTL_S", 120.0),
+            dispatcher=dispatcher,  # type: ignore[arg-type]
+            resume_topic=os.environ.get("RESUME_TOPIC", "").strip() or "agent-resume",
+            on_cloud_run=on_cloud_run,
+        )

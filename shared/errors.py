@@ -1,0 +1,92 @@
+"""Error families of the runtime.
+
+Two families, as in pydantic-ai: control-flow signals and run failures, plus API
+errors that the HTTP edge renders as 4xx JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AgentRuntimeError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ApiError(AgentRuntimeError):
+    """An error the HTTP edge renders as ``{"ok": false, "error": {...}}`` with ``status``."""
+
+    status: int = 400
+    code: str = "BAD_REQUEST"
+
+    def __init__(self, message: str, *, code: str | None = None, status: int | None = None,
+                 details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+        self.details = details or {}
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return {"ok": False, "error": body}
+
+
+class BadRequest(ApiError):
+    status = 400
+    code = "BAD_REQUEST"
+
+
+class Unauthenticated(ApiError):
+    status = 401
+    code = "UNAUTHENTICATED"
+
+
+class NotFound(ApiError):
+    status = 404
+    code = "NOT_FOUND"
+
+
+class Conflict(ApiError):
+    status = 409
+    code = "CONFLICT"
+
+
+class Gone(ApiError):
+    status = 410
+    code = "GONE"
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+class ConfigurationError(AgentRuntimeError):
+    """The runtime was configured wrongly (a user of the library made a mistake)."""
+
+
+class ModelError(AgentRuntimeError):
+    """The model call failed (after retries). ``retryable`` tells whether a retry could help."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class ModelTimeout(ModelError):
+    """The model did not answer within the configured timeout."""
+
+
+class ToolError(AgentRuntimeError):
+    """A tool failed in a way the model should be told about (user-facing message)."""

@@ -1,0 +1,109 @@
+"""Provider-neutral model contract: turns, parts, requests, responses and usage.
+
+Turns mirror Gemini's ``Content``/``Part`` wire shape one to one so that a run can store the
+model's turns *verbatim* (including ``thoughtSignature``) and replay them later in another
+process. Gemini 3 rejects a follow-up whose functionCall parts lost their signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FunctionCall(_Wire):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class FunctionResponse(_Wire):
+    name: str
+    response: dict[str, Any]
+    id: str | None = None
+
+
+class Part(_Wire):
+    """One part of a turn. ``thought_signature`` is the base64 text of Gemini's opaque bytes."""
+
+    text: str | None = None
+    thought: bool = False
+    thought_signature: str | None = None
+    function_call: FunctionCall | None = None
+    function_response: FunctionResponse | None = None
+
+
+class Turn(_Wire):
+    role: Literal["user", "model"]
+    parts: list[Part]
+
+    @property
+    def function_calls(self) -> list[FunctionCall]:
+        return [p.function_call for p in self.parts if p.function_call is not None]
+
+    @property
+    def text(self) -> str:
+        """The visible (non-thought) text of the turn."""
+        return "".join(p.text for p in self.parts if p.text and not p.thought)
+
+
+class Usage(_Wire):
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            requests=self.requests + other.requests,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            thinking_tokens=self.thinking_tokens + other.thinking_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class ToolDeclaration(_Wire):
+    """What the model is told about a tool: name, description and a JSON schema of its args."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ModelRequest(_Wire):
+    system_instruction: str = ""
+    turns: list[Turn]
+    tools: list[ToolDeclaration] = Field(default_factory=list)
+    response_schema: dict[str, Any] | None = None
+    """JSON schema of a structured (JSON) answer; when set, the model answers JSON text."""
+    temperature: float | None = None
+    timeout_s: float | None = None
+    """Wall-clock budget for this call including retries (the loop's remaining deadline)."""
+
+
+class ModelResponse(_Wire):
+    turn: Turn
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+    model_version: str | None = None
+
+
+DeltaKind = Literal["text", "thought"]
+DeltaSink = Callable[[DeltaKind, str], None]
+
+
+class Model(Protocol):
+    """One required method. Streaming deltas go to ``on_delta`` as they arrive."""
+
+    @property
+    def name(self) -> str: ...
+
+    def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse: ...

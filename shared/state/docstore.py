@@ -1,0 +1,130 @@
+"""The state-store seam: a small document store with Firestore's shape and semantics.
+
+Paths are Firestore paths (``runs/r1``, ``runs/r1/events/00000001``): an even number of
+segments names a document, an odd number a collection. Documents are JSON objects (str keys;
+values str/int/float/bool/None/list/dict). Every document carries an opaque ``token`` that
+changes on each write (Firestore: its update time; SQLite: a revision number); a write may
+be conditioned on it, which is how every state transition is made conditional.
+
+Two implementations prove equal by one contract suite (tests/contract):
+- ``FirestoreDocStore`` (google-cloud-firestore; the emulator in tests),
+- ``SqliteDocStore`` (stdlib sqlite3, the local default).
+
+Both are thread-safe and meant to be created once per process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from shared.errors import AgentRuntimeError
+
+JsonDict = dict[str, Any]
+T = TypeVar("T")
+
+
+class StoreError(AgentRuntimeError):
+    """The store failed (I/O, unavailable)."""
+
+
+class PreconditionFailed(StoreError):
+    """A conditional write lost: the document changed, exists already, or does not exist.
+
+    The whole batch or transaction it belonged to was not applied.
+    """
+
+
+class TransactionContention(StoreError):
+    """A transaction could not commit after its retries because of concurrent writers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """A document as read: its path, data and the token of its current version."""
+
+    path: str
+    data: JsonDict
+    token: str
+
+    @property
+    def id(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One write of an atomic batch.
+
+    - ``create``: fails (PreconditionFailed) if the document exists.
+    - ``set``: creates or replaces the whole document (``merge=True``: top-level fields merged).
+    - ``update``: merges top-level fields into an existing document; fails if it is missing.
+    - ``delete``: removes the document (no error if missing unless ``if_token`` is given).
+
+    ``if_token`` (update/set/delete only): the write applies only if the document's current
+    token equals it; otherwise the batch fails with PreconditionFailed.
+    """
+
+    op: Literal["create", "set", "update", "delete"]
+    path: str
+    data: JsonDict = field(default_factory=dict)
+    merge: bool = False
+    if_token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A collection query: equality filters, one order field, a cursor and a limit.
+
+    ``order_by=None`` orders by document id. ``start_after`` is a value of the order field
+    (or an id when ordering by id). ``descending`` reverses the order.
+    """
+
+    collection: str
+    where: tuple[tuple[str, Any], ...] = ()
+    order_by: str | None = None
+    descending: bool = False
+    start_after: Any = None
+    limit: int | None = None
+
+
+class Transaction(Protocol):
+    """Reads first, then writes; the writes apply atomically when the callback returns.
+
+    If another writer changed a document read in the transaction before it commits, the
+    callback is re-run (a bounded number of times) from a fresh start, so it must not have
+    side effects outside the transaction.
+    """
+
+    def get(self, path: str) -> Doc | None: ...
+
+    def query(self, query: Query) -> list[Doc]: ...
+
+    def write(self, write: Write) -> None: ...
+
+
+class DocStore(Protocol):
+    """The seam every repository of the runtime is built on."""
+
+    def get(self, path: str) -> Doc | None: ...
+
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        """Documents in the order of ``paths`` (``None`` for missing ones)."""
+        ...
+
+    def query(self, query: Query) -> list[Doc]: ...
+
+    def commit(self, writes: Sequence[Write]) -> list[str]:
+        """Apply ``writes`` atomically (one commit); return the new token of each write
+        (empty string for deletes). Raises PreconditionFailed and applies nothing if any
+        write's condition fails."""
+        ...
+
+    def run_transaction(self, fn: Callable[[Transaction], T]) -> T: ...
+
+    def delete_collection(self, collection: str) -> None:
+        """Delete every document directly in ``collection`` (not recursive). For tests/tools."""
+        ...
+
+    def close(self) -> None: ...
