@@ -1,0 +1,97 @@
+"""HTTP edge helpers shared by the function entry points: JSON bodies, errors, responses.
+
+The entry points in ``functions/`` parse, authenticate, call the domain and render; these helpers
+make the parsing and rendering uniform: every error is a JSON body
+``{"ok": false, "error": {"code", "message", "details"?}}`` with a 4xx/5xx status.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import flask
+from pydantic import BaseModel, ValidationError
+
+from shared.errors import ApiError, BadRequest, PayloadTooLarge, UnsupportedMediaType
+
+log = logging.getLogger("agent_runtime.web")
+
+M = TypeVar("M", bound=BaseModel)
+Handler = Callable[[flask.Request], flask.Response]
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> flask.Response:
+    resp = flask.Response(
+        json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        status=status,
+        mimetype="application/json",
+    )
+    for key, value in (headers or {}).items():
+        resp.headers[key] = value
+    return resp
+
+
+def error_response(err: ApiError) -> flask.Response:
+    return json_response(err.to_json(), err.status)
+
+
+def read_json_body(request: flask.Request, max_bytes: int) -> dict[str, Any]:
+    """The request's JSON object body, or a 4xx naming what is wrong."""
+    length = request.content_length
+    if length is not None and length > max_bytes:
+        raise PayloadTooLarge(f"request body is {length} bytes; the limit is {max_bytes}")
+    raw = request.stream.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise PayloadTooLarge(f"request body exceeds the limit of {max_bytes} bytes")
+    mimetype = request.mimetype or ""
+    if raw and mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise UnsupportedMediaType(f"expected Content-Type application/json, got {mimetype}")
+    if not raw.strip():
+        raise BadRequest("request body is empty; expected a JSON object", code="INVALID_JSON")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc}", code="INVALID_JSON") from None
+    if not isinstance(data, dict):
+        raise BadRequest("request body must be a JSON object", code="INVALID_JSON")
+    return data
+
+
+def validation_details(exc: ValidationError) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for err in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(p) for p in err["loc"]) or "(body)"
+        out.append({"field": field, "message": err["msg"]})
+    return out
+
+
+def parse_model(model: type[M], data: Any) -> M:
+    """Validate ``data`` into ``model``; a failure is a 400 naming every offending field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        details = validation_details(exc)
+        fields = ", ".join(d["field"] for d in details)
+        raise BadRequest(f"invalid request: {fields}", code="INVALID_REQUEST",
+                         details={"errors": details}) from None
+
+
+def http_endpoint(fn: Handler) -> Handler:
+    """Render ApiError as its JSON error; log anything unexpected and answer a 500 JSON error."""
+
+    @functools.wraps(fn)
+    def wrapper(request: flask.Request) -> flask.Response:
+        try:
+            return fn(request)
+        except ApiError as err:
+            return error_response(err)
+        except Exception:
+            log.exception("unhandled error serving %s %s", request.method, request.path)
+            return json_response({"ok": False, "error": {"code": "INTERNAL",
+                                                          "message": "internal error"}}, 500)
+
+    return wrapper
