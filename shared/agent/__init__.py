@@ -1,0 +1,1 @@
+"""The agent loop, tool calls under policy, and how runs start, stop and resume."""

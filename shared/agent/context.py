@@ -1,0 +1,122 @@
+"""The working state of one invocation on one run, and its commit discipline.
+
+A ``RunContext`` holds the run as last committed (its snapshot token), the verbatim turns, the
+writes and events produced since the last commit, and the invocation's deadline. ``commit()``
+writes them in one atomic batch conditioned on the run's token: one commit per step.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.config import Settings
+from shared.events import RunEvent, event_to_doc
+from shared.models.base import Model, Turn
+from shared.state import paths
+from shared.state.docstore import Write
+from shared.state.records import ActionRecord, AuditRecord, Lease, RunRecord, UserRecord, now
+from shared.state.runs_repo import RunSnapshot, RunsRepo, turn_doc
+from shared.state.users_repo import UsersRepo
+from shared.tools.registry import ToolRegistry
+
+log = logging.getLogger("agent_runtime.agent")
+
+EventListener = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Services:
+    """Process-wide collaborators of the loop (created once per instance, thread-safe)."""
+
+    settings: Settings
+    runs: RunsRepo
+    users: UsersRepo
+    registry: ToolRegistry
+    model_factory: Callable[[], Model]
+    new_id: Callable[[str], str]
+
+
+@dataclass
+class RunContext:
+    services: Services
+    snapshot: RunSnapshot
+    turns: list[Turn]
+    user: UserRecord
+    deadline: float
+    """time.monotonic() value after which the invocation stops the run."""
+    owner: str
+    listener: EventListener | None = None
+    pending: list[Write] = field(default_factory=list)
+    pending_events: list[dict[str, Any]] = field(default_factory=list)
+    pending_actions: dict[str, ActionRecord] = field(default_factory=dict)
+    last_action: ActionRecord | None = None
+    """The action the run's result reports (``actionId``, ``tool``, ``toolArgs``)."""
+    commits: int = 0
+
+    def __post_init__(self) -> None:
+        self.run: RunRecord = self.snapshot.run.model_copy(deep=True)
+        self._persisted_turns = len(self.turns)
+
+    # ---- events ------------------------------------------------------------------------------
+    def emit(self, event: RunEvent) -> dict[str, Any]:
+        """Give ``event`` the next sequence number, send it live and queue it for the next commit."""
+        self.run.last_seq += 1
+        event.seq = self.run.last_seq
+        doc = event_to_doc(event)
+        self.pending_events.append(doc)
+        if self.listener is not None:
+            try:
+                self.listener(doc)
+            except Exception:  # a broken client must not break the run
+                log.warning("event listener failed", exc_info=True)
+        return doc
+
+    # ---- turns and writes --------------------------------------------------------------------
+    def add_turn(self, turn: Turn) -> int:
+        self.turns.append(turn)
+        return len(self.turns) - 1
+
+    def write(self, write: Write) -> None:
+        self.pending.append(write)
+
+    def put_action(self, action: ActionRecord) -> None:
+        """Queue the action's current state (written whole at the next commit)."""
+        action.updated_at = now()
+        self.pending_actions[action.action_id] = action
+
+    def audit(self, record: AuditRecord) -> None:
+        self.pending.append(Write("create", paths.audit(record.audit_id), record.to_doc()))
+
+    def new_audit(self, **fields: Any) -> AuditRecord:
+        return AuditRecord(audit_id=self.services.new_id("aud"), uid=self.run.uid, run_id=self.run.run_id,
+                           **fields)
+
+    # ---- time --------------------------------------------------------------------------------
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    # ---- commit ------------------------------------------------------------------------------
+    def commit(self) -> None:
+        run = self.run
+        if run.terminal or run.status == "awaiting_confirmation":
+            run.lease = None
+        else:
+            run.lease = Lease(owner=self.owner, expires_at=now() + self.services.settings.lease_ttl_s)
+        writes = [Write("create", paths.turn(run.run_id, i), turn_doc(self.turns[i]))
+                  for i in range(self._persisted_turns, len(self.turns))]
+        run.turn_count = len(self.turns)
+        writes.extend(Write("set", paths.action(run.run_id, a.action_id), a.to_doc())
+                      for a in self.pending_actions.values())
+        writes.extend(self.pending)
+        writes.extend(Write("create", paths.event(run.run_id, int(ev["seq"])), ev) for ev in self.pending_events)
+        self.snapshot = self.services.runs.commit(self.snapshot, run, writes)
+        self.run = self.snapshot.run.model_copy(deep=True)
+        self._persisted_turns = len(self.turns)
+        self.pending.clear()
+        self.pending_actions.clear()
+        self.pending_events.clear()
+        self.commits += 1

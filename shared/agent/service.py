@@ -1,0 +1,108 @@
+"""Starting a run from an API request: bootstrap the state, then drive the loop.
+
+Seed 001 section 6 steps 1-3: ownership, run state and user message persisted, system
+instruction built from the user's stored profile and memories (a failed read does not block).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shared.agent.context import EventListener, RunContext, Services
+from shared.agent.loop import drive
+from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
+from shared.events import StatusEvent, event_to_doc
+from shared.instructions import build_system_instruction
+from shared.models.base import Part, Turn
+from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
+from shared.state.runs_repo import StartOutcome
+
+log = logging.getLogger("agent_runtime.service")
+
+
+@dataclass(frozen=True)
+class StartedRun:
+    outcome: StartOutcome
+    user: UserRecord
+    turns: list[Turn]
+    first_events: list[dict[str, Any]]
+    """Events committed with the run (``status: planning``), to be sent first on a live stream."""
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+def conversation_turns(items: Sequence[ConversationItem], prompt: str) -> list[Turn]:
+    """The last 30 conversation messages and the prompt as model turns (same-role runs merged)."""
+    turns: list[Turn] = []
+    for item in [*items[-MAX_CONVERSATION_FOR_MODEL:], ConversationItem(role="user", text=prompt)]:
+        role = "model" if item.role == "assistant" else "user"
+        if not item.text.strip():
+            continue
+        if turns and turns[-1].role == role:
+            turns[-1] = Turn(role=role, parts=[*turns[-1].parts, Part(text=item.text)])
+        else:
+            turns.append(Turn(role=role, parts=[Part(text=item.text)]))
+    return turns
+
+
+class AgentService:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def _load_user(self, uid: str) -> tuple[UserRecord, list[MemoryRecord] | None]:
+        users = self.services.users
+        try:
+            user = users.get_user(uid)
+        except Exception:
+            log.warning("profile read failed; using defaults (supervised)", exc_info=True)
+            user = UserRecord(uid=uid)
+        try:
+            memories: list[MemoryRecord] | None = users.list_memories(uid, limit=20)
+        except Exception:
+            log.warning("memory read failed; the run continues without memories", exc_info=True)
+            memories = None
+        return user, memories
+
+    def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None) -> StartedRun:
+        """Persist a new run (or find the one an Idempotency-Key already created)."""
+        s = self.services
+        req = request.normalised()
+        thread_id = req.threadId or new_id("thr")
+        conversation = list(req.conversation)
+        if not conversation and req.threadId:
+            thread = s.runs.get_thread(req.threadId)
+            if thread is not None and thread.uid == uid:
+                conversation = [ConversationItem(role=m.role, text=m.text)
+                                for m in s.runs.list_messages(req.threadId, MAX_CONVERSATION_FOR_MODEL)]
+        user, memories = self._load_user(uid)
+        run_id = new_id("run")
+        run = RunRecord(run_id=run_id, uid=uid, thread_id=thread_id, status="planning",
+                        model=s.model_factory().name, max_steps=s.settings.max_loop_steps,
+                        system_instruction=build_system_instruction(user, memories, req.attachedContext),
+                        idempotency_key=idempotency_key, last_seq=1)
+        first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
+        message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
+        turns = conversation_turns(conversation, req.prompt)
+        outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
+                                   idempotency_key=idempotency_key)
+        return StartedRun(outcome, user, turns, [first])
+
+    def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:
+        snap = started.outcome.snapshot
+        return RunContext(services=self.services, snapshot=snap, turns=list(started.turns),
+                          user=started.user, deadline=time.monotonic() + self.services.settings.run_deadline_s,
+                          owner=new_id("inv"), listener=listener)
+
+    def run(self, ctx: RunContext) -> RunResult:
+        """Drive a freshly started run until it stops; the stop is committed before returning."""
+        drive(ctx)
+        result = ctx.run.result
+        assert result is not None
+        return result

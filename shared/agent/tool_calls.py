@@ -1,0 +1,150 @@
+"""Tool calls of one model turn: validate, decide under policy, execute with a claim, answer.
+
+A side-effecting tool is claimed (action ``executing``, committed) before it runs, so a crash or
+a concurrent invocation can never run it twice; read-only tools run without a claim.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from shared import policy
+from shared.agent.context import RunContext
+from shared.errors import ToolError
+from shared.events import ToolCallEvent, ToolResultEvent
+from shared.models.base import FunctionCall, FunctionResponse, Part, Turn
+from shared.state import paths
+from shared.state.docstore import Write
+from shared.state.records import ActionRecord, ApprovalRecord, now
+from shared.tools.context import ToolContext
+from shared.tools.registry import ToolArgsError, args_hash
+
+log = logging.getLogger("agent_runtime.tools")
+
+MAX_RESULT_CHARS = 20_000
+
+
+def plan_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
+               ) -> list[ActionRecord] | tuple[str, str]:
+    """One action per call, decided under policy; ``(code, message)`` when the run must fail.
+
+    Nothing executes before every call of the turn is known to be valid.
+    """
+    s = ctx.services
+    actions: list[ActionRecord] = []
+    for i, fc in enumerate(calls):
+        action = ActionRecord(action_id=s.new_id("act"), run_id=ctx.run.run_id, uid=ctx.run.uid, tool=fc.name,
+                              args=dict(fc.args), args_hash=args_hash(dict(fc.args)), turn_index=turn_index,
+                              call_index=i, call_id=fc.id)
+        tool = s.registry.get(fc.name)
+        if tool is None:
+            action.status, action.outcome, action.error = "failed", "error", f"unknown tool {fc.name!r}"
+            ctx.put_action(action)
+            return "UNKNOWN_TOOL", f"the model called an unknown tool: {fc.name!r}"
+        action.side_effect, action.idempotent = tool.side_effect, tool.idempotent
+        try:
+            args = tool.validate(dict(fc.args))
+        except ToolArgsError as exc:
+            action.status, action.outcome, action.error = "failed", "error", str(exc)
+            ctx.put_action(action)
+            return "INVALID_TOOL_ARGS", str(exc)
+        decision = policy.decide(tool_name=tool.name, side_effect=tool.side_effect, args=args, user=ctx.user,
+                                 side_effects_enabled=s.settings.side_effects_enabled,
+                                 recipients=tool.recipients_fn)
+        action.policy_reason = decision.reason
+        ctx.audit(ctx.new_audit(kind="policy_decision", action_id=action.action_id, tool=tool.name,
+                                decision=decision.verdict, reason=decision.reason))
+        preview = tool.preview(args)
+        if decision.verdict == "deny":
+            action.status, action.outcome = "rejected", "rejected"
+            action.error = f"denied by policy: {decision.reason}"
+            ctx.emit(ToolCallEvent(toolName=tool.name, preview=preview, actionId=action.action_id, status="rejected"))
+            ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id, status="rejected",
+                                     error=action.error))
+        elif decision.verdict == "require_approval":
+            approval = ApprovalRecord(approval_id=s.new_id("apr"), uid=ctx.run.uid, run_id=ctx.run.run_id,
+                                      action_id=action.action_id, tool=tool.name, args_hash=action.args_hash,
+                                      reason=decision.reason, preview=preview,
+                                      expires_at=now() + s.settings.approval_ttl_s)
+            action.status, action.approval_id = "awaiting_confirmation", approval.approval_id
+            ctx.write(Write("create", paths.approval(ctx.run.uid, approval.approval_id), approval.to_doc()))
+            ctx.audit(ctx.new_audit(kind="approval_requested", action_id=action.action_id,
+                                    approval_id=approval.approval_id, tool=tool.name, reason=decision.reason))
+            ctx.emit(ToolCallEvent(toolName=tool.name, preview=preview, actionId=action.action_id,
+                                   status="awaiting_confirmation"))
+        ctx.put_action(action)
+        actions.append(action)
+    return actions
+
+
+def _bounded(result: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    if len(text) <= MAX_RESULT_CHARS:
+        return json.loads(text)  # type: ignore[no-any-return]
+    return {"truncated": True, "note": f"the result was {len(text)} characters; showing the start",
+            "partial": text[:MAX_RESULT_CHARS]}
+
+
+def execute_action(ctx: RunContext, action: ActionRecord) -> None:
+    """Run an allowed or approved action once, with exactly the arguments it was decided on."""
+    s = ctx.services
+    tool = s.registry.get(action.tool)
+    if tool is None:  # the registry changed between decision and execution (a deploy)
+        action.status, action.outcome, action.error = "failed", "error", f"tool {action.tool!r} is not available"
+        ctx.put_action(action)
+        return
+    args = tool.validate(action.args)
+    ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
+                           status="executing"))
+    action.status = "executing"
+    action.attempts += 1
+    ctx.put_action(action)
+    if tool.side_effect:
+        ctx.audit(ctx.new_audit(kind="side_effect_attempt", action_id=action.action_id, tool=tool.name,
+                                approval_id=action.approval_id))
+        ctx.run.status = "executing"
+        ctx.commit()  # the claim: from here on a crash leaves the action 'executing', never re-run
+    tctx = ToolContext(uid=ctx.run.uid, run_id=ctx.run.run_id, action_id=action.action_id, users=s.users,
+                       settings=s.settings)
+    try:
+        action.result = _bounded(tool.run(tctx, args))
+        action.status, action.outcome = "completed", "success"
+        ctx.run.tools_executed += 1
+    except ToolError as exc:
+        action.status, action.outcome, action.error = "failed", "error", str(exc)
+    except Exception as exc:
+        log.exception("tool %s failed", tool.name, extra={"fields": {"runId": ctx.run.run_id,
+                                                                      "actionId": action.action_id}})
+        action.status, action.outcome = "failed", "error"
+        action.error = f"the tool failed unexpectedly ({type(exc).__name__})"
+    if tool.side_effect:
+        ctx.audit(ctx.new_audit(kind="side_effect_result", action_id=action.action_id, tool=tool.name,
+                                decision=action.outcome, reason=action.error))
+    ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id,
+                             status="completed" if action.status == "completed" else "failed",
+                             output=action.result, error=action.error))
+    ctx.run.status = "planning"
+    ctx.last_action = action
+    ctx.put_action(action)
+
+
+def function_response(action: ActionRecord) -> dict[str, Any]:
+    if action.status == "completed":
+        return action.result or {}
+    if action.status == "rejected":
+        return {"error": action.error or "the call was rejected", "rejected": True}
+    if action.outcome == "unknown":
+        return {"error": action.error or "the outcome of this call is unknown", "outcome": "unknown"}
+    return {"error": action.error or "the call failed"}
+
+
+def responses_turn(calls: Sequence[FunctionCall], actions: Sequence[ActionRecord]) -> Turn:
+    """Exactly one function response per call, in call order."""
+    by_index = {a.call_index: a for a in actions}
+    parts = [Part(function_response=FunctionResponse(name=fc.name, id=fc.id,
+                                                     response=function_response(by_index[i])))
+             for i, fc in enumerate(calls)]
+    return Turn(role="user", parts=parts)

@@ -1,0 +1,61 @@
+"""HTTP request contracts (seed 001 section 2) and the limits applied at the route."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_CONVERSATION_AT_ROUTE = 40
+MAX_CONVERSATION_FOR_MODEL = 30
+MAX_ATTACHED_CONTEXT = 12
+MAX_PROMPT_CHARS = 16_000
+ID_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
+
+
+class _Strict(BaseModel):
+    """Unknown fields are rejected (400 naming the field) so that typos never pass silently."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class ConversationItem(_Strict):
+    role: Literal["user", "assistant"]
+    text: str = Field(max_length=MAX_PROMPT_CHARS)
+
+
+class AttachedContextItem(_Strict):
+    type: Literal["email", "calendar_event", "briefing"]
+    id: str = Field(min_length=1, max_length=512)
+    title: str | None = Field(default=None, max_length=1000)
+    snippet: str | None = Field(default=None, max_length=10_000)
+    meta: dict[str, Any] | None = None
+
+
+class RunRequest(_Strict):
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
+    threadId: str | None = Field(default=None, pattern=ID_PATTERN)
+    conversation: list[ConversationItem] = Field(default_factory=list)
+    attachedContext: list[AttachedContextItem] = Field(default_factory=list)
+    supersede: bool = False
+    """Reject the thread's pending approvals (audited) instead of answering 409 APPROVAL_PENDING."""
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("prompt must not be blank")
+        return v
+
+    def normalised(self) -> RunRequest:
+        """Route-level bounds: the last 40 conversation items and the first 12 attached items."""
+        return self.model_copy(update={
+            "conversation": self.conversation[-MAX_CONVERSATION_AT_ROUTE:],
+            "attachedContext": self.attachedContext[:MAX_ATTACHED_CONTEXT],
+        })
+
+
+class ApproveRequest(_Strict):
+    approvalId: str = Field(pattern=ID_PATTERN)
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(default=None, max_length=2000)

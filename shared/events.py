@@ -1,0 +1,81 @@
+"""Run events: the NDJSON stream of seed 001 section 4, also persisted at ``runs/{runId}/events/{seq}``.
+
+Every event carries ``seq`` (1, 2, 3, ... per run), identical on the live stream and in a replay.
+Added to the spec's set: ``tool_result`` (a tool finished, was rejected or failed) and ``usage``
+(token usage of the run so far, sent before ``result``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from shared.state.records import RunResult, RunStatus, UsageRecord
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seq: int = 0
+
+
+class StatusEvent(_Event):
+    type: Literal["status"] = "status"
+    status: RunStatus
+    threadId: str
+    runId: str
+
+
+class DeltaEvent(_Event):
+    type: Literal["delta"] = "delta"
+    delta: str
+
+
+class ThoughtDeltaEvent(_Event):
+    type: Literal["thought_delta"] = "thought_delta"
+    delta: str
+
+
+class ToolCallEvent(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    toolName: str
+    preview: str
+    actionId: str
+    status: Literal["executing", "awaiting_confirmation", "rejected", "failed"]
+
+
+class ToolResultEvent(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    toolName: str
+    actionId: str
+    status: Literal["completed", "failed", "rejected"]
+    output: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class UsageEvent(_Event):
+    type: Literal["usage"] = "usage"
+    usage: UsageRecord
+
+
+class ResultEvent(_Event):
+    type: Literal["result"] = "result"
+    result: RunResult
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    error: str
+    code: str = "RUN_FAILED"
+
+
+RunEvent = Annotated[
+    StatusEvent | DeltaEvent | ThoughtDeltaEvent | ToolCallEvent | ToolResultEvent | UsageEvent | ResultEvent
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+RUN_EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+
+
+def event_to_doc(event: _Event) -> dict[str, Any]:
+    return event.model_dump(mode="json", exclude_none=True, by_alias=True)

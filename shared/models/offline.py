@@ -1,0 +1,54 @@
+"""The offline model used by ``make dev`` when no GEMINI_API_KEY is set.
+
+It is not a language model: a few deterministic rules that exercise the real flow (tool calls,
+approvals, streaming) and say plainly in every reply that they are offline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from shared.config import Settings
+from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Turn, Usage
+from shared.models.scripted import call
+
+LABEL = "[offline model: set GEMINI_API_KEY to use Gemini]"
+_REMEMBER = re.compile(r"\b(?:remember|note|save)\b(?:\s+that)?\s*[:,]?\s*(.+)", re.IGNORECASE | re.DOTALL)
+_RECALL = re.compile(r"\b(?:what do you (?:know|remember)|recall|search (?:my )?memor\w*)\b(.*)",
+                     re.IGNORECASE | re.DOTALL)
+
+
+class OfflineModel:
+    def __init__(self, settings: Settings | None = None) -> None:
+        self._name = "offline"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse:
+        turn = self._answer(request)
+        if on_delta is not None:
+            for p in turn.parts:
+                if p.text:
+                    for word in re.findall(r"\S+\s*", p.text):
+                        on_delta("text", word)
+        return ModelResponse(turn=turn, usage=Usage(requests=1), finish_reason="STOP", model_version="offline")
+
+    def _answer(self, request: ModelRequest) -> Turn:
+        tools = {t.name for t in request.tools}
+        last = request.turns[-1] if request.turns else Turn(role="user", parts=[Part(text="")])
+        responses = [p.function_response for p in last.parts if p.function_response is not None]
+        if responses:
+            lines = [f"{r.name}: {json.dumps(r.response, ensure_ascii=False)[:300]}" for r in responses]
+            return Turn(role="model", parts=[Part(text=f"{LABEL} Tool results:\n" + "\n".join(lines))])
+        text = last.text.strip()
+        m = _REMEMBER.search(text)
+        if m and "save_memory" in tools:
+            return Turn(role="model", parts=[call("save_memory", {"text": m.group(1).strip().rstrip(".")})])
+        r = _RECALL.search(text)
+        if r and "search_memory" in tools:
+            query = r.group(1).strip(" ?.") or text
+            return Turn(role="model", parts=[call("search_memory", {"query": query})])
+        return Turn(role="model", parts=[Part(text=f"{LABEL} You said: {text[:500]}")])

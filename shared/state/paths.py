@@ -1,0 +1,74 @@
+"""Firestore document paths of the runtime (seed 001 section 9), in one place."""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def run(run_id: str) -> str:
+    return f"runs/{run_id}"
+
+
+def turns(run_id: str) -> str:
+    return f"runs/{run_id}/turns"
+
+
+def turn(run_id: str, index: int) -> str:
+    return f"runs/{run_id}/turns/{index:06d}"
+
+
+def actions(run_id: str) -> str:
+    return f"runs/{run_id}/actions"
+
+
+def action(run_id: str, action_id: str) -> str:
+    return f"runs/{run_id}/actions/{action_id}"
+
+
+def events(run_id: str) -> str:
+    return f"runs/{run_id}/events"
+
+
+def event(run_id: str, seq: int) -> str:
+    return f"runs/{run_id}/events/{seq:08d}"
+
+
+def thread(thread_id: str) -> str:
+    return f"threads/{thread_id}"
+
+
+def messages(thread_id: str) -> str:
+    return f"threads/{thread_id}/messages"
+
+
+def message(thread_id: str, message_id: str) -> str:
+    return f"threads/{thread_id}/messages/{message_id}"
+
+
+def user(uid: str) -> str:
+    return f"users/{uid}"
+
+
+def approvals(uid: str) -> str:
+    return f"users/{uid}/agentApprovals"
+
+
+def approval(uid: str, approval_id: str) -> str:
+    return f"users/{uid}/agentApprovals/{approval_id}"
+
+
+def memories(uid: str) -> str:
+    return f"users/{uid}/memories"
+
+
+def memory(uid: str, memory_id: str) -> str:
+    return f"users/{uid}/memories/{memory_id}"
+
+
+def audit(audit_id: str) -> str:
+    return f"audit/{audit_id}"
+
+
+def idempotency(uid: str, key: str) -> str:
+    digest = hashlib.sha256(f"{uid}\x00{key}".encode()).hexdigest()[:40]
+    return f"idempotencyKeys/{digest}"

@@ -1,0 +1,160 @@
+"""Runs, their turns, actions and events, and threads: reads and the conditional writes that move them.
+
+Every change to a run is one atomic commit conditioned on the token of the run document as it was
+read (``commit``), so two invocations can never both move the same run forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shared.errors import Conflict, NotFound
+from shared.models.base import Turn
+from shared.state import paths
+from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.records import (
+    ActionRecord,
+    ApprovalRecord,
+    MessageRecord,
+    RunRecord,
+    ThreadRecord,
+    now,
+)
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    run: RunRecord
+    token: str
+
+
+@dataclass(frozen=True)
+class StartOutcome:
+    snapshot: RunSnapshot
+    created: bool
+    """False when an Idempotency-Key matched an earlier request: ``snapshot`` is that run."""
+
+
+def turn_doc(turn: Turn) -> dict[str, Any]:
+    return turn.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+
+
+class RunsRepo:
+    def __init__(self, store: DocStore) -> None:
+        self.store = store
+
+    # ---- reads -------------------------------------------------------------------------------
+    def get_run(self, run_id: str) -> RunSnapshot | None:
+        doc = self.store.get(paths.run(run_id))
+        if doc is None:
+            return None
+        return RunSnapshot(RunRecord.from_doc(doc.data), doc.token)
+
+    def get_run_for(self, uid: str, run_id: str) -> RunSnapshot:
+        """The run if ``uid`` owns it; another user's run answers like a missing one (404)."""
+        snap = self.get_run(run_id)
+        if snap is None or snap.run.uid != uid:
+            raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
+        return snap
+
+    def load_turns(self, run_id: str) -> list[Turn]:
+        docs = self.store.query(Query(paths.turns(run_id)))
+        return [Turn.model_validate(d.data) for d in docs]
+
+    def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        doc = self.store.get(paths.thread(thread_id))
+        return None if doc is None else ThreadRecord.from_doc(doc.data)
+
+    def list_messages(self, thread_id: str, limit: int = 30) -> list[MessageRecord]:
+        docs = self.store.query(Query(paths.messages(thread_id), order_by="createdAt", descending=True,
+                                      limit=limit))
+        return [MessageRecord.from_doc(d.data) for d in reversed(docs)]
+
+    def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        start = f"{after:08d}" if after > 0 else None
+        docs = self.store.query(Query(paths.events(run_id), start_after=start, limit=limit))
+        return [d.data for d in docs]
+
+    def list_actions(self, run_id: str) -> list[ActionRecord]:
+        docs = self.store.query(Query(paths.actions(run_id)))
+        acts = [ActionRecord.from_doc(d.data) for d in docs]
+        return sorted(acts, key=lambda a: (a.turn_index, a.call_index))
+
+    def get_action(self, run_id: str, action_id: str) -> tuple[ActionRecord, str] | None:
+        doc = self.store.get(paths.action(run_id, action_id))
+        return None if doc is None else (ActionRecord.from_doc(doc.data), doc.token)
+
+    def get_approval(self, uid: str, approval_id: str) -> tuple[ApprovalRecord, str] | None:
+        doc = self.store.get(paths.approval(uid, approval_id))
+        return None if doc is None else (ApprovalRecord.from_doc(doc.data), doc.token)
+
+    # ---- writes ------------------------------------------------------------------------------
+    def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
+                  events: Sequence[dict[str, Any]], idempotency_key: str | None = None) -> StartOutcome:
+        """Create the run, claim its thread (one active run per thread) and persist the prompt.
+
+        Raises NotFound for another user's thread and Conflict (RUN_ACTIVE / APPROVAL_PENDING)
+        when the thread's current run is not finished.
+        """
+
+        def txn(t: Transaction) -> str | None:
+            if idempotency_key:
+                seen = t.get(paths.idempotency(run.uid, idempotency_key))
+                if seen is not None:
+                    return str(seen.data["runId"])
+            thread_doc = t.get(paths.thread(run.thread_id))
+            if thread_doc is not None:
+                thread = ThreadRecord.from_doc(thread_doc.data)
+                if thread.uid != run.uid:
+                    raise NotFound(f"thread {run.thread_id} not found", code="THREAD_NOT_FOUND")
+                if thread.active_run_id:
+                    active = t.get(paths.run(thread.active_run_id))
+                    if active is not None:
+                        _refuse_if_active(RunRecord.from_doc(active.data))
+                t.write(Write("update", paths.thread(run.thread_id),
+                              {"activeRunId": run.run_id, "updatedAt": now()}))
+            else:
+                t.write(Write("create", paths.thread(run.thread_id),
+                              ThreadRecord(thread_id=run.thread_id, uid=run.uid,
+                                           active_run_id=run.run_id).to_doc()))
+            t.write(Write("create", paths.run(run.run_id), run.to_doc()))
+            for i, turn in enumerate(turns):
+                t.write(Write("create", paths.turn(run.run_id, i), turn_doc(turn)))
+            t.write(Write("create", paths.message(run.thread_id, message.id), message.to_doc()))
+            for ev in events:
+                t.write(Write("create", paths.event(run.run_id, int(ev["seq"])), ev))
+            if idempotency_key:
+                t.write(Write("create", paths.idempotency(run.uid, idempotency_key),
+                              {"runId": run.run_id, "uid": run.uid, "createdAt": now()}))
+            return None
+
+        existing = self.store.run_transaction(txn)
+        run_id = existing or run.run_id
+        snap = self.get_run(run_id)
+        if snap is None:  # pragma: no cover - the transaction just wrote it
+            raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
+        if existing and snap.run.uid != run.uid:  # pragma: no cover - keys are scoped per user
+            raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
+        return StartOutcome(snap, created=existing is None)
+
+    def commit(self, snap: RunSnapshot, run: RunRecord, writes: Sequence[Write] = ()) -> RunSnapshot:
+        """Write ``run`` and ``writes`` atomically if the run is still as ``snap`` read it.
+
+        Raises PreconditionFailed (nothing written) when another invocation moved the run.
+        """
+        run.updated_at = now()
+        tokens = self.store.commit([Write("set", paths.run(run.run_id), run.to_doc(), if_token=snap.token),
+                                    *writes])
+        return RunSnapshot(run, tokens[0])
+
+
+def _refuse_if_active(active: RunRecord) -> None:
+    if active.terminal:
+        return
+    if active.status == "awaiting_confirmation":
+        raise Conflict(f"thread has a run awaiting approval ({active.run_id}); decide it or set supersede",
+                       code="APPROVAL_PENDING", details={"runId": active.run_id})
+    raise Conflict(f"thread already has an active run ({active.run_id})", code="RUN_ACTIVE",
+                   details={"runId": active.run_id})

@@ -1,0 +1,14 @@
+"""Tools the agent can call, declared once in a :class:`~shared.tools.registry.ToolRegistry`."""
+
+from __future__ import annotations
+
+from shared.tools.registry import ToolRegistry
+
+
+def default_registry() -> ToolRegistry:
+    """The registry with every shipped tool."""
+    from shared.tools import memory
+
+    registry = ToolRegistry()
+    memory.register(registry)
+    return registry

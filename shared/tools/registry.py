@@ -1,0 +1,178 @@
+"""Declare a tool once: its typed signature and docstring give validation, schema and description.
+
+```python
+registry = ToolRegistry()
+
+@registry.tool(side_effect=True)
+def save_memory(ctx: ToolContext, text: str, tags: list[str] | None = None) -> dict[str, Any]:
+    \"\"\"Save a durable fact about the user.
+
+    Args:
+        text: The fact, one sentence.
+        tags: Optional short labels.
+    \"\"\"
+```
+The first parameter is the :class:`ToolContext`; the rest become a pydantic model (extra fields
+forbidden) whose JSON schema is the Gemini function declaration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from shared.errors import AgentRuntimeError, ConfigurationError
+from shared.models.base import ToolDeclaration
+
+if TYPE_CHECKING:
+    from shared.tools.context import ToolContext
+
+ToolFn = Callable[..., dict[str, Any]]
+PreviewFn = Callable[[BaseModel], str]
+RecipientsFn = Callable[[BaseModel], list[str]]
+
+
+class ToolArgsError(AgentRuntimeError):
+    """The model called a tool with arguments that do not match its declaration."""
+
+    def __init__(self, tool: str, problems: list[str]) -> None:
+        super().__init__(f"invalid arguments for {tool}: " + "; ".join(problems))
+        self.tool = tool
+        self.problems = problems
+
+
+def args_hash(args: dict[str, Any]) -> str:
+    """A stable hash of tool arguments (binds an approval to exactly what was approved)."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _strip_titles(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Summary and per-argument descriptions of a Google-style docstring."""
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    args: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    for line in lines:
+        if line.strip() in ("Args:", "Arguments:"):
+            in_args = True
+            continue
+        if in_args:
+            if line and not line.startswith(" "):
+                in_args = False
+            else:
+                m = _ARG_LINE.match(line)
+                if m:
+                    current = m.group(1)
+                    args[current] = m.group(2).strip()
+                elif current and line.strip():
+                    args[current] += " " + line.strip()
+                continue
+        summary.append(line)
+    return "\n".join(summary).strip(), args
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    fn: ToolFn
+    side_effect: bool
+    idempotent: bool
+    preview_fn: PreviewFn | None = None
+    recipients_fn: RecipientsFn | None = None
+    """Mail-like tools: every recipient of a call (the delegated allowlist applies to them)."""
+
+    def declaration(self) -> ToolDeclaration:
+        schema = _strip_titles(self.args_model.model_json_schema())
+        return ToolDeclaration(name=self.name, description=self.description, parameters=schema)
+
+    def validate(self, args: dict[str, Any]) -> BaseModel:
+        try:
+            return self.args_model.model_validate(args)
+        except ValidationError as exc:
+            problems = [
+                f"{'.'.join(str(p) for p in e['loc']) or '(args)'}: {e['msg']}"
+                for e in exc.errors(include_url=False, include_input=False)
+            ]
+            raise ToolArgsError(self.name, problems) from None
+
+    def preview(self, args: BaseModel) -> str:
+        if self.preview_fn is not None:
+            return self.preview_fn(args)
+        parts = [f"{k}: {v}" for k, v in args.model_dump(exclude_none=True).items()]
+        return f"{self.name}(" + ", ".join(parts)[:300] + ")"
+
+    def run(self, ctx: ToolContext, args: BaseModel) -> dict[str, Any]:
+        out = self.fn(ctx, **{k: getattr(args, k) for k in type(args).model_fields})
+        return out if isinstance(out, dict) else {"result": out}
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def tool(self, *, side_effect: bool, idempotent: bool = False, name: str | None = None,
+             preview: PreviewFn | None = None, recipients: RecipientsFn | None = None
+             ) -> Callable[[ToolFn], ToolFn]:
+        def register(fn: ToolFn) -> ToolFn:
+            self.add(build_tool(fn, side_effect=side_effect, idempotent=idempotent, name=name,
+                                preview=preview, recipients=recipients))
+            return fn
+
+        return register
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ConfigurationError(f"tool {tool.name!r} is declared twice")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def declarations(self) -> list[ToolDeclaration]:
+        return [t.declaration() for t in self._tools.values()]
+
+
+def build_tool(fn: ToolFn, *, side_effect: bool, idempotent: bool = False, name: str | None = None,
+               preview: PreviewFn | None = None, recipients: RecipientsFn | None = None) -> Tool:
+    tool_name = name or fn.__name__
+    if not fn.__doc__:
+        raise ConfigurationError(f"tool {tool_name!r} needs a docstring (it is the model's description)")
+    summary, arg_docs = _parse_docstring(fn.__doc__)
+    hints = get_type_hints(fn)
+    params = list(inspect.signature(fn).parameters.values())[1:]  # first parameter: ToolContext
+    fields: dict[str, Any] = {}
+    for p in params:
+        if p.name not in hints:
+            raise ConfigurationError(f"tool {tool_name!r}: parameter {p.name!r} needs a type annotation")
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints[p.name], FieldInfo(default=default, description=arg_docs.get(p.name)))
+    model = create_model(
+        f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+    return Tool(name=tool_name, description=summary, args_model=model, fn=fn, side_effect=side_effect,
+                idempotent=idempotent, preview_fn=preview, recipients_fn=recipients)
