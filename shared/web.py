@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import flask
@@ -95,3 +95,30 @@ def http_endpoint(fn: Handler) -> Handler:
                                                           "message": "internal error"}}, 500)
 
     return wrapper
+
+
+def require_method(request: flask.Request, *methods: str) -> None:
+    if request.method not in methods:
+        raise ApiError(f"method {request.method} is not allowed here; use {' or '.join(methods)}",
+                       code="METHOD_NOT_ALLOWED", status=405)
+
+
+MAX_IDEMPOTENCY_KEY = 255
+
+
+def idempotency_key(request: flask.Request) -> str | None:
+    """The ``Idempotency-Key`` header (1..255 visible ASCII characters), if sent."""
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    key = key.strip()
+    if not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isascii() or not key.isprintable():
+        raise BadRequest("Idempotency-Key must be 1-255 visible ASCII characters", code="INVALID_IDEMPOTENCY_KEY")
+    return key
+
+
+def ndjson_response(lines: Iterator[bytes]) -> flask.Response:
+    resp = flask.Response(lines, mimetype="application/x-ndjson")
+    resp.headers["Cache-Control"] = "no-store"
+    resp.headers["X-Accel-Buffering"] = "no"
+    return resp

@@ -106,6 +106,7 @@ class RunContext:
             run.lease = None
         else:
             run.lease = Lease(owner=self.owner, expires_at=now() + self.services.settings.lease_ttl_s)
+        run.lease_expires_at = run.lease.expires_at if run.lease else 0.0
         writes = [Write("create", paths.turn(run.run_id, i), turn_doc(self.turns[i]))
                   for i in range(self._persisted_turns, len(self.turns))]
         run.turn_count = len(self.turns)

@@ -151,6 +151,8 @@ class RunRecord(Record):
     tools_executed: int = 0
     usage: UsageRecord = Field(default_factory=UsageRecord)
     lease: Lease | None = None
+    lease_expires_at: float = 0.0
+    """Top-level copy of ``lease.expiresAt`` (0 without a lease) so recovery can query by it."""
     pending_approval_ids: list[str] = Field(default_factory=list)
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""

@@ -1,0 +1,22 @@
+"""``approve``: POST /api/agent/approve -> 202 once the owner's decision is recorded."""
+
+from __future__ import annotations
+
+import flask
+
+from functions.common import authenticated_uid
+from shared.agent.approvals import decide
+from shared.api import ApproveRequest
+from shared.runtime import get_runtime
+from shared.web import http_endpoint, json_response, parse_model, read_json_body, require_method
+
+
+@http_endpoint
+def approve(request: flask.Request) -> flask.Response:
+    require_method(request, "POST")
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
+    decision = decide(rt.services, rt.dispatcher, uid, body)
+    return json_response({"ok": True, "runId": decision.run_id, "approvalId": decision.approval_id,
+                          "decision": decision.decision, "status": "resume_requested"}, status=202)

@@ -1,0 +1,17 @@
+"""What every HTTP entry point does first: authenticate the caller, read the request contract."""
+
+from __future__ import annotations
+
+import flask
+
+from shared.api import RunRequest
+from shared.runtime import Runtime
+from shared.web import parse_model, read_json_body
+
+
+def authenticated_uid(rt: Runtime, request: flask.Request) -> str:
+    return rt.authenticate(dict(request.headers.items()), dict(request.cookies.items())).uid
+
+
+def run_request(rt: Runtime, request: flask.Request) -> RunRequest:
+    return parse_model(RunRequest, read_json_body(request, rt.settings.max_body_bytes))

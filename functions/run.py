@@ -1,0 +1,21 @@
+"""``run``: POST /api/agent/run -> the non-streaming response of seed 001 section 3."""
+
+from __future__ import annotations
+
+import flask
+
+from functions.common import authenticated_uid, run_request
+from shared.agent.runs_api import run_to_stop
+from shared.runtime import get_runtime
+from shared.web import http_endpoint, idempotency_key, json_response, require_method
+
+
+@http_endpoint
+def run(request: flask.Request) -> flask.Response:
+    require_method(request, "POST")
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    body = run_request(rt, request)
+    result, replayed = run_to_stop(rt.agent, uid, body, idempotency_key=idempotency_key(request))
+    headers = {"Idempotent-Replayed": "true"} if replayed else None
+    return json_response(result.to_doc(), headers=headers)

@@ -1,0 +1,46 @@
+"""``runs``: GET /api/agent/runs/{runId} and GET /api/agent/runs/{runId}/events?after=N[&follow=1]."""
+
+from __future__ import annotations
+
+import re
+
+import flask
+
+from functions.common import authenticated_uid
+from shared.agent.streaming import ndjson, replay_events
+from shared.errors import BadRequest, NotFound
+from shared.runtime import get_runtime
+from shared.web import http_endpoint, json_response, ndjson_response, require_method
+
+_PATH = re.compile(r"^/api/agent/runs/(?P<run_id>[A-Za-z0-9_-]{1,128})(?P<events>/events)?/?$")
+
+
+def _int_arg(request: flask.Request, name: str, default: int) -> int:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"query parameter {name} must be an integer", code="INVALID_QUERY") from None
+    if value < 0:
+        raise BadRequest(f"query parameter {name} must be >= 0", code="INVALID_QUERY")
+    return value
+
+
+@http_endpoint
+def runs(request: flask.Request) -> flask.Response:
+    require_method(request, "GET")
+    m = _PATH.match(request.path)
+    if m is None:
+        raise NotFound(f"no route for {request.path}", code="ROUTE_NOT_FOUND")
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    snap = rt.runs.get_run_for(uid, m.group("run_id"))
+    if not m.group("events"):
+        return json_response(snap.run.model_dump(mode="json", by_alias=True, exclude_none=True,
+                                                 exclude={"system_instruction", "lease"}))
+    after = _int_arg(request, "after", 0)
+    follow = request.args.get("follow", "").lower() in ("1", "true", "yes")
+    events = replay_events(rt.runs, snap.run.run_id, after, follow=follow)
+    return ndjson_response(ndjson(ev) for ev in events)

@@ -1,0 +1,140 @@
+"""Deciding an approval: one transaction, then a resume message through an outbox.
+
+The decision, the action's new status, an audit entry, a touch of the run document (so any
+invocation holding an older view of the run cannot commit over it) and an ``outbox`` entry are
+written in one transaction. The resume message is published after the commit; the outbox entry is
+deleted once the publish succeeded. A crash in between leaves the entry pending, and it is
+re-published by a replayed approve call or by the periodic sweep (``kind: "sweep"`` messages).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from shared.agent.context import Services
+from shared.api import ApproveRequest
+from shared.dispatch import Dispatcher, ResumeMessage
+from shared.errors import Conflict, Gone, NotFound
+from shared.state import paths
+from shared.state.docstore import Query, Transaction, Write
+from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunRecord, now
+from shared.tools.registry import args_hash
+
+log = logging.getLogger("agent_runtime.approvals")
+
+OUTBOX = "outbox"
+OUTBOX_GRACE_S = 30.0
+"""The sweep re-publishes outbox entries older than this (younger ones are still being published)."""
+
+
+def outbox_path(approval_id: str) -> str:
+    return f"{OUTBOX}/{approval_id}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    run_id: str
+    approval_id: str
+    decision: str
+    """approved | rejected | expired"""
+
+
+def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveRequest) -> Decision:
+    """Record the owner's decision and ask for the run to resume. Raises 404/409/410."""
+
+    def txn(t: Transaction) -> Decision | tuple[str, str]:
+        doc = t.get(paths.approval(uid, req.approvalId))
+        if doc is None:
+            raise NotFound(f"approval {req.approvalId} not found", code="APPROVAL_NOT_FOUND")
+        approval = ApprovalRecord.from_doc(doc.data)
+        if approval.status == "expired":
+            raise Gone(f"approval {approval.approval_id} expired", code="APPROVAL_EXPIRED")
+        if approval.status != "pending":
+            return ("decided", approval.run_id)
+        run_doc = t.get(paths.run(approval.run_id))
+        act_doc = t.get(paths.action(approval.run_id, approval.action_id))
+        if run_doc is None or act_doc is None:
+            raise NotFound(f"approval {req.approvalId} not found", code="APPROVAL_NOT_FOUND")
+        run = RunRecord.from_doc(run_doc.data)
+        action = ActionRecord.from_doc(act_doc.data)
+        if (run.uid != uid or action.approval_id != approval.approval_id or action.tool != approval.tool
+                or action.args_hash != approval.args_hash or args_hash(action.args) != approval.args_hash):
+            log.error("approval binding mismatch", extra={"fields": {"approvalId": approval.approval_id}})
+            raise Conflict("the approval does not match its action", code="APPROVAL_MISMATCH")
+        if run.terminal or action.status != "awaiting_confirmation":
+            raise Conflict(f"the run of approval {approval.approval_id} is no longer waiting for it",
+                           code="APPROVAL_CLOSED")
+        at = now()
+        expired = at > approval.expires_at
+        if expired:
+            approval.status = "expired"
+            action.status, action.outcome, action.error = "rejected", "rejected", "the approval expired"
+            kind = "approval_expired"
+        elif req.decision == "approve":
+            approval.status = "approved"
+            action.status = "approved"
+            kind = "approval_decided"
+        else:
+            approval.status = "rejected"
+            action.status, action.outcome = "rejected", "rejected"
+            action.error = "rejected by the user" + (f": {req.reason}" if req.reason else "")
+            kind = "approval_decided"
+        approval.decided_at, approval.decision_reason = at, req.reason
+        action.updated_at = at
+        audit = AuditRecord(audit_id=services.new_id("aud"), uid=uid, kind=kind, run_id=run.run_id,
+                            action_id=action.action_id, approval_id=approval.approval_id, tool=action.tool,
+                            decision=approval.status, reason=req.reason)
+        t.write(Write("set", paths.approval(uid, approval.approval_id), approval.to_doc()))
+        t.write(Write("set", paths.action(run.run_id, action.action_id), action.to_doc()))
+        t.write(Write("create", paths.audit(audit.audit_id), audit.to_doc()))
+        t.write(Write("update", paths.run(run.run_id), {"updatedAt": at}))
+        t.write(Write("set", outbox_path(approval.approval_id),
+                      {"runId": run.run_id, "uid": uid, "approvalId": approval.approval_id,
+                       "status": "pending", "createdAt": at}))
+        return Decision(run.run_id, approval.approval_id, approval.status)
+
+    out = services.runs.store.run_transaction(txn)
+    if isinstance(out, tuple):
+        # Replayed decision: make sure its resume message was not lost, then refuse.
+        redeliver(services, dispatcher, req.approvalId)
+        raise Conflict(f"approval {req.approvalId} was already decided", code="ALREADY_DECIDED",
+                       details={"runId": out[1]})
+    deliver(services, dispatcher, out.approval_id)
+    if out.decision == "expired":
+        raise Gone(f"approval {out.approval_id} expired; the action was rejected", code="APPROVAL_EXPIRED",
+                   details={"runId": out.run_id})
+    return out
+
+
+def deliver(services: Services, dispatcher: Dispatcher, approval_id: str) -> bool:
+    """Publish the outbox entry's resume message, then remove the entry. False if it stays pending."""
+    store = services.runs.store
+    doc = store.get(outbox_path(approval_id))
+    if doc is None:
+        return True
+    msg = ResumeMessage(runId=doc.data["runId"], uid=doc.data["uid"], approvalId=approval_id)
+    try:
+        dispatcher.publish(msg)
+    except Exception:
+        log.exception("resume publish failed; the outbox keeps it", extra={"fields": {"runId": msg.runId}})
+        return False
+    store.commit([Write("delete", outbox_path(approval_id))])
+    return True
+
+
+def redeliver(services: Services, dispatcher: Dispatcher, approval_id: str) -> None:
+    deliver(services, dispatcher, approval_id)
+
+
+def sweep_outbox(services: Services, dispatcher: Dispatcher, *, older_than_s: float = OUTBOX_GRACE_S,
+                 limit: int = 100) -> int:
+    """Re-publish outbox entries left pending (a crash between commit and publish). Returns the count."""
+    cutoff = now() - older_than_s
+    docs = services.runs.store.query(Query(OUTBOX, where=(("status", "pending"),), order_by="createdAt",
+                                           limit=limit))
+    sent = 0
+    for d in docs:
+        if float(d.data.get("createdAt", 0)) <= cutoff and deliver(services, dispatcher, d.id):
+            sent += 1
+    return sent

@@ -1,0 +1,39 @@
+"""The run and stream use cases behind the HTTP entry points."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from shared.agent.service import AgentService
+from shared.agent.streaming import live_events, replay_events
+from shared.api import RunRequest
+from shared.state.records import RunRecord, RunResult
+
+
+def current_result(run: RunRecord) -> RunResult:
+    """The run's result as of its last stop, or its in-progress state."""
+    if run.result is not None:
+        return run.result
+    return RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id, status=run.status, model=run.model,
+                     summary="the run is in progress")
+
+
+def run_to_stop(service: AgentService, uid: str, request: RunRequest, *,
+                idempotency_key: str | None = None) -> tuple[RunResult, bool]:
+    """Start and drive a run to its stop. A repeated Idempotency-Key returns the earlier run
+    (``replayed=True``) and never starts a second one."""
+    started = service.start(uid, request, idempotency_key=idempotency_key)
+    if not started.outcome.created:
+        return current_result(started.outcome.snapshot.run), True
+    return service.run(service.context(started)), False
+
+
+def stream_run(service: AgentService, uid: str, request: RunRequest, *,
+               idempotency_key: str | None = None) -> Iterator[dict[str, Any]]:
+    """Start a run (errors raise here, before streaming) and return its live event stream; a
+    repeated Idempotency-Key replays the earlier run's events, following it until it stops."""
+    started = service.start(uid, request, idempotency_key=idempotency_key)
+    if not started.outcome.created:
+        return replay_events(service.services.runs, started.outcome.snapshot.run.run_id, 0, follow=True)
+    return live_events(service.context(started), started.first_events)

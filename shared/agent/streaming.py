@@ -1,0 +1,84 @@
+"""Live streams and replays of run events (NDJSON lines).
+
+A live stream runs the loop on a worker thread and relays its events as they are emitted; the
+same events (same ``seq``) are committed to ``runs/{runId}/events``. A replay reads them back
+after a sequence number and can follow the run until it stops (completes, fails or pauses).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from shared.agent.context import RunContext
+from shared.agent.loop import drive
+from shared.state.runs_repo import RunsRepo
+
+log = logging.getLogger("agent_runtime.streaming")
+
+_DONE = object()
+STOP_STATUSES = frozenset({"completed", "failed", "awaiting_confirmation"})
+
+
+def ndjson(event: dict[str, Any]) -> bytes:
+    return (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def live_events(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Drive the run on a worker thread and yield its events as they happen.
+
+    If the client goes away the run still finishes (and is committed). If the run cannot even
+    record its failure (the store is down), a final unpersisted ``error`` event closes the stream.
+    """
+    q: queue.Queue[object] = queue.Queue()
+    ctx.listener = q.put
+
+    def work() -> None:
+        try:
+            drive(ctx)
+        except Exception as exc:
+            log.exception("run could not be driven to a recorded stop",
+                          extra={"fields": {"runId": ctx.run.run_id}})
+            q.put({"type": "error", "seq": ctx.run.last_seq + 1, "code": "INTERNAL",
+                   "error": f"the run stopped unexpectedly ({type(exc).__name__})"})
+        finally:
+            q.put(_DONE)
+
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(work,), daemon=True,
+                              name=f"run-{ctx.run.run_id}")
+    thread.start()
+    yield from first_events
+    while True:
+        item = q.get()
+        if item is _DONE:
+            return
+        assert isinstance(item, dict)
+        yield item
+
+
+def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool = False,
+                  poll_s: float = 0.2, max_wait_s: float = 60.0) -> Iterator[dict[str, Any]]:
+    """Persisted events with ``seq > after``; with ``follow``, keep reading until the run stops."""
+    deadline = time.monotonic() + max_wait_s
+    last = after
+    while True:
+        batch = runs.list_events(run_id, after=last)
+        for ev in batch:
+            last = int(ev["seq"])
+            yield ev
+        if not follow:
+            return
+        snap = runs.get_run(run_id)
+        if snap is None:
+            return
+        if snap.run.status in STOP_STATUSES and last >= snap.run.last_seq:
+            return
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(poll_s)
