@@ -51,7 +51,7 @@ def build_openapi() -> dict[str, Any]:
     event_schema = TypeAdapter(RunEvent).json_schema(ref_template=REF, mode="serialization")
     schemas.update(event_schema.pop("$defs", {}))
     schemas["RunEvent"] = event_schema
-    bearer = [{"firebaseIdToken": []}, {"firebaseSession": []}]
+    bearer: list[dict[str, list[str]]] = [{"firebaseIdToken": []}, {"firebaseSession": []}]
     run_id = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
     idem = {"name": "Idempotency-Key", "in": "header", "required": False,
             "schema": {"type": "string", "maxLength": 255}}

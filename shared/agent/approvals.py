@@ -16,9 +16,11 @@ from shared.agent.context import Services
 from shared.api import ApproveRequest
 from shared.dispatch import Dispatcher, ResumeMessage
 from shared.errors import Conflict, Gone, NotFound
+from shared.events import ErrorEvent, event_to_doc
 from shared.state import paths
 from shared.state.docstore import Query, Transaction, Write
-from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunRecord, now
+from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunError, RunRecord, now
+from shared.state.runs_repo import RunSnapshot
 from shared.tools.registry import args_hash
 
 log = logging.getLogger("agent_runtime.approvals")
@@ -138,3 +140,44 @@ def sweep_outbox(services: Services, dispatcher: Dispatcher, *, older_than_s: fl
         if float(d.data.get("createdAt", 0)) <= cutoff and deliver(services, dispatcher, d.id):
             sent += 1
     return sent
+
+
+def supersede_writes(services: Services, t: Transaction, snap: RunSnapshot, new_run_id: str) -> None:
+    """Close a run paused for approval because a new run on its thread superseded it: its pending
+    approvals and actions are rejected (audited) and the run ends ``failed`` (SUPERSEDED)."""
+    run = snap.run
+    at = now()
+    approvals = [t.get(paths.approval(run.uid, a)) for a in run.pending_approval_ids]
+    actions = [t.get(paths.action(run.run_id, ApprovalRecord.from_doc(d.data).action_id))
+               for d in approvals if d is not None]
+    for doc in approvals:
+        if doc is None:
+            continue
+        approval = ApprovalRecord.from_doc(doc.data)
+        if approval.status != "pending":
+            continue
+        approval.status, approval.decided_at, approval.decision_reason = "rejected", at, "superseded"
+        t.write(Write("set", paths.approval(run.uid, approval.approval_id), approval.to_doc()))
+        audit = AuditRecord(audit_id=services.new_id("aud"), uid=run.uid, kind="approval_superseded",
+                            run_id=run.run_id, action_id=approval.action_id, approval_id=approval.approval_id,
+                            tool=approval.tool, decision="rejected", reason=f"superseded by run {new_run_id}")
+        t.write(Write("create", paths.audit(audit.audit_id), audit.to_doc()))
+    for doc in actions:
+        if doc is None:
+            continue
+        action = ActionRecord.from_doc(doc.data)
+        if action.status == "awaiting_confirmation":
+            action.status, action.outcome, action.error = "rejected", "rejected", "superseded by a new run"
+            action.updated_at = at
+            t.write(Write("set", paths.action(run.run_id, action.action_id), action.to_doc()))
+    message = f"superseded by run {new_run_id} on the same thread"
+    run.status, run.error, run.updated_at = "failed", RunError(code="SUPERSEDED", message=message), at
+    run.lease, run.lease_expires_at = None, 0.0
+    run.pending_approval_ids, run.pending_turn = [], None
+    if run.result is not None:
+        run.result = run.result.model_copy(update={"ok": False, "status": "failed", "summary": message,
+                                                   "error": run.error})
+    run.last_seq += 1
+    event = event_to_doc(ErrorEvent(seq=run.last_seq, error=message, code="SUPERSEDED"))
+    t.write(Write("create", paths.event(run.run_id, run.last_seq), event))
+    t.write(Write("set", paths.run(run.run_id), run.to_doc(), if_token=snap.token))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shared.agent.approvals import supersede_writes
 from shared.agent.context import EventListener, RunContext, Services
 from shared.agent.loop import drive
 from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
@@ -20,7 +21,8 @@ from shared.events import StatusEvent, event_to_doc
 from shared.instructions import build_system_instruction
 from shared.models.base import Part, Turn
 from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
-from shared.state.runs_repo import StartOutcome
+from shared.state.docstore import Transaction
+from shared.state.runs_repo import RunSnapshot, StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
 
@@ -90,8 +92,13 @@ class AgentService:
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
         turns = conversation_turns(conversation, req.prompt)
+        supersede = None
+        if req.supersede:
+            def supersede(t: Transaction, active: RunSnapshot) -> None:
+                supersede_writes(s, t, active, run_id)
+
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-                                   idempotency_key=idempotency_key)
+                                   idempotency_key=idempotency_key, supersede=supersede)
         return StartedRun(outcome, user, turns, [first])
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

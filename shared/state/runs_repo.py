@@ -6,7 +6,7 @@ read (``commit``), so two invocations can never both move the same run forward.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,11 +92,13 @@ class RunsRepo:
 
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
-                  events: Sequence[dict[str, Any]], idempotency_key: str | None = None) -> StartOutcome:
+                  events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
+                  supersede: Callable[[Transaction, RunSnapshot], None] | None = None) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt.
 
         Raises NotFound for another user's thread and Conflict (RUN_ACTIVE / APPROVAL_PENDING)
-        when the thread's current run is not finished.
+        when the thread's current run is not finished. With ``supersede``, a run paused for
+        approval is closed by that callback (inside the same transaction) instead.
         """
 
         def txn(t: Transaction) -> str | None:
@@ -112,7 +114,11 @@ class RunsRepo:
                 if thread.active_run_id:
                     active = t.get(paths.run(thread.active_run_id))
                     if active is not None:
-                        _refuse_if_active(RunRecord.from_doc(active.data))
+                        active_run = RunRecord.from_doc(active.data)
+                        if supersede is not None and active_run.status == "awaiting_confirmation":
+                            supersede(t, RunSnapshot(active_run, active.token))
+                        else:
+                            _refuse_if_active(active_run)
                 t.write(Write("update", paths.thread(run.thread_id),
                               {"activeRunId": run.run_id, "updatedAt": now()}))
             else:

@@ -1,0 +1,372 @@
+"""Approvals, resume and recovery on the real SQLite store (the Firestore runs are in tests/integration)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from shared.agent.approvals import outbox_path, sweep_outbox
+from shared.agent.resume import handle_message, resume_run, sweep
+from shared.api import ApproveRequest, RunRequest
+from shared.dispatch import RecordingDispatcher, ResumeMessage
+from shared.errors import Conflict, Gone, NotFound, ToolError
+from shared.models.base import ModelRequest, Turn
+from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
+from shared.runtime import Runtime
+from shared.state.docstore import Query
+from shared.tools import default_registry
+from shared.tools.context import ToolContext
+from shared.tools.registry import ToolRegistry
+from tests.agent.conftest import MakeRuntime
+from tests.agent.test_loop import audits, start_and_drive
+
+
+class Crash(BaseException):
+    """Simulates the process dying: not an Exception, so nothing in the runtime catches it."""
+
+
+class Ledger:
+    """Counts real executions of the test tools (the side effect we must not duplicate)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.crash_next = False
+        self.lock = threading.Lock()
+
+
+def registry_with(ledger: Ledger) -> ToolRegistry:
+    reg = default_registry()
+
+    @reg.tool(side_effect=True)
+    def send_note(ctx: ToolContext, to: str, body: str) -> dict[str, Any]:
+        """Send a note to someone.
+
+        Args:
+            to: Recipient.
+            body: Text.
+        """
+        with ledger.lock:
+            ledger.calls.append(f"send_note:{to}:{body}")
+            if ledger.crash_next:
+                ledger.crash_next = False
+                raise Crash()
+        if to == "nobody":
+            raise ToolError("no such recipient")
+        return {"sent": True}
+
+    @reg.tool(side_effect=True, idempotent=True)
+    def set_status(ctx: ToolContext, text: str) -> dict[str, Any]:
+        """Set the user's status (setting it twice is harmless).
+
+        Args:
+            text: The status.
+        """
+        with ledger.lock:
+            ledger.calls.append(f"set_status:{text}")
+            if ledger.crash_next:
+                ledger.crash_next = False
+                raise Crash()
+        return {"status": text}
+
+    return reg
+
+
+def runtime(make_runtime: MakeRuntime, model: Any, ledger: Ledger, **kw: Any) -> Runtime:
+    rt = make_runtime(model, **kw)
+    rt.registry = registry_with(ledger)
+    rt.services.registry = rt.registry
+    return rt
+
+
+def dispatcher(rt: Runtime) -> RecordingDispatcher:
+    d = rt.dispatcher
+    assert isinstance(d, RecordingDispatcher)
+    return d
+
+
+def deliver_all(rt: Runtime, copies: int = 1) -> None:
+    for msg in dispatcher(rt).take():
+        for _ in range(copies):
+            handle_message(rt.services, rt.dispatcher, msg)
+
+
+def approve(rt: Runtime, approval_id: str, decision: str = "approve", uid: str = "alice") -> Any:
+    from shared.agent.approvals import decide
+
+    return decide(rt.services, rt.dispatcher, uid, ApproveRequest(approvalId=approval_id, decision=decision))
+
+
+def paused(make_runtime: MakeRuntime, ledger: Ledger, *after: Turn, calls: list[Any] | None = None,
+           **kw: Any) -> tuple[Runtime, ScriptedModel, Any, list[dict[str, Any]]]:
+    first = calls_turn(*(calls or [call("send_note", {"to": "bob", "body": "hi"})]))
+    model = ScriptedModel([first, *after])
+    rt = runtime(make_runtime, model, ledger, **kw)
+    result, live = start_and_drive(rt, "send bob a note")
+    assert result.status == "awaiting_confirmation"
+    return rt, model, result, live
+
+
+def test_approve_resume_executes_once_and_completes(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, model, result, live = paused(make_runtime, ledger, text_turn("Sent."))
+    decision = approve(rt, result.approval.id)
+    assert decision.decision == "approved" and decision.run_id == result.run_id
+    assert rt.store.get(outbox_path(result.approval.id)) is None  # published, then removed
+    deliver_all(rt, copies=3)  # duplicate deliveries
+    assert ledger.calls == ["send_note:bob:hi"]
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "completed" and snap.run.result is not None
+    assert snap.run.result.mode == "tool_executed" and snap.run.result.summary == "Sent."
+    events = rt.runs.list_events(result.run_id)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[: len(live)] == live
+    assert events[-1]["type"] == "result" and events[-1]["result"]["status"] == "completed"
+    fr = model.requests[1].turns[-1].parts[0].function_response
+    assert fr is not None and fr.response == {"sent": True}
+    kinds = [a["kind"] for a in audits(rt)]
+    assert kinds.count("approval_decided") == 1 and kinds.count("side_effect_attempt") == 1
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.status == "completed" and action.attempts == 1
+    model.assert_complete()
+
+
+def test_reject_tells_the_model_and_never_runs_the_tool(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, model, result, _ = paused(make_runtime, ledger, text_turn("OK, not sent."))
+    approve(rt, result.approval.id, "reject")
+    deliver_all(rt)
+    assert ledger.calls == []
+    fr = model.requests[1].turns[-1].parts[0].function_response
+    assert fr is not None and fr.response["rejected"] is True
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.status == "rejected"
+
+
+def test_concurrent_messages_for_one_approval_run_the_tool_once(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    approve(rt, result.approval.id)
+    (msg,) = dispatcher(rt).take()
+    threads = [threading.Thread(target=handle_message, args=(rt.services, rt.dispatcher, msg)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert ledger.calls == ["send_note:bob:hi"]
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "completed"
+
+
+def test_concurrent_approve_calls_decide_once(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    outcomes: list[str] = []
+
+    def go() -> None:
+        try:
+            approve(rt, result.approval.id)
+            outcomes.append("ok")
+        except Conflict:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=go) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert sorted(outcomes) == ["conflict", "conflict", "conflict", "ok"]
+
+
+def test_crash_inside_a_tool_leaves_outcome_unknown_and_never_reruns(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, model, result, _ = paused(make_runtime, ledger, text_turn("I am not sure it was sent."), lease_ttl_s=0.2)
+    approve(rt, result.approval.id)
+    ledger.crash_next = True
+    with pytest.raises(Crash):
+        deliver_all(rt)
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.status == "executing"
+    deliver_all_again = resume_run(rt.services, result.run_id)
+    assert deliver_all_again == "busy"  # the lease is still live
+    time.sleep(0.3)  # let the crashed invocation's lease expire
+    assert sweep(rt.services, rt.dispatcher)["recovered"] == 1
+    assert ledger.calls == ["send_note:bob:hi"]  # not re-run
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.status == "failed" and action.outcome == "unknown"
+    told = model.requests[1].turns[-1].parts[0].function_response
+    assert told is not None and told.response["outcome"] == "unknown"
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "completed"
+    assert any(e["type"] == "tool_result" and "unknown" in (e.get("error") or "")
+               for e in rt.runs.list_events(result.run_id))
+
+
+def test_idempotent_tool_is_retried_after_a_crash(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Done."), lease_ttl_s=0.2,
+                              calls=[call("set_status", {"text": "away"})])
+    approve(rt, result.approval.id)
+    ledger.crash_next = True
+    with pytest.raises(Crash):
+        deliver_all(rt)
+    time.sleep(0.3)
+    sweep(rt.services, rt.dispatcher)
+    assert ledger.calls == ["set_status:away", "set_status:away"]
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.status == "completed"
+
+
+def test_parallel_calls_resume_only_when_every_approval_is_decided(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    calls = [call("search_memory", {"query": "bob"}), call("send_note", {"to": "bob", "body": "1"}),
+             call("send_note", {"to": "carol", "body": "2"})]
+    rt, model, result, _ = paused(make_runtime, ledger, text_turn("Both handled."), calls=calls)
+    assert result.approvals is not None and len(result.approvals) == 2
+    actions = rt.runs.list_actions(result.run_id)
+    assert [a.status for a in actions] == ["completed", "awaiting_confirmation", "awaiting_confirmation"]
+    approve(rt, result.approvals[0].id)
+    deliver_all(rt)
+    assert ledger.calls == [] and model.remaining == 1  # still waiting for the second decision
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "awaiting_confirmation"
+    approve(rt, result.approvals[1].id, "reject")
+    deliver_all(rt)
+    assert ledger.calls == ["send_note:bob:1"]
+    responses = model.requests[1].turns[-1].parts
+    assert [p.function_response.name for p in responses if p.function_response] == [
+        "search_memory", "send_note", "send_note"]
+    assert [p.function_response.id for p in responses if p.function_response] == [
+        c.function_call.id for c in calls]
+    assert responses[2].function_response is not None and responses[2].function_response.response["rejected"]
+
+
+def test_a_run_pauses_and_resumes_several_times(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, calls_turn(call("send_note", {"to": "carol", "body": "2"})),
+                              text_turn("All sent."))
+    approve(rt, result.approval.id)
+    deliver_all(rt)
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "awaiting_confirmation" and snap.run.result is not None
+    second = snap.run.result.approval
+    assert second is not None and second.id != result.approval.id
+    approve(rt, second.id)
+    deliver_all(rt)
+    assert ledger.calls == ["send_note:bob:hi", "send_note:carol:2"]
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "completed"
+    events = rt.runs.list_events(result.run_id)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+
+
+def test_approval_errors(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    with pytest.raises(NotFound):
+        approve(rt, "apr_doesnotexist")
+    with pytest.raises(NotFound):
+        approve(rt, result.approval.id, uid="mallory")
+    approve(rt, result.approval.id)
+    with pytest.raises(Conflict) as replay:
+        approve(rt, result.approval.id)
+    assert replay.value.code == "ALREADY_DECIDED"
+
+
+def test_expired_approval_is_gone_and_rejected(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, model, result, _ = paused(make_runtime, ledger, text_turn("It expired."), approval_ttl_s=0.0)
+    with pytest.raises(Gone):
+        approve(rt, result.approval.id)
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.status == "rejected" and "expired" in (action.error or "")
+    with pytest.raises(Gone):
+        approve(rt, result.approval.id)
+    deliver_all(rt)
+    assert ledger.calls == []
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "completed"
+
+
+class FailingDispatcher(RecordingDispatcher):
+    def publish(self, message: ResumeMessage) -> None:
+        raise ConnectionError("pubsub unavailable")
+
+
+def test_crash_between_commit_and_publish_is_recovered_by_the_outbox(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    from shared.agent.approvals import decide
+
+    decide(rt.services, FailingDispatcher(), "alice", ApproveRequest(approvalId=result.approval.id,
+                                                                    decision="approve"))
+    assert rt.store.get(outbox_path(result.approval.id)) is not None
+    assert dispatcher(rt).messages == []
+    assert sweep_outbox(rt.services, rt.dispatcher, older_than_s=0) == 1
+    deliver_all(rt)
+    assert ledger.calls == ["send_note:bob:hi"]
+    assert rt.store.query(Query("outbox")) == []
+
+
+def test_replayed_approve_republishes_a_stranded_outbox_entry(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    from shared.agent.approvals import decide
+
+    decide(rt.services, FailingDispatcher(), "alice", ApproveRequest(approvalId=result.approval.id,
+                                                                    decision="approve"))
+    with pytest.raises(Conflict):
+        approve(rt, result.approval.id)
+    assert [m.approvalId for m in dispatcher(rt).messages] == [result.approval.id]
+
+
+def test_supersede_rejects_pending_approvals(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"})), text_turn("New topic.")])
+    rt = runtime(make_runtime, model, ledger)
+    first, _ = start_and_drive(rt, "send", threadId="t9")
+    with pytest.raises(Conflict):
+        rt.agent.start("alice", RunRequest(prompt="never mind", threadId="t9"))
+    second, _ = start_and_drive(rt, "never mind", threadId="t9", supersede=True)
+    assert second.status == "completed"
+    old = rt.runs.get_run(first.run_id)
+    assert old is not None and old.run.status == "failed" and old.run.error is not None
+    assert old.run.error.code == "SUPERSEDED"
+    got = rt.runs.get_approval("alice", first.approval.id)
+    assert got is not None and got[0].status == "rejected"
+    assert any(a["kind"] == "approval_superseded" for a in audits(rt))
+    with pytest.raises(Conflict):
+        approve(rt, first.approval.id)
+    events = rt.runs.list_events(first.run_id)
+    assert events[-1]["type"] == "error" and [e["seq"] for e in events] == list(range(1, len(events) + 1))
+
+
+def test_message_for_an_ended_or_unknown_run_is_a_noop(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    assert resume_run(rt.services, "run_unknown") == "not_found"
+    assert resume_run(rt.services, result.run_id) == "waiting"
+    approve(rt, result.approval.id)
+    deliver_all(rt)
+    before = rt.runs.list_events(result.run_id)
+    assert resume_run(rt.services, result.run_id) == "terminal"
+    assert rt.runs.list_events(result.run_id) == before
+    assert resume_run(rt.services, result.run_id, expected_uid="mallory") == "not_found"
+
+
+def test_tool_errors_are_told_to_the_model(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+
+    def answer(request: ModelRequest) -> Turn:
+        if len(request.turns) == 1:
+            return calls_turn(call("send_note", {"to": "nobody", "body": "x"}))
+        return text_turn("That recipient does not exist.")
+
+    rt = runtime(make_runtime, FunctionModel(answer), ledger, trust="autonomous")
+    result, live = start_and_drive(rt, "send")
+    assert result.status == "completed"
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.status == "failed" and action.error == "no such recipient"
+    assert any(e["type"] == "tool_result" and e["status"] == "failed" for e in live)
