@@ -1,0 +1,1 @@
+"""The Agent Runtime's infrastructure, declared with Pulumi (one stack per environment)."""

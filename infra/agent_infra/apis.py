@@ -1,0 +1,31 @@
+"""The Google Cloud APIs the system uses, enabled in the environment's project."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_gcp as gcp
+
+from agent_infra.config import StackConfig
+
+APIS = (
+    "artifactregistry.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "cloudfunctions.googleapis.com",
+    "firestore.googleapis.com",
+    "iam.googleapis.com",
+    "iamcredentials.googleapis.com",
+    "logging.googleapis.com",
+    "pubsub.googleapis.com",
+    "run.googleapis.com",
+    "secretmanager.googleapis.com",
+    "storage.googleapis.com",
+)
+
+
+def enable_apis(cfg: StackConfig) -> list[pulumi.Resource]:
+    """Enable every API; destroying the stack leaves them enabled (other tenants may use them)."""
+    return [
+        gcp.projects.Service(f"api-{api.split('.')[0]}", project=cfg.project, service=api,
+                             disable_on_destroy=False, disable_dependent_services=False)
+        for api in APIS
+    ]

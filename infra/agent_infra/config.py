@@ -1,0 +1,173 @@
+"""The function catalog and the per-stack settings read from ``Pulumi.<stack>.yaml``.
+
+The catalog says what each deployed function is and what it may touch (the source of the
+least-privilege grants); the stack config says how big, how many and with which settings it
+runs in one environment. Nothing here creates resources.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pulumi
+
+NAMESPACE = "agent-runtime"
+PYTHON_RUNTIME = "python311"
+
+# Seconds a deadline-bound function gets beyond AGENT_RUN_DEADLINE_S: the loop stops at the
+# deadline, then persists its state and answers; the platform must not kill it first.
+DEADLINE_MARGIN_S = 30
+
+SecretName = Literal["gemini", "credentials"]
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One entry point of the bundle and the access it needs.
+
+    ``deadline_bound`` functions drive the agent loop, so their timeout follows the run deadline.
+    ``trigger`` "http" functions are invoked by the backend; "pubsub" by the resume push subscription.
+    """
+
+    name: str
+    entry_point: str
+    trigger: Literal["http", "pubsub"]
+    route: str
+    secrets: tuple[SecretName, ...]
+    publishes_resume: bool
+    deadline_bound: bool
+    default_timeout_s: int
+
+
+# One list for every function of the bundle (names are main.py's entry points).
+CATALOG: tuple[FunctionSpec, ...] = (
+    FunctionSpec("run", "run", "http", "POST /api/agent/run", ("gemini", "credentials"), True, True, 0),
+    FunctionSpec("stream", "stream", "http", "POST /api/agent/run/stream", ("gemini", "credentials"),
+                 True, True, 0),
+    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs/{runId}[/events]", (), False, False, 300),
+    FunctionSpec("approve", "approve", "http", "POST /api/agent/approve", (), True, False, 60),
+    FunctionSpec("resume", "resume", "pubsub", "Pub/Sub push from the resume topic", ("gemini", "credentials"),
+                 True, True, 0),
+    FunctionSpec("goals", "goals", "http", "POST /agent/run (backend only)", ("gemini",), False, False, 120),
+)
+
+# Secret-backed environment variables: never set as plain values.
+SECRET_ENV: dict[SecretName, str] = {"gemini": "GEMINI_API_KEY", "credentials": "CREDENTIALS_ENCRYPTION_KEY"}
+
+# Set by the program itself; a stack may not override them.
+PROGRAM_ENV = ("STATE_BACKEND", "GOOGLE_CLOUD_PROJECT", "AUTH_MODE", "DISPATCHER", "RESUME_TOPIC",
+               "EVENT_RETENTION_S", "AUDIT_RETENTION_S")
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Per-environment size of one function."""
+
+    memory: str
+    cpu: str
+    min_instances: int
+    max_instances: int
+    concurrency: int
+    timeout_s: int
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long data lives in one environment (TTL horizons, backups, recovery)."""
+
+    events_days: int
+    audit_days: int
+    backup_days: int
+    point_in_time_recovery: bool
+    delete_protection: bool
+    dead_letter_days: int
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    environment: str
+    project: str
+    region: str
+    firestore_location: str
+    backend_invoker: str
+    bundle_dir: str
+    resume_topic: str
+    max_delivery_attempts: int
+    runtime_env: dict[str, str]
+    scaling: dict[str, Scaling]
+    retention: Retention
+
+    @property
+    def run_deadline_s(self) -> float:
+        return float(self.runtime_env.get("AGENT_RUN_DEADLINE_S", "90"))
+
+    def function_env(self) -> dict[str, str]:
+        """Plain environment variables every function gets (no secrets among them)."""
+        return {
+            **self.runtime_env,
+            "STATE_BACKEND": "firestore",
+            "GOOGLE_CLOUD_PROJECT": self.project,
+            "AUTH_MODE": "firebase",
+            "DISPATCHER": "pubsub",
+            "RESUME_TOPIC": self.resume_topic,
+            "EVENT_RETENTION_S": str(self.retention.events_days * 86400),
+            "AUDIT_RETENTION_S": str(self.retention.audit_days * 86400),
+        }
+
+
+def _scaling(spec: FunctionSpec, raw: dict[str, Any], deadline_s: float) -> Scaling:
+    floor = math.ceil(deadline_s) + DEADLINE_MARGIN_S if spec.deadline_bound else 1
+    timeout = int(raw.get("timeoutS", floor if spec.deadline_bound else spec.default_timeout_s))
+    if timeout < floor:
+        raise ValueError(f"{spec.name}: timeoutS {timeout} is below the run deadline plus margin ({floor})")
+    scaling = Scaling(
+        memory=str(raw.get("memory", "512Mi")),
+        cpu=str(raw.get("cpu", "1")),
+        min_instances=int(raw.get("minInstances", 0)),
+        max_instances=int(raw.get("maxInstances", 3)),
+        concurrency=int(raw.get("concurrency", 8)),
+        timeout_s=timeout,
+    )
+    if scaling.concurrency > 1 and float(scaling.cpu) < 1:
+        raise ValueError(f"{spec.name}: concurrency > 1 needs at least 1 CPU")
+    if not 0 <= scaling.min_instances <= scaling.max_instances:
+        raise ValueError(f"{spec.name}: need 0 <= minInstances <= maxInstances")
+    return scaling
+
+
+def load() -> StackConfig:
+    """Read and validate the current stack's configuration (raises ValueError on a bad stack)."""
+    cfg = pulumi.Config(NAMESPACE)
+    gcp = pulumi.Config("gcp")
+    runtime_env = {str(k): str(v) for k, v in (cfg.get_object("runtimeEnv") or {}).items()}
+    forbidden = set(runtime_env) & (set(SECRET_ENV.values()) | set(PROGRAM_ENV))
+    if forbidden:
+        raise ValueError(f"runtimeEnv may not set {sorted(forbidden)}: secrets and program-owned variables")
+    deadline = float(runtime_env.get("AGENT_RUN_DEADLINE_S", "90"))
+    raw_scaling: dict[str, Any] = cfg.get_object("scaling") or {}
+    unknown = set(raw_scaling) - {s.name for s in CATALOG}
+    if unknown:
+        raise ValueError(f"scaling names unknown functions: {sorted(unknown)}")
+    raw_retention: dict[str, Any] = cfg.require_object("retention")
+    return StackConfig(
+        environment=pulumi.get_stack(),
+        project=gcp.require("project"),
+        region=gcp.require("region"),
+        firestore_location=cfg.require("firestoreLocation"),
+        backend_invoker=cfg.require("backendServiceAccount"),
+        bundle_dir=cfg.get("bundleDir") or "../dist/bundle",
+        resume_topic=cfg.get("resumeTopic") or "agent-resume",
+        max_delivery_attempts=cfg.get_int("maxDeliveryAttempts") or 5,
+        runtime_env=runtime_env,
+        scaling={s.name: _scaling(s, raw_scaling.get(s.name) or {}, deadline) for s in CATALOG},
+        retention=Retention(
+            events_days=int(raw_retention["eventsDays"]),
+            audit_days=int(raw_retention["auditDays"]),
+            backup_days=int(raw_retention.get("backupDays", 0)),
+            point_in_time_recovery=bool(raw_retention.get("pointInTimeRecovery", False)),
+            delete_protection=bool(raw_retention.get("deleteProtection", False)),
+            dead_letter_days=int(raw_retention.get("deadLetterDays", 7)),
+        ),
+    )

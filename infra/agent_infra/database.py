@@ -1,0 +1,86 @@
+"""The Firestore database, its composite indexes and TTL policies.
+
+Single-field indexes are automatic (events are read by document id, i.e. by seq within a run).
+Every composite index the runtime's queries need is in ``INDEXES``; add one there when a query
+adds a filter + order pair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import pulumi
+import pulumi_gcp as gcp
+
+from agent_infra.config import StackConfig
+
+DATABASE = "(default)"
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    collection: str
+    fields: tuple[tuple[str, Literal["ASCENDING", "DESCENDING"]], ...]
+    scope: Literal["COLLECTION", "COLLECTION_GROUP"] = "COLLECTION"
+
+    @property
+    def key(self) -> str:
+        return "-".join([self.collection, *(f for f, _ in self.fields)])
+
+
+INDEXES: tuple[IndexSpec, ...] = (
+    IndexSpec("runs", (("threadId", "ASCENDING"), ("createdAt", "DESCENDING"))),
+    IndexSpec("runs", (("status", "ASCENDING"), ("leaseExpiresAt", "ASCENDING"))),
+    IndexSpec("agentApprovals", (("runId", "ASCENDING"), ("status", "ASCENDING"))),
+    IndexSpec("outbox", (("status", "ASCENDING"), ("createdAt", "ASCENDING"))),
+    IndexSpec("audit", (("uid", "ASCENDING"), ("at", "DESCENDING"))),
+)
+
+# Collection (group) ids whose documents carry an ``expireAt`` timestamp that Firestore's TTL
+# deletes after; the runtime sets it (retention per stack, APPROVAL_TTL_S for approvals).
+TTL_FIELD = "expireAt"
+TTL_COLLECTIONS = ("events", "audit", "agentApprovals")
+
+
+def create_database(cfg: StackConfig, depends_on: list[pulumi.Resource]) -> gcp.firestore.Database:
+    r = cfg.retention
+    return gcp.firestore.Database(
+        "firestore", project=cfg.project, name=DATABASE, location_id=cfg.firestore_location,
+        type="FIRESTORE_NATIVE", concurrency_mode="PESSIMISTIC", app_engine_integration_mode="DISABLED",
+        point_in_time_recovery_enablement=(
+            "POINT_IN_TIME_RECOVERY_ENABLED" if r.point_in_time_recovery else "POINT_IN_TIME_RECOVERY_DISABLED"),
+        delete_protection_state="DELETE_PROTECTION_ENABLED" if r.delete_protection else "DELETE_PROTECTION_DISABLED",
+        # Destroying a stack never deletes the data; delete the database by hand if really meant.
+        deletion_policy="ABANDON",
+        opts=pulumi.ResourceOptions(depends_on=depends_on, protect=r.delete_protection))
+
+
+def create_indexes(cfg: StackConfig, db: gcp.firestore.Database) -> list[gcp.firestore.Index]:
+    return [
+        gcp.firestore.Index(
+            f"index-{spec.key}", project=cfg.project, database=db.name, collection=spec.collection,
+            query_scope=spec.scope,
+            fields=[gcp.firestore.IndexFieldArgs(field_path=f, order=o) for f, o in spec.fields])
+        for spec in INDEXES
+    ]
+
+
+def create_ttl_policies(cfg: StackConfig, db: gcp.firestore.Database) -> list[gcp.firestore.Field]:
+    # An empty index_config also drops the single-field index on expireAt: it is never queried,
+    # and indexing a monotonically increasing timestamp only creates write hot spots.
+    return [
+        gcp.firestore.Field(
+            f"ttl-{collection}", project=cfg.project, database=db.name, collection=collection, field=TTL_FIELD,
+            ttl_config=gcp.firestore.FieldTtlConfigArgs(), index_config=gcp.firestore.FieldIndexConfigArgs())
+        for collection in TTL_COLLECTIONS
+    ]
+
+
+def create_backups(cfg: StackConfig, db: gcp.firestore.Database) -> list[gcp.firestore.BackupSchedule]:
+    days = cfg.retention.backup_days
+    if days <= 0:
+        return []
+    return [gcp.firestore.BackupSchedule(
+        "firestore-daily-backup", project=cfg.project, database=db.name, retention=f"{days * 86400}s",
+        daily_recurrence=gcp.firestore.BackupScheduleDailyRecurrenceArgs())]

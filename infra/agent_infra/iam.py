@@ -1,0 +1,71 @@
+"""Service accounts and their grants: each function gets its own identity and only what it needs.
+
+Every grant is a non-authoritative ``*IamMember`` so the program never removes bindings it does
+not own. Firestore has no per-collection IAM, so ``roles/datastore.user`` is the narrowest role
+that lets a function read and write documents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from agent_infra.config import CATALOG, StackConfig
+
+FUNCTION_PROJECT_ROLES = ("roles/datastore.user",)
+# What a gen2 build needs: write logs, push the image, read the uploaded source.
+BUILDER_PROJECT_ROLES = ("roles/logging.logWriter", "roles/artifactregistry.writer", "roles/storage.objectViewer")
+INVOKER_ROLE = "roles/run.invoker"
+
+
+@dataclass(frozen=True)
+class Accounts:
+    functions: dict[str, gcp.serviceaccount.Account]
+    pusher: gcp.serviceaccount.Account
+    builder: gcp.serviceaccount.Account
+
+
+def member(account: gcp.serviceaccount.Account) -> pulumi.Output[str]:
+    return account.email.apply(lambda email: f"serviceAccount:{email}")
+
+
+def create_accounts(cfg: StackConfig, depends_on: list[pulumi.Resource]) -> Accounts:
+    opts = pulumi.ResourceOptions(depends_on=depends_on)
+
+    def account(key: str, account_id: str, what: str) -> gcp.serviceaccount.Account:
+        return gcp.serviceaccount.Account(f"sa-{key}", project=cfg.project, account_id=account_id,
+                                          display_name=f"Agent Runtime {cfg.environment}: {what}", opts=opts)
+
+    return Accounts(
+        functions={s.name: account(s.name, f"agent-fn-{s.name}", f"{s.name} function") for s in CATALOG},
+        pusher=account("resume-push", "agent-resume-push", "Pub/Sub push identity for resume"),
+        builder=account("build", "agent-fn-build", "function image builds"),
+    )
+
+
+def grant_project_roles(cfg: StackConfig, accounts: Accounts) -> list[pulumi.Resource]:
+    grants: list[pulumi.Resource] = []
+    for name, sa in accounts.functions.items():
+        for role in FUNCTION_PROJECT_ROLES:
+            grants.append(gcp.projects.IAMMember(f"{name}-{role.split('/')[1]}", project=cfg.project,
+                                                 role=role, member=member(sa)))
+    for role in BUILDER_PROJECT_ROLES:
+        grants.append(gcp.projects.IAMMember(f"build-{role.split('/')[1]}", project=cfg.project,
+                                             role=role, member=member(accounts.builder)))
+    return grants
+
+
+def grant_invokers(cfg: StackConfig, functions: dict[str, gcp.cloudfunctionsv2.Function],
+                   accounts: Accounts) -> dict[str, pulumi.Resource]:
+    """The backend may invoke the HTTP functions; only the push identity may invoke resume."""
+    grants: dict[str, pulumi.Resource] = {}
+    for spec in CATALOG:
+        fn = functions[spec.name]
+        invoker = member(accounts.pusher) if spec.trigger == "pubsub" else f"serviceAccount:{cfg.backend_invoker}"
+        grants[spec.name] = gcp.cloudrunv2.ServiceIamMember(
+            f"{spec.name}-invoker", project=cfg.project, location=cfg.region,
+            name=fn.service_config.apply(lambda sc: sc.service if sc else None),
+            role=INVOKER_ROLE, member=invoker)
+    return grants

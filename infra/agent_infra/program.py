@@ -1,0 +1,40 @@
+"""The whole stack: ``build()`` declares every resource of one environment and exports its URLs."""
+
+from __future__ import annotations
+
+import pulumi
+
+from agent_infra import apis, config, database, functions, iam, messaging, secrets
+
+
+def build() -> dict[str, pulumi.Resource]:
+    """Declare the stack selected by Pulumi (its ``Pulumi.<stack>.yaml``). Returns the functions."""
+    cfg = config.load()
+    enabled = apis.enable_apis(cfg)
+    accounts = iam.create_accounts(cfg, enabled)
+    project_grants = iam.grant_project_roles(cfg, accounts)
+    stored = secrets.create_secrets(cfg, enabled)
+    readers = secrets.grant_access(stored, accounts)
+    db = database.create_database(cfg, enabled)
+    database.create_indexes(cfg, db)
+    database.create_ttl_policies(cfg, db)
+    database.create_backups(cfg, db)
+    topics = messaging.create_topics(cfg, enabled)
+    publishers = messaging.grant_publishers(
+        cfg, topics, accounts, [s.name for s in config.CATALOG if s.publishes_resume])
+    bucket, source = functions.upload_bundle(cfg, accounts, enabled)
+    # A function must be able to read its secrets and store before its first revision starts.
+    fns = functions.create_functions(cfg, accounts, bucket, source, stored,
+                                     [*enabled, *project_grants, *readers, *publishers, db])
+    invokers = iam.grant_invokers(cfg, fns, accounts)
+    messaging.create_push(cfg, topics, fns["resume"], cfg.scaling["resume"].timeout_s, accounts,
+                          [invokers["resume"]])
+
+    pulumi.export("environment", cfg.environment)
+    pulumi.export("urls", {name: fn.service_config.apply(lambda sc: sc.uri if sc else None)
+                           for name, fn in fns.items()})
+    pulumi.export("runUrl", fns["run"].service_config.apply(lambda sc: sc.uri if sc else None))
+    pulumi.export("backendServiceAccount", cfg.backend_invoker)
+    pulumi.export("resumeTopic", topics.resume.name)
+    pulumi.export("deadLetterSubscription", topics.dead_letter_sub.name)
+    return dict(fns)
