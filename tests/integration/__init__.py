@@ -1,0 +1,1 @@
+"""Integration tests: real SDKs against emulators and local fake servers."""
