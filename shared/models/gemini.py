@@ -129,11 +129,13 @@ class GeminiModel:
                              stream, deadline)
                 response = stream.finish()
             except ModelError as err:
+                if not err.retryable:
+                    raise
                 if stream.emitted:
                     # Retrying would send the caller the same deltas twice: let it decide.
-                    raise type(err)(f"{err} (stream interrupted after partial output)",
-                                    status=err.status, retryable=err.retryable) from err
-                if not err.retryable or attempt >= max_attempts:
+                    raise type(err)(f"{err} (not retried: partial output was already streamed)",
+                                    status=err.status, retryable=True) from err
+                if attempt >= max_attempts:
                     raise
                 delay = self._backoff(attempt)
                 if time.monotonic() + delay >= deadline:

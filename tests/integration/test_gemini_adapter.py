@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from shared.config import Settings
 from shared.errors import ModelError, ModelTimeout
 from shared.models.base import (
     DeltaKind,
@@ -284,7 +285,7 @@ def test_broken_stream_after_deltas_raises_instead_of_retrying(
     deltas: list[str] = []
     with pytest.raises(ModelError) as err:
         make_model().generate(ask("count"), lambda _kind, chunk: deltas.append(chunk))
-    assert "interrupted" in str(err.value)
+    assert "partial output was already streamed" in str(err.value)
     assert deltas == ["one two "]
     assert fake_gemini.remaining == 1
 
@@ -335,6 +336,10 @@ def test_factory_picks_the_model_and_caches_it(fake_gemini: FakeGemini) -> None:
         gemini = create_model(fake_gemini.settings())
         assert isinstance(gemini, GeminiModel)
         assert create_model(fake_gemini.settings()) is gemini
+        # Vertex AI mode needs no key; credentials are only looked up on the first request.
+        vertex = create_model(Settings(gemini_use_vertex=True, google_cloud_project="demo-project",
+                                       gemini_location="us-central1"))
+        assert isinstance(vertex, GeminiModel)
     finally:
         clear_model_cache()
 
