@@ -1,0 +1,49 @@
+# Agent Runtime: the two commands are `make dev` (run it) and `make test` (prove it).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
+PORT ?= 8080
+
+.PHONY: dev demo test unit lint typecheck infra-test bench reliability bundle clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+venv: $(STAMP)
+
+dev: $(STAMP)  ## serve every function on one port (SQLite store, local auth)
+	PORT=$(PORT) $(PY) devserver.py
+
+demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
+	$(PY) scripts/demo.py
+
+test: $(STAMP) lint typecheck  ## everything CI runs
+	$(PY) -m pytest -q
+	$(MAKE) infra-test
+
+unit: $(STAMP)
+	$(PY) -m pytest -q tests/agent tests/unit
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+infra-test:
+	$(MAKE) -C infra test
+
+bench: $(STAMP)  ## performance figures (JSON)
+	$(PY) -m bench.run
+
+reliability: $(STAMP)  ## the approval/resume reliability scenario (JSON summary)
+	$(PY) -m bench.reliability
+
+bundle:  ## deployable function source in dist/bundle
+	bash scripts/bundle.sh
+
+clean:
+	rm -rf dist var .mypy_cache .ruff_cache

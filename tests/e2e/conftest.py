@@ -1,0 +1,41 @@
+"""HTTP end-to-end fixtures: the dev app (every function on one Flask app) over a real store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from devserver import create_app
+from shared.auth import LocalAuthenticator
+from shared.dispatch import RecordingDispatcher
+from shared.models.base import Model
+from shared.runtime import Runtime, set_runtime
+from shared.state.docstore import DocStore
+from tests.agent.conftest import store, test_settings  # noqa: F401  (fixture re-export)
+
+ALICE = {"Authorization": "Bearer dev:alice"}
+BOB = {"Authorization": "Bearer dev:bob"}
+
+Install = Callable[..., Runtime]
+
+
+@pytest.fixture
+def install(store: DocStore) -> Iterator[Install]:
+    """Install a runtime for the HTTP functions: ``install(model, **settings)``."""
+
+    def make(model: Model, *, store_override: DocStore | None = None, **overrides: Any) -> Runtime:
+        rt = Runtime(test_settings(**overrides), store=store_override or store, model=model,
+                     authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
+        set_runtime(rt)
+        return rt
+
+    yield make
+    set_runtime(None)
+
+
+@pytest.fixture
+def client() -> FlaskClient:
+    return create_app().test_client()
