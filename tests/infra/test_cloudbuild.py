@@ -1,0 +1,146 @@
+"""cloudbuild.yaml runs test -> bundle -> deploy -> smoke with commands that exist in this repo,
+and the smoke script tells a protected, working run function from a broken or public one."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+STACKS = ("dev", "staging", "prod")
+
+
+def _build() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((REPO / "cloudbuild.yaml").read_text())
+    return data
+
+
+def test_steps_run_in_pipeline_order() -> None:
+    assert [s["id"] for s in _build()["steps"]] == ["test", "bundle", "deploy", "smoke"]
+
+
+def test_every_step_runs_a_script_of_this_repo() -> None:
+    for step in _build()["steps"]:
+        assert step["entrypoint"] == "bash", step["id"]
+        script = REPO / step["args"][0]
+        assert script.is_file(), f"{step['id']}: {script} is missing"
+        check = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stderr
+        # Paths a script names inside the repo must exist too (e.g. infra/ensure_venv.sh).
+        for ref in re.findall(r"(?:scripts|infra)/[\w./-]+\.(?:sh|py|yaml)", script.read_text()):
+            assert (REPO / ref).exists() or (REPO / "infra" / ref).exists(), f"{script.name} names {ref}"
+        if "ensure_venv.sh" in script.read_text():
+            assert (REPO / "infra" / "ensure_venv.sh").is_file()
+
+
+def test_images_are_pinned() -> None:
+    for step in _build()["steps"]:
+        image = step["name"]
+        assert ":" in image and not image.endswith(":latest"), image
+
+
+def test_substitutions_are_declared_and_select_a_stack() -> None:
+    build = _build()
+    declared = set(build["substitutions"])
+    used = set(re.findall(r"\$\{?(_[A-Z0-9_]+)", yaml.safe_dump(build["steps"])))
+    assert used <= declared, used - declared
+    assert build["substitutions"]["_ENV"] in STACKS
+    deploy = next(s for s in build["steps"] if s["id"] == "deploy")
+    assert deploy["args"][0] == "scripts/deploy.sh" and deploy["args"][1] == "${_ENV}"
+    for stack in STACKS:
+        assert (REPO / "infra" / f"Pulumi.{stack}.yaml").is_file()
+
+
+def test_steps_hand_over_the_bundle_and_the_outputs() -> None:
+    steps = {s["id"]: s for s in _build()["steps"]}
+    bundle_dir = steps["bundle"]["args"][1]
+    for stack in STACKS:
+        cfg = yaml.safe_load((REPO / "infra" / f"Pulumi.{stack}.yaml").read_text())["config"]
+        assert (REPO / "infra" / cfg["agent-runtime:bundleDir"]).resolve() == (REPO / bundle_dir).resolve()
+    assert steps["deploy"]["args"][2] == steps["smoke"]["args"][1]
+
+
+# --- smoke.sh against a local stand-in for the deployed function -------------------------------
+
+class _FakeRunFunction(BaseHTTPRequestHandler):
+    """Cloud Run IAM in front of the runtime: 403 without an identity token, else the app's answer."""
+
+    public = False
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        ident = self.headers.get("X-Serverless-Authorization", "")
+        if not self.public and ident != "Bearer fake-id-token":
+            self._send(403, b"Forbidden")
+        elif self.headers.get("Authorization") == "Bearer user-token":
+            self._send(200, json.dumps({"ok": True, "runId": "r1"}).encode())
+        else:
+            self._send(401, json.dumps({"ok": False, "error": {"code": "UNAUTHENTICATED", "message": "x"}}).encode())
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_function() -> Iterator[tuple[str, type[_FakeRunFunction]]]:
+    handler = type("Handler", (_FakeRunFunction,), {"public": False})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+    server.server_close()
+
+
+def _smoke(tmp_path: Path, url: str, **env: str) -> subprocess.CompletedProcess[str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    gcloud = bin_dir / "gcloud"  # stands in for `gcloud auth print-identity-token`
+    gcloud.write_text('#!/bin/sh\necho "$@" >> "$(dirname "$0")/calls"\necho fake-id-token\n')
+    gcloud.chmod(gcloud.stat().st_mode | stat.S_IEXEC)
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({"runUrl": url, "backendServiceAccount": "backend@p.iam.gserviceaccount.com"}))
+    return subprocess.run(["bash", str(REPO / "scripts" / "smoke.sh"), str(outputs)], capture_output=True,
+                          text=True, env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **env})
+
+
+def test_smoke_passes_for_a_protected_working_function(
+        tmp_path: Path, fake_function: tuple[str, type[_FakeRunFunction]]) -> None:
+    url, _ = fake_function
+    proc = _smoke(tmp_path, url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = (tmp_path / "bin" / "calls").read_text()
+    assert "--impersonate-service-account=backend@p.iam.gserviceaccount.com" in calls
+    assert f"--audiences={url}" in calls
+    proc = _smoke(tmp_path, url, SMOKE_USER_TOKEN="user-token")
+    assert proc.returncode == 0 and "user run -> 200" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_smoke_fails_for_a_public_function(tmp_path: Path, fake_function: tuple[str, type[_FakeRunFunction]]) -> None:
+    url, handler = fake_function
+    handler.public = True
+    proc = _smoke(tmp_path, url)
+    assert proc.returncode != 0 and "no credentials" in proc.stderr
+
+
+def test_smoke_fails_when_the_user_run_fails(tmp_path: Path, fake_function: tuple[str, type[_FakeRunFunction]]) -> None:
+    url, _ = fake_function
+    proc = _smoke(tmp_path, url, SMOKE_USER_TOKEN="wrong-token")
+    assert proc.returncode != 0 and "user run" in proc.stderr
