@@ -22,10 +22,10 @@ APIS = (
 )
 
 
-def enable_apis(cfg: StackConfig) -> list[pulumi.Resource]:
-    """Enable every API; destroying the stack leaves them enabled (other tenants may use them)."""
-    return [
-        gcp.projects.Service(f"api-{api.split('.')[0]}", project=cfg.project, service=api,
-                             disable_on_destroy=False, disable_dependent_services=False)
+def enable_apis(cfg: StackConfig) -> dict[str, pulumi.Resource]:
+    """Enable every API (keyed by service name); destroying the stack leaves them enabled."""
+    return {
+        api: gcp.projects.Service(f"api-{api.split('.')[0]}", project=cfg.project, service=api,
+                                  disable_on_destroy=False, disable_dependent_services=False)
         for api in APIS
-    ]
+    }

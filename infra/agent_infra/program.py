@@ -10,10 +10,12 @@ from agent_infra import apis, config, database, functions, iam, messaging, secre
 def build() -> dict[str, pulumi.Resource]:
     """Declare the stack selected by Pulumi (its ``Pulumi.<stack>.yaml``). Returns the functions."""
     cfg = config.load()
-    enabled = apis.enable_apis(cfg)
+    services = apis.enable_apis(cfg)
+    enabled = list(services.values())
     accounts = iam.create_accounts(cfg, enabled)
     project_grants = iam.grant_project_roles(cfg, accounts)
-    stored = secrets.create_secrets(cfg, enabled)
+    # Only the Secret Manager API: a first deploy creates the secrets alone (docs/deploying.md).
+    stored = secrets.create_secrets(cfg, [services["secretmanager.googleapis.com"]])
     readers = secrets.grant_access(stored, accounts)
     db = database.create_database(cfg, enabled)
     database.create_indexes(cfg, db)
