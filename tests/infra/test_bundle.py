@@ -100,13 +100,18 @@ def test_the_venv_has_runtime_dependencies_only(venv: Path) -> None:
 @dataclass
 class Server:
     url: str
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[bytes]
     sqlite_path: Path
+    log_path: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
 
     def logs(self) -> str:
-        self.process.terminate()
-        out, err = self.process.communicate(timeout=10)
-        return out + err
+        self.stop()
+        return self.log_path.read_text(errors="replace")
 
 
 def _free_port() -> int:
@@ -140,9 +145,10 @@ def serve(bundle: Path, venv: Path, tmp_path: Path) -> Iterator[Callable[..., Se
                "--host", "127.0.0.1", "--port", str(port)]
         if signature_type:
             cmd += ["--signature-type", signature_type]
-        proc = subprocess.Popen(cmd, cwd=bundle, env=clean, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        server = Server(f"http://127.0.0.1:{port}", proc, sqlite_path)
+        log_path = tmp_path / f"{target}-{port}.log"
+        with log_path.open("wb") as log:  # a file, not a pipe: a chatty server never blocks
+            proc = subprocess.Popen(cmd, cwd=bundle, env=clean, stdout=log, stderr=subprocess.STDOUT)
+        server = Server(f"http://127.0.0.1:{port}", proc, sqlite_path, log_path)
         started.append(server)
         limit = time.monotonic() + STARTUP_LIMIT_S
         while time.monotonic() < limit:
@@ -157,9 +163,7 @@ def serve(bundle: Path, venv: Path, tmp_path: Path) -> Iterator[Callable[..., Se
 
     yield start
     for server in started:
-        if server.process.poll() is None:
-            server.process.terminate()
-            server.process.wait(timeout=10)
+        server.stop()
 
 
 def _resume_data(run_id: str) -> str:
