@@ -59,7 +59,8 @@ class SigningKey:
                 .sign(key, hashes.SHA256()))
         private_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                         serialization.NoEncryption())
-        return SigningKey(kid=kid, signer=crypt.RSASigner.from_string(private_pem, key_id=kid),
+        signer = crypt.RSASigner.from_string(private_pem, key_id=kid)  # type: ignore[no-untyped-call]
+        return SigningKey(kid=kid, signer=signer,
                           cert_pem=cert.public_bytes(serialization.Encoding.PEM).decode("ascii"))
 
 
@@ -166,7 +167,8 @@ class FirebaseKeys:
 
     def sign(self, claims: dict[str, Any], *, key: SigningKey | None = None) -> str:
         """Sign arbitrary ``claims`` with ``key`` (default: the published key) as an RS256 JWT."""
-        return jwt.encode((key or self.key).signer, claims).decode("ascii")  # type: ignore[no-untyped-call]
+        token: bytes = jwt.encode((key or self.key).signer, claims)  # type: ignore[no-untyped-call]
+        return token.decode("ascii")
 
     def id_token(self, uid: str, *, key: SigningKey | None = None, without: Iterable[str] = (),
                  **overrides: Any) -> str:
