@@ -1,0 +1,144 @@
+"""Pieces of the reliability scenario: a counting non-idempotent tool, the scripted model, a
+dispatcher that plays Pub/Sub's part, and crash injection.
+
+A crash is a ``Crash`` (a BaseException, so nothing in the runtime catches it, as when a process
+dies). It is armed per thread, so only the chosen delivery of the chosen run crashes:
+- at a commit: before the store applies it, or after it was applied (``InstrumentedStore`` hooks);
+- inside the tool: before or after the side effect happened.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bench.instrument import InstrumentedStore
+from shared.dispatch import ResumeMessage
+from shared.models.base import ModelRequest, Turn
+from shared.models.scripted import call, calls_turn, text_turn
+from shared.state.docstore import DocStore
+from shared.tools import default_registry
+from shared.tools.context import ToolContext
+from shared.tools.registry import ToolRegistry
+
+Scenario = Literal["single", "parallel", "chain"]
+SCENARIO_MARK = "scenario="
+
+
+class Crash(BaseException):
+    """The process died here."""
+
+
+@dataclass(frozen=True)
+class CrashPlan:
+    """``where``: ``commit`` (``index``: the k-th commit of the delivery, 1-based) or ``tool``;
+    ``when``: ``before`` or ``after`` the commit / the side effect."""
+
+    where: Literal["commit", "tool"]
+    when: Literal["before", "after"]
+    index: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.where}{self.index if self.where == 'commit' else ''}:{self.when}"
+
+
+class _Armed(threading.local):
+    def __init__(self) -> None:
+        self.plan: CrashPlan | None = None
+        self.base = 0
+        self.fired: str | None = None
+
+
+class Chaos:
+    """Crash injection and the side-effect ledger, shared by every thread of the scenario."""
+
+    def __init__(self, inner: DocStore) -> None:
+        self._armed = _Armed()
+        self.store = InstrumentedStore(inner, before_commit=self._before, after_commit=self._after)
+        self.executions: Counter[str] = Counter()
+        """Real executions of ``send_note`` per action id (the side effect we must never repeat)."""
+        self._lock = threading.Lock()
+
+    # ---- arming (per thread) ------------------------------------------------------------------
+    def arm(self, plan: CrashPlan | None) -> None:
+        self._armed.plan = plan
+        self._armed.base = int(self.store.snapshot()["commits"])
+        self._armed.fired = None
+
+    def disarm(self) -> str | None:
+        fired, self._armed.plan, self._armed.fired = self._armed.fired, None, None
+        return fired
+
+    def _fire(self, label: str) -> None:
+        self._armed.plan = None
+        self._armed.fired = label
+        raise Crash(label)
+
+    def _hit(self, when: str, index: int) -> None:
+        plan = self._armed.plan
+        if plan is not None and plan.where == "commit" and plan.when == when and index - self._armed.base == plan.index:
+            self._fire(plan.label)
+
+    def _before(self, kind: str, index: int) -> None:
+        self._hit("before", index)
+
+    def _after(self, kind: str, index: int) -> None:
+        self._hit("after", index)
+
+    # ---- the tool -----------------------------------------------------------------------------
+    def registry(self) -> ToolRegistry:
+        reg = default_registry()
+
+        @reg.tool(side_effect=True)
+        def send_note(ctx: ToolContext, to: str, body: str) -> dict[str, Any]:
+            """Send a note to someone (not idempotent: each call sends one more note).
+
+            Args:
+                to: Recipient.
+                body: Text.
+            """
+            plan = self._armed.plan
+            if plan is not None and plan.where == "tool" and plan.when == "before":
+                self._fire(plan.label)
+            with self._lock:
+                self.executions[ctx.action_id] += 1
+            if plan is not None and plan.where == "tool" and plan.when == "after":
+                self._fire(plan.label)
+            return {"sent": True, "to": to}
+
+        return reg
+
+
+def scenario_model(request: ModelRequest) -> Turn:
+    """The model: the prompt names the scenario and a tag; the number of model turns so far picks
+    the next answer."""
+    prompt = request.turns[0].text if request.turns else ""
+    scenario, tag = prompt.split(SCENARIO_MARK, 1)[1].split()[:2]
+    done = sum(1 for t in request.turns if t.role == "model")
+    if scenario == "parallel" and done == 0:
+        return calls_turn(call("search_memory", {"query": tag}), call("send_note", {"to": "bob", "body": tag}),
+                          call("send_note", {"to": "carol", "body": tag}))
+    if done == 0 or (scenario == "chain" and done == 1):
+        return calls_turn(call("send_note", {"to": f"bob{done}", "body": tag}))
+    return text_turn(f"Handled {tag}.")
+
+
+class RoutedDispatcher:
+    """Plays Pub/Sub: keeps published resume messages per run until the scenario delivers them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_run: defaultdict[str, list[ResumeMessage]] = defaultdict(list)
+        self.published = 0
+
+    def publish(self, message: ResumeMessage) -> None:
+        with self._lock:
+            self._by_run[message.runId or ""].append(message)
+            self.published += 1
+
+    def take(self, run_id: str) -> list[ResumeMessage]:
+        with self._lock:
+            return self._by_run.pop(run_id, [])

@@ -1,0 +1,149 @@
+"""A thin measuring wrapper around a real DocStore: counts calls and commits, times them.
+
+It is measurement, not a mock: every call goes to the wrapped store unchanged. Optional hooks run
+before and after each commit (``commit`` or ``run_transaction``); the reliability scenario uses
+them to inject crashes at a chosen commit.
+
+Store CPU time is thread CPU time (``time.thread_time``) of the calling thread spent inside store
+calls. For ``run_transaction`` the time spent in the caller's callback is excluded (it is domain
+work), except the transaction's own reads (``Transaction.get``/``query``), which are store I/O.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
+
+T = TypeVar("T")
+CommitHook = Callable[[str, int], None]
+"""``hook(kind, index)``: kind is ``commit`` or ``transaction``; index counts this thread's commits."""
+
+
+class _ThreadStats(threading.local):
+    def __init__(self) -> None:
+        self.store_cpu_s = 0.0
+        self.store_wall_s = 0.0
+        self.commits = 0
+        self.calls: Counter[str] = Counter()
+
+
+class InstrumentedStore:
+    """Wraps ``inner``; statistics are kept per calling thread (read them from that thread)."""
+
+    def __init__(self, inner: DocStore, *, before_commit: CommitHook | None = None,
+                 after_commit: CommitHook | None = None) -> None:
+        self.inner = inner
+        self.before_commit = before_commit
+        self.after_commit = after_commit
+        self._stats = _ThreadStats()
+
+    # ---- statistics (of the calling thread) ---------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        s = self._stats
+        return {"store_cpu_s": s.store_cpu_s, "store_wall_s": s.store_wall_s, "commits": s.commits,
+                "calls": dict(s.calls)}
+
+    @staticmethod
+    def delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+        calls = Counter(after["calls"])
+        calls.subtract(before["calls"])
+        return {"store_cpu_s": after["store_cpu_s"] - before["store_cpu_s"],
+                "store_wall_s": after["store_wall_s"] - before["store_wall_s"],
+                "commits": after["commits"] - before["commits"],
+                "calls": {k: v for k, v in calls.items() if v}}
+
+    def _timed(self, name: str, fn: Callable[[], T]) -> T:
+        s = self._stats
+        s.calls[name] += 1
+        c0, w0 = time.thread_time(), time.perf_counter()
+        try:
+            return fn()
+        finally:
+            s.store_cpu_s += time.thread_time() - c0
+            s.store_wall_s += time.perf_counter() - w0
+
+    # ---- DocStore ------------------------------------------------------------------------------
+    def get(self, path: str) -> Doc | None:
+        return self._timed("get", lambda: self.inner.get(path))
+
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        return self._timed("get_many", lambda: self.inner.get_many(paths))
+
+    def query(self, query: Query) -> list[Doc]:
+        return self._timed("query", lambda: self.inner.query(query))
+
+    def commit(self, writes: Sequence[Write]) -> list[str]:
+        s = self._stats
+        s.commits += 1
+        index = s.commits
+        if self.before_commit is not None:
+            self.before_commit("commit", index)
+        tokens = self._timed("commit", lambda: self.inner.commit(writes))
+        if self.after_commit is not None:
+            self.after_commit("commit", index)
+        return tokens
+
+    def run_transaction(self, fn: Callable[[Transaction], T]) -> T:
+        s = self._stats
+        s.commits += 1
+        index = s.commits
+        if self.before_commit is not None:
+            self.before_commit("transaction", index)
+        callback_cpu = 0.0
+        callback_wall = 0.0
+
+        def callback(t: Transaction) -> T:
+            nonlocal callback_cpu, callback_wall
+            c0, w0 = time.thread_time(), time.perf_counter()
+            try:
+                return fn(_InstrumentedTransaction(t, s))
+            finally:
+                callback_cpu += time.thread_time() - c0
+                callback_wall += time.perf_counter() - w0
+
+        s.calls["run_transaction"] += 1
+        c0, w0 = time.thread_time(), time.perf_counter()
+        try:
+            out = self.inner.run_transaction(callback)
+        finally:
+            s.store_cpu_s += time.thread_time() - c0 - callback_cpu
+            s.store_wall_s += time.perf_counter() - w0 - callback_wall
+        if self.after_commit is not None:
+            self.after_commit("transaction", index)
+        return out
+
+    def delete_collection(self, collection: str) -> None:
+        self._timed("delete_collection", lambda: self.inner.delete_collection(collection))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _InstrumentedTransaction:
+    def __init__(self, inner: Transaction, stats: _ThreadStats) -> None:
+        self._inner = inner
+        self._stats = stats
+
+    def _timed(self, name: str, fn: Callable[[], T]) -> T:
+        s = self._stats
+        s.calls[name] += 1
+        c0, w0 = time.thread_time(), time.perf_counter()
+        try:
+            return fn()
+        finally:
+            s.store_cpu_s += time.thread_time() - c0
+            s.store_wall_s += time.perf_counter() - w0
+
+    def get(self, path: str) -> Doc | None:
+        return self._timed("txn_get", lambda: self._inner.get(path))
+
+    def query(self, query: Query) -> list[Doc]:
+        return self._timed("txn_query", lambda: self._inner.query(query))
+
+    def write(self, write: Write) -> None:
+        self._inner.write(write)

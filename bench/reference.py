@@ -1,0 +1,31 @@
+"""A fixed pure-Python reference loop, timed in the same run, so figures from noisy machines compare
+as ratios (``value / reference_ms``)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def reference_loop() -> int:
+    """Dict, list, string and arithmetic work typical of interpreter-bound code (fixed size)."""
+    table: dict[str, int] = {}
+    items: list[int] = []
+    total = 0
+    for i in range(20_000):
+        key = f"k{i & 1023}"
+        table[key] = table.get(key, 0) + i
+        if i % 7 == 0:
+            items.append(i)
+        total += len(key) * (i & 15)
+    return total + len(items) + len(table)
+
+
+def reference_ms(repeats: int = 9) -> float:
+    """Median wall time of ``reference_loop`` in milliseconds."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        reference_loop()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
