@@ -9,6 +9,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -243,6 +244,27 @@ def test_certificates_are_cached_for_max_age(keys: FirebaseKeys, clock: Clock) -
     clock.now += 1
     auth.authenticate(bearer(keys.id_token("alice")), {})
     assert keys.fetches[ID_TOKEN_PATH] - before_id == 2
+
+
+def test_concurrent_first_requests_share_one_fetch(keys: FirebaseKeys, clock: Clock) -> None:
+    auth = FirebaseAuthenticator(PROJECT, id_token_certs_url=keys.id_token_certs_url,
+                                 session_certs_url=keys.session_certs_url, clock=clock)
+    before = keys.fetches[ID_TOKEN_PATH]
+    tokens = [keys.id_token(f"user-{i}") for i in range(8)]
+    barrier = threading.Barrier(len(tokens))
+    uids: list[str] = []
+
+    def call(token: str) -> None:
+        barrier.wait(timeout=30)
+        uids.append(auth.authenticate(bearer(token), {}).uid)
+
+    threads = [threading.Thread(target=call, args=(token,)) for token in tokens]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(uids) == sorted(f"user-{i}" for i in range(8))
+    assert keys.fetches[ID_TOKEN_PATH] - before == 1
 
 
 def test_unknown_kid_refetches_at_most_once_a_minute(keys: FirebaseKeys, clock: Clock) -> None:
