@@ -14,6 +14,7 @@ import functions_framework
 
 from shared.agent.resume import handle_message
 from shared.dispatch import decode_message
+from shared.logs import log_context
 from shared.runtime import get_runtime
 
 log = logging.getLogger("agent_runtime.resume")
@@ -27,4 +28,5 @@ def resume(cloud_event: Any) -> None:
         log.warning("resume event ignored: %s", exc, extra={"fields": {"eventId": cloud_event.get("id")}})
         return
     rt = get_runtime()
-    handle_message(rt.services, rt.dispatcher, message)
+    with log_context(runId=message.runId, uid=message.uid, eventId=cloud_event.get("id")):
+        handle_message(rt.services, rt.dispatcher, message)

@@ -7,6 +7,7 @@ lazily once per process (under a lock) and is thread-safe. Tests install their o
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -86,7 +87,11 @@ _runtime_lock = threading.Lock()
 
 
 def _default_runtime() -> Runtime:
-    return Runtime(Settings.from_env())
+    from shared.logs import configure_logging
+
+    settings = Settings.from_env()
+    configure_logging(settings.google_cloud_project, os.environ.get("LOG_LEVEL", "INFO").upper())
+    return Runtime(settings)
 
 
 _factory: Callable[[], Runtime] = _default_runtime

@@ -17,6 +17,7 @@ import flask
 from pydantic import BaseModel, ValidationError
 
 from shared.errors import ApiError, BadRequest, PayloadTooLarge, UnsupportedMediaType
+from shared.logs import log_context, trace_fields
 
 log = logging.getLogger("agent_runtime.web")
 
@@ -85,14 +86,17 @@ def http_endpoint(fn: Handler) -> Handler:
 
     @functools.wraps(fn)
     def wrapper(request: flask.Request) -> flask.Response:
-        try:
-            return fn(request)
-        except ApiError as err:
-            return error_response(err)
-        except Exception:
-            log.exception("unhandled error serving %s %s", request.method, request.path)
-            return json_response({"ok": False, "error": {"code": "INTERNAL",
-                                                          "message": "internal error"}}, 500)
+        with log_context(**trace_fields(request.headers)):
+            try:
+                return fn(request)
+            except ApiError as err:
+                if err.status >= 500:
+                    log.error("%s: %s", err.code, err.message)
+                return error_response(err)
+            except Exception:
+                log.exception("unhandled error serving %s %s", request.method, request.path)
+                return json_response({"ok": False, "error": {"code": "INTERNAL",
+                                                              "message": "internal error"}}, 500)
 
     return wrapper
 

@@ -20,8 +20,8 @@ from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
 from shared.events import StatusEvent, event_to_doc
 from shared.instructions import build_system_instruction
 from shared.models.base import Part, Turn
-from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
 from shared.state.docstore import Transaction
+from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import RunSnapshot, StartOutcome
 
 log = logging.getLogger("agent_runtime.service")

@@ -277,7 +277,7 @@ def test_approval_errors(make_runtime: MakeRuntime) -> None:
 
 def test_expired_approval_is_gone_and_rejected(make_runtime: MakeRuntime) -> None:
     ledger = Ledger()
-    rt, model, result, _ = paused(make_runtime, ledger, text_turn("It expired."), approval_ttl_s=0.0)
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("It expired."), approval_ttl_s=0.0)
     with pytest.raises(Gone):
         approve(rt, result.approval.id)
     (action,) = rt.runs.list_actions(result.run_id)

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from cloudevents.http import CloudEvent, to_structured
+from cloudevents.conversion import to_structured
+from cloudevents.http import CloudEvent
 from flask.testing import FlaskClient
 from functions_framework import create_app
 
