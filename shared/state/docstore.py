@@ -3,7 +3,8 @@
 Paths are Firestore paths (``runs/r1``, ``runs/r1/events/00000001``): an even number of
 segments names a document, an odd number a collection. Documents are JSON objects (str keys;
 values str/int/float/bool/None/list/dict). Every document carries an opaque ``token`` that
-changes on each write (Firestore: its update time; SQLite: a revision number); a write may
+changes on each write that changes it (Firestore: its update time; SQLite: a revision number;
+a write leaving the document exactly as it was keeps the token, as Firestore does); a write may
 be conditioned on it, which is how every state transition is made conditional.
 
 Two implementations prove equal by one contract suite (tests/contract):
@@ -128,3 +129,22 @@ class DocStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def split_doc_path(path: str) -> tuple[str, str]:
+    """``(collection path, document id)`` of a document path; ValueError if it names no document.
+
+    Shared by the implementations so both refuse the same malformed paths.
+    """
+    parts = path.split("/")
+    if len(parts) % 2 or not all(parts):
+        raise ValueError(f"not a document path: {path!r}")
+    return path.rsplit("/", 1)[0], parts[-1]
+
+
+def check_collection_path(path: str) -> str:
+    """``path`` itself if it names a collection; ValueError otherwise."""
+    parts = path.split("/")
+    if len(parts) % 2 == 0 or not all(parts):
+        raise ValueError(f"not a collection path: {path!r}")
+    return path

@@ -1,0 +1,291 @@
+"""``SqliteDocStore``: the DocStore seam on stdlib sqlite3, the local default backend.
+
+One table holds every document, keyed by its full path, with its collection path and id
+indexed for queries; data is JSON text. A document's token is the revision of the commit that
+last wrote it, drawn from a counter that only grows (so a deleted and re-created document never
+gets an old token back).
+
+Concurrency: one connection guarded by a re-entrant lock serialises all access in a process;
+writes run in ``BEGIN IMMEDIATE`` transactions, so several processes sharing one file wait for
+each other (``busy_timeout``) instead of interleaving. Because a transaction holds the write
+lock from its first read, transactions never conflict here and are never re-run.
+
+Durability: WAL mode; ``synchronous`` defaults to ``NORMAL`` (env ``SQLITE_SYNCHRONOUS``): a
+commit survives a crash of the process but may be lost on power failure or an OS crash, which
+suits a local default and keeps a commit far below a millisecond. ``FULL`` also survives power
+loss at the price of one fsync per commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from shared.state.docstore import (
+    Doc,
+    JsonDict,
+    PreconditionFailed,
+    Query,
+    StoreError,
+    Transaction,
+    TransactionContention,
+    Write,
+    check_collection_path,
+    split_doc_path,
+)
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+DEFAULT_SYNCHRONOUS = "NORMAL"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS docs (
+    path TEXT PRIMARY KEY,
+    parent TEXT NOT NULL,
+    id TEXT NOT NULL,
+    data TEXT NOT NULL,
+    rev INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS docs_parent_id ON docs (parent, id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('rev', 0);
+"""
+
+
+def _dumps(data: JsonDict) -> str:
+    if not isinstance(data, dict):
+        raise TypeError(f"document data must be a dict, got {type(data).__name__}")
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _same(a: JsonDict, b: JsonDict) -> bool:
+    """Equal as stored JSON (1 and 1.0, or True and 1, differ; key order does not matter)."""
+    return a == b and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _json_path(field: str) -> str:
+    if not field or '"' in field:
+        raise ValueError(f"unsupported query field name: {field!r}")
+    return f'$."{field}"'
+
+
+def _equality(field: str, value: Any) -> tuple[str, list[Any]]:
+    """SQL for ``field == value`` with Firestore's typing: 1 == 1.0, but True != 1."""
+    jp = _json_path(field)
+    if value is None:
+        return "json_type(data, ?) = 'null'", [jp]
+    if isinstance(value, bool):
+        return "json_type(data, ?) = ?", [jp, "true" if value else "false"]
+    if isinstance(value, int | float):
+        return "json_type(data, ?) IN ('integer', 'real') AND json_extract(data, ?) = ?", [jp, jp, value]
+    if isinstance(value, str):
+        return "json_type(data, ?) = 'text' AND json_extract(data, ?) = ?", [jp, jp, value]
+    raise ValueError(f"query filters support str/int/float/bool/None values, got {type(value).__name__}")
+
+
+class SqliteDocStore:
+    """The DocStore on a SQLite file (``":memory:"`` for a throw-away store).
+
+    Thread-safe; create one per process and ``close()`` it at the end.
+    """
+
+    def __init__(self, path: str, *, synchronous: str | None = None, busy_timeout_s: float = 10.0) -> None:
+        mode = (synchronous or os.environ.get("SQLITE_SYNCHRONOUS", "") or DEFAULT_SYNCHRONOUS).strip().upper()
+        if mode not in SYNCHRONOUS_MODES:
+            raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, got {mode!r}")
+        self.path = path
+        self.synchronous = mode
+        self._lock = threading.RLock()
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves.
+            self._conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
+                                         check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={mode}")
+            self._conn.executescript(_SCHEMA)
+            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {path!r}: {exc}") from exc
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get(self, path: str) -> Doc | None:
+        split_doc_path(path)
+        with self._guard():
+            row = self._conn.execute("SELECT data, rev FROM docs WHERE path = ?", (path,)).fetchone()
+        return None if row is None else Doc(path, json.loads(row[0]), str(row[1]))
+
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        """Documents in the order of ``paths`` (``None`` for missing ones)."""
+        with self._guard():
+            return [self.get(p) for p in paths]
+
+    def query(self, query: Query) -> list[Doc]:
+        check_collection_path(query.collection)
+        sql = ["SELECT path, data, rev FROM docs WHERE parent = ?"]
+        params: list[Any] = [query.collection]
+        for field, value in query.where:
+            clause, args = _equality(field, value)
+            sql.append(f"AND {clause}")
+            params += args
+        direction = "DESC" if query.descending else "ASC"
+        if query.order_by is None:
+            if query.start_after is not None:
+                sql.append("AND id < ?" if query.descending else "AND id > ?")
+                params.append(str(query.start_after))
+            sql.append(f"ORDER BY id {direction}")
+        else:
+            jp = _json_path(query.order_by)
+            sql.append("AND json_type(data, ?) IS NOT NULL")  # Firestore skips docs lacking the field
+            params.append(jp)
+            if query.start_after is not None:
+                sql.append("AND json_extract(data, ?) " + ("< ?" if query.descending else "> ?"))
+                params += [jp, query.start_after]
+            sql.append(f"ORDER BY json_extract(data, ?) {direction}, id {direction}")
+            params.append(jp)
+        if query.limit is not None:
+            sql.append("LIMIT ?")
+            params.append(query.limit)
+        with self._guard():
+            rows = self._conn.execute(" ".join(sql), params).fetchall()
+        return [Doc(r[0], json.loads(r[1]), str(r[2])) for r in rows]
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def commit(self, writes: Sequence[Write]) -> list[str]:
+        """Apply ``writes`` atomically; the new token of each write ("" for deletes).
+
+        Raises PreconditionFailed, and applies nothing, if any write's condition fails.
+        """
+        if not writes:
+            return []
+        with self._guard():
+            if self._conn.in_transaction:
+                raise StoreError("commit() called inside run_transaction(); write through the transaction")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                tokens = self._apply(writes)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            return tokens
+
+    def run_transaction(self, fn: Callable[[Transaction], T]) -> T:
+        """Run ``fn`` holding the write lock; its writes apply atomically when it returns.
+
+        An exception from ``fn`` (or a failed precondition of its writes) applies nothing.
+        """
+        with self._guard():
+            if self._conn.in_transaction:
+                raise StoreError("run_transaction() cannot be nested")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                txn = _SqliteTransaction(self)
+                result = fn(txn)
+                self._apply(txn.writes)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            return result
+
+    def delete_collection(self, collection: str) -> None:
+        """Delete every document directly in ``collection`` (not recursive)."""
+        check_collection_path(collection)
+        with self._guard():
+            self._conn.execute("DELETE FROM docs WHERE parent = ?", (collection,))
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _guard(self) -> _Guard:
+        return _Guard(self._lock)
+
+    def _apply(self, writes: Sequence[Write]) -> list[str]:
+        """Apply ``writes`` in order inside the open transaction; raise on the first failure."""
+        if not writes:
+            return []
+        conn = self._conn
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'rev'")
+        rev = int(conn.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()[0])
+        token = str(rev)
+        tokens: list[str] = []
+        for w in writes:
+            parent, doc_id = split_doc_path(w.path)
+            row = conn.execute("SELECT data, rev FROM docs WHERE path = ?", (w.path,)).fetchone()
+            current = None if row is None else str(row[1])
+            _check(w, current)
+            if w.op == "delete":
+                conn.execute("DELETE FROM docs WHERE path = ?", (w.path,))
+                tokens.append("")
+                continue
+            old = None if row is None else json.loads(row[0])
+            data = {**old, **w.data} if old is not None and (w.op == "update" or w.merge) else w.data
+            if current is not None and old is not None and _same(old, data):
+                tokens.append(current)  # Firestore keeps the update time of an unchanged document
+                continue
+            conn.execute("INSERT OR REPLACE INTO docs (path, parent, id, data, rev) VALUES (?, ?, ?, ?, ?)",
+                         (w.path, parent, doc_id, _dumps(data), rev))
+            tokens.append(token)
+        return tokens
+
+
+def _check(w: Write, current: str | None) -> None:
+    """Raise PreconditionFailed if ``w`` cannot apply to a document whose token is ``current``."""
+    if w.op == "create":
+        if w.if_token is not None:
+            raise ValueError("if_token is not allowed on create")
+        if current is not None:
+            raise PreconditionFailed(f"{w.path} already exists")
+    elif w.op == "update" and current is None:
+        raise PreconditionFailed(f"{w.path} does not exist")
+    elif w.op not in ("set", "update", "delete"):
+        raise ValueError(f"unknown write op {w.op!r}")
+    if w.if_token is not None and w.if_token != current:
+        raise PreconditionFailed(f"{w.path} changed (token {current!r}, expected {w.if_token!r})")
+
+
+class _Guard:
+    """The store lock, with sqlite3 errors mapped to the store's errors."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        self._lock.release()
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise TransactionContention(f"SQLite store is locked by another process: {exc}") from exc
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(f"SQLite store failed: {exc}") from exc
+
+
+class _SqliteTransaction:
+    """Reads see the database; writes are buffered and applied when the callback returns."""
+
+    def __init__(self, store: SqliteDocStore) -> None:
+        self._store = store
+        self.writes: list[Write] = []
+
+    def get(self, path: str) -> Doc | None:
+        return self._store.get(path)
+
+    def query(self, query: Query) -> list[Doc]:
+        return self._store.query(query)
+
+    def write(self, write: Write) -> None:
+        self.writes.append(write)
