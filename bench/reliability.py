@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.chaos import SCENARIO_MARK, Chaos, CrashPlan, RoutedDispatcher, scenario_model
-from bench.emulator import firestore_store
+from bench.emulator import firestore_store, sqlite_store
 from bench.invariants import RunReport, check_run, settled, summarize
 from bench.scenario import bench_settings
 from shared.agent.approvals import decide
@@ -42,6 +42,15 @@ from shared.runtime import Runtime
 
 CRASH_POINTS = [CrashPlan("commit", w, k) for k in (1, 2, 3, 4) for w in ("before", "after")] + [
     CrashPlan("tool", "before"), CrashPlan("tool", "after")]
+
+
+class _LevelCounter(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.counts: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.counts[record.levelname] += 1
 
 
 class Tally:
@@ -187,15 +196,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=6, help="iterations in flight at once")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--lease", type=float, default=0.3, help="RESUME_LEASE_TTL_S for the scenario")
+    p.add_argument("--store", choices=["firestore", "sqlite"], default="firestore",
+                   help="sqlite: a quick local check of the harness (the figures are for firestore)")
     args = p.parse_args(argv)
-    log_fd, log_path = tempfile.mkstemp(prefix="reliability-", suffix=".log")
-    os.close(log_fd)
-    logging.basicConfig(filename=log_path, level=logging.WARNING)
+    log_path = os.path.join(tempfile.mkdtemp(prefix="reliability-log-"), "reliability.log")
+    logging.basicConfig(filename=log_path, level=logging.WARNING, force=True)
+    levels = _LevelCounter()
+    logging.getLogger().addHandler(levels)
     t0 = time.perf_counter()
-    with firestore_store() as inner:
+    tmp = tempfile.mkdtemp(prefix="reliability-")
+    opened = firestore_store() if args.store == "firestore" else sqlite_store(os.path.join(tmp, "state.sqlite3"))
+    with opened as inner:
         chaos = Chaos(inner)
         dispatcher = RoutedDispatcher()
-        rt = Runtime(bench_settings(state_backend="firestore", lease_ttl_s=args.lease),
+        rt = Runtime(bench_settings(state_backend=args.store, lease_ttl_s=args.lease),
                      store=chaos.store, model=FunctionModel(scenario_model, name="reliability-model"),
                      dispatcher=dispatcher, registry=chaos.registry())
         tally = Tally()
@@ -215,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     counts = dict(sorted(tally.c.items()))
     executions = summary["executions_per_approved_action"]
     out = {
-        "runs": args.runs, "checked_runs": len(reports), "workers": args.workers, "seed": args.seed,
+        "store": args.store, "runs": args.runs, "checked_runs": len(reports), "workers": args.workers,
+        "seed": args.seed,
         "lease_ttl_s": args.lease,
         **summary,
         "approved_actions_executed_twice_or_more": sum(v for k, v in executions.items() if int(k) >= 2),
@@ -224,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         "violations": len(tally.violations),
         "violation_samples": tally.violations[:20],
         "counts": counts,
-        "log_file": log_path,
+        "log_records": dict(levels.counts), "log_file": log_path,
         "duration_s": round(time.perf_counter() - t0, 1),
     }
     out["ok"] = not tally.violations and len(reports) == args.runs

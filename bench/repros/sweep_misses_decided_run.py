@@ -1,0 +1,56 @@
+"""A run whose approvals are all decided but whose resume message was lost after the outbox entry
+was removed (every delivery crashed before claiming the run, then Pub/Sub dead-lettered it) is
+never picked up by the sweep: it stays ``awaiting_confirmation`` with no pending approval and no
+lease. The sweep only looks at ``planning``/``executing`` runs.
+
+    python -m bench.repros.sweep_misses_decided_run
+
+Exits 1 when the run is left stranded.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+
+from bench.chaos import SCENARIO_MARK, Chaos, Crash, CrashPlan, RoutedDispatcher, scenario_model
+from bench.invariants import settled
+from bench.scenario import bench_settings
+from shared.agent.approvals import decide
+from shared.agent.resume import handle_message, sweep
+from shared.api import ApproveRequest, RunRequest
+from shared.models.scripted import FunctionModel
+from shared.runtime import Runtime
+from shared.state.sqlite_docstore import SqliteDocStore
+
+
+def main() -> int:
+    store = SqliteDocStore(tempfile.mkdtemp() + "/state.sqlite3")
+    chaos = Chaos(store)
+    dispatcher = RoutedDispatcher()
+    rt = Runtime(bench_settings(lease_ttl_s=0.2), store=chaos.store, model=FunctionModel(scenario_model),
+                 dispatcher=dispatcher, registry=chaos.registry())
+    started = rt.agent.start("alice", RunRequest(prompt=f"go {SCENARIO_MARK}single t1"))
+    result = rt.agent.run(rt.agent.context(started))
+    assert result.approval is not None
+    decide(rt.services, dispatcher, "alice", ApproveRequest(approvalId=result.approval.id, decision="approve"))
+    (message,) = dispatcher.take(result.run_id)
+    chaos.arm(CrashPlan("commit", "before", 1))  # the resume invocation dies before claiming the run
+    try:
+        handle_message(rt.services, dispatcher, message)
+    except Crash:
+        print("delivery crashed before the claim; the message is not redelivered (dead-lettered)")
+    chaos.disarm()
+    time.sleep(0.3)
+    print("sweep:", sweep(rt.services, dispatcher))
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None
+    state, why = settled(rt, result.run_id)
+    print(f"run {result.run_id}: status={snap.run.status} lease={snap.run.lease} "
+          f"pending={snap.run.pending_approval_ids} outbox={rt.store.get('outbox/' + result.approval.id)} -> {why}")
+    return 0 if state else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
