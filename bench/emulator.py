@@ -1,17 +1,13 @@
 """The stores the benchmarks run on: SQLite files, and Firestore on the official emulator.
 
 The emulator is the one named by ``FIRESTORE_EMULATOR_HOST`` if set, else one started (and
-stopped) here.
+stopped) here with the test suite's helpers (tests/emulators.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import subprocess
-import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 
@@ -27,43 +23,13 @@ def firestore_emulator() -> Iterator[str]:
     if host:
         yield host
         return
-    with _start_emulator() as started:
-        yield started
+    from tests.emulators import start_firestore
 
-
-@contextlib.contextmanager
-def _start_emulator() -> Iterator[str]:
-    """The official emulator jar on a free port (see ARCHITECTURE.md), stopped afterwards."""
-    sdk = subprocess.run(["gcloud", "info", "--format=value(installation.sdk_root)"], capture_output=True,
-                         text=True, check=True).stdout.strip()
-    jar = os.path.join(sdk, "platform", "cloud-firestore-emulator", "cloud-firestore-emulator.jar")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    host = f"127.0.0.1:{port}"
-    proc = subprocess.Popen(["java", "-cp", jar, "com.google.cloud.datastore.emulator.firestore.CloudFirestore",
-                             "start", "--host=127.0.0.1", f"--port={port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    emulator = start_firestore()
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://{host}/", timeout=1) as resp:
-                    if resp.read().strip() == b"Ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the Firestore emulator did not start")
-            time.sleep(0.1)
-        yield host
+        yield emulator.host
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        emulator.stop()
 
 
 @contextlib.contextmanager

@@ -1,0 +1,212 @@
+"""``make bench``: performance figures of issue 2 as one JSON object on stdout (progress on stderr).
+
+    python -m bench.run [--quick]
+
+Sections: ``reference`` (a fixed pure-Python loop timed in this run; ``ratio_to_reference`` =
+value / reference_ms), ``per_step`` (per store), ``memory``, ``cold_start``, ``genai_import``,
+and ``targets`` (the issue's targets with ``met``). docs/benchmarks.md explains every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from bench import coldstart, memory, steps
+from bench.emulator import firestore_emulator, firestore_store, sqlite_store
+from bench.fakemodel import tool_then_answer
+from bench.reference import reference_ms
+from bench.targets import (
+    COLD_START_OVERHEAD_PCT,
+    COMMITS_PER_STEP_WITHOUT_TOOL,
+    CONCURRENT_RSS_MIB,
+    CPU_PER_STEP_MS,
+    PEERS_PER_STEP_MS,
+    PER_STEP_SQLITE_MS,
+    WARM_RSS_MIB,
+    at_most,
+)
+
+FUNCTIONS = ("run", "stream", "runs", "approve", "resume", "goals")
+GENAI, FIRESTORE, PUBSUB, FF = "google.genai", "google.cloud.firestore", "google.cloud.pubsub_v1", "functions_framework"
+
+
+def progress(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    """The environment of measured subprocesses: no inherited runtime or Gemini settings."""
+    drop = ("K_SERVICE", "GEMINI_", "STATE_BACKEND", "SQLITE_", "DISPATCHER", "AUTH_MODE", "FIRESTORE_", "PUBSUB_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env.update(AUTH_MODE="local", DISPATCHER="none", GOOGLE_CLOUD_PROJECT="demo-agent-bench", **extra)
+    return env
+
+
+# ---- per step ---------------------------------------------------------------------------------
+def per_step(tmp: str, fs_host: str, quick: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    plans: list[tuple[str, Any, int]] = [
+        ("sqlite_file", lambda: sqlite_store(os.path.join(tmp, "steps.sqlite3")), 30),
+        ("sqlite_file_synchronous_full", lambda: _sqlite_full(os.path.join(tmp, "steps-full.sqlite3")), 30),
+        ("sqlite_memory", lambda: sqlite_store(":memory:"), 30),
+        ("firestore_emulator", lambda: firestore_store(fs_host), 7),
+    ]
+    for name, opener, repeats in plans:
+        progress(f"per-step: {name}")
+        with opener() as store:
+            out[name] = steps.measure(store, repeats=max(3, repeats // 3) if quick else repeats)
+    out["sqlite_file"]["note"] = "the default store: WAL, synchronous=NORMAL (survives a process crash)"
+    out["sqlite_file_synchronous_full"]["note"] = "SQLITE_SYNCHRONOUS=FULL: one fsync per commit (power loss)"
+    out["sqlite_memory"]["note"] = "':memory:' (no durability), for comparison"
+    return out
+
+
+@contextlib.contextmanager
+def _sqlite_full(path: str) -> Iterator[Any]:
+    from shared.state.sqlite_docstore import SqliteDocStore
+
+    store = SqliteDocStore(path, synchronous="FULL")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# ---- memory -----------------------------------------------------------------------------------
+def memory_figures(tmp: str, fs_host: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"model": "GeminiModel (google-genai) against a local fake Gemini server",
+                           "concurrent_model_latency_ms": 50}
+    with tool_then_answer(0.0) as fast, tool_then_answer(0.05) as slow:
+        for backend, extra in (("firestore", {"FIRESTORE_EMULATOR_HOST": fs_host}),
+                               ("sqlite", {"SQLITE_PATH": os.path.join(tmp, f"mem-{time.time_ns()}.sqlite3")})):
+            progress(f"memory: warm instance ({backend})")
+            out[f"warm_instance_{backend}"] = memory.warm_instance(base_env(STATE_BACKEND=backend, **extra,
+                                                                            **fast.env()))
+            progress(f"memory: {memory.CONCURRENT} concurrent streaming runs ({backend})")
+            extra = {**extra, "SQLITE_PATH": os.path.join(tmp, f"conc-{time.time_ns()}.sqlite3")}
+            out[f"concurrent_streams_{backend}"] = memory.concurrent_streams(
+                base_env(STATE_BACKEND=backend, **extra, **slow.env()))
+    return out
+
+
+# ---- cold start and imports -------------------------------------------------------------------
+def _probes() -> list[coldstart.Probe]:
+    headers, data = coldstart.pubsub_event({"runId": "run_doesnotexist", "uid": "alice", "approvalId": "apr_x"})
+    return [
+        coldstart.Probe("run", "POST", "/api/agent/run", {"prompt": "what do I drink?"}, (GENAI, FIRESTORE)),
+        coldstart.Probe("stream", "POST", "/api/agent/run/stream", {"prompt": "what do I drink?"}, (GENAI, FIRESTORE)),
+        coldstart.Probe("runs", "GET", "/api/agent/runs/run_doesnotexist", None, (FIRESTORE,)),
+        coldstart.Probe("approve", "POST", "/api/agent/approve", {"approvalId": "apr_doesnotexist",
+                                                                  "decision": "approve"}, (FIRESTORE, PUBSUB)),
+        coldstart.Probe("resume", "POST", "/", data, (FIRESTORE, PUBSUB), signature="cloudevent", headers=headers),
+        coldstart.Probe("goals", "POST", "/agent/run", {"message": "I want to run a marathon in the spring"},
+                        (GENAI,)),
+    ]
+
+
+def cold_start_figures(fs_host: str, quick: bool) -> dict[str, Any]:
+    repeats = 2 if quick else 3
+    progress("cold start: import times in fresh interpreters")
+    imports = {m: round(coldstart.import_seconds(m, repeats), 3) for m in (FF, GENAI, FIRESTORE, PUBSUB)}
+    with tool_then_answer(0.0) as fake:
+        # Production configuration: Firestore, Gemini (here the fake server), Pub/Sub dispatcher.
+        env = base_env(STATE_BACKEND="firestore", FIRESTORE_EMULATOR_HOST=fs_host, DISPATCHER="pubsub",
+                       PUBSUB_EMULATOR_HOST="127.0.0.1:9", **fake.env())
+        progress("cold start: the floor (a trivial function)")
+        floor = coldstart.cold_start(coldstart.Probe("hello", "GET", "/", None, ()), env, repeats,
+                                     source=os.path.join("bench", "hello_fn.py"))
+        functions: dict[str, Any] = {}
+        for probe in _probes():
+            progress(f"cold start: {probe.target}")
+            try:
+                got = coldstart.cold_start(probe, env, repeats)
+            except Exception as exc:  # a function that cannot start is reported, not hidden
+                functions[probe.target] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                continue
+            baseline = floor["seconds"] + sum(imports[m] for m in probe.needs)
+            overhead = (got["seconds"] - baseline) / baseline * 100
+            functions[probe.target] = {
+                **got, "needs": [FF, *probe.needs], "baseline_s": round(baseline, 3),
+                "import_sum_s": round(imports[FF] + sum(imports[m] for m in probe.needs), 3),
+                "overhead_pct": round(overhead, 1), "target_pct": COLD_START_OVERHEAD_PCT,
+                "met": overhead <= COLD_START_OVERHEAD_PCT}
+    return {"repeats": repeats, "imports_s": imports, "floor_trivial_function_s": floor["seconds"],
+            "config": "STATE_BACKEND=firestore (emulator), GEMINI_API_KEY (fake server), DISPATCHER=pubsub",
+            "functions": functions}
+
+
+def genai_checks(tmp: str) -> dict[str, Any]:
+    """approve, resume and runs serve a real request in a fresh process; google.genai must stay unloaded."""
+    from bench.genai_check import run_checks
+
+    progress("google.genai import checks (approve, resume, runs)")
+    with tool_then_answer(0.0) as fake:
+        return run_checks(os.path.join(tmp, "genai-check.sqlite3"), base_env(**fake.env()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run, noisier figures)")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    tmp = tempfile.mkdtemp(prefix="bench-")
+    ref_before = reference_ms()
+    progress(f"reference loop: {ref_before:.2f} ms")
+    with firestore_emulator() as fs_host:
+        per = per_step(tmp, fs_host, args.quick)
+        mem = memory_figures(tmp, fs_host)
+        cold = cold_start_figures(fs_host, args.quick)
+    genai = genai_checks(tmp)
+    ref_after = reference_ms()
+    ref = (ref_before + ref_after) / 2
+    for figures in per.values():
+        for key in ("per_step_ms", "cpu_per_step_ms", "cpu_per_step_excl_store_ms", "run_1_step_ms",
+                    "run_10_steps_ms"):
+            figures[f"{key}_ratio_to_reference"] = round(figures[key] / ref, 4)
+    for f in cold["functions"].values():
+        if "seconds" in f:
+            f["ratio_to_reference"] = round(f["seconds"] * 1000 / ref, 2)
+    worst_warm = max(mem["warm_instance_firestore"]["VmHWM"], mem["warm_instance_sqlite"]["VmHWM"])
+    worst_conc = max(mem["concurrent_streams_firestore"]["peak_VmHWM_mib"],
+                     mem["concurrent_streams_sqlite"]["peak_VmHWM_mib"])
+    out = {
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "reference": {"ms": round(ref, 3), "before_ms": round(ref_before, 3), "after_ms": round(ref_after, 3),
+                      "what": "bench.reference.reference_loop (20k iterations of dict/str/int work), median of 9"},
+        "per_step": per,
+        "memory": mem,
+        "cold_start": cold,
+        "genai_import": genai,
+        "targets": {
+            "per_step_sqlite_ms": at_most(per["sqlite_file"]["per_step_ms"], PER_STEP_SQLITE_MS, ref),
+            "cpu_per_step_excl_store_ms": at_most(per["sqlite_file"]["cpu_per_step_excl_store_ms"],
+                                                  CPU_PER_STEP_MS, ref),
+            "firestore_per_step_ms": {"value": per["firestore_emulator"]["per_step_ms"], "target": None,
+                                      "note": "report only"},
+            "firestore_commits_per_step_without_tool": at_most(
+                per["firestore_emulator"]["commits_per_step_without_tool"], COMMITS_PER_STEP_WITHOUT_TOOL),
+            "warm_instance_rss_mib": at_most(worst_warm, WARM_RSS_MIB),
+            "concurrent_20_streams_rss_mib": at_most(worst_conc, CONCURRENT_RSS_MIB),
+            "cold_start_overhead_pct": {fn: {"value": f.get("overhead_pct"), "target": COLD_START_OVERHEAD_PCT,
+                                             "met": f.get("met")} for fn, f in cold["functions"].items()},
+            "no_genai_import": {fn: {"genai_loaded": c.get("genai_loaded"), "met": c.get("genai_loaded") is False}
+                                for fn, c in genai.items()},
+            "peers_per_step_ms": PEERS_PER_STEP_MS,
+        },
+        "duration_s": round(time.perf_counter() - t0, 1),
+    }
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
