@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,28 +12,27 @@ from shared.config import Settings
 from shared.dispatch import RecordingDispatcher
 from shared.models.base import Model
 from shared.runtime import Runtime
+from shared.state.docstore import DocStore
 from shared.state.records import UserRecord
-from shared.state.sqlite_docstore import SqliteDocStore
 
 MakeRuntime = Callable[..., Runtime]
 
 
-@pytest.fixture
-def store(tmp_path: Any) -> Iterator[SqliteDocStore]:
-    s = SqliteDocStore(str(tmp_path / "state.sqlite3"))
-    yield s
-    s.close()
+@pytest.fixture(params=["sqlite", pytest.param("firestore", marks=pytest.mark.firestore)])
+def store(request: pytest.FixtureRequest) -> DocStore:
+    """Every loop/approval test runs on both real stores (Firestore through its emulator)."""
+    return request.getfixturevalue(f"{request.param}_docstore")  # type: ignore[no-any-return]
 
 
-def test_settings(**overrides: Any) -> Settings:
+def make_settings(**overrides: Any) -> Settings:
     base = Settings(state_backend="sqlite", auth_mode="local", dispatcher="none", run_deadline_s=30.0)
     return dataclasses.replace(base, **overrides)
 
 
 @pytest.fixture
-def make_runtime(store: SqliteDocStore) -> MakeRuntime:
+def make_runtime(store: DocStore) -> MakeRuntime:
     def make(model: Model, *, trust: str | None = None, uid: str = "alice", **overrides: Any) -> Runtime:
-        rt = Runtime(test_settings(**overrides), store=store, model=model, dispatcher=RecordingDispatcher())
+        rt = Runtime(make_settings(**overrides), store=store, model=model, dispatcher=RecordingDispatcher())
         if trust is not None:
             rt.users.put_user(UserRecord(uid=uid, trust_level=trust))  # type: ignore[arg-type]
         return rt

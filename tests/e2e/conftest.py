@@ -14,7 +14,7 @@ from shared.dispatch import RecordingDispatcher
 from shared.models.base import Model
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
-from tests.agent.conftest import store, test_settings  # noqa: F401  (fixture re-export)
+from tests.agent.conftest import make_settings
 
 ALICE = {"Authorization": "Bearer dev:alice"}
 BOB = {"Authorization": "Bearer dev:bob"}
@@ -23,11 +23,12 @@ Install = Callable[..., Runtime]
 
 
 @pytest.fixture
-def install(store: DocStore) -> Iterator[Install]:
+def install(sqlite_docstore: DocStore) -> Iterator[Install]:
+    store = sqlite_docstore
     """Install a runtime for the HTTP functions: ``install(model, **settings)``."""
 
     def make(model: Model, *, store_override: DocStore | None = None, **overrides: Any) -> Runtime:
-        rt = Runtime(test_settings(**overrides), store=store_override or store, model=model,
+        rt = Runtime(make_settings(**overrides), store=store_override or store, model=model,
                      authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
         set_runtime(rt)
         return rt

@@ -6,7 +6,7 @@ certificate URLs point at this server (``127.0.0.1``). Example::
     from tests.fakes.firebase_keys import FirebaseKeys
 
     with FirebaseKeys("demo-agent-runtime") as keys:
-        settings = test_settings(**keys.settings_overrides())   # auth_mode="firebase", cert URLs
+        settings = make_settings(**keys.settings_overrides())   # auth_mode="firebase", cert URLs
         token = keys.id_token("alice", email="alice@example.com")
         client.post("/api/agent/run", headers={"Authorization": f"Bearer {token}"}, json={...})
         client.set_cookie("__session", keys.session_cookie("bob"))
