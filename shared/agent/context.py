@@ -38,6 +38,8 @@ class Services:
     registry: ToolRegistry
     model_factory: Callable[[], Model]
     new_id: Callable[[str], str]
+    connectors: Callable[[], Any] | None = None
+    """Lazily built access to external services for tools (None: no connector tools)."""
 
 
 @dataclass

@@ -108,7 +108,7 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
         ctx.run.status = "executing"
         ctx.commit()  # the claim: from here on a crash leaves the action 'executing', never re-run
     tctx = ToolContext(uid=ctx.run.uid, run_id=ctx.run.run_id, action_id=action.action_id, users=s.users,
-                       settings=s.settings)
+                       settings=s.settings, connectors=s.connectors() if s.connectors else None)
     try:
         action.result = _bounded(tool.run(tctx, args))
         action.status, action.outcome = "completed", "success"
