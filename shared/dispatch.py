@@ -79,7 +79,7 @@ class PubSubDispatcher:
     """Publishes to the resume topic with google-cloud-pubsub (client created once per process)."""
 
     def __init__(self, project: str, topic: str, *, timeout_s: float = 10.0) -> None:
-        from google.cloud import pubsub_v1
+        from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
         self._client: Any = pubsub_v1.PublisherClient()
         self._topic = self._client.topic_path(project, topic)

@@ -86,7 +86,7 @@ def http_endpoint(fn: Handler) -> Handler:
 
     @functools.wraps(fn)
     def wrapper(request: flask.Request) -> flask.Response:
-        with log_context(**trace_fields(request.headers)):
+        with log_context(**trace_fields(dict(request.headers.items()))):
             try:
                 return fn(request)
             except ApiError as err:
