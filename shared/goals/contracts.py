@@ -1,0 +1,206 @@
+"""The wire contracts of the goals function (seed 000 sections 4, 5 and 7).
+
+- ``GoalsRequest``: what the backend posts to ``POST /agent/run``.
+- ``GoalPreview``: the structured plan (goal, milestones, tasks; every date optional). Plans the
+  backend sends back keep fields this service does not know (``extra="allow"``), so a refinement
+  returns them untouched.
+- ``GoalsResponse``: ``reply``, ``action`` (a union tagged by ``type``) and ``state``.
+
+Scalars of ``state`` are strict (``"1"`` is not an iteration, ``"true"`` is not a boolean) so a
+backend bug is a 400 naming the field instead of a silent coercion.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+Step = Literal["plan_generated", "plan_iteration", "finalized"]
+STEPS: tuple[Step, ...] = ("plan_generated", "plan_iteration", "finalized")
+
+Title = Annotated[StrictStr, Field(min_length=1, max_length=200)]
+Text = Annotated[StrictStr, Field(max_length=2000)]
+
+
+class _Open(BaseModel):
+    """A contract object that keeps the fields it does not know (the backend's own)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# ---- GoalPreview -------------------------------------------------------------------------------
+
+class Task(_Open):
+    """One concrete step. ``start``/``end`` schedule it (both or neither); ``dueDate`` is a deadline."""
+
+    id: StrictStr | None = None
+    title: Title
+    description: Text | None = None
+    dueDate: date | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @model_validator(mode="after")
+    def _times(self) -> Task:
+        if (self.start is None) != (self.end is None):
+            raise ValueError("start and end must be given together")
+        if self.start is not None and self.end is not None and as_utc(self.end) <= as_utc(self.start):
+            raise ValueError("end must be after start")
+        return self
+
+
+class Milestone(_Open):
+    id: StrictStr | None = None
+    title: Title
+    description: Text | None = None
+    dueDate: date | None = None
+    tasks: list[Task] = Field(default_factory=list, max_length=50)
+
+
+class Goal(_Open):
+    id: StrictStr | None = None
+    title: Title
+    description: Text | None = None
+    targetDate: date | None = None
+
+
+class GoalPreview(_Open):
+    """Gritto's plan preview: one goal and its ordered milestones. ``id`` is the backend's preview
+    id once it saved one (it becomes ``goalPreviewId`` when the plan is finalised)."""
+
+    id: StrictStr | None = None
+    goal: Goal
+    milestones: list[Milestone] = Field(default_factory=list, max_length=30)
+
+
+def dump_plan(plan: GoalPreview) -> dict[str, Any]:
+    """The plan as JSON: absent optional fields stay absent."""
+    return plan.model_dump(mode="json", exclude_none=True)
+
+
+# ---- request -----------------------------------------------------------------------------------
+
+class ExistingGoal(_Closed):
+    id: StrictStr | None = None
+    title: StrictStr
+
+
+class CalendarEvent(_Closed):
+    title: StrictStr = ""
+    start: datetime
+    end: datetime
+
+    @model_validator(mode="after")
+    def _order(self) -> CalendarEvent:
+        if as_utc(self.end) < as_utc(self.start):
+            raise ValueError("end must not be before start")
+        return self
+
+
+class GoalsContext(_Closed):
+    existingGoals: list[ExistingGoal] = Field(default_factory=list, max_length=200)
+    calendarEvents: list[CalendarEvent] = Field(default_factory=list, max_length=500)
+
+
+class SessionState(_Closed):
+    """The session state the backend persisted from the previous response (absent: a new session)."""
+
+    step: Step | None = None
+    iteration: Annotated[StrictInt, Field(ge=0)] = 0
+    sessionActive: StrictBool = True
+    proposed_plan: GoalPreview | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_plan_is_none(cls, data: Any) -> Any:
+        # The spec's routing uses bool(proposed_plan): an empty object means "no plan".
+        if isinstance(data, dict) and data.get("proposed_plan") == {}:
+            return {**data, "proposed_plan": None}
+        return data
+
+
+class GoalsRequest(_Closed):
+    userId: StrictStr | None = None
+    sessionId: StrictStr | None = None
+    message: Annotated[StrictStr, Field(min_length=1, max_length=4000)]
+    context: GoalsContext = Field(default_factory=GoalsContext)
+    state: SessionState = Field(default_factory=SessionState)
+
+    @model_validator(mode="after")
+    def _message_not_blank(self) -> GoalsRequest:
+        if not self.message.strip():
+            raise ValueError("message must not be blank")
+        return self
+
+
+# ---- response ----------------------------------------------------------------------------------
+
+class StateOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    step: Step
+    iteration: StrictInt
+    sessionActive: StrictBool
+
+
+class SavePreviewPayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    goalPreview: GoalPreview
+    iteration: StrictInt
+
+
+class FinalizePayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    goalPreviewId: StrictStr
+    goal: Goal
+    milestones: list[Milestone]
+
+
+class SavePreviewAction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["save_preview"] = "save_preview"
+    payload: SavePreviewPayload
+
+
+class FinalizeAction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["finalize_goal"] = "finalize_goal"
+    payload: FinalizePayload
+
+
+class NoAction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["none"] = "none"
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+Action = Annotated[SavePreviewAction | FinalizeAction | NoAction, Field(discriminator="type")]
+
+
+class GoalsResponse(BaseModel):
+    """Seed 000 section 5, exactly: ``reply``, ``action {type, payload}``, ``state``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reply: StrictStr
+    action: Action
+    state: StateOut
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def as_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC so they compare with the calendar's aware ones."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -1,0 +1,35 @@
+"""What the ``goals`` entry point calls: the model to plan with and one workflow step.
+
+Model failures become API errors here (the entry point only renders): 503 when a retry may help
+(timeouts, 429, 5xx), 502 otherwise. An invalid *answer* is not an error: the workflow replies
+that the plan could not be updated.
+"""
+
+from __future__ import annotations
+
+from shared.config import Settings
+from shared.errors import ApiError, ModelError
+from shared.goals.contracts import GoalsRequest, GoalsResponse
+from shared.goals.workflow import GoalPlanningWorkflow
+from shared.models.base import Model
+
+
+def goals_model(settings: Settings) -> Model:
+    """Gemini when configured (created on first use, so ``google.genai`` is imported only then),
+    otherwise the clearly labelled offline planner."""
+    if settings.gemini_api_key or settings.gemini_use_vertex:
+        from shared.models.factory import create_model
+
+        return create_model(settings)
+    from shared.goals.offline import OfflinePlanner
+
+    return OfflinePlanner()
+
+
+def run_goals(request: GoalsRequest, model: Model, settings: Settings) -> GoalsResponse:
+    """One conversational step; raises ``ApiError`` (502/503) when the model cannot be reached."""
+    try:
+        return GoalPlanningWorkflow(model, timeout_s=settings.model_timeout_s).run(request)
+    except ModelError as err:
+        raise ApiError(f"the planning model failed: {err}", code="MODEL_UNAVAILABLE" if err.retryable
+                       else "MODEL_ERROR", status=503 if err.retryable else 502) from err
