@@ -47,7 +47,7 @@ def base_env(**extra: str) -> dict[str, str]:
     """The environment of measured subprocesses: no inherited runtime or Gemini settings."""
     drop = ("K_SERVICE", "GEMINI_", "STATE_BACKEND", "SQLITE_", "DISPATCHER", "AUTH_MODE", "FIRESTORE_", "PUBSUB_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    env.update(AUTH_MODE="local", DISPATCHER="none", GOOGLE_CLOUD_PROJECT="demo-agent-bench", **extra)
+    env.update({"AUTH_MODE": "local", "DISPATCHER": "none", "GOOGLE_CLOUD_PROJECT": "demo-agent-bench", **extra})
     return env
 
 
