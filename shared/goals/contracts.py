@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator, model_validator
 
 Step = Literal["plan_generated", "plan_iteration", "finalized"]
 STEPS: tuple[Step, ...] = ("plan_generated", "plan_iteration", "finalized")
@@ -132,11 +132,12 @@ class GoalsRequest(_Closed):
     context: GoalsContext = Field(default_factory=GoalsContext)
     state: SessionState = Field(default_factory=SessionState)
 
-    @model_validator(mode="after")
-    def _message_not_blank(self) -> GoalsRequest:
-        if not self.message.strip():
+    @field_validator("message")
+    @classmethod
+    def _message_not_blank(cls, value: str) -> str:
+        if not value.strip():
             raise ValueError("message must not be blank")
-        return self
+        return value
 
 
 # ---- response ----------------------------------------------------------------------------------

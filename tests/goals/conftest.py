@@ -1,0 +1,30 @@
+"""Fixtures for the goals tests: the ``goals`` function served in-process by functions-framework,
+with the real google-genai SDK pointed at a local fake Gemini server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from flask.testing import FlaskClient
+from functions_framework import create_app
+
+from shared.models.factory import clear_model_cache
+from tests.fakes.fake_gemini import FakeGemini
+
+
+@pytest.fixture
+def fake_gemini(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGemini]:
+    """A started FakeGemini that ``Settings.from_env()`` points at (no retries: failures are immediate)."""
+    with FakeGemini() as fake:
+        for key, value in fake.env().items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("MODEL_MAX_RETRIES", "0")
+        yield fake
+        clear_model_cache()
+
+
+@pytest.fixture
+def goals_client() -> FlaskClient:
+    """The goals entry point exactly as functions-framework deploys it (``--target goals``)."""
+    return create_app("goals", "functions/goals.py", "http").test_client()
