@@ -93,17 +93,28 @@ def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     defs: dict[str, Any] = schema.pop("$defs", {})
 
     def inline(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                return inline(copy.deepcopy(defs[ref.rsplit("/", 1)[-1]]))
-            return {k: inline(v) for k, v in node.items() if k != "title"}
         if isinstance(node, list):
             return [inline(v) for v in node]
-        return node
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            return inline(copy.deepcopy(defs[ref.rsplit("/", 1)[-1]]))
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _ANNOTATIONS:
+                continue  # pydantic's titles and defaults tell the model nothing
+            if key == "properties":
+                out[key] = {name: inline(sub) for name, sub in value.items()}
+            else:
+                out[key] = inline(value)
+        return out
 
     result: dict[str, Any] = inline(schema)
     return result
+
+
+_ANNOTATIONS = frozenset({"title", "default"})
 
 
 def milestone_ref(index: int) -> str:

@@ -1,0 +1,77 @@
+"""The structured-output schemas and the application of an edit to a plan."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from shared.goals.contracts import GoalPreview
+from shared.goals.drafts import DraftError, NewPlanDraft, PlanEdit, apply_edit, response_schema
+from tests.goals.plans import PORTFOLIO_PLAN, add, edit_answer, milestone, new_plan_answer, remove, replace
+
+
+def _properties(schema: dict[str, Any], *path: str) -> set[str]:
+    node = schema
+    for step in path:
+        node = node["properties"][step] if step != "[]" else node["items"]
+        if "anyOf" in node:
+            node = next(n for n in node["anyOf"] if n.get("type") != "null")
+    return set(node["properties"])
+
+
+def test_the_schemas_are_self_contained_and_name_every_field() -> None:
+    new = response_schema(NewPlanDraft)
+    assert "$ref" not in json.dumps(new) and "$defs" not in new
+    assert _properties(new) == {"summary", "duplicateOfGoalId", "goal", "milestones"}
+    assert _properties(new, "goal") == {"title", "description", "targetDate"}
+    assert _properties(new, "milestones", "[]") == {"title", "description", "dueDate", "tasks"}
+    assert _properties(new, "milestones", "[]", "tasks", "[]") == {"title", "description", "dueDate", "start", "end"}
+    edit = response_schema(PlanEdit)
+    assert _properties(edit) == {"summary", "goal", "milestoneChanges"}
+    assert _properties(edit, "milestoneChanges", "[]") == {"action", "ref", "after", "milestone"}
+    assert _properties(edit, "milestoneChanges", "[]", "milestone") == {"title", "description", "dueDate", "tasks"}
+
+
+def test_the_schemas_accept_the_answers_the_planner_accepts() -> None:
+    task = {"title": "Koans", "start": "2025-11-03T15:00:00Z", "end": "2025-11-03T16:00:00Z", "dueDate": "2025-11-04"}
+    answer = new_plan_answer("Learn Kotlin", milestone("Basics", task))
+    jsonschema.validate(answer, response_schema(NewPlanDraft), format_checker=jsonschema.FormatChecker())
+    NewPlanDraft.model_validate(answer)
+    edit = edit_answer(add(milestone("A", "a")), replace("M1", milestone("B")), remove("M2"))
+    jsonschema.validate(edit, response_schema(PlanEdit), format_checker=jsonschema.FormatChecker())
+    PlanEdit.model_validate(edit)
+
+
+def test_untouched_milestones_are_the_same_objects() -> None:
+    plan = GoalPreview.model_validate(PORTFOLIO_PLAN)
+    updated, changed = apply_edit(plan, PlanEdit.model_validate(edit_answer(add(milestone("Extra", "x")))))
+    assert all(a is b for a, b in zip(updated.milestones[:3], plan.milestones, strict=True))
+    assert [m.title for m in changed] == ["Extra"]
+    assert updated.goal is plan.goal
+
+
+@pytest.mark.parametrize(("changes", "problem"), [
+    ([replace("M4", milestone("X"))], "ref='M4' is not one of M1, M2, M3"),
+    ([remove("M1"), remove("M1")], "M1 is changed twice"),
+    ([add(milestone("X"), after="M9")], "after='M9'"),
+    ([{"action": "add", "ref": None, "after": None, "milestone": None}], "add needs a milestone"),
+    ([{"action": "replace", "ref": "M2", "milestone": None}], "replace needs the complete new milestone"),
+])
+def test_invalid_edits_are_described(changes: list[dict[str, Any]], problem: str) -> None:
+    plan = GoalPreview.model_validate(PORTFOLIO_PLAN)
+    with pytest.raises(DraftError) as caught:
+        apply_edit(plan, PlanEdit.model_validate(edit_answer(*changes)))
+    assert any(problem in p for p in caught.value.problems), caught.value.problems
+
+
+def test_a_task_needs_both_times_in_order() -> None:
+    bad = new_plan_answer("G", milestone("M", {"title": "T", "start": "2025-11-03T15:00:00Z"}))
+    with pytest.raises(ValueError, match="start and end must be given together"):
+        NewPlanDraft.model_validate(bad)
+    backwards = new_plan_answer("G", milestone("M", {"title": "T", "start": "2025-11-03T15:00:00Z",
+                                                     "end": "2025-11-03T14:00:00Z"}))
+    with pytest.raises(ValueError, match="end must be after start"):
+        NewPlanDraft.model_validate(backwards)
