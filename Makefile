@@ -21,8 +21,7 @@ demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
 	$(PY) scripts/demo.py
 
 test: $(STAMP) lint typecheck  ## everything CI runs
-	$(PY) -m pytest -q
-	$(MAKE) infra-test
+	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/agent tests/unit

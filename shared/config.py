@@ -70,6 +70,8 @@ class Settings:
     max_body_bytes: int = 256 * 1024
     approval_ttl_s: float = 24 * 3600.0
     lease_ttl_s: float = 120.0
+    event_retention_s: float = 30 * 86400.0
+    audit_retention_s: float = 400 * 86400.0
     dispatcher: Literal["inline", "pubsub", "none"] = "inline"
     resume_topic: str = "agent-resume"
     on_cloud_run: bool = field(default=False)
@@ -109,6 +111,8 @@ class Settings:
             max_body_bytes=_int("MAX_BODY_BYTES", 256 * 1024),
             approval_ttl_s=_float("APPROVAL_TTL_S", 24 * 3600.0),
             lease_ttl_s=_float("RESUME_LEASE_TTL_S", 120.0),
+            event_retention_s=_float("EVENT_RETENTION_S", 30 * 86400.0),
+            audit_retention_s=_float("AUDIT_RETENTION_S", 400 * 86400.0),
             dispatcher=dispatcher,  # type: ignore[arg-type]
             resume_topic=os.environ.get("RESUME_TOPIC", "").strip() or "agent-resume",
             on_cloud_run=on_cloud_run,

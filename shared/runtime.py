@@ -41,7 +41,8 @@ class Runtime:
         self._model = model
         self._authenticator = authenticator
         self._dispatcher = dispatcher
-        self.runs = RunsRepo(store)
+        self.runs = RunsRepo(store, event_retention_s=settings.event_retention_s,
+                             audit_retention_s=settings.audit_retention_s)
         self.users = UsersRepo(store)
         self.registry = registry or default_registry()
         self.services = Services(settings=settings, runs=self.runs, users=self.users, registry=self.registry,

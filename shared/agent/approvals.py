@@ -89,7 +89,7 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
                             decision=approval.status, reason=req.reason)
         t.write(Write("set", paths.approval(uid, approval.approval_id), approval.to_doc()))
         t.write(Write("set", paths.action(run.run_id, action.action_id), action.to_doc()))
-        t.write(Write("create", paths.audit(audit.audit_id), audit.to_doc()))
+        t.write(services.runs.audit_write(audit))
         t.write(Write("update", paths.run(run.run_id), {"updatedAt": at}))
         t.write(Write("set", outbox_path(approval.approval_id),
                       {"runId": run.run_id, "uid": uid, "approvalId": approval.approval_id,
@@ -161,7 +161,7 @@ def supersede_writes(services: Services, t: Transaction, snap: RunSnapshot, new_
         audit = AuditRecord(audit_id=services.new_id("aud"), uid=run.uid, kind="approval_superseded",
                             run_id=run.run_id, action_id=approval.action_id, approval_id=approval.approval_id,
                             tool=approval.tool, decision="rejected", reason=f"superseded by run {new_run_id}")
-        t.write(Write("create", paths.audit(audit.audit_id), audit.to_doc()))
+        t.write(services.runs.audit_write(audit))
     for doc in actions:
         if doc is None:
             continue
@@ -179,5 +179,5 @@ def supersede_writes(services: Services, t: Transaction, snap: RunSnapshot, new_
                                                    "error": run.error})
     run.last_seq += 1
     event = event_to_doc(ErrorEvent(seq=run.last_seq, error=message, code="SUPERSEDED"))
-    t.write(Write("create", paths.event(run.run_id, run.last_seq), event))
+    t.write(services.runs.event_write(run.run_id, event))
     t.write(Write("set", paths.run(run.run_id), run.to_doc(), if_token=snap.token))

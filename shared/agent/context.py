@@ -91,7 +91,7 @@ class RunContext:
         self.pending_actions[action.action_id] = action
 
     def audit(self, record: AuditRecord) -> None:
-        self.pending.append(Write("create", paths.audit(record.audit_id), record.to_doc()))
+        self.pending.append(self.services.runs.audit_write(record))
 
     def new_audit(self, **fields: Any) -> AuditRecord:
         return AuditRecord(audit_id=self.services.new_id("aud"), uid=self.run.uid, run_id=self.run.run_id,
@@ -115,7 +115,7 @@ class RunContext:
         writes.extend(Write("set", paths.action(run.run_id, a.action_id), a.to_doc())
                       for a in self.pending_actions.values())
         writes.extend(self.pending)
-        writes.extend(Write("create", paths.event(run.run_id, int(ev["seq"])), ev) for ev in self.pending_events)
+        writes.extend(self.services.runs.event_write(run.run_id, ev) for ev in self.pending_events)
         self.snapshot = self.services.runs.commit(self.snapshot, run, writes)
         self.run = self.snapshot.run.model_copy(deep=True)
         self._persisted_turns = len(self.turns)

@@ -69,6 +69,7 @@ def plan_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                                       action_id=action.action_id, tool=tool.name, args_hash=action.args_hash,
                                       reason=decision.reason, preview=preview,
                                       expires_at=now() + s.settings.approval_ttl_s)
+            approval.expire_at = approval.expires_at + s.settings.event_retention_s
             action.status, action.approval_id = "awaiting_confirmation", approval.approval_id
             ctx.write(Write("create", paths.approval(ctx.run.uid, approval.approval_id), approval.to_doc()))
             ctx.audit(ctx.new_audit(kind="approval_requested", action_id=action.action_id,

@@ -90,6 +90,27 @@ def _fields(data: JsonDict) -> dict[str, types.Value]:
     return out
 
 
+EXPIRE_AT = "expireAt"
+"""A top-level ``expireAt`` (epoch seconds) is stored as a Timestamp, the only type Firestore TTL
+policies act on, and read back as epoch seconds (microsecond precision)."""
+
+
+def _doc_fields(data: JsonDict) -> dict[str, types.Value]:
+    fields = _fields(data)
+    expire = data.get(EXPIRE_AT)
+    if isinstance(expire, int | float) and not isinstance(expire, bool):
+        fields[EXPIRE_AT] = types.Value(timestamp_value=datetime.fromtimestamp(expire, UTC))
+    return fields
+
+
+def _decode_doc(data: dict[str, Any]) -> JsonDict:
+    out: JsonDict = _decode(data)
+    expire = out.get(EXPIRE_AT)
+    if isinstance(expire, datetime):
+        out[EXPIRE_AT] = expire.timestamp()
+    return out
+
+
 def _decode(v: Any) -> Any:
     """Undo the wrapping of ``_value`` on a value the client library decoded."""
     if isinstance(v, list):
@@ -264,10 +285,10 @@ class FirestoreDocStore:
         elif w.op == "create":
             if w.if_token is not None:
                 raise ValueError("if_token is not allowed on create")
-            pb = types.Write(update=types.Document(name=name, fields=_fields(w.data)),
+            pb = types.Write(update=types.Document(name=name, fields=_doc_fields(w.data)),
                              current_document=types.Precondition(exists=False))
         elif w.op in ("set", "update"):
-            pb = types.Write(update=types.Document(name=name, fields=_fields(w.data)))
+            pb = types.Write(update=types.Document(name=name, fields=_doc_fields(w.data)))
             if w.op == "update" or w.merge:
                 # A mask of the top-level keys merges them (an empty mask only touches the doc).
                 pb.update_mask = types.DocumentMask(field_paths=[FieldPath(k).to_api_repr() for k in w.data])
@@ -319,7 +340,7 @@ class FirestoreDocStore:
 def _doc(snap: Any) -> Doc | None:
     if not snap.exists:
         return None
-    return Doc(snap.reference.path, _decode(snap.to_dict() or {}), _token(snap.update_time))
+    return Doc(snap.reference.path, _decode_doc(snap.to_dict() or {}), _token(snap.update_time))
 
 
 class _FirestoreTransaction:

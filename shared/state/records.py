@@ -206,6 +206,8 @@ class ApprovalRecord(Record):
     created_at: float = Field(default_factory=now)
     expires_at: float
     decided_at: float | None = None
+    expire_at: float | None = None
+    """TTL deletion time: EVENT_RETENTION_S after the approval itself expires."""
     schema_version: int = SCHEMA_VERSION
 
     def view(self) -> ApprovalView:
@@ -224,3 +226,5 @@ class AuditRecord(Record):
     decision: str | None = None
     reason: str | None = None
     at: float = Field(default_factory=now)
+    expire_at: float | None = None
+    """When Firestore's TTL policy may delete the entry (set from AUDIT_RETENTION_S)."""

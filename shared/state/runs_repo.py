@@ -17,6 +17,7 @@ from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.records import (
     ActionRecord,
     ApprovalRecord,
+    AuditRecord,
     MessageRecord,
     RunRecord,
     ThreadRecord,
@@ -37,13 +38,29 @@ class StartOutcome:
     """False when an Idempotency-Key matched an earlier request: ``snapshot`` is that run."""
 
 
+EXPIRE_AT = "expireAt"
+
+
 def turn_doc(turn: Turn) -> dict[str, Any]:
     return turn.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
 
 
 class RunsRepo:
-    def __init__(self, store: DocStore) -> None:
+    def __init__(self, store: DocStore, *, event_retention_s: float = 30 * 86400.0,
+                 audit_retention_s: float = 400 * 86400.0) -> None:
         self.store = store
+        self.event_retention_s = event_retention_s
+        self.audit_retention_s = audit_retention_s
+
+    def event_write(self, run_id: str, event: dict[str, Any]) -> Write:
+        """The write persisting ``event`` (with its TTL field; replays strip it)."""
+        return Write("create", paths.event(run_id, int(event["seq"])),
+                     {**event, EXPIRE_AT: now() + self.event_retention_s})
+
+    def audit_write(self, record: AuditRecord) -> Write:
+        if record.expire_at is None:
+            record.expire_at = record.at + self.audit_retention_s
+        return Write("create", paths.audit(record.audit_id), record.to_doc())
 
     # ---- reads -------------------------------------------------------------------------------
     def get_run(self, run_id: str) -> RunSnapshot | None:
@@ -75,7 +92,7 @@ class RunsRepo:
     def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         start = f"{after:08d}" if after > 0 else None
         docs = self.store.query(Query(paths.events(run_id), start_after=start, limit=limit))
-        return [d.data for d in docs]
+        return [{k: v for k, v in d.data.items() if k != EXPIRE_AT} for d in docs]
 
     def list_actions(self, run_id: str) -> list[ActionRecord]:
         docs = self.store.query(Query(paths.actions(run_id)))
@@ -130,7 +147,7 @@ class RunsRepo:
                 t.write(Write("create", paths.turn(run.run_id, i), turn_doc(turn)))
             t.write(Write("create", paths.message(run.thread_id, message.id), message.to_doc()))
             for ev in events:
-                t.write(Write("create", paths.event(run.run_id, int(ev["seq"])), ev))
+                t.write(self.event_write(run.run_id, ev))
             if idempotency_key:
                 t.write(Write("create", paths.idempotency(run.uid, idempotency_key),
                               {"runId": run.run_id, "uid": run.uid, "createdAt": now()}))

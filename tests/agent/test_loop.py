@@ -15,6 +15,7 @@ from shared.errors import Conflict, ModelError, ModelTimeout, NotFound
 from shared.models.base import ModelRequest, ModelResponse, Part, Turn, Usage
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
+from shared.state import paths
 from shared.state.docstore import Query
 from shared.state.records import MemoryRecord, RunResult
 from tests.agent.conftest import MakeRuntime
@@ -299,3 +300,15 @@ def test_idempotency_key_returns_the_same_run(make_runtime: MakeRuntime) -> None
     bobs, replayed3 = run_to_stop(rt.agent, "bob", RunRequest(prompt="hi"), idempotency_key="k-1")
     assert not replayed3 and bobs.run_id != first.run_id and bobs.summary == "for bob"
     model.assert_complete()
+
+
+def test_events_audit_and_approvals_carry_ttl_fields(make_runtime: MakeRuntime) -> None:
+    rt = make_runtime(ScriptedModel([calls_turn(call("save_memory", {"text": "x"}))]),
+                      event_retention_s=100.0, audit_retention_s=1000.0)
+    result, live = start_and_drive(rt, "save")
+    raw_events = rt.store.query(Query(paths.events(result.run_id)))
+    assert raw_events and all(d.data["expireAt"] > time.time() + 50 for d in raw_events)
+    assert "expireAt" not in live[0] and rt.runs.list_events(result.run_id) == live
+    assert all(a["expireAt"] == pytest.approx(a["at"] + 1000.0, abs=1e-3) for a in audits(rt))
+    got = rt.runs.get_approval("alice", result.approval.id)  # type: ignore[union-attr]
+    assert got is not None and got[0].expire_at == pytest.approx(got[0].expires_at + 100.0, abs=1e-3)

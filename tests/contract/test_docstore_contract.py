@@ -327,3 +327,20 @@ def test_concurrent_conditional_commits_exactly_one_wins(docstore: DocStore) -> 
     assert all(isinstance(r, PreconditionFailed) for i, r in results.items() if i != winners[0]), results
     doc = docstore.get("runs/r")
     assert doc is not None and doc.data == {"owner": winners[0]} and doc.token == results[winners[0]]
+
+
+def test_expire_at_round_trips_as_epoch_seconds(docstore: DocStore) -> None:
+    """``expireAt`` is a TTL field: Firestore stores it as a Timestamp; both read back seconds."""
+    docstore.commit([Write("create", "ttl/a", {"expireAt": 1_900_000_000.25, "n": 1})])
+    doc = docstore.get("ttl/a")
+    assert doc is not None and doc.data == {"expireAt": 1_900_000_000.25, "n": 1}
+
+
+def test_firestore_stores_expire_at_as_a_timestamp(firestore_docstore: DocStore,
+                                                   firestore_client: Any) -> None:
+    """Firestore TTL policies only act on Timestamp fields."""
+    import datetime
+
+    firestore_docstore.commit([Write("create", "ttl/b", {"expireAt": 1_900_000_000.0})])
+    raw = firestore_client.document("ttl/b").get().to_dict()
+    assert isinstance(raw["expireAt"], datetime.datetime)
