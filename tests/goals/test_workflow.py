@@ -255,3 +255,21 @@ def test_model_failures_are_api_errors() -> None:
         with pytest.raises(ApiError) as caught:
             run_goals(body, ScriptedModel([err]), Settings())
         assert caught.value.status == status
+
+
+@pytest.mark.parametrize("empty", [None, {}])
+def test_an_empty_plan_is_no_plan(empty: dict[str, Any] | None) -> None:
+    body = request("looks good", step="plan_generated")
+    body["state"]["proposed_plan"] = empty
+    out, model = run(body, new_plan_answer("Something"))
+    assert out["action"]["type"] == "save_preview" and len(model.requests) == 1
+
+
+def test_the_offline_planner_removes_a_named_milestone() -> None:
+    from shared.goals.offline import OfflinePlanner
+
+    plan = GoalPlanningWorkflow(OfflinePlanner(), today=TODAY).run(
+        GoalsRequest.model_validate(request("Remove the Build Phase milestone.", plan=PORTFOLIO_PLAN)))
+    body = assert_valid_response(plan.to_json())
+    titles = [m["title"] for m in body["action"]["payload"]["goalPreview"]["milestones"]]
+    assert titles == ["Design Phase", "Launch"]
