@@ -32,8 +32,8 @@ class OfflineModel:
         if on_delta is not None:
             for p in turn.parts:
                 if p.text:
-                    for word in re.findall(r"\S+\s*", p.text):
-                        on_delta("text", word)
+                    for i in range(0, len(p.text), 40):
+                        on_delta("text", p.text[i:i + 40])
         return ModelResponse(turn=turn, usage=Usage(requests=1), finish_reason="STOP", model_version="offline")
 
     def _answer(self, request: ModelRequest) -> Turn:
@@ -44,11 +44,11 @@ class OfflineModel:
             lines = [f"{r.name}: {json.dumps(r.response, ensure_ascii=False)[:300]}" for r in responses]
             return Turn(role="model", parts=[Part(text=f"{LABEL} Tool results:\n" + "\n".join(lines))])
         text = last.text.strip()
-        m = _REMEMBER.search(text)
-        if m and "save_memory" in tools:
-            return Turn(role="model", parts=[call("save_memory", {"text": m.group(1).strip().rstrip(".")})])
         r = _RECALL.search(text)
         if r and "search_memory" in tools:
             query = r.group(1).strip(" ?.") or text
             return Turn(role="model", parts=[call("search_memory", {"query": query})])
+        m = _REMEMBER.search(text)
+        if m and "save_memory" in tools:
+            return Turn(role="model", parts=[call("save_memory", {"text": m.group(1).strip().rstrip(".")})])
         return Turn(role="model", parts=[Part(text=f"{LABEL} You said: {text[:500]}")])
