@@ -18,6 +18,7 @@ from typing import Any
 
 from shared.agent.context import RunContext
 from shared.agent.loop import drive
+from shared.state.records import RunRecord
 from shared.state.runs_repo import RunsRepo
 
 log = logging.getLogger("agent_runtime.streaming")
@@ -62,9 +63,21 @@ def live_events(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator
         yield item
 
 
+def _resume_pending(runs: RunsRepo, run: RunRecord) -> bool:
+    """A paused run whose approvals are all decided is about to resume: keep following it."""
+    if run.status != "awaiting_confirmation" or not run.pending_approval_ids:
+        return False
+    for approval_id in run.pending_approval_ids:
+        got = runs.get_approval(run.uid, approval_id)
+        if got is None or got[0].status == "pending":
+            return False
+    return True
+
+
 def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool = False,
                   poll_s: float = 0.2, max_wait_s: float = 60.0) -> Iterator[dict[str, Any]]:
-    """Persisted events with ``seq > after``; with ``follow``, keep reading until the run stops."""
+    """Persisted events with ``seq > after``; with ``follow``, keep reading until the run stops
+    (completes, fails, or waits for a decision; a decided pause is followed into its resume)."""
     deadline = time.monotonic() + max_wait_s
     last = after
     while True:
@@ -77,7 +90,7 @@ def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool =
         snap = runs.get_run(run_id)
         if snap is None:
             return
-        if snap.run.status in STOP_STATUSES and last >= snap.run.last_seq:
+        if snap.run.status in STOP_STATUSES and last >= snap.run.last_seq and not _resume_pending(runs, snap.run):
             return
         if time.monotonic() >= deadline:
             return

@@ -370,3 +370,18 @@ def test_tool_errors_are_told_to_the_model(make_runtime: MakeRuntime) -> None:
     (action,) = rt.runs.list_actions(result.run_id)
     assert action.status == "failed" and action.error == "no such recipient"
     assert any(e["type"] == "tool_result" and e["status"] == "failed" for e in live)
+
+
+def test_following_events_after_a_decision_waits_for_the_resume(make_runtime: MakeRuntime) -> None:
+    from shared.agent.streaming import replay_events
+
+    ledger = Ledger()
+    rt, _, result, live = paused(make_runtime, ledger, text_turn("Sent."))
+    assert list(replay_events(rt.runs, result.run_id, len(live), follow=True, max_wait_s=5)) == []  # undecided
+    approve(rt, result.approval.id)
+    timer = threading.Timer(0.3, deliver_all, args=(rt,))
+    timer.start()
+    followed = list(replay_events(rt.runs, result.run_id, len(live), follow=True, poll_s=0.05, max_wait_s=20))
+    timer.join()
+    assert followed and followed[-1]["type"] == "result" and followed[-1]["result"]["status"] == "completed"
+    assert followed[0]["seq"] == len(live) + 1
