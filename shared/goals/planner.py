@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -79,9 +80,13 @@ class Planner:
     """Generates (``new_plan``) or refines (``refine``) a plan with ``model``."""
 
     def __init__(self, model: Model, *, today: date, timeout_s: float | None = None) -> None:
+        """``timeout_s`` bounds the whole request (both attempts of a repair), not each call."""
         self._model = model
         self._today = today
-        self._timeout_s = timeout_s
+        self._deadline = None if timeout_s is None else time.monotonic() + timeout_s
+
+    def _remaining(self) -> float | None:
+        return None if self._deadline is None else max(0.001, self._deadline - time.monotonic())
 
     def new_plan(self, message: str, context: GoalsContext) -> PlanResult:
         prompt = {"today": self._today.isoformat(), "request": message, **_context_json(context)}
@@ -118,7 +123,7 @@ class Planner:
         problems: list[str] = []
         for attempt in range(1, MAX_ATTEMPTS + 1):
             request = ModelRequest(system_instruction=instruction, turns=turns,
-                                   response_schema=response_schema(schema), timeout_s=self._timeout_s)
+                                   response_schema=response_schema(schema), timeout_s=self._remaining())
             answer = self._model.generate(request).turn.text
             try:
                 plan, summary, dup = accept(_parse_json(answer))

@@ -29,7 +29,7 @@ def goals_model(settings: Settings) -> Model:
 def run_goals(request: GoalsRequest, model: Model, settings: Settings) -> GoalsResponse:
     """One conversational step; raises ``ApiError`` (502/503) when the model cannot be reached."""
     try:
-        return GoalPlanningWorkflow(model, timeout_s=settings.model_timeout_s).run(request)
+        return GoalPlanningWorkflow(model, timeout_s=settings.run_deadline_s).run(request)
     except ModelError as err:
         raise ApiError(f"the planning model failed: {err}", code="MODEL_UNAVAILABLE" if err.retryable
                        else "MODEL_ERROR", status=503 if err.retryable else 502) from err

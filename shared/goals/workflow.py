@@ -118,7 +118,7 @@ def finalize(request: GoalsRequest, approval: Approval, result: PlanResult | Non
 
 class GoalPlanningWorkflow:
     """Runs the three stages for one message. ``today`` (default: the UTC date) anchors the dates
-    the model proposes; ``timeout_s`` bounds each model call."""
+    the model proposes; ``timeout_s`` bounds all model calls of one request (AGENT_RUN_DEADLINE_S)."""
 
     def __init__(self, model: Model, *, today: date | None = None, timeout_s: float | None = None) -> None:
         self._model = model
