@@ -9,6 +9,7 @@ from pydantic.json_schema import models_json_schema
 
 from shared.api import ApproveRequest, RunRequest
 from shared.events import RunEvent
+from shared.goals.contracts import GoalsRequest, GoalsResponse
 from shared.state.records import RunRecord, RunResult
 
 REF = "#/components/schemas/{model}"
@@ -45,6 +46,7 @@ def build_openapi() -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Any]] = [
         (RunRequest, "validation"), (ApproveRequest, "validation"), (ErrorResponse, "serialization"),
         (ApproveResponse, "serialization"), (RunResult, "serialization"), (RunRecord, "serialization"),
+        (GoalsRequest, "validation"), (GoalsResponse, "serialization"),
     ]
     _, defs = models_json_schema(models, ref_template=REF, by_alias=True)
     schemas: dict[str, Any] = dict(defs.get("$defs", {}))
@@ -95,6 +97,13 @@ def build_openapi() -> dict[str, Any]:
                 "responses": {"202": {"description": "decision recorded; the run resumes asynchronously",
                                       "content": _json(REF.format(model="ApproveResponse"))},
                               **_errors(400, 401, 404, 409, 410)}}},
+            "/agent/run": {"post": {
+                "operationId": "goals", "security": [],
+                "description": "Goal-planning agent (seed 000), called by the backend only (IAM in production).",
+                "requestBody": {"required": True, "content": _json(REF.format(model="GoalsRequest"))},
+                "responses": {"200": {"description": "reply, action and state",
+                                      "content": _json(REF.format(model="GoalsResponse"))},
+                              **_errors(400, 502, 503)}}},
         },
         "components": {
             "schemas": schemas,

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import jsonschema
+import pytest
 from flask.testing import FlaskClient
 
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
@@ -21,12 +22,14 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
     doc = client.get("/openapi.json").get_json()
     assert doc["openapi"].startswith("3.1")
     assert set(doc["paths"]) == {"/api/agent/run", "/api/agent/run/stream", "/api/agent/runs/{runId}",
-                                 "/api/agent/runs/{runId}/events", "/api/agent/approve"}
+                                 "/api/agent/runs/{runId}/events", "/api/agent/approve", "/agent/run"}
     for name, schema in doc["components"]["schemas"].items():
         jsonschema.Draft202012Validator.check_schema(schema), name
 
 
-def test_real_responses_match_the_document(install: Install, client: FlaskClient) -> None:
+def test_real_responses_match_the_document(install: Install, client: FlaskClient,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     doc = client.get("/openapi.json").get_json()
     install(ScriptedModel([text_turn("hi", thought="t"), calls_turn(call("save_memory", {"text": "x"})),
                            text_turn("saved")]))
@@ -48,6 +51,13 @@ def test_real_responses_match_the_document(install: Install, client: FlaskClient
     err = client.post("/api/agent/run", json={"nope": 1}, headers=ALICE)
     assert err.status_code == 400
     validator(doc, "ErrorResponse").validate(err.get_json())
+    goals = client.post("/agent/run", json={"message": "I want to run a marathon", "userId": "u1",
+                                            "sessionId": "s1"})
+    assert goals.status_code == 200  # the offline planner answers (no GEMINI_API_KEY in tests)
+    validator(doc, "GoalsResponse").validate(goals.get_json())
+    bad_goal = client.post("/agent/run", json={"message": ""})
+    assert bad_goal.status_code == 400
+    validator(doc, "ErrorResponse").validate(bad_goal.get_json())
     # The validator is strict enough to notice a broken response.
     broken = dict(ok.get_json(), status="exploded")
     assert not validator(doc, "RunResult").is_valid(broken)
