@@ -62,6 +62,8 @@ class RunContext:
     def __post_init__(self) -> None:
         self.run: RunRecord = self.snapshot.run.model_copy(deep=True)
         self._persisted_turns = len(self.turns)
+        self.steps_at_start = self.run.steps
+        """Each invocation (a fresh run or a resume) gets the full AGENT_MAX_LOOP_STEPS budget."""
 
     # ---- events ------------------------------------------------------------------------------
     def emit(self, event: RunEvent) -> dict[str, Any]:

@@ -47,7 +47,7 @@ StepOutcome = NextStepRunAgain | NextStepFinalOutput | NextStepInterruption | Ne
 def drive(ctx: RunContext) -> StepOutcome:
     """Run steps until the run completes, pauses for approval or fails; every stop is committed."""
     while True:
-        if ctx.run.steps >= ctx.run.max_steps:
+        if ctx.run.steps - ctx.steps_at_start >= ctx.run.max_steps:
             return _failed(ctx, "STEP_LIMIT",
                            f"the run stopped after {ctx.run.max_steps} steps (AGENT_MAX_LOOP_STEPS)")
         if ctx.remaining() <= 0:

@@ -385,3 +385,16 @@ def test_following_events_after_a_decision_waits_for_the_resume(make_runtime: Ma
     timer.join()
     assert followed and followed[-1]["type"] == "result" and followed[-1]["result"]["status"] == "completed"
     assert followed[0]["seq"] == len(live) + 1
+
+
+def test_a_resumed_invocation_gets_the_same_step_budget_as_a_fresh_run(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    first = calls_turn(call("search_memory", {"query": "a"}), call("send_note", {"to": "bob", "body": "hi"}))
+    again = [calls_turn(call("search_memory", {"query": str(i)})) for i in range(2)]
+    rt, model, result, _ = paused(make_runtime, ledger, *again, text_turn("Done."), calls=list(first.parts),
+                                  max_loop_steps=3)
+    approve(rt, result.approval.id)
+    deliver_all(rt)
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "completed" and snap.run.steps == 4
+    model.assert_complete()
