@@ -61,6 +61,20 @@ def import_seconds(module: str, repeats: int) -> float:
     return statistics.median(times)
 
 
+def marginal_import_seconds(modules: tuple[str, ...], repeats: int) -> float:
+    """Median time to import ``modules`` together in a fresh interpreter that has already imported
+    functions_framework (shared dependencies count once): what a function pays beyond the floor."""
+    if not modules:
+        return 0.0
+    code = ("import functions_framework, time; t = time.perf_counter(); "
+            f"import {', '.join(modules)}; print(time.perf_counter() - t)")
+    times = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        times.append(float(out.stdout.strip()))
+    return statistics.median(times)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

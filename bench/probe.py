@@ -53,7 +53,8 @@ def check(target: str, signature: str, method: str, path: str, body: str) -> dic
         resp = client.open(path, method=method, headers=headers,
                            json=json.loads(body) if body else None)
     resp.get_data()
-    return {"target": target, "status": resp.status_code, "genai_loaded": "google.genai" in sys.modules}
+    return {"target": target, "status": resp.status_code, "genai_loaded": "google.genai" in sys.modules,
+            "pubsub_loaded": "google.cloud.pubsub_v1" in sys.modules}
 
 
 def serve() -> None:

@@ -121,6 +121,8 @@ def cold_start_figures(fs_host: str, quick: bool) -> dict[str, Any]:
         # Production configuration: Firestore, Gemini (here the fake server), Pub/Sub dispatcher.
         env = base_env(STATE_BACKEND="firestore", FIRESTORE_EMULATOR_HOST=fs_host, DISPATCHER="pubsub",
                        PUBSUB_EMULATOR_HOST="127.0.0.1:9", **fake.env())
+        progress("cold start: warming the emulator up (one untimed start of run)")
+        coldstart.cold_start_once(_probes()[0], env)  # the emulator's first requests are slow, not ours
         progress("cold start: the floor (a trivial function)")
         floor = coldstart.cold_start(coldstart.Probe("hello", "GET", "/", None, ()), env, repeats,
                                      source=os.path.join("bench", "hello_fn.py"))
@@ -134,11 +136,16 @@ def cold_start_figures(fs_host: str, quick: bool) -> dict[str, Any]:
                 continue
             baseline = floor["seconds"] + sum(imports[m] for m in probe.needs)
             overhead = (got["seconds"] - baseline) / baseline * 100
+            joint = floor["seconds"] + coldstart.marginal_import_seconds(probe.needs, repeats)
+            strict = (got["seconds"] - joint) / joint * 100
             functions[probe.target] = {
                 **got, "needs": [FF, *probe.needs], "baseline_s": round(baseline, 3),
                 "import_sum_s": round(imports[FF] + sum(imports[m] for m in probe.needs), 3),
                 "overhead_pct": round(overhead, 1), "target_pct": COLD_START_OVERHEAD_PCT,
-                "met": overhead <= COLD_START_OVERHEAD_PCT}
+                "met": overhead <= COLD_START_OVERHEAD_PCT,
+                "baseline_joint_imports_s": round(joint, 3),
+                "overhead_pct_vs_joint_imports": round(strict, 1),
+                "met_vs_joint_imports": strict <= COLD_START_OVERHEAD_PCT}
     return {"repeats": repeats, "imports_s": imports, "floor_trivial_function_s": floor["seconds"],
             "config": "STATE_BACKEND=firestore (emulator), GEMINI_API_KEY (fake server), DISPATCHER=pubsub",
             "functions": functions}
@@ -159,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     tmp = tempfile.mkdtemp(prefix="bench-")
+    reference_ms(3)  # warm the CPU and caches up: the first timings of a process run slow
     ref_before = reference_ms()
     progress(f"reference loop: {ref_before:.2f} ms")
     with firestore_emulator() as fs_host:
@@ -197,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
             "warm_instance_rss_mib": at_most(worst_warm, WARM_RSS_MIB),
             "concurrent_20_streams_rss_mib": at_most(worst_conc, CONCURRENT_RSS_MIB),
             "cold_start_overhead_pct": {fn: {"value": f.get("overhead_pct"), "target": COLD_START_OVERHEAD_PCT,
-                                             "met": f.get("met")} for fn, f in cold["functions"].items()},
+                                             "met": f.get("met"),
+                                             "value_vs_joint_imports": f.get("overhead_pct_vs_joint_imports"),
+                                             "met_vs_joint_imports": f.get("met_vs_joint_imports")}
+                                        for fn, f in cold["functions"].items()},
             "no_genai_import": {fn: {"genai_loaded": c.get("genai_loaded"), "met": c.get("genai_loaded") is False}
                                 for fn, c in genai.items()},
             "peers_per_step_ms": PEERS_PER_STEP_MS,
