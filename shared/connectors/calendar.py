@@ -1,0 +1,206 @@
+"""Google Calendar v3 adapter: the only module that talks to Calendar through ``googleapiclient``.
+
+The service is built from the static discovery document shipped with the library (no network at
+build time); ``base_url`` overrides the endpoint (a local fake in tests). Every time sent carries
+an IANA time zone, results are bounded, and API errors become our errors: 404 → a clear
+``ToolError``, 401 → ``ConnectorError`` (reconnect), 429 → retried with backoff, then a clear error.
+
+```python
+client = CalendarClient(credentials)          # google.oauth2.credentials.Credentials
+page = client.search(time_min=..., time_max=..., query="standup", max_results=10)
+event = client.create(EventDraft(summary="1:1", start=..., end=..., time_zone="Europe/Paris"))
+```
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from google.auth.credentials import Credentials
+from googleapiclient.discovery import build  # type: ignore[import-untyped]
+from googleapiclient.errors import HttpError  # type: ignore[import-untyped]
+from pydantic import BaseModel, Field
+
+from shared.errors import ToolError
+
+SERVICE_PATH = "calendar/v3/"
+MAX_RESULTS = 50
+MAX_ATTENDEES_SHOWN = 25
+MAX_DESCRIPTION_CHARS = 500
+
+
+class CalendarEvent(BaseModel):
+    """An event as the tools return it (start/end: RFC 3339 dateTime, or a date for all-day events)."""
+
+    id: str
+    summary: str = ""
+    start: str = ""
+    end: str = ""
+    timezone: str | None = None
+    attendees: list[str] = Field(default_factory=list)
+    location: str | None = None
+    description: str | None = None
+    html_link: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    """Why something was trimmed (long description, long attendee list)."""
+
+
+class EventPage(BaseModel):
+    events: list[CalendarEvent]
+    calendar_timezone: str | None = None
+    more: bool = False
+    """True when the calendar holds more matching events than were returned."""
+
+
+class EventDraft(BaseModel):
+    """A new event. ``start``/``end`` are aware datetimes; ``time_zone`` is an IANA name."""
+
+    summary: str
+    start: datetime
+    end: datetime
+    time_zone: str
+    attendees: list[str] = Field(default_factory=list)
+    description: str | None = None
+    location: str | None = None
+
+
+class EventChanges(BaseModel):
+    """Fields to change (None: unchanged). ``time_zone`` is required with ``start`` or ``end``."""
+
+    summary: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    time_zone: str | None = None
+    attendees: list[str] | None = None
+    description: str | None = None
+    location: str | None = None
+
+
+def _when(value: datetime, tz: str) -> dict[str, str]:
+    # Both the offset and the zone name: the offset pins the instant, the zone keeps recurring
+    # and displayed times right across DST changes.
+    local = value.astimezone(ZoneInfo(tz))
+    return {"dateTime": local.isoformat(), "timeZone": tz}
+
+
+def _rfc3339(value: datetime) -> str:
+    if value.tzinfo is None:
+        raise ValueError("time range bounds must be timezone-aware")
+    return value.isoformat()
+
+
+def _event(raw: dict[str, Any], calendar_tz: str | None) -> CalendarEvent:
+    start, end = raw.get("start") or {}, raw.get("end") or {}
+    notes: list[str] = []
+    emails = [str(a.get("email", "")) for a in raw.get("attendees") or [] if a.get("email")]
+    if len(emails) > MAX_ATTENDEES_SHOWN:
+        notes.append(f"{len(emails)} attendees; showing the first {MAX_ATTENDEES_SHOWN}")
+        emails = emails[:MAX_ATTENDEES_SHOWN]
+    description = raw.get("description")
+    if isinstance(description, str) and len(description) > MAX_DESCRIPTION_CHARS:
+        notes.append(f"the description has {len(description)} characters; showing the start")
+        description = description[:MAX_DESCRIPTION_CHARS] + "…"
+    return CalendarEvent(
+        id=str(raw.get("id", "")), summary=str(raw.get("summary", "")),
+        start=str(start.get("dateTime") or start.get("date") or ""),
+        end=str(end.get("dateTime") or end.get("date") or ""),
+        timezone=start.get("timeZone") or calendar_tz, attendees=emails, location=raw.get("location"),
+        description=description, html_link=raw.get("htmlLink"), notes=notes)
+
+
+class CalendarClient:
+    """Calendar v3 for one user's credentials.
+
+    Args:
+        credentials: The user's OAuth credentials (refreshed by google-auth when expired).
+        base_url: Root URL of the API (default Google's); the client appends ``calendar/v3/``.
+        max_attempts: Attempts per request when rate limited (429).
+        sleep: Waits between attempts (tests pass a recorder instead of sleeping).
+    """
+
+    def __init__(self, credentials: Credentials, *, base_url: str | None = None, max_attempts: int = 4,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        options: dict[str, str] = {}
+        if base_url:
+            options["api_endpoint"] = base_url.rstrip("/") + "/" + SERVICE_PATH
+        self._service = build("calendar", "v3", credentials=credentials, static_discovery=True,
+                              cache_discovery=False, client_options=options or None)
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+
+    def _execute(self, request: Any, *, what: str) -> dict[str, Any]:
+        delay = 1.0
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                return request.execute(num_retries=0)  # type: ignore[no-any-return]
+            except HttpError as exc:
+                status = int(exc.status_code)
+                if status == 429 and attempt < self._max_attempts:
+                    self._sleep(delay)
+                    delay = min(delay * 2, 16.0)
+                    continue
+                if status == 404:
+                    raise ToolError(f"Google Calendar: {what} was not found") from None
+                if status == 429:
+                    raise ToolError("Google Calendar is rate limiting requests; try again later") from None
+                raise ToolError(f"Google Calendar refused the request ({status}): {exc.reason}") from None
+        raise AssertionError("unreachable")
+
+    def search(self, *, calendar_id: str = "primary", time_min: datetime | None = None,
+               time_max: datetime | None = None, query: str | None = None,
+               max_results: int = 25) -> EventPage:
+        """Events overlapping ``[time_min, time_max)`` matching ``query``, earliest first, at most
+        ``max_results`` (1..50); ``more`` says whether the calendar holds further matches."""
+        size = max(1, min(MAX_RESULTS, max_results))
+        params: dict[str, Any] = {"calendarId": calendar_id, "singleEvents": True, "orderBy": "startTime",
+                                  "maxResults": size}
+        if time_min is not None:
+            params["timeMin"] = _rfc3339(time_min)
+        if time_max is not None:
+            params["timeMax"] = _rfc3339(time_max)
+        if query:
+            params["q"] = query
+        body = self._execute(self._service.events().list(**params), what=f"calendar {calendar_id!r}")
+        tz = body.get("timeZone")
+        events = [_event(item, tz) for item in (body.get("items") or [])[:size]]
+        return EventPage(events=events, calendar_timezone=tz, more=bool(body.get("nextPageToken")))
+
+    def create(self, draft: EventDraft, *, calendar_id: str = "primary") -> CalendarEvent:
+        """Insert ``draft``; attendees get the invitation email (``sendUpdates=all``)."""
+        body: dict[str, Any] = {"summary": draft.summary, "start": _when(draft.start, draft.time_zone),
+                                "end": _when(draft.end, draft.time_zone)}
+        if draft.attendees:
+            body["attendees"] = [{"email": a} for a in draft.attendees]
+        if draft.description:
+            body["description"] = draft.description
+        if draft.location:
+            body["location"] = draft.location
+        request = self._service.events().insert(calendarId=calendar_id, body=body,
+                                                sendUpdates="all" if draft.attendees else "none")
+        raw = self._execute(request, what=f"calendar {calendar_id!r}")
+        return _event(raw, draft.time_zone)
+
+    def update(self, event_id: str, changes: EventChanges, *, calendar_id: str = "primary") -> CalendarEvent:
+        """PATCH the fields named in ``changes``; attendees are told about the change."""
+        body: dict[str, Any] = {}
+        if changes.summary is not None:
+            body["summary"] = changes.summary
+        for key, value in (("start", changes.start), ("end", changes.end)):
+            if value is not None:
+                if changes.time_zone is None:
+                    raise ValueError(f"time_zone is required to change {key}")
+                body[key] = _when(value, changes.time_zone)
+        if changes.attendees is not None:
+            body["attendees"] = [{"email": a} for a in changes.attendees]
+        if changes.description is not None:
+            body["description"] = changes.description
+        if changes.location is not None:
+            body["location"] = changes.location
+        request = self._service.events().patch(calendarId=calendar_id, eventId=event_id, body=body,
+                                               sendUpdates="all")
+        raw = self._execute(request, what=f"event {event_id!r} in calendar {calendar_id!r}")
+        return _event(raw, changes.time_zone)
