@@ -75,6 +75,14 @@ class Settings:
     dispatcher: Literal["inline", "pubsub", "none"] = "inline"
     resume_topic: str = "agent-resume"
     on_cloud_run: bool = field(default=False)
+    credentials_encryption_key: str | None = field(default=None, repr=False)
+    """Base64 of the 32-byte AES key sealing users' integration tokens (a Secret Manager secret)."""
+    google_token_uri: str = "https://oauth2.googleapis.com/token"
+    google_oauth_client_id: str | None = None
+    google_oauth_client_secret: str | None = field(default=None, repr=False)
+    gmail_api_base_url: str | None = None
+    calendar_api_base_url: str | None = None
+    slack_api_base_url: str | None = None
 
     @staticmethod
     def from_env() -> Settings:
@@ -116,4 +124,11 @@ class Settings:
             dispatcher=dispatcher,  # type: ignore[arg-type]
             resume_topic=os.environ.get("RESUME_TOPIC", "").strip() or "agent-resume",
             on_cloud_run=on_cloud_run,
+            credentials_encryption_key=os.environ.get("CREDENTIALS_ENCRYPTION_KEY", "").strip() or None,
+            google_token_uri=os.environ.get("GOOGLE_TOKEN_URI", "").strip() or "https://oauth2.googleapis.com/token",
+            google_oauth_client_id=os.environ.get("GOOGLE_OAUTH_CLIENT_ID", "").strip() or None,
+            google_oauth_client_secret=os.environ.get("GOOGLE_OAUTH_CLIENT_SECRET", "").strip() or None,
+            gmail_api_base_url=os.environ.get("GMAIL_API_BASE_URL", "").strip() or None,
+            calendar_api_base_url=os.environ.get("CALENDAR_API_BASE_URL", "").strip() or None,
+            slack_api_base_url=os.environ.get("SLACK_API_BASE_URL", "").strip() or None,
         )

@@ -1,0 +1,83 @@
+"""Per-user access to external services (Gmail, Calendar, Slack) for tools.
+
+A tool receives a :class:`Connectors` as ``ctx.connectors`` and asks it for the user's
+credentials; the service adapters (``gmail.py``, ``calendar.py``, ``slack.py``) are the only
+modules that import their vendor SDK, and they are imported only when a connector tool runs
+(cold start: a function that never calls one never loads ``googleapiclient``).
+
+```python
+conn = require_connectors(ctx.connectors)        # ConnectorError when the runtime has none
+creds = conn.google_credentials(ctx.uid)          # google.oauth2.credentials.Credentials
+client = CalendarClient(creds, base_url=conn.settings.calendar_api_base_url)
+token = conn.slack_token(ctx.uid)
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shared.config import Settings
+from shared.connectors.credentials import (
+    PROVIDERS,
+    ConnectorError,
+    CredentialVault,
+    IntegrationStatus,
+    IntegrationTokens,
+    Provider,
+    decode_key,
+)
+from shared.state.docstore import DocStore
+
+if TYPE_CHECKING:
+    from google.oauth2.credentials import Credentials
+
+    from shared.connectors.gmail import GmailClient
+
+__all__ = [
+    "PROVIDERS",
+    "ConnectorError",
+    "Connectors",
+    "CredentialVault",
+    "IntegrationStatus",
+    "IntegrationTokens",
+    "Provider",
+    "create_connectors",
+    "require_connectors",
+]
+
+
+@dataclass
+class Connectors:
+    """The user-credential vault plus the endpoint settings of every adapter."""
+
+    vault: CredentialVault
+    settings: Settings
+
+    def google_credentials(self, uid: str) -> Credentials:
+        """``uid``'s Google credentials (refreshed and stored back when expired)."""
+        return self.vault.google_credentials(uid)
+
+    def slack_token(self, uid: str) -> str:
+        """``uid``'s Slack token."""
+        return self.vault.slack_token(uid)
+
+    def gmail(self, uid: str) -> GmailClient:
+        """A Gmail v1 client acting as ``uid`` (``GMAIL_API_BASE_URL`` overrides the endpoint)."""
+        from shared.connectors.gmail import GmailClient
+
+        return GmailClient(self.google_credentials(uid), base_url=self.settings.gmail_api_base_url)
+
+
+def create_connectors(settings: Settings, store: DocStore) -> Connectors:
+    """Connectors over ``store``; without ``CREDENTIALS_ENCRYPTION_KEY`` every use is a ConnectorError."""
+    key = decode_key(settings.credentials_encryption_key) if settings.credentials_encryption_key else None
+    return Connectors(vault=CredentialVault(store, key, settings), settings=settings)
+
+
+def require_connectors(value: Any) -> Connectors:
+    """``ctx.connectors`` as :class:`Connectors`, or a user-facing error when the runtime has none."""
+    if isinstance(value, Connectors):
+        return value
+    raise ConnectorError("integrations are not available in this deployment", reason="not_configured")
