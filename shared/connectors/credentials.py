@@ -207,7 +207,7 @@ class CredentialVault:
         creds = self._credentials(uid, tokens)
         if _needs_refresh(tokens):
             with self._refresh_lock:
-                creds.refresh(self._token_request())
+                creds.refresh(self._token_request())  # type: ignore[no-untyped-call]
         return creds
 
     # ---- internals -----------------------------------------------------------------------------
