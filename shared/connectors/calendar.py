@@ -1,4 +1,5 @@
-"""Google Calendar v3 adapter: the only module that talks to Calendar through ``googleapiclient``.
+"""Google Calendar v3 adapter: the only module that talks to Calendar (``googleapiclient`` through
+``google_http``).
 
 The service is built from the static discovery document shipped with the library (no network at
 build time); ``base_url`` overrides the endpoint (a local fake in tests). Every time sent carries
@@ -6,26 +7,23 @@ an IANA time zone, results are bounded, and API errors become our errors: 404 �
 ``ToolError``, 401 → ``ConnectorError`` (reconnect), 429 → retried with backoff, then a clear error.
 
 ```python
-client = CalendarClient(credentials)          # google.oauth2.credentials.Credentials
-page = client.search(time_min=..., time_max=..., query="standup", max_results=10)
-event = client.create(EventDraft(summary="1:1", start=..., end=..., time_zone="Europe/Paris"))
+with CalendarClient(credentials) as client:    # google.oauth2.credentials.Credentials
+    page = client.search(time_min=..., time_max=..., query="standup", max_results=10)
+    event = client.create(EventDraft(summary="1:1", start=..., end=..., time_zone="Europe/Paris"))
 ```
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from datetime import datetime
+from types import TracebackType
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from google.auth.credentials import Credentials
-from googleapiclient.discovery import build  # type: ignore[import-untyped]
-from googleapiclient.errors import HttpError  # type: ignore[import-untyped]
 from pydantic import BaseModel, Field
 
-from shared.errors import ToolError
+from shared.connectors.google_http import HTTP_TIMEOUT_S, RetryPolicy, build_service, execute
 
 SERVICE_PATH = "calendar/v3/"
 MAX_RESULTS = 50
@@ -113,42 +111,34 @@ def _event(raw: dict[str, Any], calendar_tz: str | None) -> CalendarEvent:
 
 
 class CalendarClient:
-    """Calendar v3 for one user's credentials.
+    """Calendar v3 for one user's credentials; close it (or use ``with``) to release its connections.
 
     Args:
         credentials: The user's OAuth credentials (refreshed by google-auth when expired).
         base_url: Root URL of the API (default Google's); the client appends ``calendar/v3/``.
-        max_attempts: Attempts per request when rate limited (429).
-        sleep: Waits between attempts (tests pass a recorder instead of sleeping).
+        retry: Attempts and backoff when rate limited (tests pass a recording ``sleep``).
+        timeout_s: Socket timeout of every request.
     """
 
-    def __init__(self, credentials: Credentials, *, base_url: str | None = None, max_attempts: int = 4,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        options: dict[str, str] = {}
-        if base_url:
-            options["api_endpoint"] = base_url.rstrip("/") + "/" + SERVICE_PATH
-        self._service = build("calendar", "v3", credentials=credentials, static_discovery=True,
-                              cache_discovery=False, client_options=options or None)
-        self._max_attempts = max_attempts
-        self._sleep = sleep
+    def __init__(self, credentials: Credentials, *, base_url: str | None = None, retry: RetryPolicy | None = None,
+                 timeout_s: float = HTTP_TIMEOUT_S) -> None:
+        self._service = build_service("calendar", "v3", credentials, base_url=base_url, service_path=SERVICE_PATH,
+                                      timeout_s=timeout_s)
+        self._retry = retry
 
-    def _execute(self, request: Any, *, what: str) -> dict[str, Any]:
-        delay = 1.0
-        for attempt in range(1, self._max_attempts + 1):
-            try:
-                return request.execute(num_retries=0)  # type: ignore[no-any-return]
-            except HttpError as exc:
-                status = int(exc.status_code)
-                if status == 429 and attempt < self._max_attempts:
-                    self._sleep(delay)
-                    delay = min(delay * 2, 16.0)
-                    continue
-                if status == 404:
-                    raise ToolError(f"Google Calendar: {what} was not found") from None
-                if status == 429:
-                    raise ToolError("Google Calendar is rate limiting requests; try again later") from None
-                raise ToolError(f"Google Calendar refused the request ({status}): {exc.reason}") from None
-        raise AssertionError("unreachable")
+    def close(self) -> None:
+        """Close the HTTP connections (httplib2 keeps them open otherwise)."""
+        self._service.close()
+
+    def __enter__(self) -> CalendarClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _execute(self, request: Any, *, what: str, idempotent: bool) -> dict[str, Any]:
+        return execute(request, service="Google Calendar", what=what, idempotent=idempotent, retry=self._retry)
 
     def search(self, *, calendar_id: str = "primary", time_min: datetime | None = None,
                time_max: datetime | None = None, query: str | None = None,
@@ -164,7 +154,8 @@ class CalendarClient:
             params["timeMax"] = _rfc3339(time_max)
         if query:
             params["q"] = query
-        body = self._execute(self._service.events().list(**params), what=f"calendar {calendar_id!r}")
+        body = self._execute(self._service.events().list(**params), what=f"calendar {calendar_id!r}",
+                             idempotent=True)
         tz = body.get("timeZone")
         events = [_event(item, tz) for item in (body.get("items") or [])[:size]]
         return EventPage(events=events, calendar_timezone=tz, more=bool(body.get("nextPageToken")))
@@ -181,7 +172,8 @@ class CalendarClient:
             body["location"] = draft.location
         request = self._service.events().insert(calendarId=calendar_id, body=body,
                                                 sendUpdates="all" if draft.attendees else "none")
-        raw = self._execute(request, what=f"calendar {calendar_id!r}")
+        # Not idempotent: a repeated insert makes a second event (the runtime runs it at most once).
+        raw = self._execute(request, what=f"calendar {calendar_id!r}", idempotent=False)
         return _event(raw, draft.time_zone)
 
     def update(self, event_id: str, changes: EventChanges, *, calendar_id: str = "primary") -> CalendarEvent:
@@ -202,5 +194,6 @@ class CalendarClient:
             body["location"] = changes.location
         request = self._service.events().patch(calendarId=calendar_id, eventId=event_id, body=body,
                                                sendUpdates="all")
-        raw = self._execute(request, what=f"event {event_id!r} in calendar {calendar_id!r}")
+        # Not retried on 5xx: attendees would be notified twice.
+        raw = self._execute(request, what=f"event {event_id!r} in calendar {calendar_id!r}", idempotent=False)
         return _event(raw, changes.time_zone)

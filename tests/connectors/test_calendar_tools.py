@@ -1,0 +1,213 @@
+"""The Calendar tools through the registry: declarations, argument checks, previews, and runs
+with a real ``Connectors`` (encrypted tokens in SQLite) against the local fake Calendar API."""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared import policy
+from shared.config import Settings
+from shared.connectors import ConnectorError, Connectors, IntegrationTokens, create_connectors
+from shared.errors import ToolError
+from shared.state.records import UserRecord
+from shared.state.sqlite_docstore import SqliteDocStore
+from shared.state.users_repo import UsersRepo
+from shared.tools import calendar_tools
+from shared.tools.context import ToolContext
+from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
+from tests.connectors.fake_calendar import FakeCalendar, at
+
+UID = "u-cal"
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+    calendar_tools.register(reg)
+    return reg
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeCalendar]:
+    with FakeCalendar(primary_time_zone="Europe/Paris") as server:
+        yield server
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteDocStore]:
+    s = SqliteDocStore(str(tmp_path / "state.sqlite3"))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def connectors(fake: FakeCalendar, store: SqliteDocStore) -> Connectors:
+    settings = Settings(credentials_encryption_key=base64.b64encode(os.urandom(32)).decode(),
+                        calendar_api_base_url=fake.base_url)
+    conn = create_connectors(settings, store)
+    conn.vault.put(UID, "google", IntegrationTokens(access_token=fake.token))
+    return conn
+
+
+def ctx_for(connectors: Connectors | None, store: SqliteDocStore, uid: str = UID) -> ToolContext:
+    settings = connectors.settings if connectors else Settings()
+    return ToolContext(uid=uid, run_id="run-1", action_id="act-1", users=UsersRepo(store), settings=settings,
+                       connectors=connectors)
+
+
+def tool(registry: ToolRegistry, name: str) -> Tool:
+    found = registry.get(name)
+    assert found is not None
+    return found
+
+
+def run(registry: ToolRegistry, name: str, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    t = tool(registry, name)
+    return t.run(ctx, t.validate(args))
+
+
+CREATE = {"title": "Design review", "start": "2026-03-02T10:00", "end": "2026-03-02T11:30",
+          "timezone": "Europe/Paris", "attendees": ["ana@example.com", "bo@example.org"]}
+
+
+def test_declarations(registry: ToolRegistry) -> None:
+    create, update, search = (tool(registry, n) for n in
+                              ("calendar_event_create", "calendar_event_update", "calendar_search"))
+    assert (create.side_effect, create.idempotent) == (True, False)
+    assert (update.side_effect, update.idempotent) == (True, False)
+    assert search.side_effect is False
+    params = create.declaration().parameters
+    assert params["required"] == ["title", "start", "end", "timezone"]
+    assert params["properties"]["end"] == {"type": "string", "description": "End, ISO 8601 date-time, after start."}
+    assert params["properties"]["attendees"]["anyOf"][0] == {"type": "array", "items": {"type": "string"}}
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"end": "2026-03-02T09:00"}, "end: Value error, must be after start (2026-03-02T10:00)"),
+    ({"end": "2026-03-02T10:00"}, "end: Value error, must be after start"),
+    ({"timezone": "Mars/Olympus"}, "timezone: Value error, unknown time zone 'Mars/Olympus'"),
+    ({"attendees": ["ana@example.com", "not an email"]}, "attendees.1: Value error, 'not an email' is not an email"),
+    ({"attendees": ["Ana <ana@example.com>"]}, "is not an email address"),
+    ({"start": "next tuesday"}, "start: Value error, 'next tuesday' is not an ISO 8601 date-time"),
+    ({"start": "2026-03-02"}, "has no time of day"),
+])
+def test_bad_arguments_fail_when_planned(registry: ToolRegistry, change: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ToolArgsError) as info:
+        tool(registry, "calendar_event_create").validate({**CREATE, **change})
+    assert problem in str(info.value)
+
+
+def test_update_and_search_check_their_ranges_too(registry: ToolRegistry) -> None:
+    with pytest.raises(ToolArgsError, match="end: Value error, must be after start"):
+        tool(registry, "calendar_event_update").validate(
+            {"event_id": "e1", "start": "2026-03-02T10:00", "end": "2026-03-01T10:00", "timezone": "UTC"})
+    with pytest.raises(ToolArgsError, match="time_max: Value error, must be after time_min"):
+        tool(registry, "calendar_search").validate({"time_min": "2026-03-02T10:00Z", "time_max": "2026-03-01T00:00Z"})
+
+
+def test_previews_are_plain_sentences(registry: ToolRegistry) -> None:
+    create = tool(registry, "calendar_event_create")
+    assert create.preview(create.validate({**CREATE, "location": "Room 2"})) == (
+        'Create calendar event "Design review": Mon 2 Mar 2026, 10:00-11:30 (Europe/Paris) at Room 2; '
+        "attendees ana@example.com, bo@example.org (they get an invitation)")
+    overnight = create.validate({**CREATE, "end": "2026-03-03T01:00", "attendees": None})
+    assert create.preview(overnight) == (
+        'Create calendar event "Design review": Mon 2 Mar 2026 10:00 to Tue 3 Mar 2026 01:00 (Europe/Paris); '
+        "no attendees")
+    update = tool(registry, "calendar_event_update")
+    assert update.preview(update.validate({"event_id": "evt9", "title": "Moved", "start": "2026-03-04T09:00",
+                                           "end": "2026-03-04T09:30", "timezone": "America/New_York",
+                                           "attendees": ["cy@example.com"]})) == (
+        'Update calendar event evt9: title → "Moved"; time → Wed 4 Mar 2026, 09:00-09:30 (America/New_York); '
+        "attendees → cy@example.com")
+
+
+def test_create_sends_zoned_times_and_returns_the_event(registry: ToolRegistry, fake: FakeCalendar,
+                                                        connectors: Connectors, store: SqliteDocStore) -> None:
+    out = run(registry, "calendar_event_create", ctx_for(connectors, store), CREATE)
+
+    [req] = fake.requests
+    assert (req.method, req.path) == ("POST", "/calendar/v3/calendars/primary/events")
+    assert req.json == {"summary": "Design review",
+                        "start": {"dateTime": "2026-03-02T10:00:00+01:00", "timeZone": "Europe/Paris"},
+                        "end": {"dateTime": "2026-03-02T11:30:00+01:00", "timeZone": "Europe/Paris"},
+                        "attendees": [{"email": "ana@example.com"}, {"email": "bo@example.org"}]}
+    assert out["created"] is True
+    event = out["event"]
+    assert {k: event[k] for k in ("summary", "start", "end", "timezone", "attendees")} == {
+        "summary": "Design review", "start": "2026-03-02T10:00:00+01:00", "end": "2026-03-02T11:30:00+01:00",
+        "timezone": "Europe/Paris", "attendees": ["ana@example.com", "bo@example.org"]}
+    assert fake.event("primary", event["id"])["summary"] == "Design review"
+
+
+def test_update_patches_and_needs_a_zone_for_new_times(registry: ToolRegistry, fake: FakeCalendar,
+                                                        connectors: Connectors, store: SqliteDocStore) -> None:
+    seeded = fake.add_event("primary", summary="Sync", start=at("2026-03-02T10:00", "Europe/Paris"),
+                            end=at("2026-03-02T11:00", "Europe/Paris"), time_zone="Europe/Paris")
+    ctx = ctx_for(connectors, store)
+    with pytest.raises(ToolError, match="timezone is required"):
+        run(registry, "calendar_event_update", ctx, {"event_id": seeded["id"], "start": "2026-03-02T12:00"})
+    with pytest.raises(ToolError, match="nothing to change"):
+        run(registry, "calendar_event_update", ctx, {"event_id": seeded["id"]})
+    assert fake.requests == []
+
+    out = run(registry, "calendar_event_update", ctx, {"event_id": seeded["id"], "location": "Room 7",
+                                                       "start": "2026-03-02T12:00", "end": "2026-03-02T12:45",
+                                                       "timezone": "Europe/Paris"})
+    assert fake.requests[0].json == {"start": {"dateTime": "2026-03-02T12:00:00+01:00", "timeZone": "Europe/Paris"},
+                                     "end": {"dateTime": "2026-03-02T12:45:00+01:00", "timeZone": "Europe/Paris"},
+                                     "location": "Room 7"}
+    assert out["event"]["location"] == "Room 7"
+    with pytest.raises(ToolError, match="event 'gone' in calendar 'primary' was not found"):
+        run(registry, "calendar_event_update", ctx, {"event_id": "gone", "title": "x"})
+
+
+def test_search_defaults_to_upcoming_and_notes_a_trimmed_list(registry: ToolRegistry, fake: FakeCalendar,
+                                                              connectors: Connectors, store: SqliteDocStore) -> None:
+    for day in range(1, 8):
+        fake.add_event("primary", summary=f"Gym {day}", start=f"2099-01-{day:02d}T07:00:00Z",
+                       end=f"2099-01-{day:02d}T08:00:00Z", attendees=["coach@example.com"])
+    fake.add_event("primary", summary="Gym long ago", start="2001-01-01T07:00:00Z", end="2001-01-01T08:00:00Z")
+    out = run(registry, "calendar_search", ctx_for(connectors, store), {"query": "gym", "max_results": 3})
+
+    req = fake.requests[0]
+    assert req.param("timeMin") is not None and req.param("timeMax") is None
+    assert (req.param("q"), req.param("maxResults")) == ("gym", "3")
+    assert [e["summary"] for e in out["events"]] == ["Gym 1", "Gym 2", "Gym 3"]
+    assert out["events"][0]["attendees"] == ["coach@example.com"]
+    assert out["count"] == 3 and "only the first 3" in out["note"]
+
+
+def test_search_reads_naive_times_in_the_given_zone(registry: ToolRegistry, fake: FakeCalendar,
+                                                    connectors: Connectors, store: SqliteDocStore) -> None:
+    run(registry, "calendar_search", ctx_for(connectors, store),
+        {"time_min": "2026-07-01T00:00", "time_max": "2026-07-02T00:00", "timezone": "America/Los_Angeles"})
+    assert (fake.requests[0].param("timeMin"), fake.requests[0].param("timeMax")) == (
+        "2026-07-01T00:00:00-07:00", "2026-07-02T00:00:00-07:00")
+
+
+def test_missing_credentials_or_connectors_are_user_facing_errors(
+        registry: ToolRegistry, fake: FakeCalendar, connectors: Connectors, store: SqliteDocStore) -> None:
+    with pytest.raises(ConnectorError, match="not connected") as info:
+        run(registry, "calendar_search", ctx_for(connectors, store, uid="someone-else"), {})
+    assert info.value.reason == "not_connected"
+    with pytest.raises(ConnectorError) as info:
+        run(registry, "calendar_event_create", ctx_for(None, store), CREATE)
+    assert info.value.reason == "not_configured"
+    assert fake.requests == []
+
+
+def test_delegated_users_still_approve_calendar_changes(registry: ToolRegistry) -> None:
+    # The delegated allowlist covers mail recipients only: calendar tools declare no recipients.
+    create = tool(registry, "calendar_event_create")
+    user = UserRecord(uid=UID, trust_level="delegated")
+    user.profile.email_allowlist = ["ana@example.com", "bo@example.org"]
+    decision = policy.decide(tool_name=create.name, side_effect=True, args=create.validate(CREATE), user=user,
+                             side_effects_enabled=True, recipients=create.recipients_fn)
+    assert decision.verdict == "require_approval"
