@@ -5,6 +5,8 @@ Every variable is documented in README.md (Configuration).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from dataclasses import dataclass, field
 from typing import Literal
@@ -41,6 +43,20 @@ def _bool(name: str, default: bool) -> bool:
     if raw in ("0", "false", "no", "off"):
         return False
     raise ConfigurationError(f"{name} must be true or false, got {raw!r}")
+
+
+def _key32(name: str) -> str | None:
+    """A base64 (standard or URL-safe) 32-byte key; refused at startup when malformed."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        key = base64.b64decode(raw.replace("-", "+").replace("_", "/") + "=" * (-len(raw) % 4), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ConfigurationError(f"{name} must be base64 of 32 bytes") from exc
+    if len(key) != 32:
+        raise ConfigurationError(f"{name} must decode to 32 bytes, got {len(key)}")
+    return raw
 
 
 def clamp_loop_steps(value: int) -> int:
@@ -124,7 +140,7 @@ class Settings:
             dispatcher=dispatcher,  # type: ignore[arg-type]
             resume_topic=os.environ.get("RESUME_TOPIC", "").strip() or "agent-resume",
             on_cloud_run=on_cloud_run,
-            credentials_encryption_key=os.environ.get("CREDENTIALS_ENCRYPTION_KEY", "").strip() or None,
+            credentials_encryption_key=_key32("CREDENTIALS_ENCRYPTION_KEY"),
             google_token_uri=os.environ.get("GOOGLE_TOKEN_URI", "").strip() or "https://oauth2.googleapis.com/token",
             google_oauth_client_id=os.environ.get("GOOGLE_OAUTH_CLIENT_ID", "").strip() or None,
             google_oauth_client_secret=os.environ.get("GOOGLE_OAUTH_CLIENT_SECRET", "").strip() or None,

@@ -24,13 +24,14 @@ from shared.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from shared.auth import Authenticator, Principal
+    from shared.connectors import Connectors
     from shared.dispatch import Dispatcher
 
 
 class Runtime:
     def __init__(self, settings: Settings, *, store: DocStore | None = None, model: Model | None = None,
                  authenticator: Authenticator | None = None, registry: ToolRegistry | None = None,
-                 dispatcher: Dispatcher | None = None) -> None:
+                 dispatcher: Dispatcher | None = None, connectors: Connectors | None = None) -> None:
         self.settings = settings
         self._lock = threading.Lock()
         if store is None:
@@ -41,12 +42,13 @@ class Runtime:
         self._model = model
         self._authenticator = authenticator
         self._dispatcher = dispatcher
+        self._connectors = connectors
         self.runs = RunsRepo(store, event_retention_s=settings.event_retention_s,
                              audit_retention_s=settings.audit_retention_s)
         self.users = UsersRepo(store)
         self.registry = registry or default_registry()
         self.services = Services(settings=settings, runs=self.runs, users=self.users, registry=self.registry,
-                                 model_factory=self.model, new_id=new_id)
+                                 model_factory=self.model, new_id=new_id, connectors=self.connectors)
         self.agent = AgentService(self.services)
 
     def model(self) -> Model:
@@ -58,6 +60,16 @@ class Runtime:
 
                     self._model = create_model(self.settings)
         return self._model
+
+    def connectors(self) -> Connectors:
+        """Per-user access to Gmail, Calendar and Slack, created on first use by a tool."""
+        if self._connectors is None:
+            with self._lock:
+                if self._connectors is None:
+                    from shared.connectors import create_connectors
+
+                    self._connectors = create_connectors(self.settings, self.store)
+        return self._connectors
 
     @property
     def authenticator(self) -> Authenticator:

@@ -15,6 +15,7 @@ token = conn.slack_token(ctx.uid)
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +29,15 @@ from shared.connectors.credentials import (
     Provider,
     decode_key,
 )
+from shared.errors import ConfigurationError
 from shared.state.docstore import DocStore
 
 if TYPE_CHECKING:
     from google.oauth2.credentials import Credentials
 
     from shared.connectors.gmail import GmailClient
+
+log = logging.getLogger("agent_runtime.connectors")
 
 __all__ = [
     "PROVIDERS",
@@ -67,13 +71,23 @@ class Connectors:
         """A Gmail v1 client acting as ``uid`` (``GMAIL_API_BASE_URL`` overrides the endpoint)."""
         from shared.connectors.gmail import GmailClient
 
-        return GmailClient(self.google_credentials(uid), base_url=self.settings.gmail_api_base_url)
+        credentials = self.google_credentials(uid)
+        sender = self.vault.status(uid, "google").account_email  # the From header, when known
+        return GmailClient(credentials, base_url=self.settings.gmail_api_base_url, sender=sender)
 
 
 def create_connectors(settings: Settings, store: DocStore) -> Connectors:
-    """Connectors over ``store``; without ``CREDENTIALS_ENCRYPTION_KEY`` every use is a ConnectorError."""
-    key = decode_key(settings.credentials_encryption_key) if settings.credentials_encryption_key else None
-    return Connectors(vault=CredentialVault(store, key, settings), settings=settings)
+    """Connectors over ``store``. Never raises: without a usable ``CREDENTIALS_ENCRYPTION_KEY``
+    every use is a ConnectorError (the tool call fails; tools without connectors are unaffected)."""
+    key: bytes | None = None
+    problem = "CREDENTIALS_ENCRYPTION_KEY is unset"
+    if settings.credentials_encryption_key:
+        try:
+            key = decode_key(settings.credentials_encryption_key)
+        except ConfigurationError as exc:
+            log.error("connectors disabled: %s", exc)
+            problem = "CREDENTIALS_ENCRYPTION_KEY is malformed"
+    return Connectors(vault=CredentialVault(store, key, settings, key_problem=problem), settings=settings)
 
 
 def require_connectors(value: Any) -> Connectors:

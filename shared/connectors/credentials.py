@@ -99,10 +99,9 @@ def integration_path(uid: str, provider: str) -> str:
 
 def decode_key(raw: str) -> bytes:
     """The 32-byte key of ``CREDENTIALS_ENCRYPTION_KEY`` (standard or URL-safe base64)."""
-    text = raw.strip()
+    text = raw.strip().replace("-", "+").replace("_", "/")
     try:
-        key = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_" if ("-" in text or "_" in text)
-                               else None, validate=True)
+        key = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise ConfigurationError("CREDENTIALS_ENCRYPTION_KEY must be base64 of 32 bytes") from exc
     if len(key) != KEY_BYTES:
@@ -125,13 +124,15 @@ class CredentialVault:
     Args:
         store: The document store (Firestore or SQLite).
         key: The 32-byte AES-256-GCM key, or ``None`` when the deployment configured none (every
-            use then raises :class:`ConnectorError` ``not_configured``).
+            use then raises :class:`ConnectorError` ``not_configured``, naming ``key_problem``).
         settings: Token URI and OAuth client id/secret for refreshing Google tokens.
     """
 
-    def __init__(self, store: DocStore, key: bytes | None, settings: Settings) -> None:
+    def __init__(self, store: DocStore, key: bytes | None, settings: Settings, *,
+                 key_problem: str = "CREDENTIALS_ENCRYPTION_KEY is unset") -> None:
         if key is not None and len(key) != KEY_BYTES:
             raise ConfigurationError(f"the credentials key must be {KEY_BYTES} bytes")
+        self._key_problem = key_problem
         self._store = store
         self._key = key
         self._key_id = key_id(key) if key is not None else None
@@ -271,8 +272,7 @@ class CredentialVault:
     def _require_key(self, provider: str) -> bytes:
         if self._key is None:
             raise ConnectorError(f"{_label(provider)} is not available: integrations are not configured on this "
-                                 "server (CREDENTIALS_ENCRYPTION_KEY is unset)", provider=provider,
-                                 reason="not_configured")
+                                 f"server ({self._key_problem})", provider=provider, reason="not_configured")
         return self._key
 
     def _seal(self, uid: str, provider: str, tokens: IntegrationTokens) -> dict[str, Any]:

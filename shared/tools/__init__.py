@@ -7,8 +7,9 @@ from shared.tools.registry import ToolRegistry
 
 def default_registry() -> ToolRegistry:
     """The registry with every shipped tool."""
-    from shared.tools import memory
+    from shared.tools import gmail_tools, memory
 
     registry = ToolRegistry()
     memory.register(registry)
+    gmail_tools.register(registry)
     return registry
