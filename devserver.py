@@ -2,7 +2,8 @@
 
 Not part of the deployed bundle. Refuses to run on Cloud Run (``K_SERVICE`` set).
 Routes: POST /api/agent/run, POST /api/agent/run/stream, GET /api/agent/runs/{runId}[/events],
-POST /api/agent/approve, POST /agent/run (goals), GET /openapi.json, GET /healthz.
+POST /api/agent/approve, POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
+GET /openapi.json, GET /healthz.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def create_app() -> flask.Flask:
     from functions.goals import goals
 
     from functions.approve import approve
+    from functions.integrations import integrations
     from functions.run import run
     from functions.runs import runs
     from functions.stream import stream
@@ -50,6 +52,9 @@ def create_app() -> flask.Flask:
         handler = routes.get(req.path.rstrip("/") or "/")
         if handler is None and req.path.startswith("/api/agent/runs/"):
             handler = runs
+        if handler is None and (req.path.rstrip("/") == "/api/integrations"
+                                or req.path.startswith("/api/integrations/")):
+            handler = integrations
         if handler is None:
             return error_response(NotFound(f"no route for {req.path}", code="ROUTE_NOT_FOUND"))
         return handler(req)

@@ -7,9 +7,10 @@ Importing this module imports no model SDK: that happens on first model use.
 from functions.goals import goals
 
 from functions.approve import approve
+from functions.integrations import integrations
 from functions.resume import resume
 from functions.run import run
 from functions.runs import runs
 from functions.stream import stream
 
-__all__ = ["approve", "goals", "resume", "run", "runs", "stream"]
+__all__ = ["approve", "goals", "integrations", "resume", "run", "runs", "stream"]

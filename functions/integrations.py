@@ -1,0 +1,41 @@
+"""``integrations``: a user's connections to Gmail/Calendar (``google``) and Slack (``slack``).
+
+- ``POST   /api/integrations/{provider}``: store the caller's tokens (encrypted) -> 200 status
+- ``DELETE /api/integrations/{provider}``: forget them -> 200 status
+- ``GET    /api/integrations[/{provider}]``: whether each is connected -> 200
+Answers never contain a token.
+"""
+
+from __future__ import annotations
+
+import flask
+
+from functions.common import authenticated_uid
+from shared.connectors import PROVIDERS, ConnectorError
+from shared.connectors.integrations_api import ConnectRequest, provider_from_path, status_json
+from shared.errors import ApiError, BadRequest
+from shared.runtime import get_runtime
+from shared.web import http_endpoint, json_response, parse_model, read_json_body, require_method
+
+
+@http_endpoint
+def integrations(request: flask.Request) -> flask.Response:
+    require_method(request, "GET", "POST", "DELETE")
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    provider = provider_from_path(request.path)
+    vault = rt.connectors().vault
+    try:
+        if request.method == "GET":
+            wanted = [provider] if provider else list(PROVIDERS)
+            return json_response({"ok": True, "integrations": [status_json(vault.status(uid, p)) for p in wanted]})
+        if provider is None:
+            raise BadRequest("name the integration: /api/integrations/{google|slack}", code="MISSING_PROVIDER")
+        if request.method == "DELETE":
+            removed = vault.delete(uid, provider)
+            return json_response({"ok": True, "provider": provider, "connected": False, "removed": removed})
+        body = parse_model(ConnectRequest, read_json_body(request, rt.settings.max_body_bytes))
+        status = vault.put(uid, provider, body.tokens())
+        return json_response({"ok": True, **status_json(status)})
+    except ConnectorError as exc:  # the deployment has no usable encryption key
+        raise ApiError(str(exc), code="INTEGRATIONS_NOT_CONFIGURED", status=503) from None

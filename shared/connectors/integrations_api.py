@@ -1,0 +1,93 @@
+"""The contract of ``/api/integrations/{provider}``: how a backend hands over a user's tokens.
+
+``POST`` stores (replaces) the caller's tokens for ``provider`` (encrypted); ``DELETE`` forgets
+them; ``GET`` tells whether it is connected. Answers carry only non-secret metadata, never a token.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from shared.connectors.credentials import PROVIDERS, IntegrationStatus, IntegrationTokens, Provider
+from shared.errors import NotFound
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+ROUTE_PREFIX = "/api/integrations"
+
+
+class ConnectRequest(BaseModel):
+    """Body of ``POST /api/integrations/{provider}`` (camelCase, unknown fields refused).
+
+    Give ``expiresAt`` (epoch seconds) or ``expiresIn`` (seconds from now, as OAuth token
+    responses say), not both; Google tokens without either are refreshed only after a 401.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    access_token: str = Field(alias="accessToken", min_length=1, max_length=8192)
+    refresh_token: str | None = Field(default=None, alias="refreshToken", min_length=1, max_length=8192)
+    expires_at: float | None = Field(default=None, alias="expiresAt", gt=0)
+    expires_in: int | None = Field(default=None, alias="expiresIn", gt=0, le=366 * 86400)
+    scopes: list[str] = Field(default_factory=list, max_length=50)
+    account_email: str | None = Field(default=None, alias="accountEmail", max_length=320)
+    team_id: str | None = Field(default=None, alias="teamId", max_length=64)
+
+    @field_validator("access_token", "refresh_token")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is not None and (value != value.strip() or any(c.isspace() for c in value)):
+            raise ValueError("must be a single token without whitespace")
+        return value
+
+    @field_validator("scopes")
+    @classmethod
+    def _scopes(cls, value: list[str]) -> list[str]:
+        if any(not s.strip() or len(s) > 300 for s in value):
+            raise ValueError("each scope must be a non-empty string of at most 300 characters")
+        return value
+
+    @field_validator("account_email")
+    @classmethod
+    def _email(cls, value: str | None) -> str | None:
+        if value is not None and not _EMAIL.match(value):
+            raise ValueError("not an email address")
+        return value
+
+    @model_validator(mode="after")
+    def _expiry(self) -> ConnectRequest:
+        if self.expires_at is not None and self.expires_in is not None:
+            raise ValueError("give expiresAt or expiresIn, not both")
+        return self
+
+    def tokens(self, now: float | None = None) -> IntegrationTokens:
+        expires_at = self.expires_at
+        if self.expires_in is not None:
+            expires_at = (now if now is not None else time.time()) + self.expires_in
+        return IntegrationTokens(access_token=self.access_token, refresh_token=self.refresh_token,
+                                 expires_at=expires_at, scopes=self.scopes, account_email=self.account_email,
+                                 team_id=self.team_id)
+
+
+def provider_from_path(path: str) -> Provider | None:
+    """The ``{provider}`` of ``.../integrations/{provider}`` (``None`` for the collection itself);
+    404 for an unknown provider."""
+    tail = path.rstrip("/").rsplit("/integrations", 1)[-1].strip("/")
+    if not tail:
+        return None
+    for known in PROVIDERS:
+        if tail == known:
+            return known
+    raise NotFound(f"unknown integration {tail[:40]!r}; expected one of {', '.join(PROVIDERS)}",
+                   code="UNKNOWN_INTEGRATION")
+
+
+def status_json(status: IntegrationStatus) -> dict[str, Any]:
+    body: dict[str, Any] = {"provider": status.provider, "connected": status.connected}
+    if status.connected:
+        body.update(scopes=status.scopes, accountEmail=status.account_email, expiresAt=status.expires_at,
+                    updatedAt=status.updated_at)
+    return body
