@@ -7,9 +7,11 @@ from shared.tools.registry import ToolRegistry
 
 def default_registry() -> ToolRegistry:
     """The registry with every shipped tool."""
-    from shared.tools import gmail_tools, memory
+    from shared.tools import calendar_tools, gmail_tools, memory, slack_tools
 
     registry = ToolRegistry()
     memory.register(registry)
     gmail_tools.register(registry)
+    calendar_tools.register(registry)
+    slack_tools.register(registry)
     return registry

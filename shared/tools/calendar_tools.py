@@ -3,24 +3,27 @@
 
 Arguments are checked when the call is planned, before any approval is asked for: times must be
 ISO 8601 date-times, the end after the start, time zones IANA names, attendees email addresses.
-Previews show title, time range (with its zone) and attendees, never JSON.
+Previews show title, time range (with its zone) and attendees, never JSON. The Calendar adapter
+(and ``googleapiclient``) is imported only when one of these tools runs.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, tzinfo
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
 from shared.connectors import require_connectors
-from shared.connectors.calendar import CalendarClient, CalendarEvent, EventChanges, EventDraft
 from shared.errors import ToolError
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from shared.connectors.calendar import CalendarClient, CalendarEvent
 
 _EMAIL = re.compile(r"^[^@\s<>(),;:\"\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)+$")
 MAX_TITLE_CHARS = 300
@@ -162,6 +165,8 @@ def _update_preview(args: BaseModel) -> str:
 
 
 def _client(ctx: ToolContext) -> CalendarClient:
+    from shared.connectors.calendar import CalendarClient  # loads googleapiclient: only when a tool runs
+
     conn = require_connectors(ctx.connectors)
     return CalendarClient(conn.google_credentials(ctx.uid), base_url=conn.settings.calendar_api_base_url)
 
@@ -232,6 +237,8 @@ def register(registry: ToolRegistry) -> None:
             location: Optional place or meeting link.
             calendar_id: Calendar to add to; "primary" is the user's own calendar.
         """
+        from shared.connectors.calendar import EventDraft
+
         zone = _zone(timezone)
         begin, finish = _zoned(start, zone), _zoned(end, zone)
         if finish <= begin:
@@ -264,6 +271,8 @@ def register(registry: ToolRegistry) -> None:
             location: New location.
             calendar_id: Calendar holding the event; "primary" is the user's own calendar.
         """
+        from shared.connectors.calendar import EventChanges
+
         if not event_id.strip():
             raise ToolError("event_id must not be empty")
         if (start is not None or end is not None) and timezone is None:

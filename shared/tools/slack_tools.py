@@ -1,7 +1,8 @@
 """The Slack tools, both read-only: ``slack_channels`` and ``slack_read``.
 
 Reads paginate with cursors up to a bound; long lists and messages are trimmed with a note.
-Author ids (``U...``) are kept as Slack gives them.
+Author ids (``U...``) are kept as Slack gives them. The Slack adapter (and ``slack_sdk``) is
+imported only when one of these tools runs.
 """
 
 from __future__ import annotations
@@ -9,16 +10,18 @@ from __future__ import annotations
 import contextlib
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
 from shared.connectors import require_connectors
-from shared.connectors.slack import SlackClient, SlackMessage
 from shared.errors import ToolError
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from shared.connectors.slack import SlackClient, SlackMessage
 
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
 _SLACK_TS = re.compile(r"^\d{9,11}(\.\d{1,6})?$")
@@ -45,6 +48,8 @@ class SlackTime(str):
 
 
 def _client(ctx: ToolContext) -> SlackClient:
+    from shared.connectors.slack import SlackClient  # loads slack_sdk: only when a tool runs
+
     conn = require_connectors(ctx.connectors)
     return SlackClient(conn.slack_token(ctx.uid), base_url=conn.settings.slack_api_base_url)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -211,3 +213,20 @@ def test_delegated_users_still_approve_calendar_changes(registry: ToolRegistry) 
     decision = policy.decide(tool_name=create.name, side_effect=True, args=create.validate(CREATE), user=user,
                              side_effects_enabled=True, recipients=create.recipients_fn)
     assert decision.verdict == "require_approval"
+
+
+def test_the_default_registry_ships_the_seed_tool_set() -> None:
+    from shared.tools import default_registry
+
+    names = {t.name for t in default_registry()}
+    assert {"calendar_event_create", "calendar_event_update", "calendar_search", "slack_channels",
+            "slack_read"} <= names
+
+
+def test_importing_the_tools_does_not_load_the_vendor_sdks() -> None:
+    # Cold start: a function that never runs a connector tool must not pay for googleapiclient/slack_sdk.
+    code = ("import sys, shared.tools.calendar_tools, shared.tools.slack_tools; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('googleapiclient', 'slack_sdk')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"
