@@ -125,8 +125,3 @@ def cold_start_once(probe: Probe, env: dict[str, str], source: str = "main.py") 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def cold_start(probe: Probe, env: dict[str, str], repeats: int, source: str = "main.py") -> dict[str, Any]:
-    runs = [cold_start_once(probe, env, source) for _ in range(repeats)]
-    return {"seconds": round(statistics.median(t for t, _ in runs), 3), "statuses": sorted({s for _, s in runs})}
