@@ -207,8 +207,11 @@ class CredentialVault:
         tokens = self.tokens(uid, "google")
         creds = self._credentials(uid, tokens)
         if _needs_refresh(tokens):
-            with self._refresh_lock:
-                creds.refresh(self._token_request())  # type: ignore[no-untyped-call]
+            import requests
+            from google.auth.transport.requests import Request
+
+            with self._refresh_lock, requests.Session() as session:
+                creds.refresh(Request(session))  # type: ignore[no-untyped-call]
         return creds
 
     # ---- internals -----------------------------------------------------------------------------
@@ -263,11 +266,6 @@ class CredentialVault:
         })
         self.put(uid, "google", refreshed)
         tokens.access_token, tokens.expires_at = refreshed.access_token, refreshed.expires_at
-
-    def _token_request(self) -> Request:
-        from google.auth.transport.requests import Request
-
-        return Request()
 
     def _require_key(self, provider: str) -> bytes:
         if self._key is None:

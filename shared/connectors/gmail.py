@@ -7,10 +7,10 @@ Outgoing mail is a proper RFC 5322 message (UTF-8, RFC 2047 headers, base64url `
 carry ``threadId``, ``In-Reply-To``, ``References`` and a ``Re:`` subject.
 
 ```python
-client = GmailClient(credentials, base_url=None, sender="me@example.com")
-hits = client.search("from:alice newer_than:7d", max_results=10)
-thread = client.read_thread(hits.messages[0].thread_id)
-sent = client.send(OutgoingMail(to=["bob@example.com"], subject="Hi", body="Hello"))
+with GmailClient(credentials, base_url=None, sender="me@example.com") as client:
+    hits = client.search("from:alice newer_than:7d", max_results=10)
+    thread = client.read_thread(hits.messages[0].thread_id)
+    sent = client.send(OutgoingMail(to=["bob@example.com"], subject="Hi", body="Hello"))
 ```
 """
 
@@ -202,6 +202,16 @@ class GmailClient:
         self._service = build_service("gmail", "v1", credentials, base_url=base_url)
         self._sender = sender
         self._retry = retry
+
+    def close(self) -> None:
+        """Close the HTTP connections (the client is not usable afterwards)."""
+        self._service.close()
+
+    def __enter__(self) -> GmailClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _run(self, request: Any, *, what: str, idempotent: bool) -> dict[str, Any]:
         return execute(request, service=SERVICE, what=what, idempotent=idempotent, retry=self._retry)

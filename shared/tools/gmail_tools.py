@@ -163,8 +163,8 @@ def register(registry: ToolRegistry) -> None:
             query: A Gmail search query, e.g. "from:alice@example.com newer_than:7d" or "invoice is:unread".
             max_results: How many messages to return, newest first (1-25).
         """
-        client = require_connectors(ctx.connectors).gmail(ctx.uid)
-        found = client.search(query, max_results=max_results)
+        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
+            found = client.search(query, max_results=max_results)
         messages = [{"id": m.id, "threadId": m.thread_id, "from": m.sender, "subject": m.subject,
                      "date": m.date, "snippet": m.snippet} for m in found.messages]
         out: dict[str, Any] = {"messages": messages, "count": len(messages)}
@@ -179,8 +179,8 @@ def register(registry: ToolRegistry) -> None:
         Args:
             thread_id: The threadId of a message (from gmail_search).
         """
-        client = require_connectors(ctx.connectors).gmail(ctx.uid)
-        thread = client.read_thread(thread_id)
+        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
+            thread = client.read_thread(thread_id)
         messages = [{"id": m.id, "from": m.sender, "to": m.to, "cc": m.cc, "subject": m.subject, "date": m.date,
                      "body": m.body, **({"attachments": m.attachments} if m.attachments else {}),
                      **({"notes": m.notes} if m.notes else {})} for m in thread.messages]
@@ -202,8 +202,8 @@ def register(registry: ToolRegistry) -> None:
             cc: Optional copy recipients.
             bcc: Optional blind-copy recipients.
         """
-        client = require_connectors(ctx.connectors).gmail(ctx.uid)
-        draft = client.create_draft(_outgoing(to, subject, body, cc, bcc))
+        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
+            draft = client.create_draft(_outgoing(to, subject, body, cc, bcc))
         return {"drafted": True, "draftId": draft.draft_id, "messageId": draft.id, "threadId": draft.thread_id}
 
     @registry.tool(side_effect=True, idempotent=False, preview=_send_preview, recipients=mail_recipients)
@@ -218,8 +218,8 @@ def register(registry: ToolRegistry) -> None:
             cc: Optional copy recipients.
             bcc: Optional blind-copy recipients.
         """
-        client = require_connectors(ctx.connectors).gmail(ctx.uid)
-        sent = client.send(_outgoing(to, subject, body, cc, bcc))
+        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
+            sent = client.send(_outgoing(to, subject, body, cc, bcc))
         return {"sent": True, "messageId": sent.id, "threadId": sent.thread_id}
 
     @registry.tool(side_effect=True, idempotent=False, preview=_reply_preview, recipients=mail_recipients)
@@ -234,6 +234,6 @@ def register(registry: ToolRegistry) -> None:
             cc: Optional copy recipients.
             bcc: Optional blind-copy recipients.
         """
-        client = require_connectors(ctx.connectors).gmail(ctx.uid)
-        sent = client.reply_to(thread_id, to=to, cc=cc, bcc=bcc, body=body)
+        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
+            sent = client.reply_to(thread_id, to=to, cc=cc, bcc=bcc, body=body)
         return {"sent": True, "messageId": sent.id, "threadId": sent.thread_id}
