@@ -20,6 +20,7 @@ from typing import Any
 
 import httplib2  # type: ignore[import-untyped]
 from google.auth.credentials import Credentials
+from google.auth.exceptions import RefreshError
 from google_auth_httplib2 import AuthorizedHttp  # type: ignore[import-untyped]
 from googleapiclient.discovery import build  # type: ignore[import-untyped]
 from googleapiclient.errors import HttpError  # type: ignore[import-untyped]
@@ -114,6 +115,9 @@ def execute(request: Any, *, service: str, what: str, idempotent: bool,
                 hint = "" if idempotent else "; it may or may not have taken effect, check before retrying"
                 raise ToolError(f"{service} failed with a server error ({status}){hint}") from None
             raise ToolError(f"{service} refused the request ({status}): {_api_message(exc)}") from None
+        except RefreshError:  # google-auth could not refresh after a 401 (credentials outside the vault)
+            raise ConnectorError(f"{service} rejected the Google credentials and they cannot be refreshed; ask the "
+                                 "user to reconnect Google", provider=provider, reason="unauthorized") from None
         except (OSError, httplib2.HttpLib2Error) as exc:  # timeouts, refused connections
             if idempotent and attempt < policy.max_attempts:
                 policy.sleep(delay)

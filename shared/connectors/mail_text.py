@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-_BLOCKS = frozenset({"p", "div", "br", "tr", "li", "ul", "ol", "table", "h1", "h2", "h3", "h4", "h5", "h6",
+_BLOCKS = frozenset({"p", "div", "br", "tr", "ul", "ol", "table", "h1", "h2", "h3", "h4", "h5", "h6",
                      "blockquote", "pre", "hr", "section", "article", "header", "footer"})
 _SKIPPED = frozenset({"script", "style", "head", "title", "noscript", "template"})
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
@@ -24,8 +24,8 @@ class _TextParser(HTMLParser):
             self._skip += 1
         elif tag in _BLOCKS:
             self.chunks.append("\n")
-        if tag == "li":
-            self.chunks.append("- ")
+        elif tag == "li":  # one line per item, no blank line between items
+            self.chunks.append("\n- ")
         if tag == "a":
             self._href = dict(attrs).get("href")
 
