@@ -25,7 +25,7 @@ ALICE = {"Authorization": "Bearer dev:alice"}
 def _client(target: str, signature: str) -> Any:
     import functions_framework
 
-    return functions_framework.create_app(target, "main.py", signature).test_client()
+    return functions_framework.create_app(target, "main.py", signature).test_client()  # type: ignore[no-untyped-call]
 
 
 def warm() -> dict[str, Any]:
