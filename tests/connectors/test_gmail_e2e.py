@@ -38,7 +38,7 @@ def fake() -> Iterator[FakeGoogle]:
 def runtime(fake: FakeGoogle, store: DocStore, model: Model, *, trust: str = "supervised",
             allow: list[str] | None = None, connect: bool = True, **settings: Any) -> Runtime:
     rt = Runtime(google_settings(fake, **settings), store=store, model=model, dispatcher=RecordingDispatcher())
-    rt.users.put_user(UserRecord(uid="alice", trust_level=trust,  # type: ignore[arg-type]
+    rt.users.put_user(UserRecord(uid="alice", trust_level=trust,
                                  profile=UserProfile(email_allowlist=allow or [])))
     if connect:
         rt.connectors().vault.put("alice", "google", fresh_tokens(fake))

@@ -108,7 +108,7 @@ def decide(name: str, args: dict[str, Any], user: UserRecord, enabled: bool = Tr
 
 
 def user(level: str, allow: list[str] | None = None) -> UserRecord:
-    return UserRecord(uid="alice", trust_level=level,  # type: ignore[arg-type]
+    return UserRecord(uid="alice", trust_level=level,
                       profile=UserProfile(email_allowlist=allow or []))
 
 
