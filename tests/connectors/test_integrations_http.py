@@ -132,7 +132,7 @@ def test_without_an_encryption_key_the_endpoint_refuses(install: Any, client: Fl
 
 def test_deployed_entry_point(install: Any) -> None:
     install()
-    fn = create_function_app("integrations", "main.py").test_client()
+    fn = create_function_app("integrations", "main.py").test_client()  # type: ignore[no-untyped-call]
     resp = fn.post("/api/integrations/google", json=TOKENS, headers=ALICE)
     assert resp.status_code == 200 and resp.get_json()["connected"] is True
 
@@ -159,7 +159,7 @@ def test_http_connect_run_approve_resume_sends_once(install: Any, client: FlaskC
     assert isinstance(dispatcher, RecordingDispatcher)
     (msg,) = dispatcher.take()
     headers, data = pubsub_event(msg.encode())
-    resume = create_function_app("resume", "main.py", "cloudevent").test_client()
+    resume = create_function_app("resume", "main.py", "cloudevent").test_client()  # type: ignore[no-untyped-call]
     for _ in range(3):
         assert resume.post("/", headers=headers, data=data).status_code == 200
     assert len([r for r in fake.requests if r.path.endswith("/messages/send")]) == 1
