@@ -24,9 +24,8 @@ Handler = Callable[[flask.Request], flask.Response]
 def create_app() -> flask.Flask:
     if os.environ.get("K_SERVICE"):
         raise SystemExit("devserver refuses to run on Cloud Run (K_SERVICE is set)")
-    from functions.goals import goals
-
     from functions.approve import approve
+    from functions.goals import goals
     from functions.integrations import integrations
     from functions.run import run
     from functions.runs import runs
@@ -64,7 +63,6 @@ def create_app() -> flask.Flask:
 
 def main() -> None:
     from shared.logs import configure_logging
-
     from shared.runtime import get_runtime
 
     rt = get_runtime()

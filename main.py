@@ -4,9 +4,8 @@ Each deployed function names one of these; they are thin wrappers in ``functions
 Importing this module imports no model SDK: that happens on first model use.
 """
 
-from functions.goals import goals
-
 from functions.approve import approve
+from functions.goals import goals
 from functions.integrations import integrations
 from functions.resume import resume
 from functions.run import run
