@@ -1,0 +1,53 @@
+"""The tool registry: declarations built once per registry, rebuilt when a tool is added."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.errors import ConfigurationError
+from shared.tools import default_registry
+from shared.tools.context import ToolContext
+from shared.tools.registry import ToolRegistry, build_tool
+
+
+def _lookup(ctx: ToolContext, key: str, limit: int = 3) -> dict[str, Any]:
+    """Look something up.
+
+    Args:
+        key: What to look up.
+        limit: At most this many results.
+    """
+    return {"key": key, "limit": limit}
+
+
+def _ping(ctx: ToolContext) -> dict[str, Any]:
+    """Answer pong."""
+    return {"pong": True}
+
+
+def test_declarations_match_the_tools_and_are_built_once() -> None:
+    registry = default_registry()
+    first = registry.declarations()
+    assert [d.name for d in first] == [t.name for t in registry]
+    assert [d.parameters for d in first] == [t.declaration().parameters for t in registry]
+    second = registry.declarations()
+    assert all(a is b for a, b in zip(first, second, strict=True))  # cached, not rebuilt
+    second.clear()  # callers get their own list
+    assert len(registry.declarations()) == len(first)
+
+
+def test_adding_a_tool_rebuilds_the_declarations() -> None:
+    registry = ToolRegistry()
+    registry.add(build_tool(_lookup, side_effect=False))
+    assert [d.name for d in registry.declarations()] == ["_lookup"]
+    decl = registry.declarations()[0]
+    assert decl.description == "Look something up."
+    assert decl.parameters["required"] == ["key"]
+    assert decl.parameters["properties"]["limit"]["description"] == "At most this many results."
+    registry.add(build_tool(_ping, side_effect=False))
+    assert [d.name for d in registry.declarations()] == ["_lookup", "_ping"]
+    with pytest.raises(ConfigurationError):
+        registry.add(build_tool(_ping, side_effect=True))
+    assert [d.name for d in registry.declarations()] == ["_lookup", "_ping"]
