@@ -71,6 +71,13 @@ class UnsupportedMediaType(ApiError):
     code = "UNSUPPORTED_MEDIA_TYPE"
 
 
+class Unavailable(ApiError):
+    """A transient condition (e.g. store contention): the request may be retried as is."""
+
+    status = 503
+    code = "UNAVAILABLE"
+
+
 class ConfigurationError(AgentRuntimeError):
     """The runtime was configured wrongly (a user of the library made a mistake)."""
 

@@ -96,7 +96,7 @@ def build_openapi() -> dict[str, Any]:
                 "requestBody": {"required": True, "content": _json(REF.format(model="ApproveRequest"))},
                 "responses": {"202": {"description": "decision recorded; the run resumes asynchronously",
                                       "content": _json(REF.format(model="ApproveResponse"))},
-                              **_errors(400, 401, 404, 409, 410)}}},
+                              **_errors(400, 401, 404, 409, 410, 503)}}},
             "/agent/run": {"post": {
                 "operationId": "goals", "security": [],
                 "description": "Goal-planning agent (seed 000), called by the backend only (IAM in production).",

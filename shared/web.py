@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 import flask
 from pydantic import BaseModel, ValidationError
 
-from shared.errors import ApiError, BadRequest, PayloadTooLarge, UnsupportedMediaType
+from shared.errors import ApiError, BadRequest, PayloadTooLarge, Unavailable, UnsupportedMediaType
 from shared.logs import log_context, trace_fields
+from shared.state.docstore import TransactionContention
 
 log = logging.getLogger("agent_runtime.web")
 
@@ -37,7 +38,8 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def error_response(err: ApiError) -> flask.Response:
-    return json_response(err.to_json(), err.status)
+    headers = {"Retry-After": "1"} if err.status == 503 else None
+    return json_response(err.to_json(), err.status, headers)
 
 
 def read_json_body(request: flask.Request, max_bytes: int) -> dict[str, Any]:
@@ -93,6 +95,12 @@ def http_endpoint(fn: Handler) -> Handler:
                 if err.status >= 500:
                     log.error("%s: %s", err.code, err.message)
                 return error_response(err)
+            except TransactionContention as exc:
+                # Concurrent writers on the same documents outlasted the retries: nothing was
+                # written, so the client may retry the request as is.
+                log.warning("store contention serving %s %s: %s", request.method, request.path, exc)
+                return error_response(Unavailable("too many concurrent changes to the same objects; retry",
+                                                  code="CONTENTION"))
             except Exception:
                 log.exception("unhandled error serving %s %s", request.method, request.path)
                 return json_response({"ok": False, "error": {"code": "INTERNAL",

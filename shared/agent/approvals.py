@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from shared.agent.context import Services
 from shared.api import ApproveRequest
 from shared.dispatch import Dispatcher, ResumeMessage
-from shared.errors import Conflict, Gone, NotFound
+from shared.errors import Conflict, Gone, NotFound, Unavailable
 from shared.events import ErrorEvent, event_to_doc
 from shared.state import paths
-from shared.state.docstore import Query, Transaction, Write
+from shared.state.docstore import Query, Transaction, TransactionContention, Write
 from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunError, RunRecord, now
 from shared.state.runs_repo import RunSnapshot
 from shared.tools.registry import args_hash
@@ -96,7 +96,13 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
                        "status": "pending", "createdAt": at}))
         return Decision(run.run_id, approval.approval_id, approval.status)
 
-    out = services.runs.store.run_transaction(txn)
+    try:
+        out = services.runs.store.run_transaction(txn)
+    except TransactionContention:
+        # Concurrent calls for the same approval: the winner's commit made ours give up. Tell the
+        # caller what happened instead of a 500: decided by the other call (409), or still
+        # contended (503, retry).
+        out = _after_contention(services, uid, req.approvalId)
     if isinstance(out, tuple):
         # Replayed decision: make sure its resume message was not lost, then refuse.
         redeliver(services, dispatcher, req.approvalId)
@@ -107,6 +113,19 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
         raise Gone(f"approval {out.approval_id} expired; the action was rejected", code="APPROVAL_EXPIRED",
                    details={"runId": out.run_id})
     return out
+
+
+def _after_contention(services: Services, uid: str, approval_id: str) -> tuple[str, str]:
+    doc = services.runs.store.get(paths.approval(uid, approval_id))
+    if doc is None:
+        raise NotFound(f"approval {approval_id} not found", code="APPROVAL_NOT_FOUND")
+    approval = ApprovalRecord.from_doc(doc.data)
+    if approval.status == "expired":
+        raise Gone(f"approval {approval_id} expired", code="APPROVAL_EXPIRED", details={"runId": approval.run_id})
+    if approval.status != "pending":
+        return ("decided", approval.run_id)
+    raise Unavailable(f"approval {approval_id} is being decided by a concurrent request; retry",
+                      code="CONTENTION", details={"retryAfterSeconds": 1})
 
 
 def deliver(services: Services, dispatcher: Dispatcher, approval_id: str) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pytest
 
@@ -12,16 +13,19 @@ from shared.agent.approvals import outbox_path, sweep_outbox
 from shared.agent.resume import handle_message, resume_run, sweep
 from shared.api import ApproveRequest, RunRequest
 from shared.dispatch import RecordingDispatcher, ResumeMessage
-from shared.errors import Conflict, Gone, NotFound, ToolError
+from shared.errors import Conflict, Gone, NotFound, ToolError, Unavailable
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
-from shared.state.docstore import Query
+from shared.state import paths
+from shared.state.docstore import DocStore, Query, Transaction, TransactionContention
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 from tests.agent.conftest import MakeRuntime
 from tests.agent.test_loop import audits, start_and_drive
+
+T = TypeVar("T")
 
 
 class Crash(BaseException):
@@ -178,6 +182,58 @@ def test_concurrent_approve_calls_decide_once(make_runtime: MakeRuntime) -> None
     for t in threads:
         t.join(20)
     assert sorted(outcomes) == ["conflict", "conflict", "conflict", "ok"]
+
+
+class ContendedStore:
+    """The real store, except that the next transaction first lets ``rival`` commit (another
+    approve call winning the race) and then gives up the way a contended store does."""
+
+    def __init__(self, inner: DocStore, rival: Callable[[], Any] | None) -> None:
+        self._inner = inner
+        self._rival = rival
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def run_transaction(self, fn: Callable[[Transaction], T]) -> T:
+        if self._rival is not None:
+            rival, self._rival = self._rival, None
+            rival()
+            raise TransactionContention("transaction gave up after 5 attempts (test)")
+        return self._inner.run_transaction(fn)
+
+
+def contended(rt: Runtime, rival: Callable[[], Any] | None) -> Runtime:
+    store = ContendedStore(rt.store, rival)
+    twin = Runtime(rt.settings, store=store, model=rt.model, dispatcher=rt.dispatcher,  # type: ignore[arg-type]
+                   registry=rt.registry)
+    return twin
+
+
+def test_an_approve_call_that_loses_the_race_answers_409_not_500(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    loser = contended(rt, lambda: approve(rt, result.approval.id))
+    with pytest.raises(Conflict) as err:
+        approve(loser, result.approval.id, decision="reject")
+    assert err.value.code == "ALREADY_DECIDED" and err.value.details == {"runId": result.run_id}
+    approval = rt.runs.store.get(paths.approval("alice", result.approval.id))
+    assert approval is not None and approval.data["status"] == "approved"  # the winner's decision stands
+    deliver_all(rt)
+    assert ledger.calls == ["send_note:bob:hi"]
+
+
+def test_an_approve_call_contended_without_a_winner_answers_503(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    loser = contended(rt, lambda: None)
+    with pytest.raises(Unavailable) as err:
+        approve(loser, result.approval.id)
+    assert err.value.status == 503 and err.value.code == "CONTENTION"
+    approval = rt.runs.store.get(paths.approval("alice", result.approval.id))
+    assert approval is not None and approval.data["status"] == "pending"  # nothing half-written
+    assert dispatcher(rt).take() == []
+    assert approve(rt, result.approval.id).decision == "approved"  # a retry goes through
 
 
 def test_crash_inside_a_tool_leaves_outcome_unknown_and_never_reruns(make_runtime: MakeRuntime) -> None:
