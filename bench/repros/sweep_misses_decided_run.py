@@ -1,7 +1,8 @@
-"""A run whose approvals are all decided but whose resume message was lost after the outbox entry
-was removed (every delivery crashed before claiming the run, then Pub/Sub dead-lettered it) is
-never picked up by the sweep: it stays ``awaiting_confirmation`` with no pending approval and no
-lease. The sweep only looks at ``planning``/``executing`` runs.
+"""A run whose approvals are all decided but whose resume message was lost after it was published
+(every delivery crashed before claiming the run, then Pub/Sub dead-lettered it). Before the fix the
+outbox entry was deleted right after the publish and the sweep never picked the run up: it stayed
+``awaiting_confirmation`` with no pending approval and no lease. Now the entry stays until a resume
+handled the message, and the sweep re-publishes it.
 
     python -m bench.repros.sweep_misses_decided_run
 
@@ -42,8 +43,10 @@ def main() -> int:
     except Crash:
         print("delivery crashed before the claim; the message is not redelivered (dead-lettered)")
     chaos.disarm()
-    time.sleep(0.3)
+    time.sleep(0.45)  # the sweep re-publishes a published entry not handled within twice the lease
     print("sweep:", sweep(rt.services, dispatcher))
+    for redelivered in dispatcher.take(result.run_id):
+        handle_message(rt.services, dispatcher, redelivered)
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None
     state, why = settled(rt, result.run_id)

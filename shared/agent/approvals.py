@@ -2,13 +2,19 @@
 
 The decision, the action's new status, an audit entry, a touch of the run document (so any
 invocation holding an older view of the run cannot commit over it) and an ``outbox`` entry are
-written in one transaction. The resume message is published after the commit; the outbox entry is
-deleted once the publish succeeded. A crash in between leaves the entry pending, and it is
-re-published by a replayed approve call or by the periodic sweep (``kind: "sweep"`` messages).
+written in one transaction. The resume message is published after the commit and the entry is
+marked ``published``; the resume function deletes it once it has handled the message (resumed the
+run, or found it waiting for another decision, ended or gone). So an entry outlives every way the
+message can be lost: a crash between commit and publish leaves it ``pending`` (re-published by a
+replayed approve call or the periodic sweep after ``OUTBOX_GRACE_S``), and a message that was
+published but never handled (every delivery died, then Pub/Sub dead-lettered it) leaves it
+``published``, which the sweep re-publishes after twice the resume lease. Re-publishing is always
+safe: resume is idempotent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -18,7 +24,7 @@ from shared.dispatch import Dispatcher, ResumeMessage
 from shared.errors import Conflict, Gone, NotFound, Unavailable
 from shared.events import ErrorEvent, event_to_doc
 from shared.state import paths
-from shared.state.docstore import Query, Transaction, TransactionContention, Write
+from shared.state.docstore import PreconditionFailed, Query, Transaction, TransactionContention, Write
 from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunError, RunRecord, now
 from shared.state.runs_repo import RunSnapshot
 from shared.tools.registry import args_hash
@@ -27,7 +33,7 @@ log = logging.getLogger("agent_runtime.approvals")
 
 OUTBOX = "outbox"
 OUTBOX_GRACE_S = 30.0
-"""The sweep re-publishes outbox entries older than this (younger ones are still being published)."""
+"""The sweep re-publishes pending outbox entries older than this (younger ones are still being published)."""
 
 
 def outbox_path(approval_id: str) -> str:
@@ -129,7 +135,8 @@ def _after_contention(services: Services, uid: str, approval_id: str) -> tuple[s
 
 
 def deliver(services: Services, dispatcher: Dispatcher, approval_id: str) -> bool:
-    """Publish the outbox entry's resume message, then remove the entry. False if it stays pending."""
+    """Publish the outbox entry's resume message and mark the entry ``published`` (the resume that
+    handles the message deletes it). False if the publish failed and the entry stays pending."""
     store = services.runs.store
     doc = store.get(outbox_path(approval_id))
     if doc is None:
@@ -140,7 +147,10 @@ def deliver(services: Services, dispatcher: Dispatcher, approval_id: str) -> boo
     except Exception:
         log.exception("resume publish failed; the outbox keeps it", extra={"fields": {"runId": msg.runId}})
         return False
-    store.commit([Write("delete", outbox_path(approval_id))])
+    # ``update`` fails when the resume already handled the message and deleted the entry: then
+    # there is nothing left to track (never recreate it).
+    with contextlib.suppress(PreconditionFailed):
+        store.commit([Write("update", outbox_path(approval_id), {"status": "published", "publishedAt": now()})])
     return True
 
 
@@ -148,16 +158,35 @@ def redeliver(services: Services, dispatcher: Dispatcher, approval_id: str) -> N
     deliver(services, dispatcher, approval_id)
 
 
+def handled(services: Services, message: ResumeMessage) -> None:
+    """The resume message of a decision was handled: its outbox entry has done its job. Only the
+    entry the message was made from is removed (same approval, run and user)."""
+    if message.approvalId is None:
+        return
+    store = services.runs.store
+    doc = store.get(outbox_path(message.approvalId))
+    if doc is None or doc.data.get("runId") != message.runId or doc.data.get("uid") != message.uid:
+        return
+    with contextlib.suppress(PreconditionFailed):
+        store.commit([Write("delete", doc.path, if_token=doc.token)])
+
+
 def sweep_outbox(services: Services, dispatcher: Dispatcher, *, older_than_s: float = OUTBOX_GRACE_S,
-                 limit: int = 100) -> int:
-    """Re-publish outbox entries left pending (a crash between commit and publish). Returns the count."""
-    cutoff = now() - older_than_s
-    docs = services.runs.store.query(Query(OUTBOX, where=(("status", "pending"),), order_by="createdAt",
-                                           limit=limit))
+                 republish_after_s: float | None = None, limit: int = 100) -> int:
+    """Re-publish outbox entries whose message may be lost: ``pending`` ones older than
+    ``older_than_s`` (a crash between commit and publish) and ``published`` ones not handled within
+    ``republish_after_s`` (default: twice the resume lease). Returns how many were re-published."""
+    at = now()
+    if republish_after_s is None:
+        republish_after_s = 2 * services.settings.lease_ttl_s
     sent = 0
-    for d in docs:
-        if float(d.data.get("createdAt", 0)) <= cutoff and deliver(services, dispatcher, d.id):
-            sent += 1
+    for status, field, age in (("pending", "createdAt", older_than_s),
+                               ("published", "publishedAt", republish_after_s)):
+        docs = services.runs.store.query(Query(OUTBOX, where=(("status", status),), order_by="createdAt",
+                                               limit=limit))
+        for d in docs:
+            if float(d.data.get(field, 0)) <= at - age and deliver(services, dispatcher, d.id):
+                sent += 1
     return sent
 
 

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Literal
 
-from shared.agent.approvals import sweep_outbox
+from shared.agent.approvals import handled, sweep_outbox
 from shared.agent.context import RunContext, Services
 from shared.agent.loop import drive
 from shared.agent.results import fail_run
@@ -41,6 +41,11 @@ def handle_message(services: Services, dispatcher: Dispatcher, message: ResumeMe
         return
     outcome = resume_run(services, message.runId, expected_uid=message.uid)
     log.info("resume message handled: %s", outcome, extra={"fields": {"runId": message.runId}})
+    if message.approvalId is not None and outcome != "busy":
+        # Resumed, waiting for another decision (whose own message will resume it), ended or
+        # gone: this decision's outbox entry has done its job. "busy" keeps it: the lease holder
+        # may die, and then the sweep re-publishes the entry.
+        handled(services, message)
 
 
 def _load_user(services: Services, uid: str) -> UserRecord:

@@ -118,9 +118,11 @@ def test_approve_resume_executes_once_and_completes(make_runtime: MakeRuntime) -
     rt, model, result, live = paused(make_runtime, ledger, text_turn("Sent."))
     decision = approve(rt, result.approval.id)
     assert decision.decision == "approved" and decision.run_id == result.run_id
-    assert rt.store.get(outbox_path(result.approval.id)) is None  # published, then removed
+    entry = rt.store.get(outbox_path(result.approval.id))
+    assert entry is not None and entry.data["status"] == "published"  # kept until a resume handles it
     deliver_all(rt, copies=3)  # duplicate deliveries
     assert ledger.calls == ["send_note:bob:hi"]
+    assert rt.store.get(outbox_path(result.approval.id)) is None  # handled: removed
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None and snap.run.status == "completed" and snap.run.result is not None
     assert snap.run.result.mode == "tool_executed" and snap.run.result.summary == "Sent."
@@ -364,6 +366,48 @@ def test_crash_between_commit_and_publish_is_recovered_by_the_outbox(make_runtim
     deliver_all(rt)
     assert ledger.calls == ["send_note:bob:hi"]
     assert rt.store.query(Query("outbox")) == []
+
+
+def test_a_published_message_that_is_never_handled_is_republished_by_the_sweep(
+        make_runtime: MakeRuntime) -> None:
+    """Every delivery of the resume message died before claiming the run and Pub/Sub gave up on it
+    (dead letter): the decided run would wait forever. The outbox entry outlives the message."""
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."), lease_ttl_s=0.2)
+    approve(rt, result.approval.id)
+    assert len(dispatcher(rt).take()) == 1  # published, then lost
+    assert sweep(rt.services, rt.dispatcher)["republished"] == 0  # too young: maybe still in flight
+    assert dispatcher(rt).messages == []
+    time.sleep(0.45)  # twice the lease
+    assert sweep(rt.services, rt.dispatcher)["republished"] == 1
+    deliver_all(rt)
+    assert ledger.calls == ["send_note:bob:hi"]
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "completed"
+    assert rt.store.query(Query("outbox")) == []
+    time.sleep(0.45)
+    assert sweep(rt.services, rt.dispatcher)["republished"] == 0  # nothing left to chase
+
+
+def test_outbox_entries_of_a_turn_with_two_approvals(make_runtime: MakeRuntime) -> None:
+    """The first decision's message finds the run waiting: its entry is done. The second one's
+    entry stays until its own message resumed the run. A message that does not match its entry
+    (other run) removes nothing."""
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Both sent."),
+                              calls=[call("send_note", {"to": "bob", "body": "hi"}),
+                                     call("send_note", {"to": "carol", "body": "hey"})])
+    first, second = (a.id for a in result.approvals)
+    approve(rt, first)
+    deliver_all(rt)
+    assert rt.store.get(outbox_path(first)) is None
+    approve(rt, second)
+    (msg,) = dispatcher(rt).take()
+    handle_message(rt.services, rt.dispatcher, msg.model_copy(update={"runId": "run_other"}))
+    assert rt.store.get(outbox_path(second)) is not None
+    handle_message(rt.services, rt.dispatcher, msg)
+    assert rt.store.get(outbox_path(second)) is None
+    assert sorted(ledger.calls) == ["send_note:bob:hi", "send_note:carol:hey"]
 
 
 def test_replayed_approve_republishes_a_stranded_outbox_entry(make_runtime: MakeRuntime) -> None:
