@@ -11,14 +11,23 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import flask
 
 from shared.errors import NotFound
 from shared.web import error_response, json_response
 
+if TYPE_CHECKING:
+    from shared.runtime import Runtime
+
 Handler = Callable[[flask.Request], flask.Response]
+SWEEP_INTERVAL_S = 60.0
+"""How often ``make dev`` runs the recovery sweep (production: the Cloud Scheduler job)."""
+
+log = logging.getLogger("agent_runtime.devserver")
 
 
 def create_app() -> flask.Flask:
@@ -61,6 +70,29 @@ def create_app() -> flask.Flask:
     return app
 
 
+def start_periodic_sweep(rt: Runtime, interval_s: float = SWEEP_INTERVAL_S) -> threading.Event:
+    """Run the recovery sweep now and then every ``interval_s`` on a daemon thread, as the Cloud
+    Scheduler job does in production: decisions whose resume message was lost, and runs left by a
+    crashed (or stopped) server, continue. Set the returned event to stop it."""
+    from shared.agent.resume import sweep
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        while True:
+            try:
+                found = sweep(rt.services, rt.dispatcher)
+                if any(found.values()):
+                    log.info("sweep: %s", found)
+            except Exception:
+                log.exception("sweep failed")
+            if stop.wait(interval_s):
+                return
+
+    threading.Thread(target=loop, name="sweep", daemon=True).start()
+    return stop
+
+
 def main() -> None:
     from shared.logs import configure_logging
     from shared.runtime import get_runtime
@@ -72,6 +104,7 @@ def main() -> None:
     print(f"Agent Runtime dev server on http://127.0.0.1:{port} (store: {rt.settings.state_backend}, "
           f"model: {model}, auth: Bearer dev:<uid>)", file=sys.stderr)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    start_periodic_sweep(rt)
     create_app().run(host="127.0.0.1", port=port, threaded=True)
 
 

@@ -78,6 +78,22 @@ class Unavailable(ApiError):
     code = "UNAVAILABLE"
 
 
+class StoreError(AgentRuntimeError):
+    """The store failed (I/O, unavailable). Store errors live here, not with the store, so the
+    HTTP edge can handle them without importing the state package."""
+
+
+class PreconditionFailed(StoreError):
+    """A conditional write lost: the document changed, exists already, or does not exist.
+
+    The whole batch or transaction it belonged to was not applied.
+    """
+
+
+class TransactionContention(StoreError):
+    """A transaction could not commit after its retries because of concurrent writers."""
+
+
 class ConfigurationError(AgentRuntimeError):
     """The runtime was configured wrongly (a user of the library made a mistake)."""
 

@@ -16,9 +16,15 @@ from typing import Any, TypeVar
 import flask
 from pydantic import BaseModel, ValidationError
 
-from shared.errors import ApiError, BadRequest, PayloadTooLarge, Unavailable, UnsupportedMediaType
+from shared.errors import (
+    ApiError,
+    BadRequest,
+    PayloadTooLarge,
+    TransactionContention,
+    Unavailable,
+    UnsupportedMediaType,
+)
 from shared.logs import log_context, trace_fields
-from shared.state.docstore import TransactionContention
 
 log = logging.getLogger("agent_runtime.web")
 

@@ -20,25 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
-from shared.errors import AgentRuntimeError
+# Re-exported: the store errors are defined with the other error families.
+from shared.errors import PreconditionFailed as PreconditionFailed
+from shared.errors import StoreError as StoreError
+from shared.errors import TransactionContention as TransactionContention
 
 JsonDict = dict[str, Any]
 T = TypeVar("T")
-
-
-class StoreError(AgentRuntimeError):
-    """The store failed (I/O, unavailable)."""
-
-
-class PreconditionFailed(StoreError):
-    """A conditional write lost: the document changed, exists already, or does not exist.
-
-    The whole batch or transaction it belonged to was not applied.
-    """
-
-
-class TransactionContention(StoreError):
-    """A transaction could not commit after its retries because of concurrent writers."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -498,3 +498,33 @@ def test_a_resumed_invocation_gets_the_same_step_budget_as_a_fresh_run(make_runt
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None and snap.run.status == "completed" and snap.run.steps == 4
     model.assert_complete()
+
+
+def test_make_dev_runs_the_sweep_periodically(store: DocStore) -> None:
+    """``make dev`` has no Cloud Scheduler: its own sweep thread picks up a decision whose resume
+    message was lost, and the inline dispatcher resumes the run."""
+    from devserver import start_periodic_sweep
+    from shared.agent.approvals import decide
+    from tests.agent.conftest import make_settings
+
+    ledger = Ledger()
+    model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"})), text_turn("Sent.")])
+    rt = Runtime(make_settings(dispatcher="inline", lease_ttl_s=0.1), store=store, model=model,
+                 registry=registry_with(ledger))
+    result, _ = start_and_drive(rt, "send bob a note")
+    assert result.approval is not None
+    decide(rt.services, RecordingDispatcher(), "alice", ApproveRequest(approvalId=result.approval.id,
+                                                                       decision="approve"))  # message lost
+    stop = start_periodic_sweep(rt, interval_s=0.05)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            snap = rt.runs.get_run(result.run_id)
+            if snap is not None and snap.run.terminal:
+                break
+            time.sleep(0.05)
+    finally:
+        stop.set()
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "completed"
+    assert ledger.calls == ["send_note:bob:hi"]
