@@ -1,8 +1,10 @@
 """The Firestore database, its composite indexes and TTL policies.
 
-Single-field indexes are automatic (events are read by document id, i.e. by seq within a run).
-Every composite index the runtime's queries need is in ``INDEXES``; add one there when a query
-adds a filter + order pair.
+Single-field indexes are automatic: queries ordered by one field without an equality filter
+(memories, thread messages by ``createdAt``) and reads by document id (events by seq, turns,
+actions) need nothing more. A query with an equality filter and an order on another field needs
+a composite index: ``INDEXES`` holds exactly those of the runtime's ``Query(...)`` calls in
+``shared/``, no more (infra/tests/test_indexes.py derives them from the source and compares).
 """
 
 from __future__ import annotations
@@ -30,11 +32,10 @@ class IndexSpec:
 
 
 INDEXES: tuple[IndexSpec, ...] = (
-    IndexSpec("runs", (("threadId", "ASCENDING"), ("createdAt", "DESCENDING"))),
+    # shared/agent/resume.py sweep: runs in "planning"/"executing" by lease expiry.
     IndexSpec("runs", (("status", "ASCENDING"), ("leaseExpiresAt", "ASCENDING"))),
-    IndexSpec("agentApprovals", (("runId", "ASCENDING"), ("status", "ASCENDING"))),
+    # shared/agent/approvals.py sweep_outbox: "pending"/"published" entries, oldest first.
     IndexSpec("outbox", (("status", "ASCENDING"), ("createdAt", "ASCENDING"))),
-    IndexSpec("audit", (("uid", "ASCENDING"), ("at", "DESCENDING"))),
 )
 
 # Collection (group) ids whose documents carry an ``expireAt`` timestamp that Firestore's TTL

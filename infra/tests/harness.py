@@ -17,6 +17,7 @@ import yaml
 from agent_infra import program
 
 INFRA = Path(__file__).resolve().parents[1]
+REPO = INFRA.parent  # the runtime's source (read as text: this venv cannot import it)
 STACKS = ("dev", "staging", "prod")
 PROJECT_NUMBER = "123456789012"
 
@@ -46,6 +47,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
             return f"projects/{project}/locations/{out['location']}/functions/{out['name']}", out
         if args.typ == "gcp:pubsub/topic:Topic":
             return f"projects/{project}/topics/{out['name']}", out
+        if args.typ == "gcp:cloudscheduler/job:Job":
+            return f"projects/{project}/locations/{out['region']}/jobs/{out['name']}", out
         return f"{args.name}-id", out
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:

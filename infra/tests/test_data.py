@@ -12,8 +12,8 @@ def test_composite_indexes(stacks: dict[str, list[Declared]], stack: str) -> Non
     got = {(i.inputs["collection"], i.inputs["queryScope"],
             tuple((f["fieldPath"], f["order"]) for f in i.inputs["fields"]))
            for i in of_type(stacks[stack], "gcp:firestore/index:Index")}
+    # Which indexes the queries need: test_indexes.py (derived from the runtime's source).
     assert got == {(s.collection, s.scope, s.fields) for s in INDEXES}
-    assert ("runs", "COLLECTION", (("threadId", "ASCENDING"), ("createdAt", "DESCENDING"))) in got
     assert all(len(fields) >= 2 for _, _, fields in got)
 
 
