@@ -8,6 +8,7 @@ runs in one environment. Nothing here creates resources.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,7 +21,9 @@ PYTHON_RUNTIME = "python311"
 # deadline, then persists its state and answers; the platform must not kill it first.
 DEADLINE_MARGIN_S = 30
 
-SecretName = Literal["gemini", "credentials"]
+SecretName = Literal["gemini", "credentials", "google_oauth"]
+# What a function does with Firestore: the source of its project role (iam.FIRESTORE_ROLES).
+FirestoreAccess = Literal["none", "read", "write"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class FunctionSpec:
 
     ``deadline_bound`` functions drive the agent loop, so their timeout follows the run deadline.
     ``trigger`` "http" functions are invoked by the backend; "pubsub" by the resume push subscription.
+    ``firestore`` is what the function's code does with the store (none / read / write).
     """
 
     name: str
@@ -39,26 +43,45 @@ class FunctionSpec:
     publishes_resume: bool
     deadline_bound: bool
     default_timeout_s: int
+    firestore: FirestoreAccess
 
 
-# One list for every function of the bundle (names are main.py's entry points).
+# The functions that run the agent loop execute connector tools (Gmail, Calendar, Slack), so
+# they read the stored tokens (credentials key) and refresh Google ones (OAuth client secret).
+_LOOP_SECRETS: tuple[SecretName, ...] = ("gemini", "credentials", "google_oauth")
+
+# One list for every function of the bundle: its names are exactly main.py's ``__all__``
+# (infra/tests/test_catalog.py checks it).
 CATALOG: tuple[FunctionSpec, ...] = (
-    FunctionSpec("run", "run", "http", "POST /api/agent/run", ("gemini", "credentials"), True, True, 0),
-    FunctionSpec("stream", "stream", "http", "POST /api/agent/run/stream", ("gemini", "credentials"),
-                 True, True, 0),
-    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs/{runId}[/events]", (), False, False, 300),
-    FunctionSpec("approve", "approve", "http", "POST /api/agent/approve", (), True, False, 60),
-    FunctionSpec("resume", "resume", "pubsub", "Pub/Sub push from the resume topic", ("gemini", "credentials"),
-                 True, True, 0),
-    FunctionSpec("goals", "goals", "http", "POST /agent/run (backend only)", ("gemini",), False, False, 120),
+    FunctionSpec("run", "run", "http", "POST /api/agent/run", _LOOP_SECRETS, True, True, 0, "write"),
+    FunctionSpec("stream", "stream", "http", "POST /api/agent/run/stream", _LOOP_SECRETS, True, True, 0, "write"),
+    # Reads runs and events only (functions/runs.py, shared/agent/streaming.py replay_events).
+    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs/{runId}[/events]", (), False, False, 300, "read"),
+    FunctionSpec("approve", "approve", "http", "POST /api/agent/approve", (), True, False, 60, "write"),
+    FunctionSpec("resume", "resume", "pubsub", "Pub/Sub push from the resume topic", _LOOP_SECRETS,
+                 True, True, 0, "write"),
+    # Stateless: never imports the store (functions/goals.py, shared/goals/).
+    FunctionSpec("goals", "goals", "http", "POST /agent/run (backend only)", ("gemini",), False, False, 120, "none"),
+    # Stores (encrypted), deletes and reports users' tokens; never refreshes them.
+    FunctionSpec("integrations", "integrations", "http", "GET|POST|DELETE /api/integrations[/{provider}]",
+                 ("credentials",), False, False, 60, "write"),
 )
 
 # Secret-backed environment variables: never set as plain values.
-SECRET_ENV: dict[SecretName, str] = {"gemini": "GEMINI_API_KEY", "credentials": "CREDENTIALS_ENCRYPTION_KEY"}
+SECRET_ENV: dict[SecretName, str] = {
+    "gemini": "GEMINI_API_KEY",
+    "credentials": "CREDENTIALS_ENCRYPTION_KEY",
+    "google_oauth": "GOOGLE_OAUTH_CLIENT_SECRET",
+}
 
 # Set by the program itself; a stack may not override them.
 PROGRAM_ENV = ("STATE_BACKEND", "GOOGLE_CLOUD_PROJECT", "AUTH_MODE", "DISPATCHER", "RESUME_TOPIC",
-               "EVENT_RETENTION_S", "AUDIT_RETENTION_S")
+               "EVENT_RETENTION_S", "AUDIT_RETENTION_S", "GOOGLE_OAUTH_CLIENT_ID")
+
+# The message the scheduler publishes to the resume topic: resume runs the recovery sweep
+# (shared/agent/resume.py sweep: stranded outbox entries, runs whose lease expired).
+SWEEP_MESSAGE: dict[str, str] = {"kind": "sweep"}
+_CRON_FIELD = re.compile(r"^[0-9*/,-]+$")
 
 
 @dataclass(frozen=True)
@@ -98,14 +121,16 @@ class StackConfig:
     runtime_env: dict[str, str]
     scaling: dict[str, Scaling]
     retention: Retention
+    sweep_schedule: str
+    google_oauth_client_id: str
 
     @property
     def run_deadline_s(self) -> float:
         return float(self.runtime_env.get("AGENT_RUN_DEADLINE_S", "90"))
 
-    def function_env(self) -> dict[str, str]:
-        """Plain environment variables every function gets (no secrets among them)."""
-        return {
+    def function_env(self, spec: FunctionSpec) -> dict[str, str]:
+        """Plain environment variables of one function (no secrets among them)."""
+        env = {
             **self.runtime_env,
             "STATE_BACKEND": "firestore",
             "GOOGLE_CLOUD_PROJECT": self.project,
@@ -115,6 +140,10 @@ class StackConfig:
             "EVENT_RETENTION_S": str(self.retention.events_days * 86400),
             "AUDIT_RETENTION_S": str(self.retention.audit_days * 86400),
         }
+        # The public half of the OAuth client, next to its secret (functions that refresh tokens).
+        if "google_oauth" in spec.secrets and self.google_oauth_client_id:
+            env["GOOGLE_OAUTH_CLIENT_ID"] = self.google_oauth_client_id
+        return env
 
 
 def _scaling(spec: FunctionSpec, raw: dict[str, Any], deadline_s: float) -> Scaling:
@@ -137,6 +166,15 @@ def _scaling(spec: FunctionSpec, raw: dict[str, Any], deadline_s: float) -> Scal
     return scaling
 
 
+def _schedule(raw: str | None) -> str:
+    """A five-field cron expression (Cloud Scheduler's unix-cron format)."""
+    schedule = " ".join((raw or "").split())
+    fields = schedule.split(" ")
+    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        raise ValueError(f"sweepSchedule must be a five-field cron expression, got {raw!r}")
+    return schedule
+
+
 def load() -> StackConfig:
     """Read and validate the current stack's configuration (raises ValueError on a bad stack)."""
     cfg = pulumi.Config(NAMESPACE)
@@ -150,6 +188,9 @@ def load() -> StackConfig:
     unknown = set(raw_scaling) - {s.name for s in CATALOG}
     if unknown:
         raise ValueError(f"scaling names unknown functions: {sorted(unknown)}")
+    missing = {s.name for s in CATALOG} - set(raw_scaling)
+    if missing:
+        raise ValueError(f"scaling has no settings for functions {sorted(missing)}: size every function per stack")
     raw_retention: dict[str, Any] = cfg.require_object("retention")
     return StackConfig(
         environment=pulumi.get_stack(),
@@ -162,6 +203,8 @@ def load() -> StackConfig:
         max_delivery_attempts=cfg.get_int("maxDeliveryAttempts") or 5,
         runtime_env=runtime_env,
         scaling={s.name: _scaling(s, raw_scaling.get(s.name) or {}, deadline) for s in CATALOG},
+        sweep_schedule=_schedule(cfg.require("sweepSchedule")),
+        google_oauth_client_id=(cfg.get("googleOAuthClientId") or "").strip(),
         retention=Retention(
             events_days=int(raw_retention["eventsDays"]),
             audit_days=int(raw_retention["auditDays"]),

@@ -61,7 +61,7 @@ def create_function(spec: FunctionSpec, cfg: StackConfig, accounts: Accounts,
             available_memory=scale.memory, available_cpu=scale.cpu, timeout_seconds=scale.timeout_s,
             min_instance_count=scale.min_instances, max_instance_count=scale.max_instances,
             max_instance_request_concurrency=scale.concurrency,
-            environment_variables=cfg.function_env(),
+            environment_variables=cfg.function_env(spec),
             secret_environment_variables=secret_env(spec, cfg, secrets),
             service_account_email=accounts.functions[spec.name].email,
             # resume is reached only by Pub/Sub push, which counts as internal traffic.

@@ -1,8 +1,9 @@
 """Service accounts and their grants: each function gets its own identity and only what it needs.
 
 Every grant is a non-authoritative ``*IamMember`` so the program never removes bindings it does
-not own. Firestore has no per-collection IAM, so ``roles/datastore.user`` is the narrowest role
-that lets a function read and write documents.
+not own. Firestore has no per-collection IAM, so a function's Firestore role follows what its
+catalog entry says it does: ``roles/datastore.user`` (the narrowest that writes documents) for
+writers, ``roles/datastore.viewer`` for readers, nothing for functions that never use the store.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from agent_infra.config import CATALOG, StackConfig
+from agent_infra.config import CATALOG, FirestoreAccess, FunctionSpec, StackConfig
 
-FUNCTION_PROJECT_ROLES = ("roles/datastore.user",)
+FIRESTORE_ROLES: dict[FirestoreAccess, tuple[str, ...]] = {
+    "none": (),
+    "read": ("roles/datastore.viewer",),
+    "write": ("roles/datastore.user",),
+}
 # What a gen2 build needs: write logs, push the image, read the uploaded source.
 BUILDER_PROJECT_ROLES = ("roles/logging.logWriter", "roles/artifactregistry.writer", "roles/storage.objectViewer")
 INVOKER_ROLE = "roles/run.invoker"
@@ -45,12 +50,17 @@ def create_accounts(cfg: StackConfig, depends_on: list[pulumi.Resource]) -> Acco
     )
 
 
+def function_project_roles(spec: FunctionSpec) -> tuple[str, ...]:
+    """The project roles of one function's service account, from its catalog entry."""
+    return FIRESTORE_ROLES[spec.firestore]
+
+
 def grant_project_roles(cfg: StackConfig, accounts: Accounts) -> list[pulumi.Resource]:
     grants: list[pulumi.Resource] = []
-    for name, sa in accounts.functions.items():
-        for role in FUNCTION_PROJECT_ROLES:
-            grants.append(gcp.projects.IAMMember(f"{name}-{role.split('/')[1]}", project=cfg.project,
-                                                 role=role, member=member(sa)))
+    for spec in CATALOG:
+        for role in function_project_roles(spec):
+            grants.append(gcp.projects.IAMMember(f"{spec.name}-{role.split('/')[1]}", project=cfg.project,
+                                                 role=role, member=member(accounts.functions[spec.name])))
     for role in BUILDER_PROJECT_ROLES:
         grants.append(gcp.projects.IAMMember(f"build-{role.split('/')[1]}", project=cfg.project,
                                              role=role, member=member(accounts.builder)))

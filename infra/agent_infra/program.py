@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from agent_infra import apis, config, database, functions, iam, messaging, secrets
+from agent_infra import apis, config, database, functions, iam, messaging, scheduler, secrets
 
 
 def build() -> dict[str, pulumi.Resource]:
@@ -29,8 +29,9 @@ def build() -> dict[str, pulumi.Resource]:
     fns = functions.create_functions(cfg, accounts, bucket, source, stored,
                                      [*enabled, *project_grants, *readers, *publishers, db])
     invokers = iam.grant_invokers(cfg, fns, accounts)
-    messaging.create_push(cfg, topics, fns["resume"], cfg.scaling["resume"].timeout_s, accounts,
-                          [invokers["resume"]])
+    push = messaging.create_push(cfg, topics, fns["resume"], cfg.scaling["resume"].timeout_s, accounts,
+                                 [invokers["resume"]])
+    sweep = scheduler.create_sweep_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
 
     pulumi.export("environment", cfg.environment)
     pulumi.export("urls", {name: fn.service_config.apply(lambda sc: sc.uri if sc else None)
@@ -39,4 +40,5 @@ def build() -> dict[str, pulumi.Resource]:
     pulumi.export("backendServiceAccount", cfg.backend_invoker)
     pulumi.export("resumeTopic", topics.resume.name)
     pulumi.export("deadLetterSubscription", topics.dead_letter_sub.name)
+    pulumi.export("sweepJob", sweep.name)
     return dict(fns)

@@ -16,9 +16,14 @@ from agent_infra.iam import Accounts, member
 SECRET_IDS: dict[SecretName, str] = {
     "gemini": "agent-gemini-api-key",
     "credentials": "agent-credentials-encryption-key",
+    "google_oauth": "agent-google-oauth-client-secret",
 }
 # Pulumi logical names; docs/deploying.md targets them on a first deploy.
-LOGICAL_NAMES: dict[SecretName, str] = {"gemini": "gemini-api-key", "credentials": "credentials-encryption-key"}
+LOGICAL_NAMES: dict[SecretName, str] = {
+    "gemini": "gemini-api-key",
+    "credentials": "credentials-encryption-key",
+    "google_oauth": "google-oauth-client-secret",
+}
 ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
 
 

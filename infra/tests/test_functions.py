@@ -14,7 +14,7 @@ from harness import STACKS, Declared, deploy, functions, named, stack_config
 def test_every_entry_point_is_deployed_once(stacks: dict[str, list[Declared]], stack: str) -> None:
     fns = functions(stacks[stack])
     assert sorted(fns) == sorted(f"agent-{s.name}" for s in CATALOG)
-    assert {s.name for s in CATALOG} >= {"run", "stream", "runs", "approve", "resume", "goals"}
+    assert {s.name for s in CATALOG} >= {"run", "stream", "runs", "approve", "resume", "goals", "integrations"}
     for spec in CATALOG:
         build = fns[f"agent-{spec.name}"]["buildConfig"]
         assert build["entryPoint"] == spec.entry_point
@@ -90,7 +90,14 @@ def test_a_missing_bundle_is_refused(tmp_path: Path) -> None:
     {"agent-runtime:scaling": {"stream": {"timeoutS": 60}}},
     {"agent-runtime:scaling": {"nosuch": {}}},
     {"agent-runtime:scaling": {"run": {"minInstances": 5, "maxInstances": 1}}},
+    {"agent-runtime:sweepSchedule": "every 5 minutes"},
+    {"agent-runtime:sweepSchedule": "*/5 * * *"},
 ])
 def test_a_bad_stack_file_is_refused(bundle_dir: Path, bad: dict[str, object]) -> None:
-    with pytest.raises(Exception, match=r"runtimeEnv may not|below the run deadline|unknown functions|minInstances"):
-        deploy("dev", bundle_dir, bad)
+    overrides = dict(bad)
+    if "agent-runtime:scaling" in bad:  # one function's settings changed, the others as in the stack file
+        overrides["agent-runtime:scaling"] = {**stack_config("dev")["agent-runtime:scaling"],
+                                              **bad["agent-runtime:scaling"]}  # type: ignore[dict-item]
+    with pytest.raises(Exception, match=r"runtimeEnv may not|below the run deadline|unknown functions|minInstances"
+                                        r"|five-field cron"):
+        deploy("dev", bundle_dir, overrides)

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
 import pytest
-from agent_infra.config import CATALOG
-from harness import ACCOUNT, PROJECT_NUMBER, STACKS, Declared, functions, of_type, sa_member, stack_config
+from agent_infra.config import CATALOG, FunctionSpec
+from agent_infra.iam import function_project_roles
+from harness import ACCOUNT, PROJECT_NUMBER, REPO, STACKS, Declared, functions, of_type, sa_member, stack_config
 
 PUBLIC = ("allUsers", "allAuthenticatedUsers")
 PUBSUB_AGENT = f"serviceAccount:service-{PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com"
+# What each function does with Firestore, read from its code (see test_stateless_functions_...):
+# runs only reads (functions/runs.py, replay_events); goals never imports the store.
+FIRESTORE_ROLES = {
+    "run": {"roles/datastore.user"},
+    "stream": {"roles/datastore.user"},
+    "runs": {"roles/datastore.viewer"},
+    "approve": {"roles/datastore.user"},
+    "resume": {"roles/datastore.user"},
+    "goals": set(),
+    "integrations": {"roles/datastore.user"},
+}
 
 
 def grants(declared: list[Declared], kind: str) -> set[tuple[str, ...]]:
@@ -50,11 +64,60 @@ def test_each_function_runs_as_its_own_account(stacks: dict[str, list[Declared]]
 def test_project_roles_are_least(stacks: dict[str, list[Declared]], stack: str) -> None:
     declared = stacks[stack]
     project = stack_config(stack)["gcp:project"]
-    want = {(project, "roles/datastore.user", sa_member(declared, f"sa-{s.name}")) for s in CATALOG}
+    assert set(FIRESTORE_ROLES) == {s.name for s in CATALOG}
+    want = {(project, role, sa_member(declared, f"sa-{name}")) for name, roles in FIRESTORE_ROLES.items()
+            for role in roles}
     builder = sa_member(declared, "sa-build")
     want |= {(project, r, builder) for r in
              ("roles/logging.logWriter", "roles/artifactregistry.writer", "roles/storage.objectViewer")}
     assert grants(declared, "gcp:projects/iAMMember:IAMMember") == want
+
+
+def test_project_roles_derive_from_the_catalog() -> None:
+    for spec in CATALOG:
+        assert set(function_project_roles(spec)) == FIRESTORE_ROLES[spec.name], spec.name
+
+
+def _module_file(module: str) -> Path | None:
+    base = REPO / Path(*module.split("."))
+    return next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None)
+
+
+def imported_modules(module: str) -> set[str]:
+    """Every module of this repository ``module`` may import (any import statement, lazy ones too)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        file = _module_file(name)
+        if file is None:
+            continue
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # parent packages run first
+        package = parts if file.name == "__init__.py" else parts[:-1]
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.Import):
+                todo += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                anchor = package[: len(package) - node.level + 1] if node.level else []
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+                todo.append(base)
+                todo += [f"{base}.{a.name}" for a in node.names if _module_file(f"{base}.{a.name}")]
+    return seen
+
+
+@pytest.mark.parametrize("spec", CATALOG, ids=lambda s: s.name)
+def test_functions_without_a_firestore_role_never_import_the_store(spec: FunctionSpec) -> None:
+    modules = imported_modules(f"functions.{spec.entry_point}")
+    assert f"functions.{spec.entry_point}" in modules and len(modules) > 3
+    store = {m for m in modules if m.startswith(("shared.state", "shared.runtime", "google.cloud.firestore"))}
+    if spec.firestore == "none":
+        assert not store, f"{spec.name} has no Firestore role but imports {sorted(store)}"
+    else:
+        assert store, f"{spec.name} never imports the store: declare firestore='none'"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -65,6 +128,7 @@ def test_invokers(stacks: dict[str, list[Declared]], stack: str) -> None:
     want = {(f"agent-{s.name}", "roles/run.invoker",
              sa_member(declared, "sa-resume-push") if s.trigger == "pubsub" else backend) for s in CATALOG}
     assert got == want
+    assert ("agent-integrations", "roles/run.invoker", backend) in got
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -83,8 +147,11 @@ def test_secret_readers(stacks: dict[str, list[Declared]], stack: str) -> None:
     got = grants(declared, "gcp:secretmanager/secretIamMember:SecretIamMember")
     gemini, creds = "agent-gemini-api-key", "agent-credentials-encryption-key"
     role = "roles/secretmanager.secretAccessor"
+    oauth = "agent-google-oauth-client-secret"
     want = {(gemini, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "goals")}
-    want |= {(creds, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume")}
+    want |= {(creds, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "integrations")}
+    # The loop runs connector tools in run, stream and resume: they refresh Google tokens.
+    want |= {(oauth, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume")}
     assert got == want
 
 

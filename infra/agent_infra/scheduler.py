@@ -1,0 +1,39 @@
+"""The periodic recovery sweep: a Cloud Scheduler job publishing ``{"kind": "sweep"}`` to the
+resume topic on the stack's ``sweepSchedule``.
+
+The resume function answers that message with ``shared/agent/resume.py`` ``sweep``: it
+re-publishes outbox entries whose resume message may have been lost (a crash between commit and
+publish, a dead-lettered delivery) and recovers runs whose lease expired mid-invocation. Without
+this job nothing in production would ever run it (``make dev`` runs it on a timer instead).
+Cloud Scheduler publishes with its own service agent, whose role already allows publishing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pulumi
+import pulumi_gcp as gcp
+
+from agent_infra.config import SWEEP_MESSAGE, StackConfig
+from agent_infra.messaging import Topics
+
+TIME_ZONE = "Etc/UTC"
+
+
+def sweep_payload() -> str:
+    """The message body as Cloud Scheduler wants it: base64 of the JSON the resume function decodes."""
+    return base64.b64encode(json.dumps(SWEEP_MESSAGE, separators=(",", ":")).encode()).decode()
+
+
+def create_sweep_job(cfg: StackConfig, topics: Topics, depends_on: list[pulumi.Resource]) -> gcp.cloudscheduler.Job:
+    return gcp.cloudscheduler.Job(
+        "resume-sweep", project=cfg.project, region=cfg.region, name=f"{cfg.resume_topic}-sweep",
+        description=f"Agent Runtime ({cfg.environment}): recovery sweep (stranded outbox entries, expired leases)",
+        schedule=cfg.sweep_schedule, time_zone=TIME_ZONE,
+        # A missed tick is covered by the next one: no retries that could pile sweeps up.
+        retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=0),
+        pubsub_target=gcp.cloudscheduler.JobPubsubTargetArgs(
+            topic_name=topics.resume.id, data=sweep_payload(), attributes=dict(SWEEP_MESSAGE)),
+        opts=pulumi.ResourceOptions(depends_on=depends_on))
