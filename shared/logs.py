@@ -12,7 +12,9 @@ Use::
 
 ``log_context`` binds fields in a ``contextvars.ContextVar``, so requests served concurrently on
 threads never see each other's fields. A new ``threading.Thread`` starts with an empty context;
-hand work to threads with ``contextvars.copy_context().run`` to keep the fields.
+hand work to threads with ``contextvars.copy_context().run`` to keep the fields. A streamed
+response body is iterated by the server *after* the handler returned (and left its
+``log_context`` blocks): wrap it in ``iterate_in_context`` to keep the request's fields.
 
 Rule: no prompt text, model output or tool arguments/results at INFO or above. Those are user
 data; log ids, sizes, counts, names and outcomes instead, and keep payloads (if ever) at DEBUG.
@@ -20,16 +22,17 @@ data; log ids, sizes, counts, names and outcomes instead, and keep payloads (if 
 
 from __future__ import annotations
 
+import contextvars
 import datetime
 import json
 import logging
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 TRACE_HEADER = "X-Cloud-Trace-Context"
 TRACE_KEY = "logging.googleapis.com/trace"
@@ -41,6 +44,7 @@ _context: ContextVar[Mapping[str, Any]] = ContextVar("agent_runtime_log_context"
 _TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 _SPAN_DECIMAL = re.compile(r"\d{1,20}")
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+_T = TypeVar("_T")
 _RESERVED = ("severity", "message", "time", "logger", "logging.googleapis.com/sourceLocation")
 
 
@@ -93,17 +97,47 @@ def trace_fields(headers: Mapping[str, str]) -> dict[str, Any]:
     return fields
 
 
+def _merged(fields: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType({**_context.get(), **{k: v for k, v in fields.items() if v is not None}})
+
+
 @contextmanager
 def log_context(**fields: Any) -> Iterator[None]:
     """Add ``fields`` (e.g. ``runId``, ``threadId``, ``uid``, ``traceId``, ``spanId``) to every record
     logged inside the block, on this thread / task only. Nested blocks add to the outer fields;
     ``None`` values are left out."""
-    merged = {**_context.get(), **{k: v for k, v in fields.items() if v is not None}}
-    token = _context.set(MappingProxyType(merged))
+    token = _context.set(_merged(fields))
     try:
         yield
     finally:
         _context.reset(token)
+
+
+def iterate_in_context(items: Iterable[_T], **fields: Any) -> Generator[_T, None, None]:
+    """``items``, each step of which runs in the log context current *now* plus ``fields``.
+
+    A streamed HTTP response is iterated by the web server after the handler returned, outside
+    its ``log_context`` blocks (the request's trace). The returned iterator runs every step of
+    ``items`` (and its ``close()``) in a copy of the context taken at this call, so a generator
+    body, and the threads it starts with ``contextvars.copy_context()``, keep the fields.
+    """
+    captured = contextvars.copy_context()
+    captured.run(lambda: _context.set(_merged(fields)))
+    return _steps_in(captured, iter(items))
+
+
+def _steps_in(captured: contextvars.Context, it: Iterator[_T]) -> Generator[_T, None, None]:
+    try:
+        while True:
+            try:
+                item = captured.run(next, it)
+            except StopIteration:
+                return
+            yield item
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            captured.run(close)
 
 
 def current_log_context() -> Mapping[str, Any]:

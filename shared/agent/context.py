@@ -65,6 +65,10 @@ class RunContext:
         self.steps_at_start = self.run.steps
         """Each invocation (a fresh run or a resume) gets the full AGENT_MAX_LOOP_STEPS budget."""
 
+    def log_fields(self) -> dict[str, str]:
+        """The run's ids for ``shared.logs.log_context``: every line logged while serving it."""
+        return {"runId": self.run.run_id, "threadId": self.run.thread_id, "uid": self.run.uid}
+
     # ---- events ------------------------------------------------------------------------------
     def emit(self, event: RunEvent) -> dict[str, Any]:
         """Give ``event`` the next sequence number, send it live and queue it for the next commit."""

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from shared.agent.context import RunContext
 from shared.agent.results import complete_run, fail_run, pause_for_approvals
 from shared.agent.tool_calls import execute_action, plan_calls, responses_turn
 from shared.errors import ModelError, ModelTimeout
 from shared.events import DeltaEvent, ThoughtDeltaEvent
-from shared.models.base import DeltaKind, ModelRequest
+from shared.models.base import DeltaKind, ModelRequest, Usage
+from shared.state.records import ModelCallRecord, UsageRecord
 
 log = logging.getLogger("agent_runtime.loop")
 
@@ -82,18 +82,12 @@ def step(ctx: RunContext) -> StepOutcome:
         return _failed(ctx, "MODEL_TIMEOUT", f"the model did not answer in time: {exc}")
     except ModelError as exc:
         return _failed(ctx, "MODEL_ERROR", f"the model call failed: {exc}")
-    u = response.usage
-    ctx.run.usage = ctx.run.usage.model_copy(update={
-        "requests": ctx.run.usage.requests + max(1, u.requests),
-        "input_tokens": ctx.run.usage.input_tokens + u.input_tokens,
-        "output_tokens": ctx.run.usage.output_tokens + u.output_tokens,
-        "thinking_tokens": ctx.run.usage.thinking_tokens + u.thinking_tokens,
-        "total_tokens": ctx.run.usage.total_tokens + u.total_tokens,
-    })
+    model_call = record_usage(ctx, response.usage)
     turn = response.turn
     if turn.role != "model" or not turn.parts:
         return _failed(ctx, "MALFORMED_MODEL_OUTPUT", "the model returned an empty answer")
     turn_index = ctx.add_turn(turn)
+    model_call.turn_index = turn_index
     calls = turn.function_calls
     if not calls:
         text = turn.text
@@ -121,5 +115,12 @@ def step(ctx: RunContext) -> StepOutcome:
     return NextStepRunAgain()
 
 
-def summarize_usage(ctx: RunContext) -> dict[str, Any]:
-    return ctx.run.usage.to_doc()
+def record_usage(ctx: RunContext, usage: Usage) -> ModelCallRecord:
+    """Record one model call's usage on the run (committed with its step) and add it to the total."""
+    figures = UsageRecord(requests=max(1, usage.requests), input_tokens=usage.input_tokens,
+                          output_tokens=usage.output_tokens, thinking_tokens=usage.thinking_tokens,
+                          total_tokens=usage.total_tokens)
+    call = ModelCallRecord(step=ctx.run.steps, usage=figures)
+    ctx.run.model_calls.append(call)
+    ctx.run.usage = ctx.run.usage.plus(figures)
+    return call

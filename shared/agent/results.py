@@ -20,6 +20,15 @@ def _release_thread(ctx: RunContext) -> None:
     ctx.write(Write("update", paths.thread(ctx.run.thread_id), {"activeRunId": None, "updatedAt": now()}))
 
 
+def _log_stop(ctx: RunContext, message: str, level: int = logging.INFO, **fields: object) -> None:
+    """One line per stop: ids (bound by the caller's log context), outcome, counts; never payloads."""
+    run = ctx.run
+    log.log(level, message, extra={"fields": {
+        "runId": run.run_id, "threadId": run.thread_id, "status": run.status, "mode": run.mode,
+        "steps": run.steps, "toolsExecuted": run.tools_executed, "modelCalls": len(run.model_calls),
+        "totalTokens": run.usage.total_tokens, "thinkingTokens": run.usage.thinking_tokens, **fields}})
+
+
 def _base_result(ctx: RunContext) -> RunResult:
     last = ctx.last_action
     return RunResult(ok=True, run_id=ctx.run.run_id, thread_id=ctx.run.thread_id, status=ctx.run.status,
@@ -45,6 +54,7 @@ def complete_run(ctx: RunContext, text: str) -> None:
     ctx.emit(UsageEvent(usage=run.usage))
     ctx.emit(ResultEvent(result=result))
     ctx.commit()
+    _log_stop(ctx, "run completed")
 
 
 def pause_for_approvals(ctx: RunContext, turn_index: int, waiting: Sequence[ActionRecord]) -> None:
@@ -64,6 +74,7 @@ def pause_for_approvals(ctx: RunContext, turn_index: int, waiting: Sequence[Acti
     ctx.emit(UsageEvent(usage=run.usage))
     ctx.emit(ResultEvent(result=result))
     ctx.commit()
+    _log_stop(ctx, "run paused for approval", approvals=len(views))
 
 
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
@@ -75,7 +86,6 @@ def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
 
 def fail_run(ctx: RunContext, code: str, message: str) -> None:
     run = ctx.run
-    log.warning("run failed: %s", code, extra={"fields": {"runId": run.run_id, "code": code}})
     run.status = "failed"
     run.error = RunError(code=code, message=message)
     result = _base_result(ctx)
@@ -87,4 +97,6 @@ def fail_run(ctx: RunContext, code: str, message: str) -> None:
     _release_thread(ctx)
     ctx.emit(UsageEvent(usage=run.usage))
     ctx.emit(ErrorEvent(error=message, code=code))
+    # Logged before the commit: a store that cannot record the failure must not hide that it happened.
+    _log_stop(ctx, f"run failed: {code}", logging.WARNING, code=code)
     ctx.commit()

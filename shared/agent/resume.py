@@ -20,6 +20,7 @@ from shared.agent.service import new_id
 from shared.agent.tool_calls import execute_action, responses_turn
 from shared.dispatch import Dispatcher, ResumeMessage
 from shared.events import StatusEvent, ToolResultEvent
+from shared.logs import log_context
 from shared.state.docstore import PreconditionFailed, Query
 from shared.state.records import ActionRecord, Lease, UserRecord, now
 from shared.tools.registry import args_hash
@@ -80,18 +81,19 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             snap = services.runs.commit(snap, claimed)
         except PreconditionFailed:
             continue  # someone moved the run meanwhile (a decision, another resumer): look again
-        ctx = RunContext(services=services, snapshot=snap, turns=services.runs.load_turns(run_id),
-                         user=_load_user(services, run.uid),
-                         deadline=time.monotonic() + services.settings.run_deadline_s, owner=owner)
-        ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
-        try:
-            close_open_turn(ctx, actions)
-        except PreconditionFailed:
-            log.warning("lost the run while closing its open turn", extra={"fields": {"runId": run_id}})
-            return "busy"
-        if not ctx.run.terminal:
-            drive(ctx)
-        return "resumed"
+        with log_context(runId=run_id, threadId=run.thread_id, uid=run.uid):
+            ctx = RunContext(services=services, snapshot=snap, turns=services.runs.load_turns(run_id),
+                             user=_load_user(services, run.uid),
+                             deadline=time.monotonic() + services.settings.run_deadline_s, owner=owner)
+            ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
+            try:
+                close_open_turn(ctx, actions)
+            except PreconditionFailed:
+                log.warning("lost the run while closing its open turn", extra={"fields": {"runId": run_id}})
+                return "busy"
+            if not ctx.run.terminal:
+                drive(ctx)
+            return "resumed"
     return "busy"
 
 

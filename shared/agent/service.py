@@ -19,6 +19,7 @@ from shared.agent.loop import drive
 from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
 from shared.events import StatusEvent, event_to_doc
 from shared.instructions import build_system_instruction
+from shared.logs import log_context
 from shared.models.base import Part, Turn
 from shared.state.docstore import Transaction
 from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
@@ -74,9 +75,20 @@ class AgentService:
 
     def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None) -> StartedRun:
         """Persist a new run (or find the one an Idempotency-Key already created)."""
-        s = self.services
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
+        with log_context(uid=uid, threadId=thread_id):
+            started = self._start(uid, req, thread_id, idempotency_key)
+            run = started.outcome.snapshot.run
+            # Counts only: the prompt, conversation and attached context are user data.
+            log.info("run started" if started.outcome.created else "run found for a repeated Idempotency-Key",
+                     extra={"fields": {"runId": run.run_id, "threadId": run.thread_id,
+                                       "turns": len(started.turns),
+                                       "attachedContext": len(req.attachedContext)}})
+        return started
+
+    def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None) -> StartedRun:
+        s = self.services
         conversation = list(req.conversation)
         if not conversation and req.threadId:
             thread = s.runs.get_thread(req.threadId)
@@ -109,7 +121,8 @@ class AgentService:
 
     def run(self, ctx: RunContext) -> RunResult:
         """Drive a freshly started run until it stops; the stop is committed before returning."""
-        drive(ctx)
+        with log_context(**ctx.log_fields()):
+            drive(ctx)
         result = ctx.run.result
         assert result is not None
         return result

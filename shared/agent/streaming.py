@@ -18,6 +18,7 @@ from typing import Any
 
 from shared.agent.context import RunContext
 from shared.agent.loop import drive
+from shared.logs import iterate_in_context
 from shared.state.records import RunRecord
 from shared.state.runs_repo import RunsRepo
 
@@ -36,7 +37,13 @@ def live_events(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator
 
     If the client goes away the run still finishes (and is committed). If the run cannot even
     record its failure (the store is down), a final unpersisted ``error`` event closes the stream.
+    The stream is iterated after the HTTP handler returned: it (and the worker) keep the log
+    context of this call (the request's trace) plus the run's ids.
     """
+    return iterate_in_context(_live(ctx, first_events), **ctx.log_fields())
+
+
+def _live(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     q: queue.Queue[object] = queue.Queue()
     ctx.listener = q.put
 
@@ -77,7 +84,13 @@ def _resume_pending(runs: RunsRepo, run: RunRecord) -> bool:
 def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool = False,
                   poll_s: float = 0.2, max_wait_s: float = 60.0) -> Iterator[dict[str, Any]]:
     """Persisted events with ``seq > after``; with ``follow``, keep reading until the run stops
-    (completes, fails, or waits for a decision; a decided pause is followed into its resume)."""
+    (completes, fails, or waits for a decision; a decided pause is followed into its resume).
+    Like a live stream, the replay keeps the log context of this call."""
+    return iterate_in_context(_replay(runs, run_id, after, follow, poll_s, max_wait_s), runId=run_id)
+
+
+def _replay(runs: RunsRepo, run_id: str, after: int, follow: bool, poll_s: float,
+            max_wait_s: float) -> Iterator[dict[str, Any]]:
     deadline = time.monotonic() + max_wait_s
     last = after
     while True:

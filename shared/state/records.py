@@ -129,11 +129,30 @@ class RunResult(Record):
 
 
 class UsageRecord(Record):
+    """Token usage: ``inputTokens`` (prompt), ``outputTokens`` (candidates), ``thinkingTokens``
+    (thoughts) and ``totalTokens`` as the model reports them; ``requests`` counts HTTP attempts."""
+
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     thinking_tokens: int = 0
     total_tokens: int = 0
+
+    def plus(self, other: UsageRecord) -> UsageRecord:
+        return UsageRecord(requests=self.requests + other.requests,
+                           input_tokens=self.input_tokens + other.input_tokens,
+                           output_tokens=self.output_tokens + other.output_tokens,
+                           thinking_tokens=self.thinking_tokens + other.thinking_tokens,
+                           total_tokens=self.total_tokens + other.total_tokens)
+
+
+class ModelCallRecord(Record):
+    """One model call of a run: its step, the stored turn it produced and its token usage."""
+
+    step: int
+    turn_index: int | None = None
+    """Index of the model turn it produced in ``runs/{runId}/turns`` (None: no usable turn)."""
+    usage: UsageRecord
 
 
 class RunRecord(Record):
@@ -150,6 +169,9 @@ class RunRecord(Record):
     last_seq: int = 0
     tools_executed: int = 0
     usage: UsageRecord = Field(default_factory=UsageRecord)
+    """Sum of ``modelCalls[].usage`` (runs written before ``modelCalls`` existed have only this)."""
+    model_calls: list[ModelCallRecord] = Field(default_factory=list)
+    """Every model call of the run, in order (each invocation adds at most AGENT_MAX_LOOP_STEPS)."""
     lease: Lease | None = None
     lease_expires_at: float = 0.0
     """Top-level copy of ``lease.expiresAt`` (0 without a lease) so recovery can query by it."""

@@ -215,6 +215,41 @@ def test_usage_is_summed_on_the_run(make_runtime: MakeRuntime) -> None:
     assert [e for e in live if e["type"] == "usage"][-1]["usage"]["thinkingTokens"] == 14
 
 
+def test_each_model_call_usage_is_stored_and_the_run_total_is_their_sum(make_runtime: MakeRuntime) -> None:
+    first = Usage(requests=1, input_tokens=100, output_tokens=20, thinking_tokens=7, total_tokens=127)
+    second = Usage(requests=2, input_tokens=180, output_tokens=9, thinking_tokens=31, total_tokens=220)
+    model = ScriptedModel([ModelResponse(turn=calls_turn(call("search_memory", {"query": "x"})), usage=first),
+                           ModelResponse(turn=text_turn("ok"), usage=second)])
+    rt = make_runtime(model)
+    result, _ = start_and_drive(rt, "go")
+    doc = rt.store.get(paths.run(result.run_id))  # the stored document, as another process reads it
+    assert doc is not None
+    figures = ("requests", "inputTokens", "outputTokens", "thinkingTokens", "totalTokens")
+    calls = doc.data["modelCalls"]
+    assert [c["step"] for c in calls] == [1, 2]
+    assert [{k: c["usage"][k] for k in figures} for c in calls] == [
+        {"requests": 1, "inputTokens": 100, "outputTokens": 20, "thinkingTokens": 7, "totalTokens": 127},
+        {"requests": 2, "inputTokens": 180, "outputTokens": 9, "thinkingTokens": 31, "totalTokens": 220}]
+    assert {k: doc.data["usage"][k] for k in figures} == {k: sum(c["usage"][k] for c in calls) for k in figures}
+    turns = rt.runs.load_turns(result.run_id)
+    for c in calls:  # each call points at the model turn it produced
+        assert turns[c["turnIndex"]].role == "model"
+    assert turns[calls[1]["turnIndex"]].text == "ok"
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and [c.usage.thinking_tokens for c in snap.run.model_calls] == [7, 31]
+
+
+def test_a_call_without_a_usable_turn_still_counts(make_runtime: MakeRuntime) -> None:
+    usage = Usage(requests=1, input_tokens=40, output_tokens=0, thinking_tokens=12, total_tokens=52)
+    rt = make_runtime(ScriptedModel([ModelResponse(turn=Turn(role="model", parts=[]), usage=usage)]))
+    result, _ = start_and_drive(rt, "go")
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and result.status == "failed"
+    [only] = snap.run.model_calls
+    assert only.turn_index is None and only.usage.thinking_tokens == 12
+    assert snap.run.usage.total_tokens == 52 and snap.run.usage.requests == 1
+
+
 def test_conversation_is_trimmed_for_the_model(make_runtime: MakeRuntime) -> None:
     model = ScriptedModel([text_turn("ok")])
     rt = make_runtime(model)
