@@ -1,6 +1,7 @@
 """The deployable bundle works on its own: installed from its requirements.txt alone into a clean
 virtual environment and started with functions-framework from inside the bundle directory, with
-no source tree, PYTHONPATH or dev tools around it, each entry point gives a real answer.
+no source tree, PYTHONPATH or dev tools around it, every entry point of main.py gives a real answer.
+requirements.txt is a full lock: that clean environment holds exactly its pins.
 
 The virtual environment is cached between runs under the system temp dir, keyed by the hash of
 requirements.txt and the Python version, so only a dependency change pays for a fresh install.
@@ -8,10 +9,12 @@ requirements.txt and the Python version, so only a dependency change pays for a 
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,8 +22,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -83,10 +87,82 @@ def test_bundle_holds_only_the_deployable_source(bundle: Path) -> None:
     assert Path(f"{bundle}.zip").is_file()
 
 
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pins(requirements: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The direct and the transitive pins of the lock (normalized name -> version)."""
+    direct: dict[str, str] = {}
+    transitive: dict[str, str] = {}
+    section = None
+    for raw in requirements.read_text().splitlines():
+        line = raw.strip()
+        if line == "# direct":
+            section = direct
+        elif line.startswith("# transitive"):
+            section = transitive
+        elif line and not line.startswith("#"):
+            assert section is not None, f"{line}: a pin before the '# direct' section"
+            assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!-]+", line), f"not an exact pin: {line}"
+            name, version = line.split("==")
+            assert _normalize(name) not in direct and _normalize(name) not in transitive, f"{name} twice"
+            section[_normalize(name)] = version
+    return direct, transitive
+
+
 def test_requirements_are_pinned(bundle: Path) -> None:
-    lines = [ln.strip() for ln in (bundle / "requirements.txt").read_text().splitlines()]
-    reqs = [ln for ln in lines if ln and not ln.startswith("#")]
-    assert reqs and all("==" in r and not r.startswith("-") for r in reqs), reqs
+    direct, transitive = _pins(bundle / "requirements.txt")
+    assert {"functions-framework", "google-cloud-firestore", "google-genai"} <= set(direct)
+    assert {"protobuf", "grpcio", "flask"} <= set(transitive)  # a lock, not just the direct pins
+
+
+def _freeze(venv: Path) -> dict[str, str]:
+    out = subprocess.run([str(venv / "bin" / "pip"), "freeze", "--all"], capture_output=True, text=True,
+                         check=True, env=_pip_env()).stdout
+    pins = dict(line.split("==", 1) for line in out.split() if "==" in line)
+    return {_normalize(n): v for n, v in pins.items() if _normalize(n) not in ("pip", "setuptools", "wheel")}
+
+
+def test_the_lock_is_exactly_the_clean_venv(bundle: Path, venv: Path) -> None:
+    # Nothing floats: every installed distribution is pinned, at the pinned version, and nothing
+    # pinned is missing. A new transitive dependency of an upgraded direct pin fails here.
+    direct, transitive = _pins(bundle / "requirements.txt")
+    assert _freeze(venv) == {**direct, **transitive}
+
+
+# Run by the clean venv's python: every distribution the direct pins require (extras and markers
+# evaluated for this interpreter), through the installed metadata.
+_CLOSURE = r"""
+import json, re, sys
+from importlib import metadata
+from pip._vendor.packaging.requirements import Requirement
+
+def norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+todo = [(norm(n), frozenset()) for n in json.loads(sys.argv[1])]
+seen = set()
+while todo:
+    name, extras = todo.pop()
+    if (name, extras) in seen:
+        continue
+    seen.add((name, extras))
+    for spec in metadata.distribution(name).requires or []:
+        req = Requirement(spec)
+        if req.marker and not any(req.marker.evaluate({"extra": e}) for e in (extras or {""})):
+            continue
+        todo.append((norm(req.name), frozenset(req.extras)))
+print(json.dumps(sorted({n for n, _ in seen})))
+"""
+
+
+def test_every_transitive_pin_is_needed(bundle: Path, venv: Path) -> None:
+    # The other direction: a pin nothing requires any more (a dropped dependency) is stale.
+    direct, transitive = _pins(bundle / "requirements.txt")
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", _CLOSURE, json.dumps(sorted(direct))],
+                         capture_output=True, text=True, check=True, env=_pip_env()).stdout
+    assert set(json.loads(out)) == set(direct) | set(transitive)
 
 
 def test_the_venv_has_runtime_dependencies_only(venv: Path) -> None:
@@ -170,29 +246,74 @@ def _resume_data(run_id: str) -> str:
     return base64.b64encode(json.dumps({"kind": "resume", "runId": run_id}).encode()).decode()
 
 
-def test_run_refuses_a_request_without_credentials(serve: Callable[..., Server]) -> None:
-    server = serve("run", AUTH_MODE="firebase")
-    resp = requests.post(f"{server.url}/api/agent/run", json={"prompt": "hello"}, timeout=30)
-    assert resp.status_code == 401, server.logs()
-    body = resp.json()
-    assert body["ok"] is False and body["error"]["code"]
+def main_entry_points() -> list[str]:
+    """``__all__`` of main.py: every name a deployed function can target."""
+    for node in ast.parse((REPO / "main.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return [str(v) for v in ast.literal_eval(node.value)]
+    raise AssertionError("main.py has no __all__")
 
 
-def test_resume_acknowledges_a_cloudevent_about_an_unknown_run(serve: Callable[..., Server]) -> None:
-    server = serve("resume", signature_type="cloudevent")
-    event = {
+def _cloud_event(data: str) -> dict[str, Any]:
+    return {
         "specversion": "1.0", "type": "google.cloud.pubsub.topic.v1.messagePublished",
         "source": f"//pubsub.googleapis.com/{TOPIC}", "id": "evt-1", "time": "2025-01-01T00:00:00Z",
         "datacontenttype": "application/json",
-        "data": {"message": {"data": _resume_data("unknown-run-1"), "messageId": "m-1",
+        "data": {"message": {"data": data, "messageId": "m-1",
                              "publishTime": "2025-01-01T00:00:00Z", "attributes": {"kind": "resume"}},
                  "subscription": "projects/demo-agent-runtime/subscriptions/agent-resume-push"},
     }
-    resp = requests.post(server.url, data=json.dumps(event), timeout=60,
-                         headers={"Content-Type": "application/cloudevents+json"})
-    assert 200 <= resp.status_code < 300, server.logs()
-    # The message was handled (the store was opened and searched), not dropped as malformed.
-    assert server.sqlite_path.exists(), server.logs()
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A request the entry point must answer, unauthenticated or empty, and the answer expected."""
+
+    method: str
+    path: str
+    status: int
+    body: Any = None
+    signature_type: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
+
+
+# The HTTP API refuses a caller without credentials with its own 401 JSON (so the bundle imports,
+# configures and authenticates); goals refuses an empty body; resume acknowledges a valid event.
+_UNAUTHENTICATED = {"AUTH_MODE": "firebase"}
+PROBES: dict[str, Probe] = {
+    "run": Probe("POST", "/api/agent/run", 401, {"prompt": "hello"}, env=_UNAUTHENTICATED),
+    "stream": Probe("POST", "/api/agent/run/stream", 401, {"prompt": "hello"}, env=_UNAUTHENTICATED),
+    "runs": Probe("GET", "/api/agent/runs/run_unknown/events", 401, env=_UNAUTHENTICATED),
+    "approve": Probe("POST", "/api/agent/approve", 401, {"approvalId": "apr_1", "decision": "approve"},
+                     env=_UNAUTHENTICATED),
+    "integrations": Probe("GET", "/api/integrations", 401, env=_UNAUTHENTICATED),
+    "goals": Probe("POST", "/agent/run", 400, b""),
+    "resume": Probe("POST", "/", 204, _cloud_event(_resume_data("unknown-run-1")), signature_type="cloudevent",
+                    headers={"Content-Type": "application/cloudevents+json"}),
+}
+
+
+def test_every_entry_point_has_a_probe() -> None:
+    assert sorted(PROBES) == sorted(main_entry_points())
+
+
+@pytest.mark.parametrize("target", main_entry_points())
+def test_every_entry_point_answers_from_the_bundle(serve: Callable[..., Server], target: str) -> None:
+    probe = PROBES.get(target)
+    assert probe is not None, f"main.py exports {target}: add its expected answer to PROBES"
+    server = serve(target, signature_type=probe.signature_type, **probe.env)
+    payload = probe.body if isinstance(probe.body, bytes) or probe.body is None else json.dumps(probe.body)
+    resp = requests.request(probe.method, f"{server.url}{probe.path}", data=payload, headers=probe.headers,
+                            timeout=60)
+    if probe.status == 204:  # an acknowledged CloudEvent: any 2xx
+        assert 200 <= resp.status_code < 300, server.logs()
+        # The message was handled (the store was opened and searched), not dropped as malformed.
+        assert server.sqlite_path.exists(), server.logs()
+        return
+    assert resp.status_code == probe.status, f"{resp.status_code} {resp.text}\n{server.logs()}"
+    body = resp.json()
+    assert body["ok"] is False and body["error"]["code"], body
 
 
 def test_resume_accepts_the_raw_pubsub_push_the_infra_delivers(serve: Callable[..., Server]) -> None:
@@ -207,8 +328,14 @@ def test_resume_accepts_the_raw_pubsub_push_the_infra_delivers(serve: Callable[.
     assert server.sqlite_path.exists(), server.logs()
 
 
-def test_goals_rejects_an_empty_body(serve: Callable[..., Server]) -> None:
-    server = serve("goals")
-    resp = requests.post(f"{server.url}/agent/run", data=b"", timeout=30,
-                         headers={"Content-Type": "application/json"})
-    assert resp.status_code == 400, server.logs()
+def test_resume_runs_the_sweep_the_scheduler_publishes(serve: Callable[..., Server]) -> None:
+    # infra/agent_infra/scheduler.py publishes {"kind": "sweep"} (attributes kind=sweep) to the topic.
+    server = serve("resume")
+    push = {"message": {"data": base64.b64encode(b'{"kind":"sweep"}').decode(), "messageId": "m-3",
+                        "publishTime": "2025-01-01T00:00:00Z", "attributes": {"kind": "sweep"}},
+            "subscription": "projects/demo-agent-runtime/subscriptions/agent-resume-push"}
+    resp = requests.post(f"{server.url}/{TOPIC}", json=push, timeout=60)
+    assert 200 <= resp.status_code < 300, server.logs()
+    assert server.sqlite_path.exists(), server.logs()
+    logs = server.logs()
+    assert "resume event ignored" not in logs and "without runId" not in logs, logs  # read as a sweep
