@@ -51,7 +51,8 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="agent-demo-")
     env = {**os.environ, "PORT": str(port), "SQLITE_PATH": os.path.join(tmp, "demo.sqlite3"),
            "STATE_BACKEND": "sqlite", "AUTH_MODE": "local", "DISPATCHER": "inline"}
-    server = subprocess.Popen([sys.executable, "devserver.py"], env=env)
+    # The server's log lines go to stderr, so stdout is the tour alone (lines never interleave).
+    server = subprocess.Popen([sys.executable, "devserver.py"], env=env, stdout=sys.stderr)
     try:
         for _ in range(100):
             try:

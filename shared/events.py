@@ -14,8 +14,17 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from shared.state.records import RunResult, RunStatus, UsageRecord
 
 
+def _wire_schema(schema: dict[str, Any]) -> None:
+    """On the wire every event has its ``type`` and a ``seq`` >= 1 (``0`` only until ``emit`` numbers
+    it): the JSON schema (and the OpenAPI document) require both."""
+    schema["required"] = ["seq", "type", *(f for f in schema.get("required", []) if f not in ("seq", "type"))]
+    seq = schema["properties"]["seq"]
+    seq.pop("default", None)
+    seq["minimum"] = 1
+
+
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_wire_schema)
     seq: int = 0
 
 

@@ -1,37 +1,84 @@
-"""The OpenAPI 3.1 document of the HTTP API, generated from the pydantic contracts."""
+"""The OpenAPI 3.1 document of the HTTP API, generated from the pydantic contracts.
+
+Response schemas are closed: every object schema reachable from a response (or an NDJSON event)
+sets ``additionalProperties: false`` unless its model deliberately keeps extra fields (the goals
+agent's open plan objects), so a response with an unexpected field does not match the document.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Literal
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from shared.api import ApproveRequest, RunRequest
+from shared.connectors.credentials import PROVIDERS, Provider
+from shared.connectors.integrations_api import ConnectRequest
 from shared.events import RunEvent
 from shared.goals.contracts import GoalsRequest, GoalsResponse
 from shared.state.records import RunRecord, RunResult
 
 REF = "#/components/schemas/{model}"
+RUN_RECORD_NOT_SERVED = ("systemInstruction", "lease")
+"""Fields of a stored run that ``GET /api/agent/runs/{runId}`` leaves out (functions/runs.py)."""
 
 
-class ErrorBody(BaseModel):
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(_Response):
     code: str
     message: str
     details: dict[str, Any] | None = None
 
 
-class ErrorResponse(BaseModel):
-    ok: bool = False
+class ErrorResponse(_Response):
+    ok: Literal[False] = False
     error: ErrorBody
 
 
-class ApproveResponse(BaseModel):
+class ApproveResponse(_Response):
     ok: bool = True
     runId: str
     approvalId: str
     status: str
     decision: str
+
+
+class IntegrationStatusBody(_Response):
+    """Whether the caller has connected ``provider``; never a token (functions/integrations.py)."""
+
+    provider: Provider
+    connected: bool
+    scopes: list[str] = Field(default_factory=list, description="granted scopes (when connected)")
+    accountEmail: str | None = None
+    expiresAt: float | None = Field(default=None, description="access token expiry, epoch seconds")
+    updatedAt: float | None = Field(default=None, description="when the tokens were stored, epoch seconds")
+
+
+class IntegrationsResponse(_Response):
+    """``GET /api/integrations[/{provider}]``."""
+
+    ok: bool = True
+    integrations: list[IntegrationStatusBody]
+
+
+class IntegrationResponse(IntegrationStatusBody):
+    """``POST /api/integrations/{provider}``: the stored connection's status."""
+
+    ok: bool = True
+
+
+class IntegrationRemovedResponse(_Response):
+    """``DELETE /api/integrations/{provider}``: ``removed`` is false when nothing was stored."""
+
+    ok: bool = True
+    provider: Provider
+    connected: Literal[False] = False
+    removed: bool
 
 
 def _json(schema_ref: str) -> dict[str, Any]:
@@ -42,69 +89,134 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(c): {"description": "error", "content": _json("#/components/schemas/ErrorResponse")} for c in codes}
 
 
+def _refs(node: Any) -> Iterator[str]:
+    """Names of the component schemas ``node`` refers to."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            yield ref.rsplit("/", 1)[-1]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def _close_response_schemas(schemas: dict[str, Any], responses: list[Any]) -> None:
+    """``additionalProperties: false`` on every object schema reachable from a response, unless
+    its model says otherwise (``extra="allow"`` gives ``true``). Stored records ignore unknown
+    fields when read; what the API answers is exactly what the document lists."""
+    seen: set[str] = set()
+    todo = [name for r in responses for name in _refs(r)]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        schema = schemas[name]
+        if schema.get("type") == "object" and "properties" in schema:
+            schema.setdefault("additionalProperties", False)
+        todo.extend(_refs(schema))
+
+
 def build_openapi() -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Any]] = [
         (RunRequest, "validation"), (ApproveRequest, "validation"), (ErrorResponse, "serialization"),
         (ApproveResponse, "serialization"), (RunResult, "serialization"), (RunRecord, "serialization"),
         (GoalsRequest, "validation"), (GoalsResponse, "serialization"),
+        (ConnectRequest, "validation"), (IntegrationsResponse, "serialization"),
+        (IntegrationResponse, "serialization"), (IntegrationRemovedResponse, "serialization"),
     ]
     _, defs = models_json_schema(models, ref_template=REF, by_alias=True)
     schemas: dict[str, Any] = dict(defs.get("$defs", {}))
     event_schema = TypeAdapter(RunEvent).json_schema(ref_template=REF, mode="serialization")
     schemas.update(event_schema.pop("$defs", {}))
     schemas["RunEvent"] = event_schema
+    record = schemas["RunRecord"]
+    for hidden in RUN_RECORD_NOT_SERVED:
+        record["properties"].pop(hidden, None)
+    if "Lease" not in set(_refs({k: v for k, v in schemas.items() if k != "Lease"})):
+        schemas.pop("Lease", None)
     bearer: list[dict[str, list[str]]] = [{"firebaseIdToken": []}, {"firebaseSession": []}]
     run_id = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
     idem = {"name": "Idempotency-Key", "in": "header", "required": False,
             "schema": {"type": "string", "maxLength": 255}}
+    provider = {"name": "provider", "in": "path", "required": True,
+                "schema": {"type": "string", "enum": list(PROVIDERS)}}
     ndjson = {"application/x-ndjson": {"schema": {"$ref": "#/components/schemas/RunEvent"}}}
+    integration_status = {"200": {"description": "whether each integration is connected (never a token)",
+                                  "content": _json(REF.format(model="IntegrationsResponse"))}}
+    paths: dict[str, Any] = {
+        "/api/agent/run": {"post": {
+            "operationId": "run", "parameters": [idem],
+            "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
+            "responses": {"200": {"description": "the run's result (status completed, "
+                                                 "awaiting_confirmation or failed)",
+                                  "content": _json(REF.format(model="RunResult"))},
+                          **_errors(400, 401, 404, 409, 413, 415)}}},
+        "/api/agent/run/stream": {"post": {
+            "operationId": "stream", "parameters": [idem],
+            "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
+            "responses": {"200": {"description": "NDJSON run events, one per line", "content": ndjson},
+                          **_errors(400, 401, 404, 409, 413, 415)}}},
+        "/api/agent/runs/{runId}": {"get": {
+            "operationId": "getRun", "parameters": [run_id],
+            "responses": {"200": {"description": "the run record",
+                                  "content": _json(REF.format(model="RunRecord"))},
+                          **_errors(401, 404)}}},
+        "/api/agent/runs/{runId}/events": {"get": {
+            "operationId": "getRunEvents",
+            "parameters": [run_id,
+                           {"name": "after", "in": "query", "required": False,
+                            "schema": {"type": "integer", "minimum": 0}},
+                           {"name": "follow", "in": "query", "required": False,
+                            "schema": {"type": "boolean"}}],
+            "responses": {"200": {"description": "persisted events with seq > after (NDJSON)",
+                                  "content": ndjson},
+                          **_errors(400, 401, 404)}}},
+        "/api/agent/approve": {"post": {
+            "operationId": "approve",
+            "requestBody": {"required": True, "content": _json(REF.format(model="ApproveRequest"))},
+            "responses": {"202": {"description": "decision recorded; the run resumes asynchronously",
+                                  "content": _json(REF.format(model="ApproveResponse"))},
+                          **_errors(400, 401, 404, 409, 410, 503)}}},
+        "/agent/run": {"post": {
+            "operationId": "goals", "security": [],
+            "description": "Goal-planning agent (seed 000), called by the backend only (IAM in production).",
+            "requestBody": {"required": True, "content": _json(REF.format(model="GoalsRequest"))},
+            "responses": {"200": {"description": "reply, action and state",
+                                  "content": _json(REF.format(model="GoalsResponse"))},
+                          **_errors(400, 502, 503)}}},
+        "/api/integrations": {"get": {
+            "operationId": "listIntegrations",
+            "responses": {**integration_status, **_errors(401)}}},
+        "/api/integrations/{provider}": {
+            "get": {"operationId": "getIntegration", "parameters": [provider],
+                    "responses": {**integration_status, **_errors(401, 404)}},
+            "post": {"operationId": "connectIntegration", "parameters": [provider],
+                     "description": "Store (replace) the caller's tokens for the provider, encrypted. "
+                                    "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY.",
+                     "requestBody": {"required": True, "content": _json(REF.format(model="ConnectRequest"))},
+                     "responses": {"200": {"description": "the stored connection (never a token)",
+                                           "content": _json(REF.format(model="IntegrationResponse"))},
+                                   **_errors(400, 401, 404, 413, 415, 503)}},
+            "delete": {"operationId": "disconnectIntegration", "parameters": [provider],
+                       "responses": {"200": {"description": "the tokens are forgotten",
+                                             "content": _json(REF.format(model="IntegrationRemovedResponse"))},
+                                     **_errors(401, 404, 503)}},
+        },
+    }
+    for item in paths.values():
+        for op in item.values():
+            op["responses"].update(_errors(500))  # any route: an unexpected error, logged
+    _close_response_schemas(schemas, [op["responses"] for item in paths.values() for op in item.values()])
     return {
         "openapi": "3.1.0",
         "info": {"title": "Agent Runtime API", "version": "1.0.0",
-                 "description": "Durable Gemini agent runs: run, stream, read runs and events, approve."},
+                 "description": "Durable Gemini agent runs: run, stream, read runs and events, approve; "
+                                "the user's integrations; the goals agent."},
         "security": bearer,
-        "paths": {
-            "/api/agent/run": {"post": {
-                "operationId": "run", "parameters": [idem],
-                "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
-                "responses": {"200": {"description": "the run's result (status completed, "
-                                                     "awaiting_confirmation or failed)",
-                                      "content": _json(REF.format(model="RunResult"))},
-                              **_errors(400, 401, 404, 409, 413, 415)}}},
-            "/api/agent/run/stream": {"post": {
-                "operationId": "stream", "parameters": [idem],
-                "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
-                "responses": {"200": {"description": "NDJSON run events, one per line", "content": ndjson},
-                              **_errors(400, 401, 404, 409, 413, 415)}}},
-            "/api/agent/runs/{runId}": {"get": {
-                "operationId": "getRun", "parameters": [run_id],
-                "responses": {"200": {"description": "the run record",
-                                      "content": _json(REF.format(model="RunRecord"))},
-                              **_errors(401, 404)}}},
-            "/api/agent/runs/{runId}/events": {"get": {
-                "operationId": "getRunEvents",
-                "parameters": [run_id,
-                               {"name": "after", "in": "query", "required": False,
-                                "schema": {"type": "integer", "minimum": 0}},
-                               {"name": "follow", "in": "query", "required": False,
-                                "schema": {"type": "boolean"}}],
-                "responses": {"200": {"description": "persisted events with seq > after (NDJSON)",
-                                      "content": ndjson},
-                              **_errors(400, 401, 404)}}},
-            "/api/agent/approve": {"post": {
-                "operationId": "approve",
-                "requestBody": {"required": True, "content": _json(REF.format(model="ApproveRequest"))},
-                "responses": {"202": {"description": "decision recorded; the run resumes asynchronously",
-                                      "content": _json(REF.format(model="ApproveResponse"))},
-                              **_errors(400, 401, 404, 409, 410, 503)}}},
-            "/agent/run": {"post": {
-                "operationId": "goals", "security": [],
-                "description": "Goal-planning agent (seed 000), called by the backend only (IAM in production).",
-                "requestBody": {"required": True, "content": _json(REF.format(model="GoalsRequest"))},
-                "responses": {"200": {"description": "reply, action and state",
-                                      "content": _json(REF.format(model="GoalsResponse"))},
-                              **_errors(400, 502, 503)}}},
-        },
+        "paths": paths,
         "components": {
             "schemas": schemas,
             "securitySchemes": {

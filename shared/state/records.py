@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from shared.errors import AgentRuntimeError
+from shared.errors import ApiError
 
 SCHEMA_VERSION = 1
 """Versions: 1 = first layout (runs with a turns subcollection, actions, events, approvals)."""
@@ -28,8 +28,13 @@ TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
 TERMINAL_ACTION_STATUSES: frozenset[str] = frozenset({"completed", "failed", "rejected"})
 
 
-class SchemaVersionError(AgentRuntimeError):
-    """A stored record was written by a newer version of the runtime."""
+class SchemaVersionError(ApiError):
+    """A stored record was written by a newer version of the runtime (read by an older instance,
+    e.g. after a rollback). Nothing is written; the HTTP edge logs it and answers 500
+    ``SCHEMA_VERSION_UNSUPPORTED`` with this message instead of an anonymous internal error."""
+
+    status = 500
+    code = "SCHEMA_VERSION_UNSUPPORTED"
 
 
 def now() -> float:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
-from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
+from devserver import create_app
+from shared.models.base import ModelRequest, Turn
+from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from tests.e2e.conftest import ALICE, BOB, Install
 
 
@@ -131,6 +134,48 @@ def test_second_run_on_a_paused_thread_is_409(install: Install, client: FlaskCli
     client.post("/api/agent/run", json={"prompt": "x", "threadId": "t1"}, headers=ALICE)
     resp = client.post("/api/agent/run", json={"prompt": "y", "threadId": "t1"}, headers=ALICE)
     assert resp.status_code == 409 and resp.get_json()["error"]["code"] == "APPROVAL_PENDING"
+
+
+def test_second_run_while_the_first_is_in_progress_is_409_run_active(install: Install,
+                                                                   client: FlaskClient) -> None:
+    """The first request is held inside its model call (so its run is in progress, deterministically)
+    while a second request on the same thread arrives over HTTP."""
+    gate, entered = threading.Event(), threading.Event()
+
+    def held(request: ModelRequest) -> Turn:
+        entered.set()
+        assert gate.wait(10), "the test never released the first run"
+        return text_turn("first done")
+
+    install(FunctionModel(held))
+    first: dict[str, Any] = {}
+
+    def first_request() -> None:
+        resp = create_app().test_client().post("/api/agent/run", json={"prompt": "x", "threadId": "busy"},
+                                               headers=ALICE)
+        first.update(status=resp.status_code, body=resp.get_json())
+
+    worker = threading.Thread(target=first_request, name="first-request")
+    worker.start()
+    try:
+        assert entered.wait(10), "the first run never reached its model call"
+        for path in ("/api/agent/run", "/api/agent/run/stream"):
+            resp = client.post(path, json={"prompt": "y", "threadId": "busy"}, headers=ALICE)
+            assert resp.status_code == 409, (path, resp.data)
+            err = resp.get_json()["error"]
+            assert err["code"] == "RUN_ACTIVE" and err["details"]["runId"].startswith("run_"), err
+        # supersede only rejects pending approvals; it does not take over a running run
+        resp = client.post("/api/agent/run", json={"prompt": "y", "threadId": "busy", "supersede": True},
+                           headers=ALICE)
+        assert resp.status_code == 409 and resp.get_json()["error"]["code"] == "RUN_ACTIVE"
+    finally:
+        gate.set()
+        worker.join(10)
+    assert not worker.is_alive()
+    assert first["status"] == 200 and first["body"]["status"] == "completed"
+    assert first["body"]["runId"] == err["details"]["runId"]
+    after = client.post("/api/agent/run", json={"prompt": "z", "threadId": "busy"}, headers=ALICE)
+    assert after.status_code == 200 and after.get_json()["status"] == "completed"
 
 
 def test_idempotency_key_header_returns_the_same_run(install: Install, client: FlaskClient) -> None:
