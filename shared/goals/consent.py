@@ -7,12 +7,15 @@ anything that is not clearly an unconditional approval is *not* consent.
 The message is normalised (case, apostrophes, emoji mapped to words) and split into clauses at
 punctuation and at conjunctions ("but", "though", "if", "after", ...). Each clause is one of:
 
-- ``negative``: a negation, refusal or hedge ("not yet", "no", "wait", "maybe", "so far").
+- ``negative``: a negation, refusal or hedge ("not yet", "no", "wait", "maybe", "so far",
+  "for now", "at the moment": fine as it stands is not "save it as my goal").
 - ``request``: asks for a change or for something new (an edit verb, "I want", "what about",
   "first", a question that is not a request to save).
 - ``positive``: an approval ("looks good", "yes", "save it", a thumbs-up) with nothing else in it
   but filler words ("to me", "the plan", "please").
-- ``neutral``: only filler ("thanks!", "I'm excited").
+- ``neutral``: only filler ("thanks!", "I'm excited", "I'm done"). "Done" is filler, not approval:
+  "I'm done" may mean done editing, done for today or done with the app, so on its own it refines
+  (the next reply asks again); "done, save it" approves.
 - ``unknown``: anything else ("yes the design phase is too long").
 
 Consent means at least one positive clause and every other clause positive or neutral.
@@ -44,7 +47,13 @@ class ConsentResult:
 
     @property
     def reason(self) -> str:
+        """Each clause's kind and text: quotes the user's message, so for DEBUG logs and tests only."""
         return "; ".join(f"{c.kind}: {c.text!r}" for c in self.clauses) or "empty message"
+
+    @property
+    def code(self) -> str:
+        """The clause kinds in order (``positive,negative,request``): safe to log at INFO."""
+        return ",".join(c.kind for c in self.clauses) or "empty"
 
 
 _EMOJI_WORDS = {
@@ -68,8 +77,11 @@ _NEUTRAL_NEGATIONS = re.compile(r"\bno problem\b|\bno worries\b|\bcan'?t wait\b|
 _NEGATIVE = re.compile(
     r"\b(?:no|nope|nah|not|never|don'?t|do not|doesn'?t|does not|isn'?t|is not|aren'?t|won'?t|wouldn'?t"
     r"|shouldn'?t|can'?t|cannot|didn'?t|haven'?t|wait|hold on|hold off|stop|cancel|hmm+|uh+|um+|meh"
-    r"|maybe|perhaps|probably|unsure|i guess|i suppose|kind of|kinda|sort of|almost|nearly|so far|yet"
-    r"|later|wrong|bad|hate|dislike|disagree|reject|rejected|decline)\b")
+    r"|maybe|perhaps|probably|unsure|i guess|i suppose|kind of|kinda|sort of|almost|nearly|yet"
+    r"|later|wrong|bad|hate|dislike|disagree|reject|rejected|decline"
+    # Hedges: approval of the plan as it stands *for now* is not consent to save it as the goal.
+    r"|so far|for now|for the moment|at the moment|for the time being|as of now|up to now|until now"
+    r"|at this point|at this stage|in principle|in theory|tentatively|provisionally|mostly|more or less)\b")
 
 # Verbs and phrases that ask for a change or for new content.
 _REQUEST = re.compile(
@@ -95,7 +107,7 @@ _POSITIVE = re.compile(
     r"\b(?:exactly what i (?:wanted|needed|was looking for)|yes|yeah|yea|yep|yup|ya|yas|yass|yesss*"
     r"|ok|okay|okey|okie|k|kk|sure|alright|all right|fine|good"
     r"|great|perfect|excellent|awesome|amazing|fantastic|brilliant|wonderful|nice|cool|love it|love this"
-    r"|i love it|lgtm|agree|agreed|deal|done|correct|right|exactly|absolutely|definitely|of course"
+    r"|i love it|lgtm|agree|agreed|deal|correct|right|exactly|absolutely|definitely|of course"
     r"|sounds good|looks good|works for me|that works|it works|let'?s do it|let'?s do this|let'?s go"
     r"|all good|good to go|spot on|nailed it|count me in|happy with|satisfied|that'?s it|that'?s the one"
     r"|approving"
@@ -110,7 +122,7 @@ be been looks look looked sounds sound seems seem seemed feels feel i i'm im we 
 let's lets please pls plz thanks thank thx ty cheers so very really much lot just totally pretty
 quite super all everything well now oh wow haha lol yay woohoo hooray excited start begin ready
 can could would will here there go and honestly actually then great awesome amazing
-nice cool perfect good love __neutral__
+nice cool perfect good love done __neutral__
 """))
 
 _CLAUSE_SPLIT = re.compile(

@@ -107,6 +107,11 @@ class GoalsContext(_Closed):
     existingGoals: list[ExistingGoal] = Field(default_factory=list, max_length=200)
     calendarEvents: list[CalendarEvent] = Field(default_factory=list, max_length=500)
 
+    @field_validator("existingGoals", "calendarEvents", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        return [] if value is None else value
+
 
 class SessionState(_Closed):
     """The session state the backend persisted from the previous response (absent: a new session)."""
@@ -131,6 +136,12 @@ class GoalsRequest(_Closed):
     message: Annotated[StrictStr, Field(min_length=1, max_length=4000)]
     context: GoalsContext = Field(default_factory=GoalsContext)
     state: SessionState = Field(default_factory=SessionState)
+
+    @field_validator("context", "state", mode="before")
+    @classmethod
+    def _null_is_default(cls, value: Any) -> Any:
+        # A backend starting a new session may send null: the same as leaving the field out.
+        return {} if value is None else value
 
     @field_validator("message")
     @classmethod

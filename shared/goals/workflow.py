@@ -72,7 +72,9 @@ def check_approval(request: GoalsRequest) -> Approval:
     plan = None if closed else state.proposed_plan
     consent = detect_consent(request.message)
     routing: Routing = "finalize_only" if consent.consent and plan is not None else "needs_planning"
-    log.info("goals: routing %s (consent %s: %s)", routing, consent.consent, consent.reason)
+    # INFO carries categories only; the clauses quote the user's message (DEBUG at most).
+    log.info("goals: routing %s (consent %s; clauses %s)", routing, consent.consent, consent.code)
+    log.debug("goals: consent clauses: %s", consent.reason)
     return Approval(routing=routing, consent=consent, plan=plan, new_goal=closed)
 
 
@@ -127,9 +129,14 @@ class GoalPlanningWorkflow:
 
     def run(self, request: GoalsRequest) -> GoalsResponse:
         approval = check_approval(request)
-        today = self._today or datetime.now(UTC).date()
+        today = self._today or utc_today()
         result = plan(request, approval, Planner(self._model, today=today, timeout_s=self._timeout_s))
         return finalize(request, approval, result)
+
+
+def utc_today() -> date:
+    """Today's date in UTC: the ``today`` the model is given and scheduled tasks must come after."""
+    return datetime.now(UTC).date()
 
 
 def preview_id(request: GoalsRequest, live: GoalPreview) -> str:

@@ -1,14 +1,16 @@
 """Fixtures for the goals tests: the ``goals`` function served in-process by functions-framework,
-with the real google-genai SDK pointed at a local fake Gemini server."""
+with the real google-genai SDK pointed at a local fake Gemini server, and a fixed "today"."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 
 import pytest
 from flask.testing import FlaskClient
 from functions_framework import create_app
 
+from shared.goals import workflow
 from shared.models.factory import clear_model_cache
 from tests.fakes.fake_gemini import FakeGemini
 
@@ -28,3 +30,13 @@ def fake_gemini(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGemini]:
 def goals_client() -> FlaskClient:
     """The goals entry point exactly as functions-framework deploys it (``--target goals``)."""
     return create_app("goals", "functions/goals.py", "http").test_client()
+
+
+TODAY = date(2025, 11, 1)  # the spec's examples are in November 2025
+
+
+@pytest.fixture(autouse=True)
+def fixed_today(monkeypatch: pytest.MonkeyPatch) -> date:
+    """The workflow's clock (``utc_today``) reads ``TODAY``, so the spec's 2025 dates are in the future."""
+    monkeypatch.setattr(workflow, "utc_today", lambda: TODAY)
+    return TODAY

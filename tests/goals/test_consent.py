@@ -47,6 +47,11 @@ APPROVALS = [
     "Looks good, I'm excited to start!",
     "\uff39\uff25\uff33",  # full-width YES
     "yes!!! \U0001f389",
+    # "now" on its own is not a hedge; "done" is filler that does not block an explicit approval.
+    "Looks good now, save it",
+    "Perfect now, thanks!",
+    "I'm done, looks good",
+    "Done, save it",
 ]
 
 NOT_APPROVALS = [
@@ -92,6 +97,26 @@ NOT_APPROVALS = [
     "yesterday was busy",
     "Okay, make the launch earlier",
     "LOOKS GOOD BUT CHANGE THE TITLE",
+    # Hedges: fine as it stands is not "save it as my goal".
+    "looks good for now",
+    "Looks good... for now",
+    "LOOKS GOOD FOR NOW",
+    "looks good at the moment",
+    "Fine for the moment",
+    "ok for the time being",
+    "Looks good \U0001f44d for now",
+    "Save it for now",
+    "nothing else for now",
+    "mostly looks good",
+    "Looks great at this point",
+    # "Done" is ambiguous (done editing, done for today, done with the app): not consent on its own.
+    "I'm done",
+    "done!",
+    "I'm done for now",
+    # Approval followed by something that is not an approval.
+    "Sounds good, let me sleep on it",
+    "yes if that's ok",
+    "Ok I'll think about it",
 ]
 
 
@@ -116,3 +141,6 @@ def test_the_decision_names_its_clauses() -> None:
     result = detect_consent("Go ahead, but move the design phase")
     assert [c.kind for c in result.clauses] == ["positive", "negative", "request"]
     assert "move the design phase" in result.reason
+    # The code (what INFO logs carry) names the kinds only, never the user's words.
+    assert result.code == "positive,negative,request"
+    assert detect_consent("").code == "empty"

@@ -33,6 +33,9 @@ def test_the_schemas_are_self_contained_and_name_every_field() -> None:
     assert _properties(edit) == {"summary", "goal", "milestoneChanges"}
     assert _properties(edit, "milestoneChanges", "[]") == {"action", "ref", "after", "milestone"}
     assert _properties(edit, "milestoneChanges", "[]", "milestone") == {"title", "description", "dueDate", "tasks"}
+    # An edit's tasks name the current task they continue (so it keeps its id); a new plan's do not.
+    assert _properties(edit, "milestoneChanges", "[]", "milestone", "tasks", "[]") == {
+        "ref", "title", "description", "dueDate", "start", "end"}
 
 
 def test_the_schemas_accept_the_answers_the_planner_accepts() -> None:
@@ -59,6 +62,10 @@ def test_untouched_milestones_are_the_same_objects() -> None:
     ([add(milestone("X"), after="M9")], "after='M9'"),
     ([{"action": "add", "ref": None, "after": None, "milestone": None}], "add needs a milestone"),
     ([{"action": "replace", "ref": "M2", "milestone": None}], "replace needs the complete new milestone"),
+    ([replace("M1", milestone("X", {"ref": "M1.T9", "title": "T"}))], "task ref='M1.T9' is not a task"),
+    ([add(milestone("X", {"ref": "M2.T1", "title": "T"}))], "belongs to M2, which this edit keeps unchanged"),
+    ([replace("M2", milestone("X", {"ref": "M2.T1", "title": "A"}, {"ref": "M2.T1", "title": "B"}))],
+     "task ref='M2.T1' is used twice"),
 ])
 def test_invalid_edits_are_described(changes: list[dict[str, Any]], problem: str) -> None:
     plan = GoalPreview.model_validate(PORTFOLIO_PLAN)
@@ -75,3 +82,24 @@ def test_a_task_needs_both_times_in_order() -> None:
                                                      "end": "2025-11-03T14:00:00Z"}))
     with pytest.raises(ValueError, match="end must be after start"):
         NewPlanDraft.model_validate(backwards)
+
+
+def test_tasks_of_a_removed_milestone_can_move_and_keep_their_ids() -> None:
+    plan = GoalPreview.model_validate(PORTFOLIO_PLAN)
+    split = edit_answer(
+        replace("M2", milestone("Build Phase", {"ref": "M2.T1", "title": "Set up the static site"})),
+        add(milestone("Content", {"ref": "M2.T2", "title": "Write pages"}, {"ref": "M3.T1", "title": "Buy a domain"},
+                      "Proofread"), after="M2"),
+        remove("M3"))
+    updated, changed = apply_edit(plan, PlanEdit.model_validate(split))
+    assert [m.title for m in updated.milestones] == ["Design Phase", "Build Phase", "Content"]
+    assert [[t.id for t in m.tasks] for m in updated.milestones] == [["t_1"], ["t_2"], ["t_3", "t_4", None]]
+    assert updated.milestones[1].id == "ms_2" and updated.milestones[2].id is None
+    assert [m.title for m in changed] == ["Build Phase", "Content"]
+
+
+def test_a_title_match_never_takes_a_task_another_task_names() -> None:
+    plan = GoalPreview.model_validate(PORTFOLIO_PLAN)
+    edit = edit_answer(replace("M2", milestone("Build Phase", "Write pages", {"ref": "M2.T2", "title": "Write copy"})))
+    updated, _ = apply_edit(plan, PlanEdit.model_validate(edit))
+    assert [(t.id, t.title) for t in updated.milestones[1].tasks] == [(None, "Write pages"), ("t_3", "Write copy")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from typing import Any
@@ -210,3 +211,82 @@ def test_importing_the_entry_point_loads_neither_the_sdk_nor_the_state_store() -
             "assert not bad, bad\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("nulls", [
+    {"state": None},
+    {"context": None},
+    {"state": None, "context": None},
+    {"context": {"existingGoals": None, "calendarEvents": None}, "state": {"proposed_plan": None, "step": None}},
+])
+def test_null_state_and_context_are_a_new_session(goals_client: FlaskClient, fake_gemini: FakeGemini,
+                                                  nulls: dict[str, Any]) -> None:
+    fake_gemini.push(answer(new_plan_answer("Learn Kotlin", summary="")))
+    status, out = post(goals_client, {"userId": "u_001", "sessionId": None, "message": "I want to learn Kotlin.",
+                                      **nulls})
+    assert status == 200, out
+    assert_valid_response(out)
+    assert out["reply"] == NEW_PLAN_REPLY
+    assert out["state"] == {"step": "plan_generated", "iteration": 1, "sessionActive": True}
+    prompt = json.loads(fake_gemini.requests[0].body["contents"][0]["parts"][0]["text"])
+    assert prompt["existingGoals"] == [] and prompt["calendarEvents"] == []
+    fake_gemini.assert_complete()
+
+
+@pytest.mark.parametrize("state", [None, {}, {"step": "plan_generated", "iteration": 1, "proposed_plan": None},
+                                   {"step": "plan_iteration", "iteration": 2, "proposed_plan": {}}])
+def test_approval_with_no_plan_is_a_new_plan_request(goals_client: FlaskClient, fake_gemini: FakeGemini,
+                                                     state: dict[str, Any] | None) -> None:
+    fake_gemini.push(answer(new_plan_answer("Get fit", milestone("Start", "Walk 20 minutes"),
+                                            summary="A gentle start.")))
+    body: dict[str, Any] = {"userId": "u_001", "sessionId": "sess_goal_001", "message": "Looks good!",
+                            "context": CONTEXT}
+    if state is not None:
+        body["state"] = state
+    status, out = post(goals_client, body)
+    assert status == 200, out
+    assert_valid_response(out)
+    assert out["reply"] == "Here\u2019s a plan based on your message! A gentle start."
+    assert out["action"]["type"] == "save_preview" and out["action"]["payload"]["iteration"] == 1
+    assert out["action"]["payload"]["goalPreview"]["goal"]["title"] == "Get fit"
+    assert out["state"] == {"step": "plan_generated", "iteration": 1, "sessionActive": True}
+    # Exactly one model call, for a new plan (not an edit of a plan that does not exist).
+    [sent] = fake_gemini.requests
+    assert "milestoneChanges" not in sent.body["generationConfig"]["responseJsonSchema"]["properties"]
+    prompt = json.loads(sent.body["contents"][0]["parts"][0]["text"])
+    assert prompt["request"] == "Looks good!" and "currentPlan" not in prompt
+    fake_gemini.assert_complete()
+
+
+def test_a_task_scheduled_today_is_repaired_over_http(goals_client: FlaskClient, fake_gemini: FakeGemini) -> None:
+    def scheduled(start: str, end: str) -> dict[str, Any]:
+        return new_plan_answer("Learn Kotlin", milestone("Basics", {"title": "Koans", "start": start, "end": end}))
+
+    fake_gemini.push(answer(scheduled("2025-11-01T18:00:00Z", "2025-11-01T19:00:00Z")),
+                     answer(scheduled("2025-11-04T18:00:00Z", "2025-11-04T19:00:00Z")))
+    status, out = post(goals_client, request("I want to learn Kotlin.", step=None))
+    assert status == 200, out
+    assert fake_gemini.requests[0].body["contents"][0]["parts"][0]["text"].count('"today": "2025-11-01"') == 1
+    repair = fake_gemini.requests[1].body["contents"][-1]["parts"][0]["text"]
+    assert "not after today (2025-11-01)" in repair
+    assert out["action"]["payload"]["goalPreview"]["milestones"][0]["tasks"][0]["start"] == "2025-11-04T18:00:00Z"
+    fake_gemini.assert_complete()
+
+
+def test_the_users_message_is_not_logged_at_info(goals_client: FlaskClient, fake_gemini: FakeGemini,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    mark = "msgsecreta41d"  # one word: the consent clauses keep it as written
+    caplog.set_level(logging.DEBUG)
+    fake_gemini.push(answer(edit_answer(add(milestone("Testing", "Check links")), summary="Added testing.")),
+                     answer(new_plan_answer("Learn Kotlin")))
+    for body in (request(f"Looks good but add {mark} testing", plan=PORTFOLIO_PLAN),
+                 request(f"Looks good! {mark}", step=None),
+                 request("Looks good!", plan=PORTFOLIO_PLAN)):
+        status, out = post(goals_client, body)
+        assert status == 200, out
+    fake_gemini.assert_complete()
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert sum("goals: routing" in line for line in loud) == 3, loud
+    for text in (mark, "looks good"):
+        assert not [line for line in loud if text.casefold() in line.casefold()], loud
+    assert mark.casefold() in " ".join(r.getMessage() for r in caplog.records).casefold()  # at DEBUG

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from datetime import date
 from typing import Any
 
@@ -90,16 +91,60 @@ def test_case2_refinement_edits_the_plan_and_keeps_unrelated_milestones() -> Non
     assert "milestoneChanges" in model.requests[0].response_schema["properties"]  # type: ignore[index]
 
 
-def test_refinement_replace_keeps_the_milestone_id_and_remove_drops_only_its_target() -> None:
-    answer = edit_answer(replace("M1", milestone("Design Phase", "Sketch layouts", dueDate="2025-11-10")),
-                         remove("M3"), summary="Moved the design phase to next week and dropped the launch.")
-    out, _ = run(request("Move the design phase to next week and drop the launch", plan=PORTFOLIO_PLAN,
-                         iteration=3), answer)
+def test_moving_the_design_phase_keeps_unrelated_milestones_and_the_task_ids() -> None:
+    plan = copy.deepcopy(PORTFOLIO_PLAN)
+    plan["milestones"][0]["tasks"] = [{"id": "t_1", "title": "Sketch layouts", "done": True},
+                                      {"id": "t_0", "title": "Pick fonts", "description": "Two at most"}]
+    moved = milestone("Design Phase",
+                      {"ref": "M1.T1", "title": "Sketch layouts", "start": "2025-11-10T09:00:00Z",
+                       "end": "2025-11-10T10:00:00Z"},
+                      {"ref": "M1.T2", "title": "Pick fonts", "dueDate": "2025-11-12"},
+                      dueDate="2025-11-14")
+    out, model = run(request("Can you move the design phase to next week?", plan=plan, iteration=3),
+                     edit_answer(replace("M1", moved), summary="Moved the design phase to next week."))
     preview = out["action"]["payload"]["goalPreview"]
-    assert preview["milestones"][0] == {"id": "ms_1", "color": "purple", "title": "Design Phase",
-                                        "dueDate": "2025-11-10", "tasks": [{"title": "Sketch layouts"}]}
-    assert preview["milestones"][1:] == [PORTFOLIO_PLAN["milestones"][1]]
+    # The edited milestone keeps its id, backend fields, and each task its id, fields and description.
+    assert preview["milestones"][0] == {
+        "id": "ms_1", "color": "purple", "title": "Design Phase", "dueDate": "2025-11-14",
+        "tasks": [{"id": "t_1", "done": True, "title": "Sketch layouts", "start": "2025-11-10T09:00:00Z",
+                   "end": "2025-11-10T10:00:00Z"},
+                  {"id": "t_0", "title": "Pick fonts", "description": "Two at most", "dueDate": "2025-11-12"}]}
+    # Unrelated milestones come back exactly as sent.
+    assert preview["milestones"][1:] == PORTFOLIO_PLAN["milestones"][1:]
+    assert preview["goal"] == PORTFOLIO_PLAN["goal"] and preview["id"] == "gp_456"
     assert out["state"] == {"step": "plan_iteration", "iteration": 4, "sessionActive": True}
+    # The model saw every task labelled, so it can name the one it keeps.
+    sent = prompt_of(model.requests[0])["currentPlan"]["milestones"]
+    assert [[t["ref"] for t in m["tasks"]] for m in sent] == [["M1.T1", "M1.T2"], ["M2.T1", "M2.T2"], ["M3.T1"]]
+    assert sent[0]["tasks"][0] == {"ref": "M1.T1", "id": "t_1", "title": "Sketch layouts", "done": True}
+
+
+def test_a_task_the_model_gives_without_ref_keeps_its_id_by_title() -> None:
+    moved = milestone("Design Phase", "sketch layouts ", "Choose colours", dueDate="2025-11-14")
+    out, _ = run(request("Move the design phase to next week", plan=PORTFOLIO_PLAN),
+                 edit_answer(replace("M1", moved)))
+    tasks = out["action"]["payload"]["goalPreview"]["milestones"][0]["tasks"]
+    assert tasks == [{"id": "t_1", "title": "sketch layouts "}, {"title": "Choose colours"}]
+
+
+def test_remove_drops_only_its_target() -> None:
+    out, _ = run(request("Drop the launch", plan=PORTFOLIO_PLAN), edit_answer(remove("M3")))
+    assert out["action"]["payload"]["goalPreview"]["milestones"] == PORTFOLIO_PLAN["milestones"][:2]
+
+
+def test_an_edited_goal_keeps_its_description_unless_the_model_changes_it() -> None:
+    plan = copy.deepcopy(PORTFOLIO_PLAN)
+    plan["goal"].update(id="g_9", emoji="\U0001f310")
+    out, _ = run(request("Call it 'My Portfolio'", plan=plan),
+                 edit_answer(goal={"title": "My Portfolio", "description": None, "targetDate": "2026-01-31"}))
+    assert out["action"]["payload"]["goalPreview"]["goal"] == {
+        "id": "g_9", "emoji": "\U0001f310", "title": "My Portfolio", "description": "A site that shows my work",
+        "targetDate": "2026-01-31"}
+    out, _ = run(request("Call it 'My Portfolio'", plan=plan), edit_answer(goal={"title": "My Portfolio"}))
+    assert out["action"]["payload"]["goalPreview"]["goal"]["description"] == "A site that shows my work"
+    out, _ = run(request("Describe it as a design showcase", plan=plan),
+                 edit_answer(goal={"title": "Build Portfolio Website", "description": "A design showcase"}))
+    assert out["action"]["payload"]["goalPreview"]["goal"]["description"] == "A design showcase"
 
 
 def test_refinement_can_change_the_goal_and_add_at_the_start() -> None:
@@ -273,3 +318,103 @@ def test_the_offline_planner_removes_a_named_milestone() -> None:
     body = assert_valid_response(plan.to_json())
     titles = [m["title"] for m in body["action"]["payload"]["goalPreview"]["milestones"]]
     assert titles == ["Design Phase", "Launch"]
+
+
+def _scheduled(start: str, end: str) -> dict[str, Any]:
+    return milestone("Basics", {"title": "Koans", "start": start, "end": end})
+
+
+@pytest.mark.parametrize(("start", "end"), [
+    ("2025-11-01T15:00:00Z", "2025-11-01T16:00:00Z"),  # today
+    ("2025-10-20T15:00:00Z", "2025-10-20T16:00:00Z"),  # the past
+    ("2025-11-01T23:00:00-05:00", "2025-11-01T23:30:00-05:00"),  # 2 Nov in UTC, but written as today
+    ("2025-11-01T20:00:00", "2025-11-01T21:00:00"),  # no offset: UTC
+])
+def test_a_task_scheduled_on_or_before_today_is_repaired(start: str, end: str) -> None:
+    out, model = run(request("I want to learn Kotlin.", step=None),
+                     new_plan_answer("Learn Kotlin", _scheduled(start, end)),
+                     new_plan_answer("Learn Kotlin", _scheduled("2025-11-02T09:00:00Z", "2025-11-02T10:00:00Z")))
+    assert "which is not after today (2025-11-01)" in model.requests[1].turns[2].text
+    assert out["action"]["payload"]["goalPreview"]["milestones"][0]["tasks"][0]["start"] == "2025-11-02T09:00:00Z"
+
+
+def test_the_day_of_a_task_is_its_date_as_written() -> None:
+    # 1 Nov 19:30 UTC, but 2 Nov in the offset the model wrote: after the "today" it was given.
+    tomorrow_there = _scheduled("2025-11-02T00:30:00+05:00", "2025-11-02T01:30:00+05:00")
+    out, model = run(request("I want to learn Kotlin.", step=None), new_plan_answer("Learn Kotlin", tomorrow_there))
+    assert out["action"]["type"] == "save_preview" and len(model.requests) == 1
+
+
+def test_a_task_that_keeps_starting_today_is_not_saved() -> None:
+    today = _scheduled("2025-11-01T18:00:00Z", "2025-11-01T19:00:00Z")
+    out, _ = run(request("Add a practice milestone", plan=PORTFOLIO_PLAN, step="plan_iteration", iteration=2),
+                 edit_answer(add(today)), edit_answer(add(today)))
+    assert out["action"] == {"type": "none", "payload": {}}
+    assert out["state"] == {"step": "plan_iteration", "iteration": 2, "sessionActive": True}
+
+
+def test_a_past_slot_the_plan_already_had_does_not_block_an_edit_of_its_milestone() -> None:
+    plan = copy.deepcopy(PORTFOLIO_PLAN)
+    plan["milestones"][0]["tasks"][0].update(start="2025-10-30T09:00:00Z", end="2025-10-30T10:00:00Z")
+    kept = {"ref": "M1.T1", "title": "Sketch layouts", "start": "2025-10-30T09:00:00Z", "end": "2025-10-30T10:00:00Z"}
+    out, model = run(request("Rename the design phase to Design", plan=plan),
+                     edit_answer(replace("M1", milestone("Design", kept))))
+    assert out["action"]["type"] == "save_preview" and len(model.requests) == 1
+    assert out["action"]["payload"]["goalPreview"]["milestones"][0]["tasks"][0]["id"] == "t_1"
+
+
+# The spec's sentences, copied from seed 000 (section 7 and 9) character for character: a
+# typographic apostrophe (U+2019) in the plan replies, an ASCII one in the finalisation reply.
+SPEC_NEW_PLAN = "Here\u2019s a plan based on your message!"
+SPEC_NEW_GOAL = "Here\u2019s a plan based on your new message!"
+SPEC_UPDATED = "I\u2019ve updated your plan as requested."
+SPEC_CREATED = "I've created a goal for you: {title} \U0001f3af"
+
+
+def assert_opens_with(reply: str, sentence: str) -> None:
+    """``sentence`` is the reply's exact first sentence: the whole reply, or followed by a space."""
+    assert reply == sentence or reply.startswith(sentence + " "), reply
+
+
+def test_the_replies_open_with_the_spec_sentences_exactly() -> None:
+    assert (NEW_PLAN_REPLY, NEW_GOAL_REPLY, UPDATED_REPLY) == (SPEC_NEW_PLAN, SPEC_NEW_GOAL, SPEC_UPDATED)
+    summary = "  Four steps. Start small!  "
+    new, _ = run(request("I want to learn Kotlin.", step=None), new_plan_answer("Learn Kotlin", summary=summary))
+    assert_opens_with(new["reply"], SPEC_NEW_PLAN)
+    assert new["reply"] == f"{SPEC_NEW_PLAN} Four steps. Start small!"
+    bare, _ = run(request("I want to learn Kotlin.", step=None), new_plan_answer("Learn Kotlin", summary=""))
+    assert bare["reply"] == SPEC_NEW_PLAN
+    updated, _ = run(request("Add testing", plan=PORTFOLIO_PLAN), edit_answer(add(milestone("Testing", "x")),
+                                                                            summary="Added testing."))
+    assert_opens_with(updated["reply"], SPEC_UPDATED)
+    again, _ = run(request("Now I want to start learning Flutter.", plan=PORTFOLIO_PLAN, step="finalized",
+                           active=False), new_plan_answer("Learn Flutter", summary="Widgets first."))
+    assert again["reply"] == f"{SPEC_NEW_GOAL} Widgets first."
+    created, _ = run(request("Looks good!", plan=PORTFOLIO_PLAN))
+    assert created["reply"] == SPEC_CREATED.format(title="Build Portfolio Website")
+
+
+MESSAGE_MARK = "msgsecret7c1e"
+ANSWER_MARK = "answersecret3b9d"
+EVENT_MARK = "eventsecret55f0"
+
+
+@pytest.mark.parametrize("message", [f"Looks good, but {MESSAGE_MARK} the design phase",
+                                     f"Looks good! {MESSAGE_MARK}", "Looks good!"])
+def test_no_user_text_or_model_output_is_logged_at_info(caplog: pytest.LogCaptureFixture, message: str) -> None:
+    context = {"existingGoals": [], "calendarEvents": [{**MEETING, "title": EVENT_MARK}]}
+    clash = milestone(ANSWER_MARK, {"title": ANSWER_MARK, "start": "2025-11-03T14:30:00Z",
+                                    "end": "2025-11-03T15:30:00Z"})
+    caplog.set_level(logging.DEBUG)
+    body = request(message, plan=PORTFOLIO_PLAN, context=context)
+    answers = [] if message == "Looks good!" else [edit_answer(add(clash)), edit_answer(add(clash))]
+    run(body, *answers)
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert any("routing" in line for line in loud), loud  # the decision is logged, as categories
+    for mark in (MESSAGE_MARK, ANSWER_MARK, EVENT_MARK, "looks good"):
+        assert not [line for line in loud if mark.casefold() in line.casefold()], loud
+    # The details are still there for debugging (so this test would see them if they moved up).
+    quiet = " ".join(r.getMessage() for r in caplog.records if r.levelno < logging.INFO)
+    assert "looks good" in quiet
+    if answers:
+        assert ANSWER_MARK in quiet and EVENT_MARK in quiet
