@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from shared.agent.context import Services
@@ -34,6 +37,11 @@ log = logging.getLogger("agent_runtime.approvals")
 OUTBOX = "outbox"
 OUTBOX_GRACE_S = 30.0
 """The sweep re-publishes pending outbox entries older than this (younger ones are still being published)."""
+
+
+CONTENTION_ATTEMPTS = 4
+CONTENTION_BACKOFF_S = 0.2
+"""A contended decision is tried again after ~0.2, 0.4, 0.8 s (jittered) before answering 503."""
 
 
 def outbox_path(approval_id: str) -> str:
@@ -102,13 +110,7 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
                        "status": "pending", "createdAt": at}))
         return Decision(run.run_id, approval.approval_id, approval.status)
 
-    try:
-        out = services.runs.store.run_transaction(txn)
-    except TransactionContention:
-        # Concurrent calls for the same approval: the winner's commit made ours give up. Tell the
-        # caller what happened instead of a 500: decided by the other call (409), or still
-        # contended (503, retry).
-        out = _after_contention(services, uid, req.approvalId)
+    out = _decide_with_retries(services, uid, req.approvalId, txn)
     if isinstance(out, tuple):
         # Replayed decision: make sure its resume message was not lost, then refuse.
         redeliver(services, dispatcher, req.approvalId)
@@ -121,16 +123,28 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
     return out
 
 
-def _after_contention(services: Services, uid: str, approval_id: str) -> tuple[str, str]:
-    doc = services.runs.store.get(paths.approval(uid, approval_id))
-    if doc is None:
-        raise NotFound(f"approval {approval_id} not found", code="APPROVAL_NOT_FOUND")
-    approval = ApprovalRecord.from_doc(doc.data)
-    if approval.status == "expired":
-        raise Gone(f"approval {approval_id} expired", code="APPROVAL_EXPIRED", details={"runId": approval.run_id})
-    if approval.status != "pending":
-        return ("decided", approval.run_id)
-    raise Unavailable(f"approval {approval_id} is being decided by a concurrent request; retry",
+def _decide_with_retries(services: Services, uid: str, approval_id: str,
+                         txn: Callable[[Transaction], Decision | tuple[str, str]]) -> Decision | tuple[str, str]:
+    """Run the decision transaction. Concurrent calls for the same approval make the store give up
+    on all but one (Firestore aborts the losers, sometimes before the winner committed). A loser
+    looks again: decided by the other call → the caller gets 409; still pending → it tries again,
+    a few times with backoff, before answering 503 (nothing written, retry)."""
+    for attempt in range(CONTENTION_ATTEMPTS):
+        try:
+            return services.runs.store.run_transaction(txn)
+        except TransactionContention:
+            doc = services.runs.store.get(paths.approval(uid, approval_id))
+            if doc is None:
+                raise NotFound(f"approval {approval_id} not found", code="APPROVAL_NOT_FOUND") from None
+            approval = ApprovalRecord.from_doc(doc.data)
+            if approval.status == "expired":
+                raise Gone(f"approval {approval_id} expired", code="APPROVAL_EXPIRED",
+                           details={"runId": approval.run_id}) from None
+            if approval.status != "pending":
+                return ("decided", approval.run_id)
+            log.warning("approval decision contended; retrying", extra={"fields": {"approvalId": approval_id}})
+            time.sleep(random.uniform(0.5, 1.0) * CONTENTION_BACKOFF_S * 2 ** attempt)
+    raise Unavailable(f"approval {approval_id} is being decided by concurrent requests; retry",
                       code="CONTENTION", details={"retryAfterSeconds": 1})
 
 
@@ -192,7 +206,8 @@ def sweep_outbox(services: Services, dispatcher: Dispatcher, *, older_than_s: fl
 
 def supersede_writes(services: Services, t: Transaction, snap: RunSnapshot, new_run_id: str) -> None:
     """Close a run paused for approval because a new run on its thread superseded it: its pending
-    approvals and actions are rejected (audited) and the run ends ``failed`` (SUPERSEDED)."""
+    approvals and the actions of its pause that have not run (awaiting a decision, or approved but
+    not yet resumed) are rejected (audited), and the run ends ``failed`` (SUPERSEDED)."""
     run = snap.run
     at = now()
     approvals = [t.get(paths.approval(run.uid, a)) for a in run.pending_approval_ids]
@@ -202,10 +217,11 @@ def supersede_writes(services: Services, t: Transaction, snap: RunSnapshot, new_
         if doc is None:
             continue
         approval = ApprovalRecord.from_doc(doc.data)
-        if approval.status != "pending":
+        if approval.status not in ("pending", "approved"):
             continue
-        approval.status, approval.decided_at, approval.decision_reason = "rejected", at, "superseded"
-        t.write(Write("set", paths.approval(run.uid, approval.approval_id), approval.to_doc()))
+        if approval.status == "pending":
+            approval.status, approval.decided_at, approval.decision_reason = "rejected", at, "superseded"
+            t.write(Write("set", paths.approval(run.uid, approval.approval_id), approval.to_doc()))
         audit = AuditRecord(audit_id=services.new_id("aud"), uid=run.uid, kind="approval_superseded",
                             run_id=run.run_id, action_id=approval.action_id, approval_id=approval.approval_id,
                             tool=approval.tool, decision="rejected", reason=f"superseded by run {new_run_id}")
@@ -214,7 +230,7 @@ def supersede_writes(services: Services, t: Transaction, snap: RunSnapshot, new_
         if doc is None:
             continue
         action = ActionRecord.from_doc(doc.data)
-        if action.status == "awaiting_confirmation":
+        if action.status in ("awaiting_confirmation", "approved"):
             action.status, action.outcome, action.error = "rejected", "rejected", "superseded by a new run"
             action.updated_at = at
             t.write(Write("set", paths.action(run.run_id, action.action_id), action.to_doc()))

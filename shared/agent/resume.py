@@ -15,7 +15,7 @@ from typing import Literal
 from shared.agent.approvals import handled, sweep_outbox
 from shared.agent.context import RunContext, Services
 from shared.agent.loop import drive
-from shared.agent.results import fail_run
+from shared.agent.results import fail_run, pause_for_approvals
 from shared.agent.service import new_id
 from shared.agent.tool_calls import execute_action, responses_turn
 from shared.dispatch import Dispatcher, ResumeMessage
@@ -91,7 +91,7 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             except PreconditionFailed:
                 log.warning("lost the run while closing its open turn", extra={"fields": {"runId": run_id}})
                 return "busy"
-            if not ctx.run.terminal:
+            if not ctx.run.terminal and ctx.run.status != "awaiting_confirmation":
                 drive(ctx)
             return "resumed"
     return "busy"
@@ -124,6 +124,13 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> None:
             execute_action(ctx, action)
         elif action.status == "completed":
             ctx.last_action = action
+    waiting = [a for a in turn_actions if a.status == "awaiting_confirmation"]
+    if waiting:
+        # A turn that mixed allowed calls with calls needing approval was cut off before it paused
+        # (a crash while an allowed call ran): its approvals are still open, so pause now instead
+        # of answering calls nobody decided.
+        pause_for_approvals(ctx, last_index, waiting)
+        return
     ctx.run.pending_turn = None
     ctx.run.pending_approval_ids = []
     ctx.run.status = "planning"

@@ -132,10 +132,11 @@ class RunsRepo:
                     active = t.get(paths.run(thread.active_run_id))
                     if active is not None:
                         active_run = RunRecord.from_doc(active.data)
-                        if supersede is not None and active_run.status == "awaiting_confirmation":
+                        undecided = active_run.status == "awaiting_confirmation" and _has_undecided(t, active_run)
+                        if supersede is not None and undecided:
                             supersede(t, RunSnapshot(active_run, active.token))
                         else:
-                            _refuse_if_active(active_run)
+                            _refuse_if_active(active_run, undecided=undecided)
                 t.write(Write("update", paths.thread(run.thread_id),
                               {"activeRunId": run.run_id, "updatedAt": now()}))
             else:
@@ -173,10 +174,20 @@ class RunsRepo:
         return RunSnapshot(run, tokens[0])
 
 
-def _refuse_if_active(active: RunRecord) -> None:
+def _has_undecided(t: Transaction, run: RunRecord) -> bool:
+    """Whether a paused run still waits for a person (some approval of its pause is pending).
+    When every approval is decided the run is about to resume: it is active, not waiting."""
+    for approval_id in run.pending_approval_ids:
+        doc = t.get(paths.approval(run.uid, approval_id))
+        if doc is not None and doc.data.get("status") == "pending":
+            return True
+    return False
+
+
+def _refuse_if_active(active: RunRecord, *, undecided: bool) -> None:
     if active.terminal:
         return
-    if active.status == "awaiting_confirmation":
+    if undecided:
         raise Conflict(f"thread has a run awaiting approval ({active.run_id}); decide it or set supersede",
                        code="APPROVAL_PENDING", details={"runId": active.run_id})
     raise Conflict(f"thread already has an active run ({active.run_id})", code="RUN_ACTIVE",

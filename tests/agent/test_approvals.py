@@ -18,7 +18,7 @@ from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state import paths
-from shared.state.docstore import DocStore, Query, Transaction, TransactionContention
+from shared.state.docstore import DocStore, Query, Transaction, TransactionContention, Write
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
@@ -59,6 +59,21 @@ def registry_with(ledger: Ledger) -> ToolRegistry:
                 raise Crash()
         if to == "nobody":
             raise ToolError("no such recipient")
+        return {"sent": True}
+
+    @reg.tool(side_effect=True, recipients=lambda a: [a.to])  # type: ignore[attr-defined]
+    def mail(ctx: ToolContext, to: str, body: str) -> dict[str, Any]:
+        """Mail someone (mail-like: the delegated allowlist applies).
+
+        Args:
+            to: Recipient address.
+            body: Text.
+        """
+        with ledger.lock:
+            ledger.calls.append(f"mail:{to}:{body}")
+            if ledger.crash_next:
+                ledger.crash_next = False
+                raise Crash()
         return {"sent": True}
 
     @reg.tool(side_effect=True, idempotent=True)
@@ -187,26 +202,29 @@ def test_concurrent_approve_calls_decide_once(make_runtime: MakeRuntime) -> None
 
 
 class ContendedStore:
-    """The real store, except that the next transaction first lets ``rival`` commit (another
-    approve call winning the race) and then gives up the way a contended store does."""
+    """The real store, except that its next ``times`` transactions give up the way a contended
+    store does; before the first one, ``rival`` commits (another approve call winning the race)."""
 
-    def __init__(self, inner: DocStore, rival: Callable[[], Any] | None) -> None:
+    def __init__(self, inner: DocStore, rival: Callable[[], Any] | None, times: int = 1) -> None:
         self._inner = inner
         self._rival = rival
+        self.times = times
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def run_transaction(self, fn: Callable[[Transaction], T]) -> T:
-        if self._rival is not None:
-            rival, self._rival = self._rival, None
-            rival()
+        if self.times > 0:
+            self.times -= 1
+            if self._rival is not None:
+                rival, self._rival = self._rival, None
+                rival()
             raise TransactionContention("transaction gave up after 5 attempts (test)")
         return self._inner.run_transaction(fn)
 
 
-def contended(rt: Runtime, rival: Callable[[], Any] | None) -> Runtime:
-    store = ContendedStore(rt.store, rival)
+def contended(rt: Runtime, rival: Callable[[], Any] | None, times: int = 1) -> Runtime:
+    store = ContendedStore(rt.store, rival, times)
     twin = Runtime(rt.settings, store=store, model=rt.model, dispatcher=rt.dispatcher,  # type: ignore[arg-type]
                    registry=rt.registry)
     return twin
@@ -225,10 +243,21 @@ def test_an_approve_call_that_loses_the_race_answers_409_not_500(make_runtime: M
     assert ledger.calls == ["send_note:bob:hi"]
 
 
-def test_an_approve_call_contended_without_a_winner_answers_503(make_runtime: MakeRuntime) -> None:
+def test_a_contended_approve_call_without_a_winner_tries_again(make_runtime: MakeRuntime) -> None:
     ledger = Ledger()
     rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
-    loser = contended(rt, lambda: None)
+    loser = contended(rt, None, times=2)
+    assert approve(loser, result.approval.id).decision == "approved"  # third try went through
+    deliver_all(rt)
+    assert ledger.calls == ["send_note:bob:hi"]
+
+
+def test_an_approve_call_contended_on_every_try_answers_503(make_runtime: MakeRuntime) -> None:
+    from shared.agent.approvals import CONTENTION_ATTEMPTS
+
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    loser = contended(rt, None, times=CONTENTION_ATTEMPTS)
     with pytest.raises(Unavailable) as err:
         approve(loser, result.approval.id)
     assert err.value.status == 503 and err.value.code == "CONTENTION"
@@ -528,3 +557,124 @@ def test_make_dev_runs_the_sweep_periodically(store: DocStore) -> None:
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None and snap.run.status == "completed"
     assert ledger.calls == ["send_note:bob:hi"]
+
+
+def test_a_crash_in_an_allowed_call_of_a_mixed_turn_pauses_for_the_open_approval(
+        make_runtime: MakeRuntime) -> None:
+    """Delegated user: mail to an allowlisted address runs at once, the other call needs approval.
+    The process dies inside the allowed call, before the turn paused. Recovery must not answer the
+    undecided call: it marks the cut-off call unknown and pauses for the open approval."""
+    from shared.state.records import UserProfile, UserRecord
+
+    ledger = Ledger()
+    model = ScriptedModel([calls_turn(call("mail", {"to": "bob@example.com", "body": "hi"}),
+                                      call("send_note", {"to": "carol", "body": "2"})),
+                           text_turn("Done.")])
+    rt = runtime(make_runtime, model, ledger, lease_ttl_s=0.2)
+    rt.users.put_user(UserRecord(uid="alice", trust_level="delegated",
+                                 profile=UserProfile(email_allowlist=["bob@example.com"])))
+    ledger.crash_next = True
+    with pytest.raises(Crash):
+        start_and_drive(rt, "mail bob, note carol")
+    time.sleep(0.3)
+    assert sweep(rt.services, rt.dispatcher)["recovered"] == 1
+    snap = rt.runs.get_run(snap_id := rt.store.query(Query("runs"))[0].id)
+    assert snap is not None and snap.run.status == "awaiting_confirmation"
+    mail_action, note_action = rt.runs.list_actions(snap_id)
+    assert (mail_action.status, mail_action.outcome) == ("failed", "unknown")
+    assert note_action.status == "awaiting_confirmation"
+    assert snap.run.pending_approval_ids == [note_action.approval_id]
+    assert model.remaining == 1  # the model was not asked anything yet
+    assert snap.run.result is not None and snap.run.result.approval is not None
+    approve(rt, snap.run.result.approval.id)
+    deliver_all(rt)
+    assert ledger.calls == ["mail:bob@example.com:hi", "send_note:carol:2"]  # nothing ran twice
+    responses = model.requests[1].turns[-1].parts
+    assert [p.function_response.response for p in responses if p.function_response] == [
+        {"error": mail_action.error, "outcome": "unknown"}, {"sent": True}]
+    final = rt.runs.get_run(snap_id)
+    assert final is not None and final.run.status == "completed"
+
+
+def test_supersede_of_a_fully_decided_pause_is_refused_while_it_resumes(make_runtime: MakeRuntime) -> None:
+    """Every approval of the pause is decided and the resume is on its way: the run is active,
+    not waiting for anyone. A new run answers 409 RUN_ACTIVE, with or without supersede, and the
+    approved action still runs."""
+    ledger = Ledger()
+    model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"})), text_turn("Sent."),
+                           text_turn("Next.")])
+    rt = runtime(make_runtime, model, ledger)
+    first, _ = start_and_drive(rt, "send", threadId="t7")
+    approve(rt, first.approval.id)
+    for supersede in (False, True):
+        with pytest.raises(Conflict) as err:
+            rt.agent.start("alice", RunRequest(prompt="next", threadId="t7", supersede=supersede))
+        assert err.value.code == "RUN_ACTIVE"
+    deliver_all(rt)
+    assert ledger.calls == ["send_note:bob:hi"]
+    second, _ = start_and_drive(rt, "next", threadId="t7")
+    assert second.status == "completed"
+
+
+def test_supersede_rejects_approved_but_unexecuted_actions_too(make_runtime: MakeRuntime) -> None:
+    """Two approvals, one approved, one pending: superseding rejects both (audited), so no action
+    is left 'approved' forever, and a late resume message runs nothing."""
+    ledger = Ledger()
+    model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "1"}),
+                                      call("send_note", {"to": "carol", "body": "2"})), text_turn("New.")])
+    rt = runtime(make_runtime, model, ledger)
+    first, _ = start_and_drive(rt, "send both", threadId="t8")
+    approve(rt, first.approvals[0].id)
+    second, _ = start_and_drive(rt, "never mind", threadId="t8", supersede=True)
+    assert second.status == "completed"
+    assert [(a.status, a.outcome) for a in rt.runs.list_actions(first.run_id)] == [
+        ("rejected", "rejected"), ("rejected", "rejected")]
+    kinds = [(a["kind"], a.get("approvalId")) for a in audits(rt)]
+    assert ("approval_superseded", first.approvals[0].id) in kinds
+    assert ("approval_superseded", first.approvals[1].id) in kinds
+    deliver_all(rt)  # the first decision's message arrives late
+    assert ledger.calls == []
+    old = rt.runs.get_run(first.run_id)
+    assert old is not None and old.run.status == "failed" and old.run.error is not None
+    assert old.run.error.code == "SUPERSEDED"
+
+
+@pytest.mark.parametrize("tamper", ["args", "tool", "approval_id"])
+def test_an_approval_no_longer_bound_to_its_action_is_refused(make_runtime: MakeRuntime, tamper: str) -> None:
+    """Approval binding: user, run, action, tool and the hash of the arguments. If the stored
+    action no longer matches what was approved, the decision is refused and nothing runs."""
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    (action,) = rt.runs.list_actions(result.run_id)
+    doc = rt.store.get(paths.action(result.run_id, action.action_id))
+    assert doc is not None
+    changed = dict(doc.data)
+    if tamper == "args":
+        changed["args"] = {"to": "mallory", "body": "hi"}
+    elif tamper == "tool":
+        changed["tool"] = "set_status"
+    else:
+        changed["approvalId"] = "apr_other"
+    assert changed != doc.data
+    rt.store.commit([Write("set", doc.path, changed)])
+    with pytest.raises(Conflict) as err:
+        approve(rt, result.approval.id)
+    assert err.value.code == "APPROVAL_MISMATCH"
+    deliver_all(rt)
+    assert ledger.calls == []
+
+
+def test_arguments_changed_after_the_decision_are_not_executed(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    rt, model, result, _ = paused(make_runtime, ledger, text_turn("Not sent."))
+    approve(rt, result.approval.id)
+    (action,) = rt.runs.list_actions(result.run_id)
+    doc = rt.store.get(paths.action(result.run_id, action.action_id))
+    assert doc is not None and doc.data["status"] == "approved"
+    rt.store.commit([Write("set", doc.path, {**doc.data, "args": {"to": "mallory", "body": "hi"}})])
+    deliver_all(rt)
+    assert ledger.calls == []
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.status == "failed" and "arguments changed" in (action.error or "")
+    told = model.requests[1].turns[-1].parts[0].function_response
+    assert told is not None and "arguments changed" in told.response["error"]
