@@ -26,6 +26,7 @@ from shared.tools.registry import ToolRegistry
 log = logging.getLogger("agent_runtime.agent")
 
 EventListener = Callable[[dict[str, Any]], None]
+SENT_AFTER_COMMIT = frozenset({"usage", "result", "error"})
 
 
 @dataclass
@@ -62,6 +63,7 @@ class RunContext:
     def __post_init__(self) -> None:
         self.run: RunRecord = self.snapshot.run.model_copy(deep=True)
         self._persisted_turns = len(self.turns)
+        self._held: list[dict[str, Any]] = []
         self.steps_at_start = self.run.steps
         """Each invocation (a fresh run or a resume) gets the full AGENT_MAX_LOOP_STEPS budget."""
 
@@ -71,17 +73,29 @@ class RunContext:
 
     # ---- events ------------------------------------------------------------------------------
     def emit(self, event: RunEvent) -> dict[str, Any]:
-        """Give ``event`` the next sequence number, send it live and queue it for the next commit."""
+        """Give ``event`` the next sequence number, send it live and queue it for the next commit.
+
+        Progress (status, deltas, tool calls and results) goes out at once. The stop events
+        (``usage``, ``result``, ``error``) go out only after the commit that records the stop, so a
+        client is never told a run completed, paused or failed when the store did not record it.
+        """
         self.run.last_seq += 1
         event.seq = self.run.last_seq
         doc = event_to_doc(event)
         self.pending_events.append(doc)
-        if self.listener is not None:
-            try:
-                self.listener(doc)
-            except Exception:  # a broken client must not break the run
-                log.warning("event listener failed", exc_info=True)
+        if doc.get("type") in SENT_AFTER_COMMIT:
+            self._held.append(doc)
+        else:
+            self._send(doc)
         return doc
+
+    def _send(self, doc: dict[str, Any]) -> None:
+        if self.listener is None:
+            return
+        try:
+            self.listener(doc)
+        except Exception:  # a broken client must not break the run
+            log.warning("event listener failed", exc_info=True)
 
     # ---- turns and writes --------------------------------------------------------------------
     def add_turn(self, turn: Turn) -> int:
@@ -129,3 +143,6 @@ class RunContext:
         self.pending_actions.clear()
         self.pending_events.clear()
         self.commits += 1
+        held, self._held = self._held, []
+        for doc in held:
+            self._send(doc)

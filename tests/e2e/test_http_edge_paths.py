@@ -125,6 +125,9 @@ def test_store_failing_mid_stream_ends_the_stream_with_an_error(install: Install
     assert last["type"] == "error" and last["code"] == "INTERNAL"
     assert "disk on fire" not in json.dumps(events)  # the store's message stays in the logs
     assert last["error"] == "the run stopped unexpectedly (StoreError)"
+    # Stop events go out only once their commit succeeded: no unrecorded "completed" result, and
+    # the failure the run could not record is not announced either: one error, the final one.
+    assert [e["type"] for e in events if e["type"] in ("result", "usage", "error")] == ["error"]
     seqs = [e["seq"] for e in events]
     assert seqs == sorted(set(seqs)) and seqs[0] == 1
     doc = client.get("/openapi.json").get_json()
