@@ -7,16 +7,27 @@
 - ``firestore_docstore``: a FirestoreDocStore on emptied emulator data (client shared per session).
 - ``sqlite_docstore``: a SqliteDocStore on a fresh file.
 - ``docstore``: both, for the contract suite.
+- ``network_guard`` (autouse, session): no test reaches the network, even on a machine that has
+  one. ``socket.socket.connect`` / ``connect_ex`` (and so ``socket.create_connection``, urllib,
+  httplib2, requests, asyncio) raise :class:`NetworkAccessBlocked` for any IP address outside
+  127.0.0.0/8 and ::1 (IPv4-mapped loopback included); host names other than ``localhost`` are
+  refused without being resolved. Other families (AF_UNIX) are untouched. A blocked attempt also
+  fails the test that made it at teardown, even when the code under test swallowed the error.
+  gRPC (the Firestore/Pub/Sub clients) connects from C and is not seen; it only talks to the
+  local emulators. Subprocesses are not covered.
 
 Sub-directory conftest files add their own fixtures; keep this one to processes and stores.
 """
 
 from __future__ import annotations
 
+import errno
+import ipaddress
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,6 +39,87 @@ if TYPE_CHECKING:
     from google.cloud import firestore
 
     from shared.state.firestore_docstore import FirestoreDocStore
+
+
+_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+
+
+class NetworkAccessBlocked(ConnectionRefusedError):
+    """A test tried to connect beyond the loopback interface (see ``network_guard``)."""
+
+
+def _is_loopback_ip(text: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 scope ("fe80::1%eth0")
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def _is_loopback_host(host: str) -> bool:
+    if _is_loopback_ip(host):
+        return True
+    name = host.lower().rstrip(".")
+    if name not in _LOCAL_NAMES and not name.endswith(".localhost"):
+        return False  # never resolved: a DNS query is itself network access
+    try:
+        infos = socket.getaddrinfo(name, None)
+    except OSError:
+        return False
+    return bool(infos) and all(_is_loopback_ip(str(info[4][0])) for info in infos)
+
+
+class NetworkGuard:
+    """Refuses non-loopback connects; ``blocked`` lists the attempts of the current test."""
+
+    def __init__(self) -> None:
+        self.blocked: list[str] = []
+
+    def check(self, sock: socket.socket, address: Any) -> None:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return  # AF_UNIX and other local families cannot leave the machine
+        host = address[0] if isinstance(address, tuple) and address else address
+        if isinstance(host, bytes):
+            host = host.decode(errors="replace")
+        if isinstance(host, str) and _is_loopback_host(host):
+            return
+        self.blocked.append(repr(address))
+        raise NetworkAccessBlocked(errno.ECONNREFUSED, f"tests must not reach the network: connect to {address!r} "
+                                   "refused (only 127.0.0.0/8, ::1, localhost and AF_UNIX are allowed; see "
+                                   "network_guard in tests/conftest.py)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def network_guard() -> Iterator[NetworkGuard]:
+    """Every test runs with non-loopback connects refused (see the module doc)."""
+    guard = NetworkGuard()
+    connect, connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def guarded_connect(self: socket.socket, address: Any) -> None:
+        guard.check(self, address)
+        connect(self, address)
+
+    def guarded_connect_ex(self: socket.socket, address: Any) -> int:
+        guard.check(self, address)
+        return connect_ex(self, address)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(socket.socket, "connect", guarded_connect)
+        mp.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+        yield guard
+
+
+@pytest.fixture(autouse=True)
+def _no_network_attempts(network_guard: NetworkGuard) -> Iterator[None]:
+    """Fails a test at teardown when it tried to reach the network, even if the error was swallowed."""
+    network_guard.blocked.clear()
+    yield
+    if network_guard.blocked:
+        attempts, network_guard.blocked[:] = list(network_guard.blocked), []
+        pytest.fail(f"the test tried to reach the network: {', '.join(attempts)} (blocked by network_guard in "
+                    "tests/conftest.py)", pytrace=False)
 
 
 def _emulator(name: str, env_var: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:

@@ -1,9 +1,10 @@
 """Per-user access to external services (Gmail, Calendar, Slack) for tools.
 
 A tool receives a :class:`Connectors` as ``ctx.connectors`` and asks it for the user's
-credentials; the service adapters (``gmail.py``, ``calendar.py``, ``slack.py``) are the only
-modules that import their vendor SDK, and they are imported only when a connector tool runs
-(cold start: a function that never calls one never loads ``googleapiclient``).
+credentials; the service adapters (``gmail.py``, ``calendar.py``, ``slack.py``, and
+``google_http.py``, the Google adapters' shared plumbing) are the only modules that import their
+vendor SDK (tests/connectors/test_import_boundary.py), and they are imported only when a connector
+tool runs (cold start: a function that never calls one never loads ``googleapiclient``).
 
 ```python
 conn = require_connectors(ctx.connectors)        # ConnectorError when the runtime has none

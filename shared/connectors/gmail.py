@@ -28,7 +28,7 @@ from google.auth.credentials import Credentials
 from pydantic import BaseModel, Field
 
 from shared.connectors.google_http import RetryPolicy, build_service, execute
-from shared.connectors.mail_text import html_to_text, trim
+from shared.connectors.mail_text import html_to_text, reply_subject, same_subject, trim
 from shared.errors import ToolError
 
 SERVICE = "Gmail"
@@ -182,11 +182,6 @@ def encode_raw(msg: EmailMessage) -> str:
     return base64.urlsafe_b64encode(msg.as_bytes()).decode().rstrip("=")
 
 
-def reply_subject(subject: str) -> str:
-    stripped = subject.strip()
-    return stripped if stripped.lower().startswith("re:") else f"Re: {stripped}".rstrip()
-
-
 class GmailClient:
     """Gmail v1 for one user's credentials.
 
@@ -274,10 +269,14 @@ class GmailClient:
                            draft_id=str(out.get("id", "")))
 
     def reply_to(self, thread_id: str, *, to: list[str], body: str, cc: list[str] | None = None,
-                 bcc: list[str] | None = None, draft: bool = False) -> SentMessage:
+                 bcc: list[str] | None = None, subject: str | None = None, draft: bool = False) -> SentMessage:
         """Reply in ``thread_id`` to its latest message, to exactly the given recipients.
 
-        The subject is the thread's with ``Re:``; ``In-Reply-To``/``References`` follow RFC 5322.
+        ``In-Reply-To``/``References`` follow RFC 5322. Without ``subject`` the reply's subject is
+        the latest message's with ``Re:``. With ``subject`` (what a person approved), it must name
+        the same conversation as the latest message (:func:`same_subject`), else a ``ToolError``
+        and nothing is sent; the reply then carries ``reply_subject(subject)``, exactly the
+        approved text.
         """
         raw = self._run(self._service.users().threads().get(userId=USER, id=thread_id, format="metadata",
                                                             metadataHeaders=REPLY_HEADERS),
@@ -286,9 +285,16 @@ class GmailClient:
         if not items:
             raise ToolError(f"{SERVICE}: thread {thread_id!r} has no messages to reply to")
         last = _headers(items[-1].get("payload") or {})
+        actual = last.get("subject", "")
+        if subject is not None and not same_subject(subject, actual):
+            raise ToolError(f"{SERVICE}: the reply subject {reply_subject(subject)!r} does not match thread "
+                            f"{thread_id!r}, whose latest message has subject {actual[:200]!r}; nothing was sent. "
+                            f"Reply again with subject {reply_subject(actual)[:200]!r} if this is the thread you "
+                            "meant")
         parent = last.get("message-id", "").strip()
         refs = " ".join(x for x in (last.get("references", "").strip(), parent) if x) or None
-        mail = OutgoingMail(to=to, cc=cc or [], bcc=bcc or [], subject=reply_subject(last.get("subject", "")),
-                            body=body, thread_id=str(raw.get("id") or thread_id), in_reply_to=parent or None,
+        sent_subject = reply_subject(actual if subject is None else subject)
+        mail = OutgoingMail(to=to, cc=cc or [], bcc=bcc or [], subject=sent_subject, body=body,
+                            thread_id=str(raw.get("id") or thread_id), in_reply_to=parent or None,
                             references=refs)
         return self.create_draft(mail) if draft else self.send(mail)

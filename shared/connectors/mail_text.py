@@ -1,4 +1,5 @@
-"""Mail bodies made fit for a model: HTML reduced to text (stdlib ``html.parser``), long text trimmed."""
+"""Mail text without any SDK: HTML reduced to text (stdlib ``html.parser``), long text trimmed, and
+reply subjects (pure, so the ``gmail_reply`` preview can show the subject that will be sent)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ _BLOCKS = frozenset({"p", "div", "br", "tr", "ul", "ol", "table", "h1", "h2", "h
 _SKIPPED = frozenset({"script", "style", "head", "title", "noscript", "template"})
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
 _BLANK_LINES = re.compile(r"\n\s*\n\s*\n+")
+_RE_PREFIXES = re.compile(r"^(?:\s*re\s*:)+", re.IGNORECASE)
 
 
 class _TextParser(HTMLParser):
@@ -62,3 +64,17 @@ def trim(text: str, limit: int) -> tuple[str, str | None]:
     if len(text) <= limit:
         return text, None
     return text[:limit].rstrip() + " …", f"the body has {len(text)} characters; showing the first {limit}"
+
+
+def reply_subject(subject: str) -> str:
+    """The subject of a reply: ``subject`` with a single leading ``Re:`` (kept when already there)."""
+    stripped = subject.strip()
+    return stripped if stripped.lower().startswith("re:") else f"Re: {stripped}".rstrip()
+
+
+def same_subject(a: str, b: str) -> bool:
+    """Whether two subjects name the same conversation: equal once leading ``Re:`` prefixes,
+    case and runs of whitespace are ignored (``"RE:  Budget"`` matches ``"budget"``)."""
+    def key(subject: str) -> str:
+        return " ".join(_RE_PREFIXES.sub("", subject).split()).casefold()
+    return key(a) == key(b)

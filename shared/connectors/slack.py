@@ -3,7 +3,8 @@
 Reads paginate with cursors and stop at a bound; long texts and lists are trimmed with a note.
 Slack errors become ours: ``not_authed``/``invalid_auth``/``token_revoked`` → ``ConnectorError``
 (the user must reconnect Slack), ``channel_not_found`` → a clear ``ToolError``, ``ratelimited``
-(HTTP 429) → retried after ``Retry-After`` (capped), then a clear ``ToolError``.
+(HTTP 429) → retried after ``Retry-After`` (a wait above the cap fails at once; without the header,
+exponential backoff 1 s, 2 s, …), at most 3 attempts, then a clear ``ToolError``.
 
 ```python
 client = SlackClient(token)                   # a user (xoxp-) or bot (xoxb-) token
@@ -76,17 +77,21 @@ class SlackClient:
         base_url: Web API base (default ``https://slack.com/api/``; a local fake in tests).
         max_attempts: Attempts per call when rate limited.
         max_retry_after_s: Cap on a single ``Retry-After`` wait; a longer one fails at once.
+        first_backoff_s: The wait after a 429 without ``Retry-After``; it doubles on each further
+            attempt (capped at ``max_retry_after_s``).
         sleep: Waits between attempts (tests pass a recorder instead of sleeping).
         timeout_s: Socket timeout per request.
         page_size: Items asked for per page (at most 200, Slack's recommendation).
     """
 
     def __init__(self, token: str, *, base_url: str | None = None, max_attempts: int = 3,
-                 max_retry_after_s: float = 30.0, sleep: Callable[[float], None] = time.sleep,
-                 timeout_s: int = 30, page_size: int = _PAGE_SIZE) -> None:
+                 max_retry_after_s: float = 30.0, first_backoff_s: float = 1.0,
+                 sleep: Callable[[float], None] = time.sleep, timeout_s: int = 30,
+                 page_size: int = _PAGE_SIZE) -> None:
         self._client = WebClient(token=token, base_url=base_url or DEFAULT_BASE_URL, timeout=timeout_s)
         self._max_attempts = max_attempts
         self._max_retry_after_s = max_retry_after_s
+        self._first_backoff_s = first_backoff_s
         self._sleep = sleep
         self._page_size = max(1, min(_PAGE_SIZE, page_size))
 
@@ -99,6 +104,8 @@ class SlackClient:
                 error = str(exc.response.get("error") or "unknown_error")
                 if exc.response.status_code == 429 or error == "ratelimited":
                     wait = _retry_after(exc.response.headers)
+                    if wait is None:  # no (usable) Retry-After: exponential backoff
+                        wait = min(self._first_backoff_s * 2 ** (attempt - 1), self._max_retry_after_s)
                     if attempt < self._max_attempts and wait <= self._max_retry_after_s:
                         self._sleep(wait)
                         continue
@@ -186,16 +193,17 @@ def _trim(text: str, limit: int) -> tuple[str, bool]:
     return text[:limit] + f"… [trimmed: {len(text)} characters in all]", True
 
 
-def _retry_after(headers: Any) -> float:
+def _retry_after(headers: Any) -> float | None:
+    """Seconds of the ``Retry-After`` header; ``None`` when absent or not a number."""
     raw = None
     if isinstance(headers, dict):
         raw = headers.get("Retry-After") or headers.get("retry-after")
     if isinstance(raw, list):
         raw = raw[0] if raw else None
     try:
-        return max(0.0, float(raw)) if raw is not None else 1.0
+        return max(0.0, float(raw)) if raw is not None else None
     except ValueError:
-        return 1.0
+        return None
 
 
 def _mapped(error: str, method: str, channel: str | None, needed: Any) -> ToolError:

@@ -3,8 +3,9 @@
 
 Arguments are checked when the call is planned, before any approval is asked for: times must be
 ISO 8601 date-times, the end after the start, time zones IANA names, attendees email addresses.
-Previews show title, time range (with its zone) and attendees, never JSON. The Calendar adapter
-(and ``googleapiclient``) is imported only when one of these tools runs.
+Previews show title, time range (with its zone) and attendees, never JSON; an update's preview
+names each changed field in words (it does no I/O, so it cannot show the event's current title).
+The Calendar adapter (and ``googleapiclient``) is imported only when one of these tools runs.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 _EMAIL = re.compile(r"^[^@\s<>(),;:\"\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)+$")
 MAX_TITLE_CHARS = 300
 MAX_ATTENDEES = 100
+PREVIEW_TEXT_CHARS = 240
 
 
 def _zone(name: str) -> ZoneInfo:
@@ -70,15 +72,37 @@ class DateTimeText(str):
         return core_schema.no_info_after_validator_function(check, core_schema.str_schema())
 
 
+def _require_zone(info: core_schema.ValidationInfo) -> None:
+    # ``timezone`` is declared before the times it qualifies, so it is in ``info.data`` here (None
+    # when not given; absent when it failed its own check, which then reports itself).
+    if "timezone" in info.data and info.data["timezone"] is None:
+        raise ValueError("needs timezone (the IANA time zone of the event, such as Europe/Paris)")
+
+
+class ZonedDateTime(str):
+    """An ISO 8601 date-time that needs the ``timezone`` argument (declared before it)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        def check(value: str, info: core_schema.ValidationInfo) -> str:
+            _parse(value)
+            _require_zone(info)
+            return value.strip()
+        return core_schema.with_info_after_validator_function(check, core_schema.str_schema())
+
+
 class _LaterThan(str):
     """A date-time that must come after the (already validated) field named ``after``."""
 
     after: ClassVar[str]
+    needs_zone: ClassVar[bool] = False
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         def check(value: str, info: core_schema.ValidationInfo) -> str:
             end = _parse(value)
+            if cls.needs_zone:
+                _require_zone(info)
             earlier = info.data.get(cls.after)
             if isinstance(earlier, str):
                 start = _parse(earlier)
@@ -91,6 +115,13 @@ class _LaterThan(str):
 
 class EventEnd(_LaterThan):
     after = "start"
+
+
+class ZonedEventEnd(_LaterThan):
+    """An event's new end: after ``start`` and qualified by ``timezone`` (calendar_event_update)."""
+
+    after = "start"
+    needs_zone = True
 
 
 class RangeEnd(_LaterThan):
@@ -140,28 +171,49 @@ def _people(attendees: list[str] | None) -> str:
     return f"attendees {shown}{more} (they get an invitation)"
 
 
+def _in_calendar(calendar_id: str) -> str:
+    return "" if calendar_id == "primary" else f" in calendar {calendar_id}"
+
+
+def _one_line(text: str, limit: int = PREVIEW_TEXT_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit].rstrip() + " …"
+
+
 def _create_preview(args: BaseModel) -> str:
     a: Any = args
     where = f" at {a.location}" if a.location else ""
     span = _span(a.start, a.end, a.timezone)
-    return f'Create calendar event "{a.title[:120]}": {span}{where}; {_people(a.attendees)}'
+    return (f'Create calendar event "{a.title[:120]}"{_in_calendar(a.calendar_id)}: {span}{where}; '
+            f"{_people(a.attendees)}")
 
 
 def _update_preview(args: BaseModel) -> str:
+    """One line per changed field, in words; what is not named stays as it is."""
     a: Any = args
-    changes: list[str] = []
+    lines = [f"Update calendar event {a.event_id}{_in_calendar(a.calendar_id)} (attendees, if any, are told "
+             "about the change)"]
     if a.title is not None:
-        changes.append(f'title → "{a.title[:120]}"')
-    if a.start is not None or a.end is not None:
-        changes.append(f"time → {_span(a.start, a.end, a.timezone)}")
+        lines.append(f'Title: "{_one_line(a.title, 120)}"')
+    if a.start is not None and a.end is not None:
+        lines.append(f"Time: {_span(a.start, a.end, a.timezone)}")
+    elif a.start is not None:
+        lines.append(f"Start: {_span(a.start, None, a.timezone).removeprefix('starts ')} (the end is unchanged)")
+    elif a.end is not None:
+        lines.append(f"End: {_span(None, a.end, a.timezone).removeprefix('ends ')} (the start is unchanged)")
     if a.attendees is not None:
-        changes.append(f"attendees → {', '.join(a.attendees[:10]) or 'none'}"
-                       + (f" and {len(a.attendees) - 10} more" if len(a.attendees) > 10 else ""))
+        listed = ", ".join(a.attendees[:10]) + (f" and {len(a.attendees) - 10} more" if len(a.attendees) > 10
+                                                 else "")
+        lines.append(f"Attendees (replacing the current list): {listed}" if a.attendees
+                     else "Attendees: none (every attendee is removed)")
     if a.location is not None:
-        changes.append(f'location → "{a.location[:120]}"')
+        lines.append(f'Location: "{_one_line(a.location, 120)}"' if a.location.strip() else "Location: removed")
     if a.description is not None:
-        changes.append("new description")
-    return f"Update calendar event {a.event_id}: " + ("; ".join(changes) or "no changes")
+        lines.append(f"Description: {_one_line(a.description)}" if a.description.strip()
+                     else "Description: removed")
+    if len(lines) == 1:
+        lines.append("(no changes given: the update will be refused)")
+    return "\n".join(lines)
 
 
 def _client(ctx: ToolContext) -> CalendarClient:
@@ -254,8 +306,8 @@ def register(registry: ToolRegistry) -> None:
 
     @registry.tool(side_effect=True, idempotent=False, preview=_update_preview)
     def calendar_event_update(ctx: ToolContext, event_id: str, title: str | None = None,
-                              start: DateTimeText | None = None, end: EventEnd | None = None,
-                              timezone: TimeZoneName | None = None, attendees: list[EmailAddress] | None = None,
+                              timezone: TimeZoneName | None = None, start: ZonedDateTime | None = None,
+                              end: ZonedEventEnd | None = None, attendees: list[EmailAddress] | None = None,
                               description: str | None = None, location: str | None = None,
                               calendar_id: str = "primary") -> dict[str, Any]:
         """Change an existing event in the user's Google Calendar; only the given fields change.
@@ -263,9 +315,9 @@ def register(registry: ToolRegistry) -> None:
         Args:
             event_id: The event id (from calendar_search).
             title: New title.
+            timezone: IANA time zone for start and end, such as Europe/Paris (required with either).
             start: New start, ISO 8601 date-time (needs timezone).
             end: New end, ISO 8601 date-time (needs timezone).
-            timezone: IANA time zone for start and end, such as Europe/Paris.
             attendees: The complete new attendee list (replaces the current one).
             description: New description.
             location: New location.
@@ -292,4 +344,5 @@ def register(registry: ToolRegistry) -> None:
         return {"updated": True, "event": _event_out(event)}
 
 
-__all__ = ["DateTimeText", "EmailAddress", "EventEnd", "RangeEnd", "TimeZoneName", "register"]
+__all__ = ["DateTimeText", "EmailAddress", "EventEnd", "RangeEnd", "TimeZoneName", "ZonedDateTime", "ZonedEventEnd",
+           "register"]

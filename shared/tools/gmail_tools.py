@@ -4,7 +4,8 @@
 Arguments are validated before any policy decision: recipients must be bare, well-formed
 addresses (at least one ``to``), subjects a single line. Every recipient (to, cc, bcc) is declared
 through ``recipients=``, so a ``delegated`` user sends without approval only when all of them are
-in their allowlist. Previews show recipients, subject and the start of the body, never JSON.
+in their allowlist. Previews show recipients, subject and the start of the body, never JSON; a
+reply's subject is an argument (checked against the thread when it runs), so its preview needs no I/O.
 The Gmail adapter (and ``googleapiclient``) is imported only when one of these tools runs.
 """
 
@@ -18,6 +19,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from shared.connectors import require_connectors
+from shared.connectors.mail_text import reply_subject
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
@@ -142,7 +144,10 @@ def _draft_preview(args: BaseModel) -> str:
 
 
 def _reply_preview(args: BaseModel) -> str:
+    # The subject shown is exactly the one sent: the tool passes the same ``subject`` argument,
+    # and the adapter refuses to send when it does not match the thread (no I/O here).
     return (f"Reply in Gmail thread {getattr(args, 'thread_id', '')}\n{_people(args)}\n"
+            f"Subject: {reply_subject(str(getattr(args, 'subject', '')))}\n"
             f"{_body_start(str(getattr(args, 'body', '')))}")
 
 
@@ -223,17 +228,20 @@ def register(registry: ToolRegistry) -> None:
         return {"sent": True, "messageId": sent.id, "threadId": sent.thread_id}
 
     @registry.tool(side_effect=True, idempotent=False, preview=_reply_preview, recipients=mail_recipients)
-    def gmail_reply(ctx: ToolContext, thread_id: ThreadId, to: Recipients, body: Body,
+    def gmail_reply(ctx: ToolContext, thread_id: ThreadId, to: Recipients, subject: Subject, body: Body,
                     cc: OptionalRecipients | None = None, bcc: OptionalRecipients | None = None) -> dict[str, Any]:
         """Reply in a Gmail thread (to its latest message, with a "Re:" subject), sent to exactly these recipients.
 
         Args:
             thread_id: The threadId to reply in (from gmail_search or gmail_thread_read).
             to: Recipient email addresses, usually the sender of the latest message.
+            subject: The subject of the thread's latest message, as gmail_search or gmail_thread_read showed it
+                ("Re:" is added when missing). It is shown to the user for approval; if it does not match the
+                thread, nothing is sent and the error names the thread's subject.
             body: The plain-text reply.
             cc: Optional copy recipients.
             bcc: Optional blind-copy recipients.
         """
         with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
-            sent = client.reply_to(thread_id, to=to, cc=cc, bcc=bcc, body=body)
+            sent = client.reply_to(thread_id, to=to, cc=cc, bcc=bcc, subject=subject, body=body)
         return {"sent": True, "messageId": sent.id, "threadId": sent.thread_id}

@@ -81,8 +81,10 @@ def _offset(cursor: str) -> int | None:
 class FakeSlack:
     """The fake server; ``start()``/``close()`` or a context manager. See the module doc."""
 
-    def __init__(self, *, token: str = "xoxp-fake-slack-token") -> None:
+    def __init__(self, *, token: str = "xoxp-fake-slack-token", max_page_size: int = 1000) -> None:
         self.token = token
+        self.max_page_size = max_page_size
+        """Items per page at most, whatever ``limit`` asks (Slack may return fewer than ``limit``)."""
         self.revoked: set[str] = set()
         self.channels: dict[str, Channel] = {}
         self.requests: list[Received] = []
@@ -150,7 +152,7 @@ class FakeSlack:
             if found is None:
                 return "invalid_cursor"
             offset = found
-        limit = max(1, min(1000, int(form.get("limit") or default)))
+        limit = max(1, min(self.max_page_size, int(form.get("limit") or default)))
         page = items[offset:offset + limit]
         return page, cursor_for(offset + limit) if offset + limit < len(items) else ""
 

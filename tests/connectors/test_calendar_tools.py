@@ -122,12 +122,52 @@ def test_previews_are_plain_sentences(registry: ToolRegistry) -> None:
     assert create.preview(overnight) == (
         'Create calendar event "Design review": Mon 2 Mar 2026 10:00 to Tue 3 Mar 2026 01:00 (Europe/Paris); '
         "no attendees")
+    other = create.validate({**CREATE, "calendar_id": "team@group.calendar.google.com"})
+    assert create.preview(other).startswith(
+        'Create calendar event "Design review" in calendar team@group.calendar.google.com: Mon 2 Mar 2026')
+
+
+def update_preview(registry: ToolRegistry, **args: Any) -> str:
     update = tool(registry, "calendar_event_update")
-    assert update.preview(update.validate({"event_id": "evt9", "title": "Moved", "start": "2026-03-04T09:00",
-                                           "end": "2026-03-04T09:30", "timezone": "America/New_York",
-                                           "attendees": ["cy@example.com"]})) == (
-        'Update calendar event evt9: title → "Moved"; time → Wed 4 Mar 2026, 09:00-09:30 (America/New_York); '
-        "attendees → cy@example.com")
+    return update.preview(update.validate({"event_id": "evt9", **args}))
+
+
+def test_update_previews_name_each_change_in_words(registry: ToolRegistry) -> None:
+    assert update_preview(registry, title="Moved", start="2026-03-04T09:00", end="2026-03-04T09:30",
+                          timezone="America/New_York", attendees=["cy@example.com"]) == (
+        "Update calendar event evt9 (attendees, if any, are told about the change)\n"
+        'Title: "Moved"\n'
+        "Time: Wed 4 Mar 2026, 09:00-09:30 (America/New_York)\n"
+        "Attendees (replacing the current list): cy@example.com")
+    assert update_preview(registry, start="2026-03-04T23:30:00+00:00", timezone="Europe/Paris",
+                          calendar_id="team@group.calendar.google.com") == (
+        "Update calendar event evt9 in calendar team@group.calendar.google.com (attendees, if any, are told "
+        "about the change)\nStart: Thu 5 Mar 2026 00:30 (Europe/Paris) (the end is unchanged)")
+    assert update_preview(registry, end="2026-03-04T18:00", timezone="UTC").splitlines()[1] == (
+        "End: Wed 4 Mar 2026 18:00 (UTC) (the start is unchanged)")
+    many = [f"p{i}@example.com" for i in range(12)]
+    cleared = update_preview(registry, attendees=many, location="", description="Agenda:\n1. numbers\n" + "x" * 400)
+    lines = cleared.splitlines()
+    assert lines[1] == f"Attendees (replacing the current list): {', '.join(many[:10])} and 2 more"
+    assert lines[2] == "Location: removed"
+    assert lines[3].startswith("Description: Agenda: 1. numbers xxx") and lines[3].endswith(" …")
+    assert len(lines[3]) < 260
+    assert update_preview(registry, attendees=[]).splitlines()[1] == "Attendees: none (every attendee is removed)"
+    assert update_preview(registry).endswith("(no changes given: the update will be refused)")
+    for preview in (cleared, update_preview(registry, title="x", location="Room 7", description="d")):
+        assert "{" not in preview and "[" not in preview and "'" not in preview
+
+
+def test_update_times_need_a_zone_before_approval(registry: ToolRegistry) -> None:
+    # Refused when planned, so a person never approves a change that could not run.
+    update = tool(registry, "calendar_event_update")
+    for args in ({"start": "2026-03-02T12:00"}, {"end": "2026-03-02T12:00Z"}):
+        with pytest.raises(ToolArgsError, match="needs timezone"):
+            update.validate({"event_id": "e1", **args})
+    with pytest.raises(ToolArgsError) as info:
+        update.validate({"event_id": "e1", "start": "2026-03-02T12:00", "timezone": "Mars/Olympus"})
+    assert info.value.problems == ["timezone: Value error, unknown time zone 'Mars/Olympus': use an IANA name "
+                                   "such as 'Europe/Paris'"]
 
 
 def test_create_sends_zoned_times_and_returns_the_event(registry: ToolRegistry, fake: FakeCalendar,
@@ -153,7 +193,7 @@ def test_update_patches_and_needs_a_zone_for_new_times(registry: ToolRegistry, f
     seeded = fake.add_event("primary", summary="Sync", start=at("2026-03-02T10:00", "Europe/Paris"),
                             end=at("2026-03-02T11:00", "Europe/Paris"), time_zone="Europe/Paris")
     ctx = ctx_for(connectors, store)
-    with pytest.raises(ToolError, match="timezone is required"):
+    with pytest.raises(ToolArgsError, match="start: Value error, needs timezone"):
         run(registry, "calendar_event_update", ctx, {"event_id": seeded["id"], "start": "2026-03-02T12:00"})
     with pytest.raises(ToolError, match="nothing to change"):
         run(registry, "calendar_event_update", ctx, {"event_id": seeded["id"]})
@@ -223,10 +263,18 @@ def test_the_default_registry_ships_the_seed_tool_set() -> None:
             "slack_read"} <= names
 
 
-def test_importing_the_tools_does_not_load_the_vendor_sdks() -> None:
-    # Cold start: a function that never runs a connector tool must not pay for googleapiclient/slack_sdk.
-    code = ("import sys, shared.tools.calendar_tools, shared.tools.slack_tools; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('googleapiclient', 'slack_sdk')))")
+# Every vendor SDK of the connectors (tests/connectors/test_import_boundary.py names their modules).
+VENDOR_SDKS = ("googleapiclient", "google_auth_httplib2", "httplib2", "google.oauth2", "google.auth", "slack_sdk",
+               "cryptography")
+
+
+@pytest.mark.parametrize("module", ["shared.tools.gmail_tools", "shared.tools.calendar_tools",
+                                    "shared.tools.slack_tools", "shared.tools"])
+def test_importing_the_tools_does_not_load_the_vendor_sdks(module: str) -> None:
+    # Cold start: a function that never runs a connector tool must not pay for the SDKs (nor for
+    # google-auth or cryptography); each module in a fresh interpreter, so none hides another.
+    code = (f"import sys, {module}; sdks = {VENDOR_SDKS!r}; "
+            "print(sorted(m for m in sys.modules if any(m == s or m.startswith(s + '.') for s in sdks)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "[]"

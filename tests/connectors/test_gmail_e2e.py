@@ -128,3 +128,68 @@ def test_kill_switch_denies_the_send(fake: FakeGoogle, store: DocStore) -> None:
     rt = runtime(fake, store, model, trust="autonomous", side_effects_enabled=False)
     start(rt, "Invite Bob")
     assert not fake.requests
+
+
+def test_reply_preview_shows_the_subject_that_is_sent(fake: FakeGoogle, store: DocStore) -> None:
+    fake.add_message("t1", sender="bob@example.com", to="alice@example.com", subject="Lunch on Friday",
+                     message_id="<b1@example.com>", text="Noon?")
+    reply = {"thread_id": "t1", "to": ["bob@example.com"], "subject": "Lunch on Friday", "body": "Noon works."}
+    model = ScriptedModel([calls_turn(call("gmail_reply", reply)), text_turn("Replied.")])
+    rt = runtime(fake, store, model)
+    result = start(rt, "Tell Bob noon works")
+    assert result.approval is not None and result.approval.preview == (
+        "Reply in Gmail thread t1\nTo: bob@example.com\nSubject: Re: Lunch on Friday\nNoon works.")
+
+    decide(rt.services, rt.dispatcher, "alice", ApproveRequest(approvalId=result.approval.id, decision="approve"))
+    deliver(rt, copies=2)
+
+    (sent,) = fake.sent
+    assert (sent.thread_id, sent.message["Subject"], sent.message["In-Reply-To"]) == (
+        "t1", "Re: Lunch on Friday", "<b1@example.com>")
+
+
+def test_reply_whose_thread_moved_on_after_approval_is_not_sent(fake: FakeGoogle, store: DocStore) -> None:
+    fake.add_message("t1", sender="bob@example.com", to="alice@example.com", subject="Lunch on Friday", text="?")
+    reply = {"thread_id": "t1", "to": ["bob@example.com"], "subject": "Lunch on Friday", "body": "Noon works."}
+    model = ScriptedModel([calls_turn(call("gmail_reply", reply)), text_turn("The thread changed; not sent.")])
+    rt = runtime(fake, store, model)
+    result = start(rt, "Tell Bob noon works")
+    assert result.approval is not None and "Subject: Re: Lunch on Friday" in result.approval.preview
+    # Before the decision, the thread's latest message turns to something else.
+    fake.add_message("t1", sender="bob@example.com", to="alice@example.com", subject="Layoffs", text="!")
+
+    decide(rt.services, rt.dispatcher, "alice", ApproveRequest(approvalId=result.approval.id, decision="approve"))
+    deliver(rt, copies=1)
+
+    assert not fake.sent  # what was approved is not what would have been sent
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.status == "failed" and action.outcome == "error"
+    assert action.error is not None and action.error.startswith(
+        "Gmail: the reply subject 'Re: Lunch on Friday' does not match thread 't1', whose latest message has "
+        "subject 'Layoffs'; nothing was sent.")
+    told = model.requests[1].turns[-1].parts[0].function_response
+    assert told is not None and told.response == {"error": action.error}
+
+
+def test_a_result_over_the_runtime_cap_reaches_the_model_truncated_with_a_note(
+        fake: FakeGoogle, store: DocStore) -> None:
+    from shared.agent.tool_calls import MAX_RESULT_CHARS
+
+    for i in range(10):  # ten bodies of 4,000 characters (each at the adapter's cut): ~41,000 in all
+        fake.add_message("big", sender="bob@example.com", to="alice@example.com", subject=f"Part {i}",
+                         text=f"{i}" * 5000)
+    model = ScriptedModel([calls_turn(call("gmail_thread_read", {"thread_id": "big"})), text_turn("Long one.")])
+    rt = runtime(fake, store, model, trust="supervised")
+    result = start(rt, "Summarize the big thread")
+
+    assert result.status == "completed"  # a read: no approval
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert action.result is not None and set(action.result) == {"truncated", "note", "partial"}
+    assert action.result["truncated"] is True
+    note = action.result["note"]
+    total = int(note.removeprefix("the result was ").removesuffix(" characters; showing the start"))
+    assert note == f"the result was {total} characters; showing the start" and total > 40_000
+    partial = action.result["partial"]
+    assert len(partial) == MAX_RESULT_CHARS and partial.startswith('{"threadId": "big", "messages": [{"id": ')
+    told = model.requests[1].turns[-1].parts[0].function_response
+    assert told is not None and told.response == action.result

@@ -80,9 +80,15 @@ def test_invalid_mail_arguments_are_tool_args_errors(args: dict[str, Any], probl
 
 def test_reply_needs_a_thread_id_and_recipients() -> None:
     with pytest.raises(ToolArgsError, match="thread_id"):
-        tool("gmail_reply").validate({"thread_id": "../drafts", "to": ["bob@example.com"], "body": "x"})
+        tool("gmail_reply").validate({"thread_id": "../drafts", "to": ["bob@example.com"], "subject": "s",
+                                      "body": "x"})
     with pytest.raises(ToolArgsError, match="to: List should have at least 1 item"):
-        tool("gmail_reply").validate({"thread_id": "t1", "to": [], "body": "x"})
+        tool("gmail_reply").validate({"thread_id": "t1", "to": [], "subject": "s", "body": "x"})
+    with pytest.raises(ToolArgsError, match="subject: Field required"):
+        tool("gmail_reply").validate({"thread_id": "t1", "to": ["bob@example.com"], "body": "x"})
+    with pytest.raises(ToolArgsError, match="subject: the subject must be a single line"):
+        tool("gmail_reply").validate({"thread_id": "t1", "to": ["bob@example.com"], "subject": "a\nBcc: e@x.com",
+                                      "body": "x"})
 
 
 def test_previews_show_people_subject_and_body_start() -> None:
@@ -97,8 +103,12 @@ def test_previews_show_people_subject_and_body_start() -> None:
     draft = tool("gmail_draft_create").preview(tool("gmail_draft_create").validate(MAIL))
     assert draft.splitlines()[0] == "Save a draft (not sent)"
     reply = tool("gmail_reply").preview(tool("gmail_reply").validate(
-        {"thread_id": "t9", "to": ["bob@example.com"], "body": "Agreed."}))
-    assert reply == "Reply in Gmail thread t9\nTo: bob@example.com\nAgreed."
+        {"thread_id": "t9", "to": ["bob@example.com"], "subject": "Budget", "body": "Agreed."}))
+    assert reply == "Reply in Gmail thread t9\nTo: bob@example.com\nSubject: Re: Budget\nAgreed."
+    already = tool("gmail_reply").preview(tool("gmail_reply").validate(
+        {"thread_id": "t9", "to": ["bob@example.com"], "cc": ["carol@example.com"], "subject": "RE: Budget",
+         "body": "Agreed."}))
+    assert already.splitlines()[1:4] == ["To: bob@example.com", "Cc: carol@example.com", "Subject: RE: Budget"]
 
 
 def decide(name: str, args: dict[str, Any], user: UserRecord, enabled: bool = True) -> str:
@@ -125,7 +135,7 @@ def user(level: str, allow: list[str] | None = None) -> UserRecord:
 def test_policy_for_mail(level: str, allow: list[str], extra: dict[str, Any], verdict: str) -> None:
     for name in ("gmail_send", "gmail_draft_create"):
         assert decide(name, {**MAIL, **extra}, user(level, allow)) == verdict
-    reply = {"thread_id": "t1", "to": MAIL["to"], "body": "ok", **extra}
+    reply = {"thread_id": "t1", "to": MAIL["to"], "subject": "Plan", "body": "ok", **extra}
     assert decide("gmail_reply", reply, user(level, allow)) == verdict
 
 
@@ -152,7 +162,7 @@ def test_send_reply_and_draft_tools(fake: FakeGoogle, ctx: ToolContext) -> None:
     assert run("gmail_send", ctx, **MAIL) == {"sent": True, "messageId": "s0001", "threadId": "s0001"}
     assert fake.sent[0].message["From"] == "alice@example.com"  # the connected account
     fake.add_message("t1", sender="bob@example.com", to="alice@example.com", subject="Plan", text="?")
-    out = run("gmail_reply", ctx, thread_id="t1", to=["bob@example.com"], body="Yes.")
+    out = run("gmail_reply", ctx, thread_id="t1", to=["bob@example.com"], subject="Plan", body="Yes.")
     assert out["threadId"] == "t1" and fake.sent[1].message["Subject"] == "Re: Plan"
     draft = run("gmail_draft_create", ctx, **MAIL)
     assert draft["drafted"] is True and draft["draftId"] and len(fake.sent) == 2 and len(fake.drafts) == 1
@@ -170,3 +180,26 @@ def test_tools_without_connection_fail_with_a_user_facing_error(fake: FakeGoogle
     with pytest.raises(ConnectorError, match="expired"):
         run("gmail_send", ctx, **MAIL)
     assert not fake.sent
+
+
+def test_reply_subject_must_match_the_thread(fake: FakeGoogle, ctx: ToolContext) -> None:
+    fake.add_message("t1", sender="bob@example.com", to="alice@example.com", subject="Plan", text="?")
+    fake.add_message("t1", sender="bob@example.com", to="alice@example.com", subject="RE:  plan", text="??")
+    with pytest.raises(ToolError) as info:
+        run("gmail_reply", ctx, thread_id="t1", to=["bob@example.com"], subject="Payroll", body="Yes.")
+    assert str(info.value) == ("Gmail: the reply subject 'Re: Payroll' does not match thread 't1', whose latest "
+                               "message has subject 'RE:  plan'; nothing was sent. Reply again with subject "
+                               "'RE:  plan' if this is the thread you meant")
+    assert not fake.sent and [r.method for r in fake.requests] == ["GET"]
+    # Case, spacing and "Re:" prefixes aside it matches; the approved subject is the one sent.
+    run("gmail_reply", ctx, thread_id="t1", to=["bob@example.com"], subject="Re: Re: Plan", body="Yes.")
+    assert [s.message["Subject"] for s in fake.sent] == ["Re: Re: Plan"]
+
+
+def test_search_notes_when_more_messages_match(fake: FakeGoogle, ctx: ToolContext) -> None:
+    for i in range(3):
+        fake.add_message(f"t{i}", sender="bob@example.com", to="alice@example.com", subject=f"Invoice {i}", text="x")
+    out = run("gmail_search", ctx, query="invoice", max_results=2)
+    assert [m["subject"] for m in out["messages"]] == ["Invoice 2", "Invoice 1"] and out["count"] == 2
+    assert out["note"] == "more messages match; refine the query or raise max_results to see others"
+    assert "note" not in run("gmail_search", ctx, query="invoice", max_results=3)

@@ -158,3 +158,24 @@ def test_an_unreachable_slack_is_a_clear_error(sleeps: list[float]) -> None:
     client = SlackClient("xoxp-x", base_url=f"http://127.0.0.1:{port}/api/", sleep=sleeps.append)
     with pytest.raises(ToolError, match="Slack could not be reached"):
         client.channels()
+
+
+def test_rate_limited_without_retry_after_backs_off_exponentially(fake: FakeSlack, sleeps: list[float]) -> None:
+    fake.fail(Fail(retry_after=None), Fail(retry_after="soon"))  # absent, then not a number
+    found = client_for(fake, sleeps).channels()
+    assert sleeps == [1.0, 2.0] and [r.status for r in fake.requests] == [429, 429, 200]
+    assert found.channels == []
+    fake.requests.clear()
+    fake.fail(*[Fail(retry_after=None)] * 3)
+    with pytest.raises(ToolError, match="rate limiting"):
+        client_for(fake, sleeps).channels()
+    assert sleeps == [1.0, 2.0, 1.0, 2.0] and len(fake.requests) == 3
+
+
+def test_backoff_without_retry_after_is_capped(fake: FakeSlack) -> None:
+    waits: list[float] = []
+    client = SlackClient(fake.token, base_url=fake.base_url, sleep=waits.append, max_attempts=5,
+                         first_backoff_s=10.0, max_retry_after_s=30.0)
+    fake.fail(*[Fail(retry_after=None)] * 4)
+    client.channels()
+    assert waits == [10.0, 20.0, 30.0, 30.0]
