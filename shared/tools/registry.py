@@ -56,8 +56,18 @@ def args_hash(args: dict[str, Any]) -> str:
 
 
 def _strip_titles(schema: Any) -> Any:
+    """Drop pydantic's ``title`` annotations from a JSON schema. Keys of a ``properties`` (or
+    ``$defs``) mapping are names, not annotations: an argument called ``title`` stays."""
     if isinstance(schema, dict):
-        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+        out: dict[str, Any] = {}
+        for k, v in schema.items():
+            if k == "title":
+                continue
+            if k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+                out[k] = {name: _strip_titles(sub) for name, sub in v.items()}
+            else:
+                out[k] = _strip_titles(v)
+        return out
     if isinstance(schema, list):
         return [_strip_titles(v) for v in schema]
     return schema

@@ -51,3 +51,30 @@ def test_adding_a_tool_rebuilds_the_declarations() -> None:
     with pytest.raises(ConfigurationError):
         registry.add(build_tool(_ping, side_effect=True))
     assert [d.name for d in registry.declarations()] == ["_lookup", "_ping"]
+
+
+def _note(ctx: ToolContext, title: str, body: str = "") -> dict[str, Any]:
+    """Write a note.
+
+    Args:
+        title: The note's title.
+        body: Its text.
+    """
+    return {"title": title}
+
+
+def test_an_argument_called_title_is_declared() -> None:
+    registry = ToolRegistry()
+    registry.add(build_tool(_note, side_effect=False))
+    (decl,) = registry.declarations()
+    assert decl.parameters["required"] == ["title"]
+    assert decl.parameters["properties"]["title"] == {"type": "string", "description": "The note's title."}
+    assert "title" not in decl.parameters  # pydantic's annotation is dropped
+
+
+def test_every_required_argument_of_a_shipped_tool_is_declared() -> None:
+    for decl in default_registry().declarations():
+        props = decl.parameters.get("properties", {})
+        assert set(decl.parameters.get("required", [])) <= set(props), decl.name
+    create = next(d for d in default_registry().declarations() if d.name == "calendar_event_create")
+    assert "title" in create.parameters["properties"]
