@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import flask
 
-from shared.api import RunRequest
-from shared.runtime import Runtime
 from shared.web import parse_model, read_json_body
+
+if TYPE_CHECKING:
+    from shared.api import RunRequest
+    from shared.runtime import Runtime
 
 
 def authenticated_uid(rt: Runtime, request: flask.Request) -> str:
@@ -14,4 +18,6 @@ def authenticated_uid(rt: Runtime, request: flask.Request) -> str:
 
 
 def run_request(rt: Runtime, request: flask.Request) -> RunRequest:
+    from shared.api import RunRequest
+
     return parse_model(RunRequest, read_json_body(request, rt.settings.max_body_bytes))

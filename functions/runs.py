@@ -1,4 +1,8 @@
-"""``runs``: GET /api/agent/runs/{runId} and GET /api/agent/runs/{runId}/events?after=N[&follow=1]."""
+"""``runs``: GET /api/agent/runs/{runId} and GET /api/agent/runs/{runId}/events?after=N[&follow=1].
+
+Reads only: the run record needs the store and the runs repository; the events route loads the
+streaming helpers on its first request. Neither loads the tools, connectors or a model SDK.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ import re
 import flask
 
 from functions.common import authenticated_uid
-from shared.agent.streaming import ndjson, replay_events
 from shared.errors import BadRequest, NotFound
 from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, ndjson_response, require_method
@@ -40,6 +43,8 @@ def runs(request: flask.Request) -> flask.Response:
     if not m.group("events"):
         return json_response(snap.run.model_dump(mode="json", by_alias=True, exclude_none=True,
                                                  exclude={"system_instruction", "lease"}))
+    from shared.agent.streaming import ndjson, replay_events
+
     after = _int_arg(request, "after", 0)
     follow = request.args.get("follow", "").lower() in ("1", "true", "yes")
     events = replay_events(rt.runs, snap.run.run_id, after, follow=follow)

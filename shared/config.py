@@ -109,6 +109,12 @@ class Settings:
         auth_mode = os.environ.get("AUTH_MODE", "firebase" if on_cloud_run else "local").strip()
         if auth_mode not in ("local", "firebase"):
             raise ConfigurationError(f"AUTH_MODE must be local or firebase, got {auth_mode!r}")
+        if auth_mode == "local" and on_cloud_run:
+            # Checked here, at process start (main.py), not when the first request builds the
+            # authenticator: a deployed function must refuse to start, not answer 500 forever.
+            raise ConfigurationError(
+                "AUTH_MODE=local accepts unsigned dev identities and is refused on Cloud Run "
+                "(K_SERVICE is set); use AUTH_MODE=firebase or leave AUTH_MODE unset")
         dispatcher = os.environ.get("DISPATCHER", "pubsub" if on_cloud_run else "inline").strip()
         if dispatcher not in ("inline", "pubsub", "none"):
             raise ConfigurationError(f"DISPATCHER must be inline, pubsub or none, got {dispatcher!r}")

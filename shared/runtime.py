@@ -7,33 +7,40 @@ lazily once per process (under a lock) and is thread-safe. Tests install their o
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from shared.agent.context import Services
-from shared.agent.service import AgentService, new_id
 from shared.config import Settings
-from shared.models.base import Model
-from shared.state.docstore import DocStore
-from shared.state.runs_repo import RunsRepo
-from shared.state.users_repo import UsersRepo
-from shared.tools import default_registry
-from shared.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from shared.agent.context import Services
+    from shared.agent.service import AgentService
     from shared.auth import Authenticator, Principal
     from shared.connectors import Connectors
     from shared.dispatch import Dispatcher
+    from shared.models.base import Model
+    from shared.state.docstore import DocStore
+    from shared.state.runs_repo import RunsRepo
+    from shared.state.users_repo import UsersRepo
+    from shared.tools.registry import ToolRegistry
 
 
 class Runtime:
+    """The collaborators of one process. Only the store is opened here; everything else (the
+    repositories, tool registry, loop services, model, authenticator, dispatcher, connectors) is
+    built on first use, so each deployed function imports only what its requests touch: ``runs``
+    never loads the agent loop, tools or connectors, ``approve`` never loads the tools, and no
+    function that does not call the model imports its SDK (cold start, issue 2)."""
+
     def __init__(self, settings: Settings, *, store: DocStore | None = None, model: Model | None = None,
                  authenticator: Authenticator | None = None, registry: ToolRegistry | None = None,
                  dispatcher: Dispatcher | None = None, connectors: Connectors | None = None) -> None:
         self.settings = settings
-        self._lock = threading.Lock()
+        # Re-entrant: building one collaborator may build another (services -> runs repository).
+        self._lock = threading.RLock()
         if store is None:
             from shared.state.factory import create_docstore
 
@@ -43,13 +50,69 @@ class Runtime:
         self._authenticator = authenticator
         self._dispatcher = dispatcher
         self._connectors = connectors
-        self.runs = RunsRepo(store, event_retention_s=settings.event_retention_s,
-                             audit_retention_s=settings.audit_retention_s)
-        self.users = UsersRepo(store)
-        self.registry = registry or default_registry()
-        self.services = Services(settings=settings, runs=self.runs, users=self.users, registry=self.registry,
-                                 model_factory=self.model, new_id=new_id, connectors=self.connectors)
-        self.agent = AgentService(self.services)
+        self._registry = registry
+        self._runs: RunsRepo | None = None
+        self._users: UsersRepo | None = None
+        self._services: Services | None = None
+        self._agent: AgentService | None = None
+
+    @property
+    def runs(self) -> RunsRepo:
+        if self._runs is None:
+            with self._lock:
+                if self._runs is None:
+                    from shared.state.runs_repo import RunsRepo
+
+                    self._runs = RunsRepo(self.store, event_retention_s=self.settings.event_retention_s,
+                                          audit_retention_s=self.settings.audit_retention_s)
+        return self._runs
+
+    @property
+    def users(self) -> UsersRepo:
+        if self._users is None:
+            with self._lock:
+                if self._users is None:
+                    from shared.state.users_repo import UsersRepo
+
+                    self._users = UsersRepo(self.store)
+        return self._users
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """Every shipped tool (their modules, pydantic argument models and connectors load here)."""
+        if self._registry is None:
+            with self._lock:
+                if self._registry is None:
+                    from shared.tools import default_registry
+
+                    self._registry = default_registry()
+        return self._registry
+
+    @registry.setter
+    def registry(self, registry: ToolRegistry) -> None:
+        self._registry = registry
+
+    @property
+    def services(self) -> Services:
+        """The loop's collaborators; their tool registry is only built when a tool is looked up."""
+        if self._services is None:
+            with self._lock:
+                if self._services is None:
+                    self._services = _lazy_services_type()(
+                        settings=self.settings, runs=self.runs, users=self.users, registry=self._registry,
+                        model_factory=self.model, new_id=_new_id, connectors=self.connectors,
+                        registry_factory=lambda: self.registry)
+        return self._services
+
+    @property
+    def agent(self) -> AgentService:
+        if self._agent is None:
+            with self._lock:
+                if self._agent is None:
+                    from shared.agent.service import AgentService
+
+                    self._agent = AgentService(self.services)
+        return self._agent
 
     def model(self) -> Model:
         """The model, created on first use (functions that never call it never import its SDK)."""
@@ -93,6 +156,43 @@ class Runtime:
 
     def authenticate(self, headers: dict[str, str], cookies: dict[str, str]) -> Principal:
         return self.authenticator.authenticate(headers, cookies)
+
+
+def _new_id(prefix: str) -> str:
+    from shared.agent.service import new_id
+
+    return new_id(prefix)
+
+
+@functools.cache
+def _lazy_services_type() -> Callable[..., Services]:
+    """A :class:`~shared.agent.context.Services` whose ``registry`` is built on first access.
+
+    Deciding an approval or resuming a run that is gone never looks a tool up, so ``approve`` and
+    most ``resume`` deliveries do not pay for importing and declaring every tool. Assigning
+    ``services.registry`` still replaces it (tests do)."""
+    from shared.agent.context import Services
+
+    class LazyRegistryServices(Services):
+        _registry_value: ToolRegistry | None
+        _registry_factory: Callable[[], ToolRegistry]
+
+        def __init__(self, *, registry_factory: Callable[[], ToolRegistry], **fields: Any) -> None:
+            self._registry_factory = registry_factory
+            super().__init__(**fields)
+
+        @property
+        def registry(self) -> ToolRegistry:
+            value = self._registry_value
+            if value is None:
+                value = self._registry_value = self._registry_factory()
+            return value
+
+        @registry.setter
+        def registry(self, value: ToolRegistry | None) -> None:
+            self._registry_value = value
+
+    return LazyRegistryServices
 
 
 _runtime: Runtime | None = None

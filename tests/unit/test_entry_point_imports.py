@@ -1,0 +1,165 @@
+"""Cold start (issue 2): each deployed function imports only what its requests need.
+
+Every check runs in a fresh interpreter, as a deployed instance: functions-framework loads
+``main.py`` for one target and serves one real request on a SQLite store. A Gemini API key is
+configured (pointing nowhere), so a model created by mistake would import google-genai.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.api import RunRequest
+from shared.dispatch import RecordingDispatcher
+from shared.models.scripted import ScriptedModel, call, calls_turn
+from shared.runtime import Runtime
+from shared.state.sqlite_docstore import SqliteDocStore
+from tests.agent.conftest import make_settings
+
+REPO = Path(__file__).resolve().parents[2]
+ENTRY_POINTS = ["approve", "goals", "integrations", "resume", "run", "runs", "stream"]
+TOOL_MODULES = ("shared.tools.memory", "shared.tools.gmail_tools", "shared.tools.calendar_tools",
+                "shared.tools.slack_tools")
+VENDOR_SDKS = ("google.genai", "googleapiclient", "slack_sdk", "google.cloud.pubsub_v1")
+
+# Serve one request through functions-framework's app for argv[1], print the status and modules.
+SERVE = """
+import json, sys
+import functions_framework
+target, signature, method, path, headers, body = sys.argv[1:7]
+app = functions_framework.create_app(target, "main.py", signature or None)
+resp = app.test_client().open(path, method=method, headers=json.loads(headers),
+                              data=body or None, content_type="application/json")
+resp.get_data()
+print(json.dumps({"status": resp.status_code, "modules": sorted(sys.modules)}))
+"""
+
+
+def _loaded(modules: list[str], prefixes: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes)]
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A SQLite file holding two of alice's runs paused on a save_memory approval."""
+    path = str(tmp_path_factory.mktemp("imports") / "state.sqlite3")
+    store = SqliteDocStore(path)
+    try:
+        model = ScriptedModel([calls_turn(call("save_memory", {"text": "Alice likes tea"})) for _ in range(2)])
+        rt = Runtime(make_settings(), store=store, model=model, dispatcher=RecordingDispatcher())
+        out: dict[str, str] = {"path": path}
+        for name in ("a", "b"):
+            started = rt.agent.start("alice", RunRequest(prompt="remember that I like tea"))
+            result = rt.agent.run(rt.agent.context(started))
+            assert result.approval is not None, result
+            out[f"run_{name}"], out[f"approval_{name}"] = result.run_id, result.approval.id
+        return out
+    finally:
+        store.close()
+
+
+def serve(seeded: dict[str, str], target: str, method: str, path: str, body: Any = None, *,
+          signature: str = "", headers: dict[str, str] | None = None, gemini_key: bool = True) -> dict[str, Any]:
+    env = {"PATH": "/usr/bin:/bin", "STATE_BACKEND": "sqlite", "SQLITE_PATH": seeded["path"],
+           "AUTH_MODE": "local", "DISPATCHER": "none", "GOOGLE_CLOUD_PROJECT": "demo-imports", "LOG_LEVEL": "WARNING"}
+    if gemini_key:
+        env.update(GEMINI_API_KEY="test-key", GEMINI_BASE_URL="http://127.0.0.1:9")
+    headers = headers if headers is not None else {"Authorization": "Bearer dev:alice"}
+    data = "" if body is None else json.dumps(body)
+    done = subprocess.run([sys.executable, "-c", SERVE, target, signature, method, path, json.dumps(headers), data],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def pubsub_event(message: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    headers = {"ce-id": "evt-imports", "ce-specversion": "1.0", "ce-source": "//pubsub.googleapis.com/t",
+               "ce-type": "google.cloud.pubsub.topic.v1.messagePublished"}
+    data = {"message": {"data": base64.b64encode(json.dumps(message).encode()).decode(), "messageId": "1",
+                        "publishTime": "2026-01-01T00:00:00Z"}, "subscription": "projects/p/subscriptions/s"}
+    return headers, data
+
+
+def test_importing_main_loads_only_the_configuration() -> None:
+    code = ("import sys, types, main\n"
+            f"assert sorted(main.__all__) == {ENTRY_POINTS!r}, main.__all__\n"
+            "assert all(isinstance(getattr(main, n), types.FunctionType) for n in main.__all__)\n"
+            "ours = sorted(m for m in sys.modules if m.split('.')[0] in ('shared', 'functions'))\n"
+            "assert ours == ['shared', 'shared.config', 'shared.errors'], ours\n"
+            "heavy = ('google.genai', 'google.cloud.firestore', 'google.cloud.pubsub', 'pydantic')\n"
+            "heavy = sorted(m for m in sys.modules if m.startswith(heavy))\n"
+            "assert not heavy, heavy\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={"PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_runs_reads_a_run_without_the_loop_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
+    got = serve(seeded, "runs", "GET", f"/api/agent/runs/{seeded['run_a']}")
+    assert got["status"] == 200
+    assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.agent", "shared.tools", "shared.connectors",
+                                    "shared.goals", "shared.models.factory", "shared.dispatch")) == []
+
+
+def test_runs_events_never_load_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
+    got = serve(seeded, "runs", "GET", f"/api/agent/runs/{seeded['run_a']}/events?after=0")
+    assert got["status"] == 200
+    assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
+                                    "shared.models.factory")) == []
+
+
+def test_an_unknown_run_is_404_on_the_same_imports(seeded: dict[str, str]) -> None:
+    got = serve(seeded, "runs", "GET", "/api/agent/runs/run_unknown")
+    assert got["status"] == 404
+    assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.agent", "shared.tools", "shared.connectors",
+                                    "shared.goals")) == []
+
+
+def test_approve_decides_without_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
+    got = serve(seeded, "approve", "POST", "/api/agent/approve",
+                {"approvalId": seeded["approval_a"], "decision": "approve"})
+    assert got["status"] == 202
+    assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
+                                    "shared.models.factory")) == []
+
+
+@pytest.mark.parametrize("signature", ["cloudevent", ""], ids=["signature-cloudevent", "no-signature-type"])
+def test_resume_of_a_waiting_run_needs_no_model_tools_or_connectors(seeded: dict[str, str], signature: str) -> None:
+    """Also: ``resume`` is a CloudEvent function with or without ``--signature-type cloudevent``."""
+    headers, data = pubsub_event({"runId": seeded["run_b"], "uid": "alice"})
+    got = serve(seeded, "resume", "POST", "/", data, signature=signature, headers=headers)
+    assert got["status"] == 200
+    assert "shared.agent.resume" in got["modules"]  # the message was handled, not dropped
+    assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
+                                    "shared.models.factory")) == []
+
+
+def test_goals_never_loads_the_store_the_runtime_or_the_agent(seeded: dict[str, str]) -> None:
+    got = serve(seeded, "goals", "POST", "/agent/run", {"message": "I want to run a marathon in the spring"},
+                gemini_key=False)
+    assert got["status"] == 200
+    assert _loaded(got["modules"], (*VENDOR_SDKS, "google.cloud.firestore", "shared.state", "shared.runtime",
+                                    "shared.agent", "shared.tools", "shared.connectors", "shared.auth")) == []
+
+
+def test_integrations_status_loads_no_agent_tools_goals_or_vendor_sdk(seeded: dict[str, str]) -> None:
+    got = serve(seeded, "integrations", "GET", "/api/integrations")
+    assert got["status"] == 200
+    assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.agent", "shared.tools", "shared.goals",
+                                    "shared.state.records")) == []
+
+
+@pytest.mark.parametrize("target", ["run", "stream"])
+def test_run_and_stream_load_no_goals_nor_connector_sdk(seeded: dict[str, str], target: str) -> None:
+    path = "/api/agent/run/stream" if target == "stream" else "/api/agent/run"
+    got = serve(seeded, target, "POST", path, {"prompt": "hello"}, gemini_key=False)  # the offline model
+    assert got["status"] == 200
+    assert "shared.agent.loop" in got["modules"]
+    assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.goals")) == []
