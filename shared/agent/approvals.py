@@ -29,7 +29,7 @@ from shared.events import ErrorEvent, event_to_doc
 from shared.state import paths
 from shared.state.docstore import PreconditionFailed, Query, Transaction, TransactionContention, Write
 from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunError, RunRecord, now
-from shared.state.runs_repo import RunSnapshot
+from shared.state.runs_repo import CloseReason, RunSnapshot
 from shared.tools.registry import args_hash
 
 log = logging.getLogger("agent_runtime.approvals")
@@ -204,12 +204,16 @@ def sweep_outbox(services: Services, dispatcher: Dispatcher, *, older_than_s: fl
     return sent
 
 
-def supersede_writes(services: Services, t: Transaction, snap: RunSnapshot, new_run_id: str) -> None:
-    """Close a run paused for approval because a new run on its thread superseded it: its pending
-    approvals and the actions of its pause that have not run (awaiting a decision, or approved but
-    not yet resumed) are rejected (audited), and the run ends ``failed`` (SUPERSEDED)."""
+def supersede_writes(services: Services, t: Transaction, snap: RunSnapshot, new_run_id: str,
+                     reason: CloseReason = "superseded") -> None:
+    """Close a run paused for approval because a new run starts on its thread: superseded (the
+    request set ``supersede``), or expired (nobody decided within ``APPROVAL_TTL_S``). Its open
+    approvals are closed (rejected, or expired), the actions of its pause that have not run
+    (awaiting a decision, or approved but not yet resumed) are rejected, every one audited, and
+    the run ends ``failed`` (``SUPERSEDED`` / ``APPROVAL_EXPIRED``)."""
     run = snap.run
     at = now()
+    expired = reason == "expired"
     approvals = [t.get(paths.approval(run.uid, a)) for a in run.pending_approval_ids]
     actions = [t.get(paths.action(run.run_id, ApprovalRecord.from_doc(d.data).action_id))
                for d in approvals if d is not None]
@@ -220,28 +224,35 @@ def supersede_writes(services: Services, t: Transaction, snap: RunSnapshot, new_
         if approval.status not in ("pending", "approved"):
             continue
         if approval.status == "pending":
-            approval.status, approval.decided_at, approval.decision_reason = "rejected", at, "superseded"
+            approval.status = "expired" if expired else "rejected"
+            approval.decided_at, approval.decision_reason = at, reason
             t.write(Write("set", paths.approval(run.uid, approval.approval_id), approval.to_doc()))
-        audit = AuditRecord(audit_id=services.new_id("aud"), uid=run.uid, kind="approval_superseded",
+        audit = AuditRecord(audit_id=services.new_id("aud"), uid=run.uid,
+                            kind="approval_expired" if expired else "approval_superseded",
                             run_id=run.run_id, action_id=approval.action_id, approval_id=approval.approval_id,
-                            tool=approval.tool, decision="rejected", reason=f"superseded by run {new_run_id}")
+                            tool=approval.tool, decision=approval.status if expired else "rejected",
+                            reason=f"{reason}; closed by run {new_run_id}")
         t.write(services.runs.audit_write(audit))
+    action_error = "the approval expired before anyone decided" if expired else "superseded by a new run"
     for doc in actions:
         if doc is None:
             continue
         action = ActionRecord.from_doc(doc.data)
         if action.status in ("awaiting_confirmation", "approved"):
-            action.status, action.outcome, action.error = "rejected", "rejected", "superseded by a new run"
+            action.status, action.outcome, action.error = "rejected", "rejected", action_error
             action.updated_at = at
             t.write(Write("set", paths.action(run.run_id, action.action_id), action.to_doc()))
-    message = f"superseded by run {new_run_id} on the same thread"
-    run.status, run.error, run.updated_at = "failed", RunError(code="SUPERSEDED", message=message), at
+    if expired:
+        code, message = "APPROVAL_EXPIRED", f"its approval expired; closed when run {new_run_id} started on the thread"
+    else:
+        code, message = "SUPERSEDED", f"superseded by run {new_run_id} on the same thread"
+    run.status, run.error, run.updated_at = "failed", RunError(code=code, message=message), at
     run.lease, run.lease_expires_at = None, 0.0
     run.pending_approval_ids, run.pending_turn = [], None
     if run.result is not None:
         run.result = run.result.model_copy(update={"ok": False, "status": "failed", "summary": message,
                                                    "error": run.error})
     run.last_seq += 1
-    event = event_to_doc(ErrorEvent(seq=run.last_seq, error=message, code="SUPERSEDED"))
+    event = event_to_doc(ErrorEvent(seq=run.last_seq, error=message, code=code))
     t.write(services.runs.event_write(run.run_id, event))
     t.write(Write("set", paths.run(run.run_id), run.to_doc(), if_token=snap.token))

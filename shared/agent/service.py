@@ -23,7 +23,7 @@ from shared.logs import log_context
 from shared.models.base import Part, Turn
 from shared.state.docstore import Transaction
 from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
-from shared.state.runs_repo import RunSnapshot, StartOutcome
+from shared.state.runs_repo import CloseReason, RunSnapshot, StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
 
@@ -104,13 +104,12 @@ class AgentService:
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
         turns = conversation_turns(conversation, req.prompt)
-        supersede = None
-        if req.supersede:
-            def supersede(t: Transaction, active: RunSnapshot) -> None:
-                supersede_writes(s, t, active, run_id)
+        def close_paused(t: Transaction, active: RunSnapshot, reason: CloseReason) -> None:
+            supersede_writes(s, t, active, run_id, reason)
 
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-                                   idempotency_key=idempotency_key, supersede=supersede)
+                                   idempotency_key=idempotency_key, supersede=bool(req.supersede),
+                                   close_paused=close_paused)
         return StartedRun(outcome, user, turns, [first])
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from shared.errors import Conflict, NotFound
 from shared.models.base import Turn
@@ -23,6 +23,9 @@ from shared.state.records import (
     ThreadRecord,
     now,
 )
+
+CloseReason = Literal["superseded", "expired"]
+"""Why a run paused for approval is closed when a new run starts on its thread."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +113,16 @@ class RunsRepo:
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
-                  supersede: Callable[[Transaction, RunSnapshot], None] | None = None) -> StartOutcome:
+                  supersede: bool = False,
+                  close_paused: Callable[[Transaction, RunSnapshot, CloseReason], None] | None = None,
+                  ) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt.
 
-        Raises NotFound for another user's thread and Conflict (RUN_ACTIVE / APPROVAL_PENDING)
-        when the thread's current run is not finished. With ``supersede``, a run paused for
-        approval is closed by that callback (inside the same transaction) instead.
+        Raises NotFound for another user's thread and Conflict when the thread's current run is not
+        finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE (working, or every
+        approval decided and the resume on its way). A paused run is closed by ``close_paused``
+        (inside the same transaction) instead when ``supersede`` is set ("superseded"), or when
+        every open approval of its pause has expired ("expired").
         """
 
         def txn(t: Transaction) -> str | None:
@@ -132,11 +139,14 @@ class RunsRepo:
                     active = t.get(paths.run(thread.active_run_id))
                     if active is not None:
                         active_run = RunRecord.from_doc(active.data)
-                        undecided = active_run.status == "awaiting_confirmation" and _has_undecided(t, active_run)
-                        if supersede is not None and undecided:
-                            supersede(t, RunSnapshot(active_run, active.token))
+                        pause = _pause_state(t, active_run)
+                        snap = RunSnapshot(active_run, active.token)
+                        if close_paused is not None and pause == "expired":
+                            close_paused(t, snap, "expired")
+                        elif close_paused is not None and pause == "open" and supersede:
+                            close_paused(t, snap, "superseded")
                         else:
-                            _refuse_if_active(active_run, undecided=undecided)
+                            _refuse_if_active(active_run, undecided=pause == "open")
                 t.write(Write("update", paths.thread(run.thread_id),
                               {"activeRunId": run.run_id, "updatedAt": now()}))
             else:
@@ -174,14 +184,22 @@ class RunsRepo:
         return RunSnapshot(run, tokens[0])
 
 
-def _has_undecided(t: Transaction, run: RunRecord) -> bool:
-    """Whether a paused run still waits for a person (some approval of its pause is pending).
-    When every approval is decided the run is about to resume: it is active, not waiting."""
+def _pause_state(t: Transaction, run: RunRecord) -> Literal["open", "expired", "decided"] | None:
+    """Of a run paused for approval: ``open`` while a person may still decide (an approval is
+    pending and not expired), ``expired`` when every pending one is past its ``expiresAt``,
+    ``decided`` when none is pending (the run is about to resume: active, not waiting). None when
+    the run is not paused."""
+    if run.status != "awaiting_confirmation":
+        return None
+    pending: list[ApprovalRecord] = []
     for approval_id in run.pending_approval_ids:
         doc = t.get(paths.approval(run.uid, approval_id))
         if doc is not None and doc.data.get("status") == "pending":
-            return True
-    return False
+            pending.append(ApprovalRecord.from_doc(doc.data))
+    if not pending:
+        return "decided"
+    at = now()
+    return "expired" if all(a.expires_at < at for a in pending) else "open"
 
 
 def _refuse_if_active(active: RunRecord, *, undecided: bool) -> None:

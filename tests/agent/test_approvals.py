@@ -678,3 +678,30 @@ def test_arguments_changed_after_the_decision_are_not_executed(make_runtime: Mak
     assert action.status == "failed" and "arguments changed" in (action.error or "")
     told = model.requests[1].turns[-1].parts[0].function_response
     assert told is not None and "arguments changed" in told.response["error"]
+
+
+def test_a_new_run_closes_a_pause_whose_approvals_expired(make_runtime: MakeRuntime) -> None:
+    """Nobody decided within APPROVAL_TTL_S: the thread is not held forever. The next run on it
+    closes the paused run (approval expired, action rejected, audited) without needing supersede."""
+    ledger = Ledger()
+    model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"})), text_turn("Hello again.")])
+    rt = runtime(make_runtime, model, ledger, approval_ttl_s=0.2)
+    first, _ = start_and_drive(rt, "send", threadId="t11")
+    with pytest.raises(Conflict) as err:  # still within the TTL: someone may decide
+        rt.agent.start("alice", RunRequest(prompt="hello?", threadId="t11"))
+    assert err.value.code == "APPROVAL_PENDING"
+    time.sleep(0.3)
+    second, _ = start_and_drive(rt, "hello?", threadId="t11")
+    assert second.status == "completed"
+    old = rt.runs.get_run(first.run_id)
+    assert old is not None and old.run.status == "failed" and old.run.error is not None
+    assert old.run.error.code == "APPROVAL_EXPIRED"
+    (action,) = rt.runs.list_actions(first.run_id)
+    assert (action.status, action.outcome) == ("rejected", "rejected")
+    got = rt.runs.get_approval("alice", first.approval.id)
+    assert got is not None and got[0].status == "expired"
+    assert ("approval_expired", first.approval.id) in [(a["kind"], a.get("approvalId")) for a in audits(rt)]
+    assert rt.runs.list_events(first.run_id)[-1]["code"] == "APPROVAL_EXPIRED"
+    with pytest.raises(Gone):
+        approve(rt, first.approval.id)
+    assert ledger.calls == []
