@@ -94,6 +94,8 @@ def start_periodic_sweep(rt: Runtime, interval_s: float = SWEEP_INTERVAL_S) -> t
 
 
 def main() -> None:
+    if os.environ.get("K_SERVICE"):
+        raise SystemExit("devserver refuses to run on Cloud Run (K_SERVICE is set)")
     from shared.logs import configure_logging
     from shared.runtime import get_runtime
 

@@ -114,6 +114,7 @@ def test_devserver_refuses_cloud_run(tmp_path: Path) -> None:
                               timeout=60, check=False)
         assert done.returncode != 0, done.stderr[-2000:]
         assert "K_SERVICE" in done.stderr, done.stderr[-2000:]
+        assert not (tmp_path / "state.sqlite3").exists()  # refused before opening any state
 
 
 @pytest.mark.parametrize("value", [None, "firebase"])
