@@ -1,5 +1,10 @@
-"""Pieces of the reliability scenario: a counting non-idempotent tool, the scripted model, a
+"""Pieces of the reliability scenario: counting non-idempotent tools, the scripted model, a
 dispatcher that plays Pub/Sub's part, and crash injection.
+
+Tools: ``send_note`` (side effect, no recipients: always needs approval below ``autonomous``) and
+``notify`` (mail-like: its recipient is checked against the ``delegated`` allowlist, so a call to
+an allowlisted address runs without approval). Both count their real executions per action id in
+one ledger and honour an armed ``tool`` crash plan.
 
 A crash is a ``Crash`` (a BaseException, so nothing in the runtime catches it, as when a process
 dies). It is armed per thread, so only the chosen delivery of the chosen run crashes:
@@ -14,6 +19,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from bench.instrument import InstrumentedStore
 from shared.dispatch import ResumeMessage
 from shared.models.base import ModelRequest, Turn
@@ -23,8 +30,11 @@ from shared.tools import default_registry
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
-Scenario = Literal["single", "parallel", "chain"]
+Scenario = Literal["single", "parallel", "chain", "mixed"]
+SCENARIOS: tuple[Scenario, ...] = ("single", "parallel", "chain", "mixed")
 SCENARIO_MARK = "scenario="
+ALLOWLISTED = "bob@example.com"
+"""The address the scenario user's allowlist holds (``notify`` to it runs without approval)."""
 
 
 class Crash(BaseException):
@@ -59,7 +69,8 @@ class Chaos:
         self._armed = _Armed()
         self.store = InstrumentedStore(inner, before_commit=self._before, after_commit=self._after)
         self.executions: Counter[str] = Counter()
-        """Real executions of ``send_note`` per action id (the side effect we must never repeat)."""
+        """Real executions of ``send_note`` / ``notify`` per action id (the side effect we must never
+        repeat)."""
         self._lock = threading.Lock()
 
     # ---- arming (per thread) ------------------------------------------------------------------
@@ -88,7 +99,17 @@ class Chaos:
     def _after(self, kind: str, index: int) -> None:
         self._hit("after", index)
 
-    # ---- the tool -----------------------------------------------------------------------------
+    # ---- the tools ----------------------------------------------------------------------------
+    def _side_effect(self, action_id: str) -> None:
+        """The real side effect, bracketed by the armed ``tool`` crash points."""
+        plan = self._armed.plan
+        if plan is not None and plan.where == "tool" and plan.when == "before":
+            self._fire(plan.label)
+        with self._lock:
+            self.executions[action_id] += 1
+        if plan is not None and plan.where == "tool" and plan.when == "after":
+            self._fire(plan.label)
+
     def registry(self) -> ToolRegistry:
         reg = default_registry()
 
@@ -100,16 +121,25 @@ class Chaos:
                 to: Recipient.
                 body: Text.
             """
-            plan = self._armed.plan
-            if plan is not None and plan.where == "tool" and plan.when == "before":
-                self._fire(plan.label)
-            with self._lock:
-                self.executions[ctx.action_id] += 1
-            if plan is not None and plan.where == "tool" and plan.when == "after":
-                self._fire(plan.label)
+            self._side_effect(ctx.action_id)
             return {"sent": True, "to": to}
 
+        @reg.tool(side_effect=True, recipients=_notify_recipients)
+        def notify(ctx: ToolContext, to: str, body: str) -> dict[str, Any]:
+            """Mail someone a notification (not idempotent: each call sends one more mail).
+
+            Args:
+                to: Recipient's email address.
+                body: Text.
+            """
+            self._side_effect(ctx.action_id)
+            return {"notified": True, "to": to}
+
         return reg
+
+
+def _notify_recipients(args: BaseModel) -> list[str]:
+    return [str(args.model_dump()["to"])]
 
 
 def scenario_model(request: ModelRequest) -> Turn:
@@ -118,6 +148,9 @@ def scenario_model(request: ModelRequest) -> Turn:
     prompt = request.turns[0].text if request.turns else ""
     scenario, tag = prompt.split(SCENARIO_MARK, 1)[1].split()[:2]
     done = sum(1 for t in request.turns if t.role == "model")
+    if scenario == "mixed" and done == 0:  # an allowed side effect and one needing approval
+        return calls_turn(call("notify", {"to": ALLOWLISTED, "body": tag}),
+                          call("send_note", {"to": "carol", "body": tag}))
     if scenario == "parallel" and done == 0:
         return calls_turn(call("search_memory", {"query": tag}), call("send_note", {"to": "bob", "body": tag}),
                           call("send_note", {"to": "carol", "body": tag}))
@@ -142,3 +175,9 @@ class RoutedDispatcher:
     def take(self, run_id: str) -> list[ResumeMessage]:
         with self._lock:
             return self._by_run.pop(run_id, [])
+
+    def take_all(self) -> list[ResumeMessage]:
+        with self._lock:
+            out = [m for messages in self._by_run.values() for m in messages]
+            self._by_run.clear()
+            return out

@@ -1,0 +1,81 @@
+"""The reliability scenario of issue 3 (``make reliability``), small: every scenario (single,
+parallel, chain, mixed) with crashes injected in resume deliveries and in a mixed run's first
+invocation, on both real stores. The invariants are the harness's (bench/invariants.py); these
+tests check that they hold and that the crashes really happened, so the run could have failed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.chaos import SCENARIOS, CrashPlan
+from bench.reliability import Options, run_reliability
+from shared.state.docstore import DocStore
+
+
+def _assert_reliable(out: dict[str, Any], runs: int) -> None:
+    assert out["violation_samples"] == [], out["violation_samples"]
+    assert out["ok"] is True
+    assert out["checked_runs"] == runs
+    assert out["violations"] == 0
+    assert out["runs_stuck"] == 0
+    assert out["events_missing"] == 0
+    assert out["events_duplicated"] == 0
+    assert out["outbox_left"] == 0
+    assert out["executions_of_rejected_actions"] == 0
+    assert set(out["final_status"]) == {"completed"}
+    for key in ("executions_and_outcome", "allowed_executions_and_outcome"):
+        assert out[key], key
+        # exactly once, or never / once with outcome unknown after a crash inside the tool
+        assert set(out[key]) <= {"1:success", "1:unknown", "0:unknown"}, out[key]
+    assert set(out["executions_per_approved_action"]) <= {"0", "1"}
+    assert set(out["executions_per_allowed_action"]) <= {"0", "1"}
+    counts = out["counts"]
+    for scenario in SCENARIOS:
+        assert counts.get(f"scenario_{scenario}", 0) >= 1, scenario
+
+
+def _crashes(out: dict[str, Any]) -> tuple[set[str], set[str]]:
+    fired = out["crashes_fired"]
+    initial = {k for k in fired if k.startswith("initial_")}
+    return initial, set(fired) - initial
+
+
+def test_reliability_sqlite(sqlite_docstore: DocStore) -> None:
+    # seed 20: 12 runs with every scenario; four mixed runs crash in their first invocation
+    # (inside notify before and after the side effect, and before notify's claim)
+    out = run_reliability(Options(runs=12, workers=3, seed=20, lease=0.2, store="sqlite"), store=sqlite_docstore)
+    _assert_reliable(out, 12)
+    initial, deliveries = _crashes(out)
+    assert len(initial) >= 2, initial
+    assert len(deliveries) >= 3, deliveries
+    assert sum(out["crashes_fired"].values()) >= 6
+    assert out["counts"]["initial_runs_crashed"] >= 2
+    assert out["settled_by"].get("sweep_resume", 0) >= 1
+    # a crash inside notify after its side effect: executed once, outcome unknown, never again
+    assert out["allowed_executions_and_outcome"].get("1:unknown", 0) >= 1
+
+
+def test_reliability_sweep_republishes_dead_lettered_decisions(sqlite_docstore: DocStore) -> None:
+    """Every resume delivery dies before claiming the run and its message is dead-lettered: only
+    the sweep re-publishing the decision's outbox entry can finish the run."""
+    out = run_reliability(Options(runs=4, workers=2, seed=3, lease=0.2, store="sqlite", delivery_crash_p=1.0,
+                                  dead_letter_p=1.0, delivery_crash_points=(CrashPlan("commit", "before", 1),)),
+                          store=sqlite_docstore)
+    assert out["ok"] is True, out["violation_samples"]
+    assert out["runs_stuck"] == 0
+    assert out["counts"]["deliveries_dead_lettered"] >= 4
+    assert out["settled_by"].get("sweep_republish", 0) >= 3
+    assert "redelivery" not in out["settled_by"]
+
+
+@pytest.mark.firestore
+def test_reliability_firestore(firestore_docstore: DocStore) -> None:
+    # seed 34: 6 runs with every scenario; two mixed runs crash in their first invocation
+    out = run_reliability(Options(runs=6, workers=2, seed=34, lease=0.3, store="firestore"),
+                          store=firestore_docstore)
+    _assert_reliable(out, 6)
+    initial, deliveries = _crashes(out)
+    assert initial, out["crashes_fired"]
+    assert len(deliveries) >= 2, deliveries
