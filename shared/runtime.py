@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from shared.config import Settings
+from shared.ids import new_id
 
 if TYPE_CHECKING:
     from shared.agent.context import Services
@@ -100,7 +101,7 @@ class Runtime:
                 if self._services is None:
                     self._services = _lazy_services_type()(
                         settings=self.settings, runs=self.runs, users=self.users, registry=self._registry,
-                        model_factory=self.model, new_id=_new_id, connectors=self.connectors,
+                        model_factory=self.model, new_id=new_id, connectors=self.connectors,
                         registry_factory=lambda: self.registry)
         return self._services
 
@@ -156,12 +157,6 @@ class Runtime:
 
     def authenticate(self, headers: dict[str, str], cookies: dict[str, str]) -> Principal:
         return self.authenticator.authenticate(headers, cookies)
-
-
-def _new_id(prefix: str) -> str:
-    from shared.agent.service import new_id
-
-    return new_id(prefix)
 
 
 @functools.cache

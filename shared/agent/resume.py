@@ -16,10 +16,10 @@ from shared.agent.approvals import handled, sweep_outbox
 from shared.agent.context import RunContext, Services
 from shared.agent.loop import drive
 from shared.agent.results import fail_run, pause_for_approvals
-from shared.agent.service import new_id
 from shared.agent.tool_calls import execute_action, responses_turn
 from shared.dispatch import Dispatcher, ResumeMessage
 from shared.events import StatusEvent, ToolResultEvent
+from shared.ids import new_id
 from shared.logs import log_context
 from shared.state.docstore import PreconditionFailed, Query
 from shared.state.records import ActionRecord, Lease, UserRecord, now

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from shared.agent.context import EventListener, RunContext, Services
 from shared.agent.loop import drive
 from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
 from shared.events import StatusEvent, event_to_doc
+from shared.ids import new_id
 from shared.instructions import build_system_instruction
 from shared.logs import log_context
 from shared.models.base import Part, Turn
@@ -35,10 +35,6 @@ class StartedRun:
     turns: list[Turn]
     first_events: list[dict[str, Any]]
     """Events committed with the run (``status: planning``), to be sent first on a live stream."""
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:20]}"
 
 
 def conversation_turns(items: Sequence[ConversationItem], prompt: str) -> list[Turn]:

@@ -14,13 +14,14 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shared.agent.context import RunContext
-from shared.agent.loop import drive
 from shared.logs import iterate_in_context
-from shared.state.records import RunRecord
-from shared.state.runs_repo import RunsRepo
+
+if TYPE_CHECKING:
+    from shared.agent.context import RunContext
+    from shared.state.records import RunRecord
+    from shared.state.runs_repo import RunsRepo
 
 log = logging.getLogger("agent_runtime.streaming")
 
@@ -44,6 +45,8 @@ def live_events(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator
 
 
 def _live(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    from shared.agent.loop import drive  # replays (the runs function) never load the loop
+
     q: queue.Queue[object] = queue.Queue()
     ctx.listener = q.put
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import importlib
 import math
 import random
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -47,26 +47,24 @@ _NORMAL_FINISH = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
 _RETRYABLE_FINISH = frozenset({"MALFORMED_FUNCTION_CALL"})
 
 
-def _exception_classes(names: tuple[str, ...]) -> tuple[type[BaseException], ...]:
-    """Exception classes of the HTTP stacks the SDK may use (``httpx2`` by default, else ``httpx``;
-    ``requests`` under google-auth mTLS), looked up by name so none of them must be installed."""
-    found: list[type[BaseException]] = []
+def _is_one_of(exc: BaseException, names: tuple[str, ...]) -> bool:
+    """Whether ``exc`` is an instance of one of the exception classes ``names`` of the HTTP stacks
+    the SDK may use (``httpx2`` by default, else ``httpx``; ``requests`` under google-auth mTLS).
+
+    Looked up in the modules already imported: an exception of a module's class can only exist once
+    that module is loaded, so none of them must be installed, and none is imported just to classify
+    an error (``requests`` alone costs ~30 ms of cold start to a function that never uses it)."""
     for dotted in names:
         module_name, _, attr = dotted.rpartition(".")
-        try:
-            cls = getattr(importlib.import_module(module_name), attr, None)
-        except ImportError:
-            continue
-        if isinstance(cls, type) and issubclass(cls, BaseException):
-            found.append(cls)
-    return tuple(found)
+        cls = getattr(sys.modules.get(module_name), attr, None)
+        if isinstance(cls, type) and issubclass(cls, BaseException) and isinstance(exc, cls):
+            return True
+    return False
 
 
-_TIMEOUTS = _exception_classes(("httpx2.TimeoutException", "httpx.TimeoutException",
-                                "requests.exceptions.Timeout"))
-_TRANSPORT_ERRORS = _exception_classes(("httpx2.TransportError", "httpx.TransportError",
-                                        "requests.exceptions.ConnectionError",
-                                        "requests.exceptions.ChunkedEncodingError"))
+_TIMEOUTS = ("httpx2.TimeoutException", "httpx.TimeoutException", "requests.exceptions.Timeout")
+_TRANSPORT_ERRORS = ("httpx2.TransportError", "httpx.TransportError", "requests.exceptions.ConnectionError",
+                     "requests.exceptions.ChunkedEncodingError")
 
 
 def create_client(settings: Settings) -> genai.Client:
@@ -202,9 +200,9 @@ def map_error(exc: BaseException) -> ModelError:
         if code == 408:
             return ModelTimeout(message, status=code, retryable=True)
         return ModelError(message, status=code, retryable=retryable)
-    if isinstance(exc, _TIMEOUTS):
+    if _is_one_of(exc, _TIMEOUTS):
         return ModelTimeout(f"Gemini did not answer in time ({type(exc).__name__})", retryable=True)
-    if isinstance(exc, _TRANSPORT_ERRORS):
+    if _is_one_of(exc, _TRANSPORT_ERRORS):
         return ModelError(f"connection to Gemini failed: {type(exc).__name__}: {exc}", retryable=True)
     return ModelError(f"unexpected failure talking to Gemini: {type(exc).__name__}: {exc}")
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from shared.errors import Conflict, NotFound
-from shared.models.base import Turn
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.records import (
@@ -23,6 +22,9 @@ from shared.state.records import (
     ThreadRecord,
     now,
 )
+
+if TYPE_CHECKING:
+    from shared.models.base import Turn
 
 CloseReason = Literal["superseded", "expired"]
 """Why a run paused for approval is closed when a new run starts on its thread."""
@@ -80,6 +82,8 @@ class RunsRepo:
         return snap
 
     def load_turns(self, run_id: str) -> list[Turn]:
+        from shared.models.base import Turn  # the model contract: reading a run record never needs it
+
         docs = self.store.query(Query(paths.turns(run_id)))
         return [Turn.model_validate(d.data) for d in docs]
 

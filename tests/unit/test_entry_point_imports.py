@@ -102,32 +102,39 @@ def test_importing_main_loads_only_the_configuration() -> None:
 
 
 def test_runs_reads_a_run_without_the_loop_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
+    """Not even the model contract (``shared.models``): the runs repository imports it only to load
+    turns."""
     got = serve(seeded, "runs", "GET", f"/api/agent/runs/{seeded['run_a']}")
     assert got["status"] == 200
     assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.agent", "shared.tools", "shared.connectors",
-                                    "shared.goals", "shared.models.factory", "shared.dispatch")) == []
+                                    "shared.goals", "shared.models", "shared.dispatch")) == []
 
 
-def test_runs_events_never_load_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
+def test_runs_events_never_load_the_loop_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
+    """A replay loads the streaming helpers only: the loop (and its context) only for a live stream."""
     got = serve(seeded, "runs", "GET", f"/api/agent/runs/{seeded['run_a']}/events?after=0")
     assert got["status"] == 200
-    assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
-                                    "shared.models.factory")) == []
+    assert "shared.agent.streaming" in got["modules"]
+    assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.tools", "shared.connectors", "shared.goals", "shared.models",
+                                    "shared.agent.loop", "shared.agent.context", "shared.agent.service")) == []
 
 
 def test_an_unknown_run_is_404_on_the_same_imports(seeded: dict[str, str]) -> None:
     got = serve(seeded, "runs", "GET", "/api/agent/runs/run_unknown")
     assert got["status"] == 404
     assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.agent", "shared.tools", "shared.connectors",
-                                    "shared.goals")) == []
+                                    "shared.goals", "shared.models")) == []
 
 
-def test_approve_decides_without_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
+def test_approve_decides_without_the_loop_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
+    """Ids come from ``shared.ids``, so deciding (which mints audit ids) never loads the agent service
+    or its loop."""
     got = serve(seeded, "approve", "POST", "/api/agent/approve",
                 {"approvalId": seeded["approval_a"], "decision": "approve"})
     assert got["status"] == 202
+    assert "shared.ids" in got["modules"]
     assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
-                                    "shared.models.factory")) == []
+                                    "shared.models.factory", "shared.agent.service", "shared.agent.loop")) == []
 
 
 @pytest.mark.parametrize("signature", ["cloudevent", ""], ids=["signature-cloudevent", "no-signature-type"])
@@ -154,6 +161,45 @@ def test_integrations_status_loads_no_agent_tools_goals_or_vendor_sdk(seeded: di
     assert got["status"] == 200
     assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.agent", "shared.tools", "shared.goals",
                                     "shared.state.records")) == []
+
+
+def test_goals_with_gemini_imports_the_sdk_but_not_requests(seeded: dict[str, str]) -> None:
+    """The Gemini adapter classifies ``requests`` errors without importing ``requests`` (~30 ms that
+    google-genai itself does not need); here the model is unreachable, so the step answers 503."""
+    got = serve(seeded, "goals", "POST", "/agent/run", {"message": "I want to run a marathon in the spring"})
+    assert got["status"] == 503
+    assert "google.genai" in got["modules"]
+    assert _loaded(got["modules"], ("requests", "googleapiclient", "slack_sdk", "google.cloud.firestore",
+                                    "google.cloud.pubsub_v1", "shared.state", "shared.runtime", "shared.agent",
+                                    "shared.tools", "shared.connectors")) == []
+
+
+def test_gemini_adapter_classifies_transport_errors_without_importing_requests() -> None:
+    code = ("import sys\n"
+            "from shared.errors import ModelTimeout\n"
+            "from shared.models.gemini import map_error\n"
+            "assert 'requests' not in sys.modules\n"
+            "import httpx2, requests\n"
+            "assert type(map_error(httpx2.ReadTimeout('t'))) is ModelTimeout\n"
+            "assert type(map_error(requests.exceptions.ConnectTimeout('t'))) is ModelTimeout\n"
+            "for exc in (httpx2.ConnectError('c'), requests.exceptions.ConnectionError('c'),\n"
+            "            requests.exceptions.ChunkedEncodingError('c')):\n"
+            "    err = map_error(exc)\n"
+            "    assert err.retryable and 'connection to Gemini failed' in str(err), err\n"
+            "assert not map_error(ValueError('v')).retryable\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={"PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("target", ["run", "stream"])
+def test_run_and_stream_with_gemini_import_the_sdk_but_not_requests(seeded: dict[str, str], target: str) -> None:
+    path = "/api/agent/run/stream" if target == "stream" else "/api/agent/run"
+    got = serve(seeded, target, "POST", path, {"prompt": "hello"})  # the model is unreachable: a failed run
+    assert got["status"] == 200
+    assert "google.genai" in got["modules"]
+    assert _loaded(got["modules"], ("requests", "googleapiclient", "slack_sdk", "google.cloud.pubsub_v1",
+                                    "shared.goals")) == []
 
 
 @pytest.mark.parametrize("target", ["run", "stream"])
