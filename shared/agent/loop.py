@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from shared.agent.context import RunContext
 from shared.agent.results import complete_run, fail_run, pause_for_approvals
 from shared.agent.tool_calls import execute_action, plan_calls, responses_turn
-from shared.errors import ModelError, ModelTimeout
+from shared.errors import ModelError, ModelTimeout, PreconditionFailed
 from shared.events import DeltaEvent, ThoughtDeltaEvent
 from shared.models.base import DeltaKind, ModelRequest, Usage
 from shared.state.records import ModelCallRecord, UsageRecord
@@ -41,11 +41,29 @@ class NextStepFailed:
     message: str
 
 
-StepOutcome = NextStepRunAgain | NextStepFinalOutput | NextStepInterruption | NextStepFailed
+@dataclass(frozen=True)
+class NextStepLost:
+    """Another invocation moved the run (its commit won): this one stops without writing."""
+
+
+StepOutcome = NextStepRunAgain | NextStepFinalOutput | NextStepInterruption | NextStepFailed | NextStepLost
 
 
 def drive(ctx: RunContext) -> StepOutcome:
-    """Run steps until the run completes, pauses for approval or fails; every stop is committed."""
+    """Run steps until the run completes, pauses for approval or fails; every stop is committed.
+
+    Every commit is conditioned on the run as this invocation last wrote it. If one fails, another
+    invocation took the run over (e.g. recovery after this one's lease lapsed): this one stops at
+    once, writes nothing more and reports ``NextStepLost``; the run goes on there."""
+    try:
+        return _drive(ctx)
+    except PreconditionFailed:
+        log.warning("another invocation took the run over; this one stops",
+                    extra={"fields": {"runId": ctx.run.run_id, "steps": ctx.run.steps}})
+        return NextStepLost()
+
+
+def _drive(ctx: RunContext) -> StepOutcome:
     while True:
         if ctx.run.steps - ctx.steps_at_start >= ctx.run.max_steps:
             return _failed(ctx, "STEP_LIMIT",
@@ -54,6 +72,8 @@ def drive(ctx: RunContext) -> StepOutcome:
             return _failed(ctx, "DEADLINE_EXCEEDED", "the run exceeded its time limit (AGENT_RUN_DEADLINE_S)")
         try:
             outcome = step(ctx)
+        except PreconditionFailed:
+            raise
         except Exception:
             log.exception("unexpected error in run step", extra={"fields": {"runId": ctx.run.run_id}})
             outcome = _failed(ctx, "INTERNAL", "the run failed because of an internal error")

@@ -9,11 +9,27 @@ from shared.agent.context import RunContext
 from shared.events import ErrorEvent, ResultEvent, UsageEvent
 from shared.state import paths
 from shared.state.docstore import Write
-from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunError, RunResult, now
+from shared.state.records import (
+    ActionRecord,
+    ApprovalView,
+    MessageRecord,
+    RunError,
+    RunRecord,
+    RunResult,
+    now,
+)
 
 log = logging.getLogger("agent_runtime.agent")
 
 MAX_SUMMARY_CHARS = 4000
+
+
+def current_result(run: RunRecord) -> RunResult:
+    """The run's result as of its last stop, or its in-progress state."""
+    if run.result is not None:
+        return run.result
+    return RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id, status=run.status, model=run.model,
+                     summary="the run is in progress")
 
 
 def _release_thread(ctx: RunContext) -> None:

@@ -14,7 +14,7 @@ from typing import Literal
 
 from shared.agent.approvals import handled, sweep_outbox
 from shared.agent.context import RunContext, Services
-from shared.agent.loop import drive
+from shared.agent.loop import NextStepLost, drive
 from shared.agent.results import fail_run, pause_for_approvals
 from shared.agent.tool_calls import execute_action, responses_turn
 from shared.dispatch import Dispatcher, ResumeMessage
@@ -91,8 +91,9 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             except PreconditionFailed:
                 log.warning("lost the run while closing its open turn", extra={"fields": {"runId": run_id}})
                 return "busy"
-            if not ctx.run.terminal and ctx.run.status != "awaiting_confirmation":
-                drive(ctx)
+            if not ctx.run.terminal and ctx.run.status != "awaiting_confirmation" \
+                    and isinstance(drive(ctx), NextStepLost):
+                return "busy"  # another invocation took the run over; it carries on
             return "resumed"
     return "busy"
 
@@ -161,6 +162,11 @@ def sweep(services: Services, dispatcher: Dispatcher, *, limit: int = 50) -> dic
         docs = services.runs.store.query(Query("runs", where=(("status", status),), order_by="leaseExpiresAt",
                                                limit=limit))
         for d in docs:
-            if float(d.data.get("leaseExpiresAt", 0)) < cutoff and resume_run(services, d.id) == "resumed":
-                recovered += 1
+            if float(d.data.get("leaseExpiresAt", 0)) >= cutoff:
+                continue
+            try:
+                if resume_run(services, d.id) == "resumed":
+                    recovered += 1
+            except Exception:  # one run's trouble must not stop the recovery of the others
+                log.exception("recovery of a run failed", extra={"fields": {"runId": d.id}})
     return {"republished": republished, "recovered": recovered}

@@ -5,18 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from shared.agent.results import current_result
 from shared.agent.service import AgentService
 from shared.agent.streaming import live_events, replay_events
 from shared.api import RunRequest
-from shared.state.records import RunRecord, RunResult
-
-
-def current_result(run: RunRecord) -> RunResult:
-    """The run's result as of its last stop, or its in-progress state."""
-    if run.result is not None:
-        return run.result
-    return RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id, status=run.status, model=run.model,
-                     summary="the run is in progress")
+from shared.state.records import RunResult
 
 
 def run_to_stop(service: AgentService, uid: str, request: RunRequest, *,

@@ -14,7 +14,8 @@ from typing import Any
 
 from shared.agent.approvals import supersede_writes
 from shared.agent.context import EventListener, RunContext, Services
-from shared.agent.loop import drive
+from shared.agent.loop import NextStepLost, drive
+from shared.agent.results import current_result
 from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
 from shared.events import StatusEvent, event_to_doc
 from shared.ids import new_id
@@ -22,7 +23,7 @@ from shared.instructions import build_system_instruction
 from shared.logs import log_context
 from shared.models.base import Part, Turn
 from shared.state.docstore import Transaction
-from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
+from shared.state.records import Lease, MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord, now
 from shared.state.runs_repo import CloseReason, RunSnapshot, StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
@@ -35,6 +36,8 @@ class StartedRun:
     turns: list[Turn]
     first_events: list[dict[str, Any]]
     """Events committed with the run (``status: planning``), to be sent first on a live stream."""
+    owner: str
+    """The invocation holding the new run's lease (it drives the run)."""
 
 
 def conversation_turns(items: Sequence[ConversationItem], prompt: str) -> list[Turn]:
@@ -93,10 +96,15 @@ class AgentService:
                                 for m in s.runs.list_messages(req.threadId, MAX_CONVERSATION_FOR_MODEL)]
         user, memories = self._load_user(uid)
         run_id = new_id("run")
+        # The invocation that starts the run holds its lease from the first write: recovery only
+        # takes over a run whose invocation stopped renewing it.
+        owner = new_id("inv")
+        lease = Lease(owner=owner, expires_at=now() + s.settings.lease_ttl_s)
         run = RunRecord(run_id=run_id, uid=uid, thread_id=thread_id, status="planning",
                         model=s.model_factory().name, max_steps=s.settings.max_loop_steps,
                         system_instruction=build_system_instruction(user, memories, req.attachedContext),
-                        idempotency_key=idempotency_key, last_seq=1)
+                        idempotency_key=idempotency_key, last_seq=1, lease=lease,
+                        lease_expires_at=lease.expires_at)
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
         turns = conversation_turns(conversation, req.prompt)
@@ -106,18 +114,22 @@ class AgentService:
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
                                    idempotency_key=idempotency_key, supersede=bool(req.supersede),
                                    close_paused=close_paused)
-        return StartedRun(outcome, user, turns, [first])
+        return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:
         snap = started.outcome.snapshot
         return RunContext(services=self.services, snapshot=snap, turns=list(started.turns),
                           user=started.user, deadline=time.monotonic() + self.services.settings.run_deadline_s,
-                          owner=new_id("inv"), listener=listener)
+                          owner=started.owner, listener=listener)
 
     def run(self, ctx: RunContext) -> RunResult:
-        """Drive a freshly started run until it stops; the stop is committed before returning."""
+        """Drive a freshly started run until it stops; the stop is committed before returning.
+        If another invocation took the run over, its current state as stored is returned."""
         with log_context(**ctx.log_fields()):
-            drive(ctx)
+            outcome = drive(ctx)
+        if isinstance(outcome, NextStepLost):
+            snap = self.services.runs.get_run(ctx.run.run_id)
+            return current_result(snap.run if snap is not None else ctx.run)
         result = ctx.run.result
         assert result is not None
         return result

@@ -45,14 +45,18 @@ def live_events(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator
 
 
 def _live(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    from shared.agent.loop import drive  # replays (the runs function) never load the loop
+    from shared.agent.loop import NextStepLost, drive  # replays (the runs function) never load the loop
 
     q: queue.Queue[object] = queue.Queue()
     ctx.listener = q.put
 
     def work() -> None:
         try:
-            drive(ctx)
+            if isinstance(drive(ctx), NextStepLost):
+                q.put({"type": "error", "seq": ctx.run.last_seq + 1, "code": "RUN_TAKEN_OVER",
+                       "error": "the run continues in another invocation; follow it with "
+                                f"GET /api/agent/runs/{ctx.run.run_id}/events?after={ctx.snapshot.run.last_seq}"
+                                "&follow=1"})
         except Exception as exc:
             log.exception("run could not be driven to a recorded stop",
                           extra={"fields": {"runId": ctx.run.run_id}})

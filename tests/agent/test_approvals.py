@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -705,3 +706,48 @@ def test_a_new_run_closes_a_pause_whose_approvals_expired(make_runtime: MakeRunt
     with pytest.raises(Gone):
         approve(rt, first.approval.id)
     assert ledger.calls == []
+
+
+def test_a_sweep_never_takes_over_a_run_that_is_just_starting(make_runtime: MakeRuntime) -> None:
+    """The starting invocation holds the run's lease from its first write: a sweep during its
+    first model call leaves it alone, and the model is called once per step."""
+    holder: dict[str, Any] = {"calls": 0}
+
+    def model(request: ModelRequest) -> Turn:
+        holder["calls"] += 1
+        if "swept" not in holder:
+            holder["swept"] = sweep(holder["rt"].services, holder["rt"].dispatcher)
+        return text_turn("Hello.")
+
+    rt = make_runtime(FunctionModel(model))
+    holder["rt"] = rt
+    started = rt.agent.start("alice", RunRequest(prompt="hi"))
+    snap = rt.runs.get_run(started.outcome.snapshot.run.run_id)
+    assert snap is not None and snap.run.lease is not None and snap.run.lease.owner == started.owner
+    result = rt.agent.run(rt.agent.context(started))
+    assert holder["swept"]["recovered"] == 0
+    assert result.status == "completed" and holder["calls"] == 1
+
+
+def test_an_invocation_that_loses_its_run_stops_quietly(make_runtime: MakeRuntime,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Another invocation moves the run while this one waits for the model: this one's commit
+    loses, it writes nothing more, does not call the run failed, and reports the stored state."""
+    holder: dict[str, Any] = {}
+
+    def model(request: ModelRequest) -> Turn:
+        rt, run_id = holder["rt"], holder["run_id"]
+        rt.store.commit([Write("update", paths.run(run_id), {"updatedAt": time.time()})])  # the other one
+        return text_turn("Hello.")
+
+    rt = make_runtime(FunctionModel(model))
+    holder["rt"] = rt
+    started = rt.agent.start("alice", RunRequest(prompt="hi"))
+    holder["run_id"] = run_id = started.outcome.snapshot.run.run_id
+    result = rt.agent.run(rt.agent.context(started))
+    assert result.run_id == run_id and result.status == "planning" and result.summary == "the run is in progress"
+    snap = rt.runs.get_run(run_id)
+    assert snap is not None and snap.run.status == "planning" and snap.run.error is None
+    assert [e["type"] for e in rt.runs.list_events(run_id)] == ["status"]  # nothing of the lost step
+    assert any("took the run over" in r.getMessage() for r in caplog.records)
+    assert not any(r.levelno >= logging.ERROR for r in caplog.records)
