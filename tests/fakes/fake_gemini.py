@@ -336,6 +336,9 @@ def _handler_class(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
     class _Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = 30
+        # Keep-alive connections: without TCP_NODELAY, the small writes of a response wait ~40 ms
+        # for the client's delayed ACK on every call after the first (a stall the real API has not).
+        disable_nagle_algorithm = True
 
         def setup(self) -> None:
             super().setup()
