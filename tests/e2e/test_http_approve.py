@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -97,13 +98,22 @@ def test_approve_security_replay_and_expiry(install: Install, client: FlaskClien
     assert action.status == "rejected" and "expired" in (action.error or "")
 
 
-@pytest.mark.parametrize("payload", [b"not json", b"{}", b'{"runId": 5}', b'{"kind": "explode"}',
-                                     b'{"runId": "run_doesnotexist"}', b'{"runId": "../../x"}'])
+@pytest.mark.parametrize(("payload", "logged"), [
+    (b"not json", "resume event ignored: Pub/Sub message data is not base64 JSON"),
+    (b"{}", "resume message without runId ignored"),
+    (b'{"runId": 5}', "resume event ignored"),
+    (b'{"kind": "explode"}', "resume event ignored"),
+    (b'{"runId": "run_doesnotexist"}', "resume message handled: not_found"),
+    (b'{"runId": "../../x"}', "resume event ignored"),
+])
 def test_resume_acknowledges_malformed_or_unknown_messages(install: Install, resume_client: FlaskClient,
-                                                           payload: bytes) -> None:
+                                                           payload: bytes, logged: str,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
     install(ScriptedModel([]))
     headers, data = pubsub_event(payload)
-    assert resume_client.post("/", headers=headers, data=data).status_code == 200
+    with caplog.at_level(logging.INFO, logger="agent_runtime"):
+        assert resume_client.post("/", headers=headers, data=data).status_code == 200
+    assert any(r.getMessage().startswith(logged) for r in caplog.records), [r.getMessage() for r in caplog.records]
 
 
 def test_resume_acknowledges_events_without_pubsub_data(install: Install, resume_client: FlaskClient) -> None:
