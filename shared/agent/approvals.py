@@ -39,6 +39,11 @@ OUTBOX_GRACE_S = 30.0
 """The sweep re-publishes pending outbox entries older than this (younger ones are still being published)."""
 
 
+REPUBLISH_MAX_WAIT_S = 6 * 3600.0
+REPUBLISH_ALERT_AFTER = 5
+"""A published entry is re-sent after 2, 4, 8 leases, … (at most 6 h apart); from its
+fifth publication on, each re-send is logged as an error."""
+
 CONTENTION_ATTEMPTS = 4
 CONTENTION_BACKOFF_S = 0.2
 """A contended decision is tried again after ~0.2, 0.4, 0.8 s (jittered) before answering 503."""
@@ -163,8 +168,10 @@ def deliver(services: Services, dispatcher: Dispatcher, approval_id: str) -> boo
         return False
     # ``update`` fails when the resume already handled the message and deleted the entry: then
     # there is nothing left to track (never recreate it).
+    count = int(doc.data.get("publishCount", 0)) + 1
     with contextlib.suppress(PreconditionFailed):
-        store.commit([Write("update", outbox_path(approval_id), {"status": "published", "publishedAt": now()})])
+        store.commit([Write("update", outbox_path(approval_id),
+                            {"status": "published", "publishedAt": now(), "publishCount": count})])
     return True
 
 
@@ -194,12 +201,23 @@ def sweep_outbox(services: Services, dispatcher: Dispatcher, *, older_than_s: fl
     if republish_after_s is None:
         republish_after_s = 2 * services.settings.lease_ttl_s
     sent = 0
-    for status, field, age in (("pending", "createdAt", older_than_s),
-                               ("published", "publishedAt", republish_after_s)):
+    for status in ("pending", "published"):
         docs = services.runs.store.query(Query(OUTBOX, where=(("status", status),), order_by="createdAt",
                                                limit=limit))
         for d in docs:
-            if float(d.data.get(field, 0)) <= at - age and deliver(services, dispatcher, d.id):
+            if status == "pending":
+                due = float(d.data.get("createdAt", 0)) + older_than_s
+            else:
+                # A message that keeps failing must not be re-sent at a steady beat forever: the
+                # wait doubles with each publication (capped), and from the fifth one it is
+                # reported as an error for an operator to look at.
+                count = int(d.data.get("publishCount", 1))
+                due = float(d.data.get("publishedAt", 0)) + min(
+                    REPUBLISH_MAX_WAIT_S, republish_after_s * 2 ** max(0, count - 1))
+                if due <= at and count >= REPUBLISH_ALERT_AFTER:
+                    log.error("resume message published %d times and never handled", count,
+                              extra={"fields": {"approvalId": d.id, "runId": d.data.get("runId")}})
+            if due <= at and deliver(services, dispatcher, d.id):
                 sent += 1
     return sent
 

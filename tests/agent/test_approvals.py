@@ -751,3 +751,40 @@ def test_an_invocation_that_loses_its_run_stops_quietly(make_runtime: MakeRuntim
     assert [e["type"] for e in rt.runs.list_events(run_id)] == ["status"]  # nothing of the lost step
     assert any("took the run over" in r.getMessage() for r in caplog.records)
     assert not any(r.levelno >= logging.ERROR for r in caplog.records)
+
+
+def test_a_message_that_is_never_handled_is_republished_less_and_less_often(
+        make_runtime: MakeRuntime, caplog: pytest.LogCaptureFixture) -> None:
+    """A decision whose resume keeps failing (every message lost) is not re-sent at a steady beat
+    forever: the wait doubles with each publication (2, 4, 8 … leases, at most 6 h), and from the
+    fifth publication on each re-send is reported as an error."""
+    from shared.agent import approvals
+
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."), lease_ttl_s=10.0)
+    approve(rt, result.approval.id)
+    dispatcher(rt).take()  # lost
+    path = approvals.outbox_path(result.approval.id)
+
+    def republished(count: int, age_s: float) -> bool:
+        doc = rt.store.get(path)
+        assert doc is not None and doc.data["status"] == "published"
+        rt.store.commit([Write("update", path, {"publishCount": count, "publishedAt": time.time() - age_s})])
+        sent = sweep(rt.services, rt.dispatcher)["republished"]
+        assert len(dispatcher(rt).take()) == sent  # lost again
+        return sent == 1
+
+    assert not republished(1, 15) and republished(1, 25)     # 2 leases after the first publication
+    assert rt.store.get(path).data["publishCount"] == 2       # type: ignore[union-attr]
+    assert not republished(3, 70) and republished(3, 85)     # 8 leases after the third
+    assert not errors(caplog)
+    assert not republished(20, 5 * 3600) and republished(20, 6.1 * 3600)  # capped at 6 h
+    assert errors(caplog) == ["resume message published 20 times and never handled"]
+    handle_message(rt.services, rt.dispatcher, ResumeMessage(runId=result.run_id, uid="alice",
+                                                            approvalId=result.approval.id))  # finally handled
+    assert ledger.calls == ["send_note:bob:hi"]
+    assert rt.store.get(path) is None
+
+
+def errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
