@@ -122,6 +122,16 @@ def _no_network_attempts(network_guard: NetworkGuard) -> Iterator[None]:
                     "tests/conftest.py)", pytrace=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_leaked_signature_type() -> Iterator[None]:
+    """functions-framework's ``create_app(target, source, signature_type)`` stores the signature
+    type in ``os.environ["FUNCTION_SIGNATURE_TYPE"]``, where a later ``create_app`` without one
+    would read it (an HTTP function served as a CloudEvent one). Each test starts without it."""
+    os.environ.pop("FUNCTION_SIGNATURE_TYPE", None)
+    yield
+    os.environ.pop("FUNCTION_SIGNATURE_TYPE", None)
+
+
 def _emulator(name: str, env_var: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     existing = os.environ.get(env_var, "").strip()
     with pytest.MonkeyPatch.context() as mp:

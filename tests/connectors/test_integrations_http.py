@@ -134,7 +134,7 @@ def test_deployed_entry_point(install: Any) -> None:
     install()
     fn = create_function_app("integrations", "main.py").test_client()  # type: ignore[no-untyped-call]
     resp = fn.post("/api/integrations/google", json=TOKENS, headers=ALICE)
-    assert resp.status_code == 200 and resp.get_json()["connected"] is True
+    assert resp.status_code == 200 and resp.get_json()["connected"] is True, resp.get_data(as_text=True)[:2000]
 
 
 def pubsub_event(payload: bytes) -> tuple[dict[str, str], bytes]:
