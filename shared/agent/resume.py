@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Literal
 
-from shared.agent.approvals import handled, sweep_outbox
+from shared.agent.approvals import handled, outbox_path, sweep_outbox
 from shared.agent.context import RunContext, Services
 from shared.agent.loop import NextStepLost, drive
 from shared.agent.results import fail_run, pause_for_approvals
@@ -21,7 +21,7 @@ from shared.dispatch import Dispatcher, ResumeMessage
 from shared.events import StatusEvent, ToolResultEvent
 from shared.ids import new_id
 from shared.logs import log_context
-from shared.state.docstore import PreconditionFailed, Query
+from shared.state.docstore import PreconditionFailed, Query, Write
 from shared.state.records import ActionRecord, Lease, UserRecord, now
 from shared.tools.registry import args_hash
 
@@ -77,8 +77,11 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
         claimed.status = "executing" if run.status == "awaiting_confirmation" else run.status
         claimed.lease = Lease(owner=owner, expires_at=now() + services.settings.lease_ttl_s)
         claimed.lease_expires_at = claimed.lease.expires_at
+        # The claim consumes the paused turn's decisions: their outbox entries have done their job
+        # (whichever message or sweep got here first), so no entry outlives its run.
+        done = [Write("delete", outbox_path(a)) for a in run.pending_approval_ids]
         try:
-            snap = services.runs.commit(snap, claimed)
+            snap = services.runs.commit(snap, claimed, done)
         except PreconditionFailed:
             continue  # someone moved the run meanwhile (a decision, another resumer): look again
         with log_context(runId=run_id, threadId=run.thread_id, uid=run.uid):

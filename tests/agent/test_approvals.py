@@ -788,3 +788,19 @@ def test_a_message_that_is_never_handled_is_republished_less_and_less_often(
 
 def errors(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_the_claim_that_resumes_a_paused_run_removes_its_outbox_entries(make_runtime: MakeRuntime) -> None:
+    """Whatever resumes the run first (one message, another, the sweep), its claim consumes the
+    pause's decisions: no outbox entry outlives the run to be re-published for nothing."""
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Both sent."),
+                              calls=[call("send_note", {"to": "bob", "body": "1"}),
+                                     call("send_note", {"to": "carol", "body": "2"})])
+    for approval in result.approvals:
+        approve(rt, approval.id)
+    assert len(dispatcher(rt).take()) == 2  # both messages lost
+    assert len(rt.store.query(Query("outbox"))) == 2
+    assert resume_run(rt.services, result.run_id) == "resumed"  # e.g. the sweep's own pass
+    assert rt.store.query(Query("outbox")) == []
+    assert sorted(ledger.calls) == ["send_note:bob:1", "send_note:carol:2"]
