@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from shared.agent.approvals import decide
-from shared.agent.resume import handle_message
-from shared.api import ApproveRequest, RunRequest
+from shared.api import ApproveRequest
 from shared.config import Settings
 from shared.connectors import IntegrationTokens
 from shared.dispatch import RecordingDispatcher
@@ -26,18 +25,14 @@ from shared.models.base import Model
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
-from shared.state.records import RunResult, UserRecord
+from shared.state.records import UserRecord
 from tests.connectors.fake_calendar import FakeCalendar
 from tests.connectors.fake_slack import FakeSlack, cursor_for
+from tests.connectors.loop_support import deliver, start
 
 UID = "alice"
 EVENT = {"title": "Design review", "start": "2026-03-02T10:00", "end": "2026-03-02T11:30",
          "timezone": "Europe/Paris", "attendees": ["ana@example.com", "bo@example.org"], "location": "Room 2"}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("firestore", marks=pytest.mark.firestore)])
-def store(request: pytest.FixtureRequest) -> DocStore:
-    return request.getfixturevalue(f"{request.param}_docstore")  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -58,19 +53,6 @@ def runtime(store: DocStore, model: Model, **endpoints: Any) -> Runtime:
     rt = Runtime(settings, store=store, model=model, dispatcher=RecordingDispatcher())
     rt.users.put_user(UserRecord(uid=UID, trust_level="supervised"))
     return rt
-
-
-def start(rt: Runtime, prompt: str) -> RunResult:
-    started = rt.agent.start(UID, RunRequest(prompt=prompt))
-    return rt.agent.run(rt.agent.context(started))
-
-
-def deliver(rt: Runtime, copies: int) -> None:
-    dispatcher = rt.dispatcher
-    assert isinstance(dispatcher, RecordingDispatcher)
-    for message in dispatcher.take():
-        for _ in range(copies):
-            handle_message(rt.services, dispatcher, message)
 
 
 def test_event_create_needs_approval_then_inserts_exactly_once(calendar: FakeCalendar, store: DocStore) -> None:

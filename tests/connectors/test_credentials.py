@@ -20,11 +20,6 @@ from tests.connectors.fake_google import FakeGoogle
 from tests.connectors.gmail_support import KEY, OTHER_KEY, REFRESH, fresh_tokens, google_settings
 
 
-@pytest.fixture(params=["sqlite", pytest.param("firestore", marks=pytest.mark.firestore)])
-def store(request: pytest.FixtureRequest) -> DocStore:
-    return request.getfixturevalue(f"{request.param}_docstore")  # type: ignore[no-any-return]
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeGoogle]:
     with FakeGoogle() as f:

@@ -9,24 +9,19 @@ from typing import Any
 import pytest
 
 from shared.agent.approvals import decide
-from shared.agent.resume import handle_message
-from shared.api import ApproveRequest, RunRequest
+from shared.api import ApproveRequest
 from shared.dispatch import RecordingDispatcher
 from shared.models.base import Model
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
-from shared.state.records import RunResult, UserProfile, UserRecord
+from shared.state.records import UserProfile, UserRecord
 from tests.connectors.fake_google import FakeGoogle
 from tests.connectors.gmail_support import fresh_tokens, google_settings
+from tests.connectors.loop_support import deliver, start
 
 MAIL = {"to": ["bob@example.com"], "cc": ["carol@example.com"], "subject": "Lunch on Friday",
         "body": "Hi Bob, shall we have lunch on Friday at noon?"}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("firestore", marks=pytest.mark.firestore)])
-def store(request: pytest.FixtureRequest) -> DocStore:
-    return request.getfixturevalue(f"{request.param}_docstore")  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -43,19 +38,6 @@ def runtime(fake: FakeGoogle, store: DocStore, model: Model, *, trust: str = "su
     if connect:
         rt.connectors().vault.put("alice", "google", fresh_tokens(fake))
     return rt
-
-
-def start(rt: Runtime, prompt: str) -> RunResult:
-    started = rt.agent.start("alice", RunRequest(prompt=prompt))
-    return rt.agent.run(rt.agent.context(started))
-
-
-def deliver(rt: Runtime, copies: int) -> None:
-    dispatcher = rt.dispatcher
-    assert isinstance(dispatcher, RecordingDispatcher)
-    for message in dispatcher.take():
-        for _ in range(copies):
-            handle_message(rt.services, dispatcher, message)
 
 
 def test_send_needs_approval_then_sends_exactly_once(fake: FakeGoogle, store: DocStore) -> None:

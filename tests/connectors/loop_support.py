@@ -1,0 +1,23 @@
+"""Driving a connector tool through the agent loop in tests: start a run, deliver the resume
+messages (duplicated, as Pub/Sub may)."""
+
+from __future__ import annotations
+
+from shared.agent.resume import handle_message
+from shared.api import RunRequest
+from shared.dispatch import RecordingDispatcher
+from shared.runtime import Runtime
+from shared.state.records import RunResult
+
+
+def start(rt: Runtime, prompt: str, uid: str = "alice") -> RunResult:
+    started = rt.agent.start(uid, RunRequest(prompt=prompt))
+    return rt.agent.run(rt.agent.context(started))
+
+
+def deliver(rt: Runtime, copies: int) -> None:
+    dispatcher = rt.dispatcher
+    assert isinstance(dispatcher, RecordingDispatcher)
+    for message in dispatcher.take():
+        for _ in range(copies):
+            handle_message(rt.services, dispatcher, message)
