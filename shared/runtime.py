@@ -11,10 +11,12 @@ import functools
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from shared.config import Settings
 from shared.ids import new_id
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from shared.agent.context import Services
@@ -57,37 +59,45 @@ class Runtime:
         self._services: Services | None = None
         self._agent: AgentService | None = None
 
+    def _once(self, attr: str, build: Callable[[], T]) -> T:
+        """The collaborator in ``attr``, built by ``build`` on first use (once, under the lock)."""
+        value = getattr(self, attr)
+        if value is None:
+            with self._lock:
+                value = getattr(self, attr)
+                if value is None:
+                    value = build()
+                    setattr(self, attr, value)
+        return value  # type: ignore[no-any-return]
+
     @property
     def runs(self) -> RunsRepo:
-        if self._runs is None:
-            with self._lock:
-                if self._runs is None:
-                    from shared.state.runs_repo import RunsRepo
+        def build() -> RunsRepo:
+            from shared.state.runs_repo import RunsRepo
 
-                    self._runs = RunsRepo(self.store, event_retention_s=self.settings.event_retention_s,
-                                          audit_retention_s=self.settings.audit_retention_s)
-        return self._runs
+            return RunsRepo(self.store, event_retention_s=self.settings.event_retention_s,
+                            audit_retention_s=self.settings.audit_retention_s)
+
+        return self._once("_runs", build)
 
     @property
     def users(self) -> UsersRepo:
-        if self._users is None:
-            with self._lock:
-                if self._users is None:
-                    from shared.state.users_repo import UsersRepo
+        def build() -> UsersRepo:
+            from shared.state.users_repo import UsersRepo
 
-                    self._users = UsersRepo(self.store)
-        return self._users
+            return UsersRepo(self.store)
+
+        return self._once("_users", build)
 
     @property
     def registry(self) -> ToolRegistry:
         """Every shipped tool (their modules, pydantic argument models and connectors load here)."""
-        if self._registry is None:
-            with self._lock:
-                if self._registry is None:
-                    from shared.tools import default_registry
+        def build() -> ToolRegistry:
+            from shared.tools import default_registry
 
-                    self._registry = default_registry()
-        return self._registry
+            return default_registry()
+
+        return self._once("_registry", build)
 
     @registry.setter
     def registry(self, registry: ToolRegistry) -> None:
@@ -96,64 +106,55 @@ class Runtime:
     @property
     def services(self) -> Services:
         """The loop's collaborators; their tool registry is only built when a tool is looked up."""
-        if self._services is None:
-            with self._lock:
-                if self._services is None:
-                    self._services = _lazy_services_type()(
-                        settings=self.settings, runs=self.runs, users=self.users, registry=self._registry,
-                        model_factory=self.model, new_id=new_id, connectors=self.connectors,
-                        registry_factory=lambda: self.registry)
-        return self._services
+        return self._once("_services", lambda: _lazy_services_type()(
+            settings=self.settings, runs=self.runs, users=self.users, registry=self._registry,
+            model_factory=self.model, new_id=new_id, connectors=self.connectors,
+            registry_factory=lambda: self.registry))
 
     @property
     def agent(self) -> AgentService:
-        if self._agent is None:
-            with self._lock:
-                if self._agent is None:
-                    from shared.agent.service import AgentService
+        def build() -> AgentService:
+            from shared.agent.service import AgentService
 
-                    self._agent = AgentService(self.services)
-        return self._agent
+            return AgentService(self.services)
+
+        return self._once("_agent", build)
 
     def model(self) -> Model:
         """The model, created on first use (functions that never call it never import its SDK)."""
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    from shared.models.factory import create_model
+        def build() -> Model:
+            from shared.models.factory import create_model
 
-                    self._model = create_model(self.settings)
-        return self._model
+            return create_model(self.settings)
+
+        return self._once("_model", build)
 
     def connectors(self) -> Connectors:
         """Per-user access to Gmail, Calendar and Slack, created on first use by a tool."""
-        if self._connectors is None:
-            with self._lock:
-                if self._connectors is None:
-                    from shared.connectors import create_connectors
+        def build() -> Connectors:
+            from shared.connectors import create_connectors
 
-                    self._connectors = create_connectors(self.settings, self.store)
-        return self._connectors
+            return create_connectors(self.settings, self.store)
+
+        return self._once("_connectors", build)
 
     @property
     def authenticator(self) -> Authenticator:
-        if self._authenticator is None:
-            with self._lock:
-                if self._authenticator is None:
-                    from shared.auth import create_authenticator
+        def build() -> Authenticator:
+            from shared.auth import create_authenticator
 
-                    self._authenticator = create_authenticator(self.settings)
-        return self._authenticator
+            return create_authenticator(self.settings)
+
+        return self._once("_authenticator", build)
 
     @property
     def dispatcher(self) -> Dispatcher:
-        if self._dispatcher is None:
-            with self._lock:
-                if self._dispatcher is None:
-                    from shared.dispatch import create_dispatcher
+        def build() -> Dispatcher:
+            from shared.dispatch import create_dispatcher
 
-                    self._dispatcher = create_dispatcher(self)
-        return self._dispatcher
+            return create_dispatcher(self)
+
+        return self._once("_dispatcher", build)
 
     def authenticate(self, headers: dict[str, str], cookies: dict[str, str]) -> Principal:
         return self.authenticator.authenticate(headers, cookies)
