@@ -2,7 +2,7 @@
 
 Not part of the deployed bundle. Refuses to run on Cloud Run (``K_SERVICE`` set).
 Routes: POST /api/agent/run, POST /api/agent/run/stream, GET /api/agent/runs/{runId}[/events],
-POST /api/agent/approve, POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
+POST /api/agent/approve, GET /api/agent/usage, POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
 GET /openapi.json, GET /healthz.
 """
 
@@ -39,6 +39,7 @@ def create_app() -> flask.Flask:
     from functions.run import run
     from functions.runs import runs
     from functions.stream import stream
+    from functions.usage import usage
     from shared.openapi import build_openapi
 
     routes: dict[str, Handler] = {
@@ -46,6 +47,7 @@ def create_app() -> flask.Flask:
         "/api/agent/run/stream": stream,
         "/api/agent/approve": approve,
         "/agent/run": goals,
+        "/api/agent/usage": usage,
     }
     app = flask.Flask("agent-runtime-dev")
 
@@ -74,14 +76,12 @@ def start_periodic_sweep(rt: Runtime, interval_s: float = SWEEP_INTERVAL_S) -> t
     """Run the recovery sweep now and then every ``interval_s`` on a daemon thread, as the Cloud
     Scheduler job does in production: decisions whose resume message was lost, and runs left by a
     crashed (or stopped) server, continue. Set the returned event to stop it."""
-    from shared.agent.resume import sweep
-
     stop = threading.Event()
 
     def loop() -> None:
         while True:
             try:
-                found = sweep(rt.services, rt.dispatcher)
+                found = rt.router.sweep()
                 if any(found.values()):
                     log.info("sweep: %s", found)
             except Exception:

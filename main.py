@@ -19,7 +19,7 @@ from shared.config import Settings
 if TYPE_CHECKING:
     import flask
 
-__all__ = ["approve", "goals", "integrations", "resume", "run", "runs", "stream"]
+__all__ = ["approve", "goals", "integrations", "resume", "run", "runs", "stream", "usage"]
 
 Settings.from_env()  # raises ConfigurationError: functions-framework exits before serving
 
@@ -64,5 +64,11 @@ def goals(request: flask.Request) -> flask.Response:
 
 def integrations(request: flask.Request) -> flask.Response:
     from functions.integrations import integrations as impl
+
+    return impl(request)
+
+
+def usage(request: flask.Request) -> flask.Response:
+    from functions.usage import usage as impl
 
     return impl(request)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from bench.instrument import InstrumentedStore
-from shared.dispatch import ResumeMessage
+from shared.durable.messages import WorkMessage
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import call, calls_turn, text_turn
 from shared.state.docstore import DocStore
@@ -164,19 +164,19 @@ class RoutedDispatcher:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_run: defaultdict[str, list[ResumeMessage]] = defaultdict(list)
+        self._by_run: defaultdict[str, list[WorkMessage]] = defaultdict(list)
         self.published = 0
 
-    def publish(self, message: ResumeMessage) -> None:
+    def publish(self, message: WorkMessage) -> None:
         with self._lock:
-            self._by_run[message.runId or ""].append(message)
+            self._by_run[message.unitId or ""].append(message)
             self.published += 1
 
-    def take(self, run_id: str) -> list[ResumeMessage]:
+    def take(self, run_id: str) -> list[WorkMessage]:
         with self._lock:
             return self._by_run.pop(run_id, [])
 
-    def take_all(self) -> list[ResumeMessage]:
+    def take_all(self) -> list[WorkMessage]:
         with self._lock:
             out = [m for messages in self._by_run.values() for m in messages]
             self._by_run.clear()

@@ -13,7 +13,7 @@ from typing import Any
 from bench.coldstart import pubsub_event
 from bench.scenario import bench_settings
 from shared.api import RunRequest
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.scripted import ScriptedModel, call, calls_turn
 from shared.runtime import Runtime
 from shared.state.sqlite_docstore import SqliteDocStore

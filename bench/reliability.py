@@ -41,10 +41,9 @@ from bench.chaos import ALLOWLISTED, SCENARIO_MARK, SCENARIOS, Chaos, Crash, Cra
 from bench.emulator import firestore_store, sqlite_store
 from bench.invariants import RunReport, check_pause, check_run, settled, summarize
 from bench.scenario import bench_settings
-from shared.agent.approvals import OUTBOX, decide
-from shared.agent.resume import handle_message, sweep
+from shared.agent.approvals import decide
 from shared.api import ApproveRequest, RunRequest
-from shared.dispatch import ResumeMessage
+from shared.durable.messages import WorkMessage
 from shared.errors import Conflict, PreconditionFailed
 from shared.models.scripted import FunctionModel
 from shared.runtime import Runtime
@@ -118,7 +117,7 @@ class Iteration:
         self.rt, self.chaos, self.dispatcher, self.tally, self.rng = rt, chaos, dispatcher, tally, rng
         self.opts = opts
         self.lease_s = opts.lease
-        self.unacked: list[ResumeMessage] = []
+        self.unacked: list[WorkMessage] = []
         self.crashed_at = 0.0
         self._lock = threading.Lock()
 
@@ -147,10 +146,10 @@ class Iteration:
             self.tally.violate(run_id, f"concurrent approve outcomes {sorted(outcomes)}")
 
     # ---- deliver ------------------------------------------------------------------------------
-    def _deliver(self, message: ResumeMessage, plan: CrashPlan | None, *, dead_letter: bool = False) -> None:
+    def _deliver(self, message: WorkMessage, plan: CrashPlan | None, *, dead_letter: bool = False) -> None:
         self.chaos.arm(plan)
         try:
-            handle_message(self.rt.services, self.dispatcher, message)
+            self.rt.router.handle(message)
             self.tally.add("deliveries_acked")
         except BaseException as exc:  # a crash or an error: Pub/Sub will redeliver it
             self.tally.add("deliveries_crashed" if isinstance(exc, Crash) else
@@ -166,10 +165,10 @@ class Iteration:
             if fired:
                 self.tally.add(f"crash_fired_{fired}")
 
-    def _delivery(self, message: ResumeMessage, plan: CrashPlan | None) -> Callable[[], None]:
+    def _delivery(self, message: WorkMessage, plan: CrashPlan | None) -> Callable[[], None]:
         return lambda: self._deliver(message, plan)
 
-    def deliver(self, message: ResumeMessage) -> None:
+    def deliver(self, message: WorkMessage) -> None:
         copies = self.rng.randint(1, 5)
         plan = (self.rng.choice(self.opts.delivery_crash_points) if self.rng.random() < self.opts.delivery_crash_p
                 else None)
@@ -300,7 +299,7 @@ def _sweep(rt: Runtime, dispatcher: RoutedDispatcher, tally: Tally) -> dict[str,
     invocation (bench/repros/sweep_aborts_on_lost_run.py)."""
     tally.add("sweeps")
     try:
-        return sweep(rt.services, dispatcher)
+        return rt.router.sweep()
     except Exception as exc:
         tally.add(f"sweep_errors_{type(exc).__name__}")
         return {"republished": 0, "recovered": 0}
@@ -312,14 +311,14 @@ def _final_drain(rt: Runtime, dispatcher: RoutedDispatcher, tally: Tally, lease_
     outbox entries left (must be 0: an entry nobody removes is re-published forever)."""
     left = 0
     for _ in range(3):
-        left = len(rt.store.query(Query(OUTBOX)))
+        left = len(rt.store.query(Query("outbox")))
         if not left:
             break
         time.sleep(2 * lease_s + 0.05)
         _sweep(rt, dispatcher, tally)
         for message in dispatcher.take_all():
             tally.add("final_drain_deliveries")
-            handle_message(rt.services, dispatcher, message)
+            rt.router.handle(message)
     return left
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from shared.agent.runs_api import run_to_stop
 from shared.api import RunRequest
 from shared.config import Settings
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime

@@ -7,6 +7,7 @@ import flask
 from functions.common import authenticated_uid
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
+from shared.responses import ApproveResponse
 from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, parse_model, read_json_body, require_method
 
@@ -18,5 +19,6 @@ def approve(request: flask.Request) -> flask.Response:
     uid = authenticated_uid(rt, request)
     body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
     decision = decide(rt.services, rt.dispatcher, uid, body)
-    return json_response({"ok": True, "runId": decision.run_id, "approvalId": decision.approval_id,
-                          "decision": decision.decision, "status": "resume_requested"}, status=202)
+    body = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,
+                           status="resume_requested")
+    return json_response(body.to_json(), status=202)

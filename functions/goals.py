@@ -1,23 +1,26 @@
 """``goals``: POST /agent/run -> one step of the goal-planning workflow (seed 000 section 5).
 
-Called by the backend only (IAM-protected in production). It never writes to a database and never
-imports the state store; ``google.genai`` is imported only when the model is first created.
+Called by the backend only (IAM-protected in production). It writes nothing but the usage
+ledger's entries of its model calls; ``google.genai`` is imported only when the model is first
+created.
 """
 
 from __future__ import annotations
 
 import flask
 
-from shared.config import Settings
 from shared.goals.contracts import GoalsRequest
-from shared.goals.service import goals_model, run_goals
+from shared.goals.service import goals_model, metered, run_goals
+from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, parse_model, read_json_body, require_method
 
 
 @http_endpoint
 def goals(request: flask.Request) -> flask.Response:
     require_method(request, "POST")
-    settings = Settings.from_env()
+    rt = get_runtime()
+    settings = rt.settings
     body = parse_model(GoalsRequest, read_json_body(request, settings.max_body_bytes))
-    response = run_goals(body, goals_model(settings), settings)
+    model = metered(goals_model(settings), body, settings, rt.usage.record)
+    response = run_goals(body, model, settings)
     return json_response(response.to_json())

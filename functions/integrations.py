@@ -12,7 +12,14 @@ import flask
 
 from functions.common import authenticated_uid
 from shared.connectors import PROVIDERS, ConnectorError
-from shared.connectors.integrations_api import ConnectRequest, provider_from_path, status_json
+from shared.connectors.integrations_api import (
+    ConnectRequest,
+    IntegrationRemovedResponse,
+    IntegrationResponse,
+    IntegrationsResponse,
+    provider_from_path,
+    status_body,
+)
 from shared.errors import ApiError, BadRequest
 from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, parse_model, read_json_body, require_method
@@ -28,14 +35,16 @@ def integrations(request: flask.Request) -> flask.Response:
     try:
         if request.method == "GET":
             wanted = [provider] if provider else list(PROVIDERS)
-            return json_response({"ok": True, "integrations": [status_json(vault.status(uid, p)) for p in wanted]})
+            listed = IntegrationsResponse(integrations=[status_body(vault.status(uid, p)) for p in wanted])
+            return json_response(listed.to_json())
         if provider is None:
             raise BadRequest("name the integration: /api/integrations/{google|slack}", code="MISSING_PROVIDER")
         if request.method == "DELETE":
             removed = vault.delete(uid, provider)
-            return json_response({"ok": True, "provider": provider, "connected": False, "removed": removed})
+            return json_response(IntegrationRemovedResponse(provider=provider, removed=removed).to_json())
         body = parse_model(ConnectRequest, read_json_body(request, rt.settings.max_body_bytes))
         status = vault.put(uid, provider, body.tokens())
-        return json_response({"ok": True, **status_json(status)})
+        stored = IntegrationResponse.model_validate({**status_body(status).model_dump(), "ok": True})
+        return json_response(stored.to_json())
     except ConnectorError as exc:  # the deployment has no usable encryption key
         raise ApiError(str(exc), code="INTEGRATIONS_NOT_CONFIGURED", status=503) from None

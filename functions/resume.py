@@ -1,32 +1,23 @@
 """``resume``: CloudEvent function triggered by the resume topic (Pub/Sub message published).
 
-Malformed or unknown payloads are acknowledged and logged (never retried forever); a message for
-a run that already ended is a no-op. Store outages raise, so Pub/Sub redelivers (bounded by the
-subscription's dead-letter policy).
+Every message kind (``resume``, ``continue``, ``sweep``) is routed by the runtime's router.
+Malformed messages, unknown kinds and newer schema versions are acknowledged and logged at ERROR
+(never retried forever); a message for a unit that already ended is a no-op. Store outages raise,
+so Pub/Sub redelivers (bounded by the subscription's dead-letter policy).
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import functions_framework
 
-from shared.agent.resume import handle_message
-from shared.dispatch import decode_message
 from shared.logs import log_context
 from shared.runtime import get_runtime
-
-log = logging.getLogger("agent_runtime.resume")
 
 
 @functions_framework.cloud_event
 def resume(cloud_event: Any) -> None:
-    try:
-        message = decode_message(cloud_event.data)
-    except ValueError as exc:
-        log.warning("resume event ignored: %s", exc, extra={"fields": {"eventId": cloud_event.get("id")}})
-        return
     rt = get_runtime()
-    with log_context(runId=message.runId, uid=message.uid, eventId=cloud_event.get("id")):
-        handle_message(rt.services, rt.dispatcher, message)
+    with log_context(eventId=cloud_event.get("id")):
+        rt.router.handle_pubsub(cloud_event.data, event_id=cloud_event.get("id"))

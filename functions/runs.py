@@ -1,7 +1,8 @@
 """``runs``: GET /api/agent/runs/{runId} and GET /api/agent/runs/{runId}/events?after=N[&follow=1].
 
-Reads only: the run record needs the store and the runs repository; the events route loads the
-streaming helpers on its first request. Neither loads the tools, connectors or a model SDK.
+Reads only: the run record needs the store, the runs repository and the usage ledger (each model
+call); the events route loads the streaming helpers on its first request. Neither loads the tools,
+connectors or a model SDK.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def runs(request: flask.Request) -> flask.Response:
     uid = authenticated_uid(rt, request)
     snap = rt.runs.get_run_for(uid, m.group("run_id"))
     if not m.group("events"):
-        return json_response(snap.run.model_dump(mode="json", by_alias=True, exclude_none=True,
-                                                 exclude={"system_instruction", "lease"}))
+        from shared.usage.views import run_view
+
+        return json_response(run_view(snap.run, rt.usage.for_unit(uid, snap.run.run_id)).to_json())
     from shared.agent.streaming import ndjson, replay_events
 
     after = _int_arg(request, "after", 0)

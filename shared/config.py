@@ -59,6 +59,40 @@ def _key32(name: str) -> str | None:
     return raw
 
 
+Profile = Literal["speed", "balanced", "quality"]
+PROFILES: tuple[Profile, ...] = ("speed", "balanced", "quality")
+
+DEFAULT_MODEL_PRICES: tuple[tuple[str, float, float, float], ...] = (
+    # model, USD per million input tokens, per million cached input tokens, per million output
+    # tokens (thinking tokens are billed as output). Gemini Developer API list prices, paid tier,
+    # prompts up to 200k tokens, from https://ai.google.dev/gemini-api/docs/pricing (docs/usage.md).
+    ("gemini-3-pro-preview", 2.00, 0.20, 12.00),
+    ("gemini-3-flash-preview", 0.50, 0.05, 3.00),
+    ("gemini-2.5-pro", 1.25, 0.125, 10.00),
+    ("gemini-2.5-flash", 0.30, 0.03, 2.50),
+    ("gemini-2.5-flash-lite", 0.10, 0.01, 0.40),
+)
+
+
+def _prices(name: str) -> tuple[tuple[str, float, float, float], ...]:
+    """``MODEL_PRICES``: JSON ``{"model": [input, cachedInput, output], ...}`` (USD per million
+    tokens) merged over the defaults."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return DEFAULT_MODEL_PRICES
+    import json
+
+    try:
+        extra = json.loads(raw)
+        parsed = {str(k): (float(v[0]), float(v[1]), float(v[2])) for k, v in extra.items()}
+    except (ValueError, TypeError, IndexError, AttributeError) as exc:
+        raise ConfigurationError(f"{name} must be a JSON object of model -> [input, cachedInput, output] "
+                                 "USD per million tokens") from exc
+    merged = {m: (i, c, o) for m, i, c, o in DEFAULT_MODEL_PRICES}
+    merged.update(parsed)
+    return tuple((m, *p) for m, p in sorted(merged.items()))
+
+
 def clamp_loop_steps(value: int) -> int:
     return max(1, min(15, value))
 
@@ -99,6 +133,20 @@ class Settings:
     gmail_api_base_url: str | None = None
     calendar_api_base_url: str | None = None
     slack_api_base_url: str | None = None
+    model_profiles: tuple[tuple[str, str], ...] = ()
+    """``speed | balanced | quality`` -> model name (MODEL_PROFILE_*; each defaults to GEMINI_MODEL)."""
+    model_prices: tuple[tuple[str, float, float, float], ...] = DEFAULT_MODEL_PRICES
+
+    def model_for(self, profile: Profile) -> str:
+        return dict(self.model_profiles).get(profile, self.gemini_model)
+
+    def price_of(self, model: str) -> tuple[float, float, float] | None:
+        """(input, cached input, output) USD per million tokens of ``model``; None when unknown.
+        A versioned name (``gemini-2.5-flash-001``) uses the price of its base name."""
+        for name, i, c, o in self.model_prices:
+            if model == name or model.startswith(f"{name}-"):
+                return i, c, o
+        return None
 
     @staticmethod
     def from_env() -> Settings:
@@ -153,4 +201,7 @@ class Settings:
             gmail_api_base_url=os.environ.get("GMAIL_API_BASE_URL", "").strip() or None,
             calendar_api_base_url=os.environ.get("CALENDAR_API_BASE_URL", "").strip() or None,
             slack_api_base_url=os.environ.get("SLACK_API_BASE_URL", "").strip() or None,
+            model_profiles=tuple((p, os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()) for p in PROFILES
+                                 if os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()),
+            model_prices=_prices("MODEL_PRICES"),
         )

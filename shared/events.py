@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
-from shared.state.records import RunResult, RunStatus, UsageRecord
+from shared.state.records import RunResult, RunStatus
+from shared.usage.figures import Usage
 
 
 def _wire_schema(schema: dict[str, Any]) -> None:
@@ -64,7 +65,7 @@ class ToolResultEvent(_Event):
 
 class UsageEvent(_Event):
     type: Literal["usage"] = "usage"
-    usage: UsageRecord
+    usage: Usage
 
 
 class ResultEvent(_Event):
@@ -83,7 +84,6 @@ RunEvent = Annotated[
     | ErrorEvent,
     Field(discriminator="type"),
 ]
-RUN_EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 
 
 def event_to_doc(event: _Event) -> dict[str, Any]:

@@ -8,77 +8,26 @@ agent's open plan objects), so a response with an unexpected field does not matc
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from shared.api import ApproveRequest, RunRequest
-from shared.connectors.credentials import PROVIDERS, Provider
-from shared.connectors.integrations_api import ConnectRequest
+from shared.connectors.credentials import PROVIDERS
+from shared.connectors.integrations_api import (
+    ConnectRequest,
+    IntegrationRemovedResponse,
+    IntegrationResponse,
+    IntegrationsResponse,
+)
 from shared.events import RunEvent
 from shared.goals.contracts import GoalsRequest, GoalsResponse
-from shared.state.records import RunRecord, RunResult
+from shared.responses import ApproveResponse, ErrorResponse
+from shared.state.records import RunResult
+from shared.usage.views import GROUP_BY, RUN_RECORD_NOT_SERVED, RunView, UsageResponse
 
 REF = "#/components/schemas/{model}"
-RUN_RECORD_NOT_SERVED = ("systemInstruction", "lease")
-"""Fields of a stored run that ``GET /api/agent/runs/{runId}`` leaves out (functions/runs.py)."""
-
-
-class _Response(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ErrorBody(_Response):
-    code: str
-    message: str
-    details: dict[str, Any] | None = None
-
-
-class ErrorResponse(_Response):
-    ok: Literal[False] = False
-    error: ErrorBody
-
-
-class ApproveResponse(_Response):
-    ok: bool = True
-    runId: str
-    approvalId: str
-    status: str
-    decision: str
-
-
-class IntegrationStatusBody(_Response):
-    """Whether the caller has connected ``provider``; never a token (functions/integrations.py)."""
-
-    provider: Provider
-    connected: bool
-    scopes: list[str] = Field(default_factory=list, description="granted scopes (when connected)")
-    accountEmail: str | None = None
-    expiresAt: float | None = Field(default=None, description="access token expiry, epoch seconds")
-    updatedAt: float | None = Field(default=None, description="when the tokens were stored, epoch seconds")
-
-
-class IntegrationsResponse(_Response):
-    """``GET /api/integrations[/{provider}]``."""
-
-    ok: bool = True
-    integrations: list[IntegrationStatusBody]
-
-
-class IntegrationResponse(IntegrationStatusBody):
-    """``POST /api/integrations/{provider}``: the stored connection's status."""
-
-    ok: bool = True
-
-
-class IntegrationRemovedResponse(_Response):
-    """``DELETE /api/integrations/{provider}``: ``removed`` is false when nothing was stored."""
-
-    ok: bool = True
-    provider: Provider
-    connected: Literal[False] = False
-    removed: bool
 
 
 def _json(schema_ref: str) -> dict[str, Any]:
@@ -122,7 +71,8 @@ def _close_response_schemas(schemas: dict[str, Any], responses: list[Any]) -> No
 def build_openapi() -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Any]] = [
         (RunRequest, "validation"), (ApproveRequest, "validation"), (ErrorResponse, "serialization"),
-        (ApproveResponse, "serialization"), (RunResult, "serialization"), (RunRecord, "serialization"),
+        (ApproveResponse, "serialization"), (RunResult, "serialization"), (RunView, "serialization"),
+        (UsageResponse, "serialization"),
         (GoalsRequest, "validation"), (GoalsResponse, "serialization"),
         (ConnectRequest, "validation"), (IntegrationsResponse, "serialization"),
         (IntegrationResponse, "serialization"), (IntegrationRemovedResponse, "serialization"),
@@ -132,9 +82,12 @@ def build_openapi() -> dict[str, Any]:
     event_schema = TypeAdapter(RunEvent).json_schema(ref_template=REF, mode="serialization")
     schemas.update(event_schema.pop("$defs", {}))
     schemas["RunEvent"] = event_schema
-    record = schemas["RunRecord"]
+    record = schemas["RunView"]
     for hidden in RUN_RECORD_NOT_SERVED:
-        record["properties"].pop(hidden, None)
+        alias = "".join(w.capitalize() if i else w for i, w in enumerate(hidden.split("_")))
+        record["properties"].pop(alias, None)
+        if alias in record.get("required", []):
+            record["required"].remove(alias)
     if "Lease" not in set(_refs({k: v for k, v in schemas.items() if k != "Lease"})):
         schemas.pop("Lease", None)
     bearer: list[dict[str, list[str]]] = [{"firebaseIdToken": []}, {"firebaseSession": []}]
@@ -161,9 +114,20 @@ def build_openapi() -> dict[str, Any]:
                           **_errors(400, 401, 404, 409, 413, 415)}}},
         "/api/agent/runs/{runId}": {"get": {
             "operationId": "getRun", "parameters": [run_id],
-            "responses": {"200": {"description": "the run record",
-                                  "content": _json(REF.format(model="RunRecord"))},
+            "responses": {"200": {"description": "the run record and each model call's usage",
+                                  "content": _json(REF.format(model="RunView"))},
                           **_errors(401, 404)}}},
+        "/api/agent/usage": {"get": {
+            "operationId": "getUsage",
+            "description": "The caller's model calls (usage ledger) in [from, to), summed per group. "
+                           "from/to: RFC 3339 or YYYY-MM-DD (UTC); default the last 30 days; at most 93 days.",
+            "parameters": [{"name": "from", "in": "query", "required": False, "schema": {"type": "string"}},
+                           {"name": "to", "in": "query", "required": False, "schema": {"type": "string"}},
+                           {"name": "groupBy", "in": "query", "required": False,
+                            "schema": {"type": "string", "enum": list(GROUP_BY)}}],
+            "responses": {"200": {"description": "token and cost figures per group",
+                                  "content": _json(REF.format(model="UsageResponse"))},
+                          **_errors(400, 401)}}},
         "/api/agent/runs/{runId}/events": {"get": {
             "operationId": "getRunEvents",
             "parameters": [run_id,

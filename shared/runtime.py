@@ -19,14 +19,18 @@ from shared.ids import new_id
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from shared.agent.context import Services
     from shared.agent.service import AgentService
     from shared.auth import Authenticator, Principal
     from shared.connectors import Connectors
-    from shared.dispatch import Dispatcher
+    from shared.durable.dispatcher import Dispatcher
+    from shared.durable.outbox import Outbox
+    from shared.durable.router import Router
+    from shared.loop.context import Services
+    from shared.loop.host import Host, HostRegistry
     from shared.models.base import Model
     from shared.state.docstore import DocStore
     from shared.state.runs_repo import RunsRepo
+    from shared.state.usage_repo import UsageRepo
     from shared.state.users_repo import UsersRepo
     from shared.tools.registry import ToolRegistry
 
@@ -40,7 +44,8 @@ class Runtime:
 
     def __init__(self, settings: Settings, *, store: DocStore | None = None, model: Model | None = None,
                  authenticator: Authenticator | None = None, registry: ToolRegistry | None = None,
-                 dispatcher: Dispatcher | None = None, connectors: Connectors | None = None) -> None:
+                 dispatcher: Dispatcher | None = None, connectors: Connectors | None = None,
+                 hosts: list[Host] | None = None) -> None:
         self.settings = settings
         # Re-entrant: building one collaborator may build another (services -> runs repository).
         self._lock = threading.RLock()
@@ -54,8 +59,13 @@ class Runtime:
         self._dispatcher = dispatcher
         self._connectors = connectors
         self._registry = registry
+        self._extra_hosts = hosts
         self._runs: RunsRepo | None = None
         self._users: UsersRepo | None = None
+        self._usage: UsageRepo | None = None
+        self._outbox: Outbox | None = None
+        self._router: Router | None = None
+        self._hosts: HostRegistry | None = None
         self._services: Services | None = None
         self._agent: AgentService | None = None
 
@@ -90,6 +100,44 @@ class Runtime:
         return self._once("_users", build)
 
     @property
+    def usage(self) -> UsageRepo:
+        def build() -> UsageRepo:
+            from shared.state.usage_repo import UsageRepo
+
+            return UsageRepo(self.store)
+
+        return self._once("_usage", build)
+
+    @property
+    def outbox(self) -> Outbox:
+        def build() -> Outbox:
+            from shared.durable.outbox import Outbox
+            from shared.state.outbox_repo import OutboxRepo
+
+            return Outbox(OutboxRepo(self.store), lambda: self.dispatcher, lease_ttl_s=self.settings.lease_ttl_s)
+
+        return self._once("_outbox", build)
+
+    @property
+    def hosts(self) -> HostRegistry:
+        def build() -> HostRegistry:
+            from shared.kernel import build_hosts
+
+            return build_hosts(self._extra_hosts)
+
+        return self._once("_hosts", build)
+
+    @property
+    def router(self) -> Router:
+        """Message kind -> handler (resume, continue, sweep): what the ``resume`` function runs."""
+        def build() -> Router:
+            from shared.kernel import build_router
+
+            return build_router(self.services)
+
+        return self._once("_router", build)
+
+    @property
     def registry(self) -> ToolRegistry:
         """Every shipped tool (their modules, pydantic argument models and connectors load here)."""
         def build() -> ToolRegistry:
@@ -108,8 +156,8 @@ class Runtime:
         """The loop's collaborators; their tool registry is only built when a tool is looked up."""
         return self._once("_services", lambda: _lazy_services_type()(
             settings=self.settings, runs=self.runs, users=self.users, registry=self._registry,
-            model_factory=self.model, new_id=new_id, connectors=self.connectors,
-            registry_factory=lambda: self.registry))
+            model_factory=self.model, new_id=new_id, connectors=self.connectors, usage=self.usage,
+            outbox=self.outbox, hosts=self.hosts, registry_factory=lambda: self.registry))
 
     @property
     def agent(self) -> AgentService:
@@ -150,9 +198,14 @@ class Runtime:
     @property
     def dispatcher(self) -> Dispatcher:
         def build() -> Dispatcher:
-            from shared.dispatch import create_dispatcher
+            from shared.durable.dispatcher import InlineDispatcher, PubSubDispatcher, RecordingDispatcher
 
-            return create_dispatcher(self)
+            s = self.settings
+            if s.dispatcher == "pubsub":
+                return PubSubDispatcher(s.google_cloud_project, s.resume_topic)
+            if s.dispatcher == "inline":
+                return InlineDispatcher(lambda message: self.router.handle(message))
+            return RecordingDispatcher()
 
         return self._once("_dispatcher", build)
 
@@ -167,7 +220,7 @@ def _lazy_services_type() -> Callable[..., Services]:
     Deciding an approval or resuming a run that is gone never looks a tool up, so ``approve`` and
     most ``resume`` deliveries do not pay for importing and declaring every tool. Assigning
     ``services.registry`` still replaces it (tests do)."""
-    from shared.agent.context import Services
+    from shared.loop.context import Services
 
     class LazyRegistryServices(Services):
         _registry_value: ToolRegistry | None

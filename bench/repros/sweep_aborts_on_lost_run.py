@@ -26,8 +26,8 @@ import time
 from bench.chaos import SCENARIO_MARK, Chaos, Crash, CrashPlan, RoutedDispatcher, scenario_model
 from bench.scenario import bench_settings
 from shared.agent.approvals import decide
-from shared.agent.resume import handle_message, resume_run, sweep
 from shared.api import ApproveRequest, RunRequest
+from shared.loop.resume import resume_run
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel
 from shared.runtime import Runtime
@@ -64,7 +64,7 @@ def main() -> int:
         (message,) = dispatcher.take(result.run_id)
         chaos.arm(CrashPlan("commit", "after", 1))  # the resume invocation dies right after its claim
         with contextlib.suppress(Crash):
-            handle_message(rt.services, dispatcher, message)
+            rt.router.handle(message)
         chaos.disarm()
         runs.append(result.run_id)
         if tag == "t1":
@@ -73,7 +73,7 @@ def main() -> int:
     time.sleep(LEASE_S + 0.05)
     failed = False
     try:
-        print("sweep:", sweep(rt.services, dispatcher))
+        print("sweep:", rt.router.sweep())
     except Exception as exc:
         print(f"sweep raised {type(exc).__name__}: {exc}")
         failed = True

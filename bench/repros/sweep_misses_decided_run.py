@@ -19,7 +19,6 @@ from bench.chaos import SCENARIO_MARK, Chaos, Crash, CrashPlan, RoutedDispatcher
 from bench.invariants import settled
 from bench.scenario import bench_settings
 from shared.agent.approvals import decide
-from shared.agent.resume import handle_message, sweep
 from shared.api import ApproveRequest, RunRequest
 from shared.models.scripted import FunctionModel
 from shared.runtime import Runtime
@@ -39,14 +38,14 @@ def main() -> int:
     (message,) = dispatcher.take(result.run_id)
     chaos.arm(CrashPlan("commit", "before", 1))  # the resume invocation dies before claiming the run
     try:
-        handle_message(rt.services, dispatcher, message)
+        rt.router.handle(message)
     except Crash:
         print("delivery crashed before the claim; the message is not redelivered (dead-lettered)")
     chaos.disarm()
     time.sleep(0.45)  # the sweep re-publishes a published entry not handled within twice the lease
-    print("sweep:", sweep(rt.services, dispatcher))
+    print("sweep:", rt.router.sweep())
     for redelivered in dispatcher.take(result.run_id):
-        handle_message(rt.services, dispatcher, redelivered)
+        rt.router.handle(redelivered)
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None
     state, why = settled(rt, result.run_id)

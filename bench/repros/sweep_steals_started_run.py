@@ -19,7 +19,6 @@ import tempfile
 
 from bench.chaos import SCENARIO_MARK, Chaos, RoutedDispatcher, scenario_model
 from bench.scenario import bench_settings
-from shared.agent.resume import sweep
 from shared.api import RunRequest
 from shared.models.scripted import FunctionModel
 from shared.runtime import Runtime
@@ -37,7 +36,7 @@ def main() -> int:
     run = started.outcome.snapshot.run
     print(f"started {run.run_id}: status={run.status} lease={run.lease} leaseExpiresAt={run.lease_expires_at}")
     # The periodic sweep fires while the starting invocation waits for its first model answer.
-    swept = sweep(rt.services, dispatcher)
+    swept = rt.router.sweep()
     print("sweep during the first step:", swept)
     try:
         result = rt.agent.run(rt.agent.context(started))

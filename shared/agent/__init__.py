@@ -1,1 +1,1 @@
-"""The agent loop, tool calls under policy, and how runs start, stop and resume."""
+"""The chat run (seed 001): how runs start, their host, approvals, streams and replays."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from shared.agent.results import current_result
+from shared.agent.chat_host import current_result
 from shared.agent.service import AgentService
 from shared.agent.streaming import live_events, replay_events
 from shared.api import RunRequest

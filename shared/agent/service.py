@@ -7,24 +7,23 @@ instruction built from the user's stored profile and memories (a failed read doe
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shared.agent.approvals import supersede_writes
-from shared.agent.context import EventListener, RunContext, Services
-from shared.agent.loop import NextStepLost, drive
-from shared.agent.results import current_result
+from shared.agent.chat_host import current_result
 from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
+from shared.durable import leases
 from shared.events import StatusEvent, event_to_doc
 from shared.ids import new_id
 from shared.instructions import build_system_instruction
 from shared.logs import log_context
+from shared.loop.context import EventListener, RunContext, Services
+from shared.loop.outcomes import NextStepLost
+from shared.loop.steps import drive
 from shared.models.base import Part, Turn
-from shared.state.docstore import Transaction
-from shared.state.records import Lease, MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord, now
-from shared.state.runs_repo import CloseReason, RunSnapshot, StartOutcome
+from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
+from shared.state.runs_repo import StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
 
@@ -99,7 +98,7 @@ class AgentService:
         # The invocation that starts the run holds its lease from the first write: recovery only
         # takes over a run whose invocation stopped renewing it.
         owner = new_id("inv")
-        lease = Lease(owner=owner, expires_at=now() + s.settings.lease_ttl_s)
+        lease = leases.held(owner, s.settings.lease_ttl_s)
         run = RunRecord(run_id=run_id, uid=uid, thread_id=thread_id, status="planning",
                         model=s.model_factory().name, max_steps=s.settings.max_loop_steps,
                         system_instruction=build_system_instruction(user, memories, req.attachedContext),
@@ -108,19 +107,17 @@ class AgentService:
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
         turns = conversation_turns(conversation, req.prompt)
-        def close_paused(t: Transaction, active: RunSnapshot, reason: CloseReason) -> None:
-            supersede_writes(s, t, active, run_id, reason)
-
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-                                   idempotency_key=idempotency_key, supersede=bool(req.supersede),
-                                   close_paused=close_paused)
+                                   idempotency_key=idempotency_key, supersede=bool(req.supersede))
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:
         snap = started.outcome.snapshot
-        return RunContext(services=self.services, snapshot=snap, turns=list(started.turns),
-                          user=started.user, deadline=time.monotonic() + self.services.settings.run_deadline_s,
-                          owner=started.owner, listener=listener)
+        host = self.services.hosts.get(snap.run.host) or self.services.hosts.fallback
+        budget = host.budget(self.services.settings)
+        return RunContext(services=self.services, snapshot=snap, turns=list(started.turns), user=started.user,
+                          deadline=budget.deadline, max_steps=budget.max_steps, yield_margin_s=budget.yield_margin_s,
+                          owner=started.owner, host=host, listener=listener)
 
     def run(self, ctx: RunContext) -> RunResult:
         """Drive a freshly started run until it stops; the stop is committed before returning.

@@ -16,10 +16,12 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from shared.events import ErrorEvent, event_to_doc
+from shared.failures import FailureCode
 from shared.logs import iterate_in_context
 
 if TYPE_CHECKING:
-    from shared.agent.context import RunContext
+    from shared.loop.context import RunContext
     from shared.state.records import RunRecord
     from shared.state.runs_repo import RunsRepo
 
@@ -45,7 +47,8 @@ def live_events(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator
 
 
 def _live(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    from shared.agent.loop import NextStepLost, drive  # replays (the runs function) never load the loop
+    from shared.loop.outcomes import NextStepLost  # replays (the runs function) never load the loop
+    from shared.loop.steps import drive
 
     q: queue.Queue[object] = queue.Queue()
     ctx.listener = q.put
@@ -53,15 +56,15 @@ def _live(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[
     def work() -> None:
         try:
             if isinstance(drive(ctx), NextStepLost):
-                q.put({"type": "error", "seq": ctx.run.last_seq + 1, "code": "RUN_TAKEN_OVER",
-                       "error": "the run continues in another invocation; follow it with "
-                                f"GET /api/agent/runs/{ctx.run.run_id}/events?after={ctx.snapshot.run.last_seq}"
-                                "&follow=1"})
+                q.put(event_to_doc(ErrorEvent(
+                    seq=ctx.run.last_seq + 1, code=FailureCode.RUN_TAKEN_OVER,
+                    error="the run continues in another invocation; follow it with "
+                          f"GET /api/agent/runs/{ctx.run.run_id}/events?after={ctx.snapshot.run.last_seq}&follow=1")))
         except Exception as exc:
             log.exception("run could not be driven to a recorded stop",
                           extra={"fields": {"runId": ctx.run.run_id}})
-            q.put({"type": "error", "seq": ctx.run.last_seq + 1, "code": "INTERNAL",
-                   "error": f"the run stopped unexpectedly ({type(exc).__name__})"})
+            q.put(event_to_doc(ErrorEvent(seq=ctx.run.last_seq + 1, code=FailureCode.INTERNAL,
+                                          error=f"the run stopped unexpectedly ({type(exc).__name__})")))
         finally:
             q.put(_DONE)
 

@@ -33,7 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.config import Settings
 from shared.errors import ConfigurationError, ToolError
-from shared.state.docstore import DocStore, Write
+from shared.state.docstore import DocStore
+from shared.state.integrations_repo import IntegrationsRepo
 
 if TYPE_CHECKING:
     from google.auth.transport import Request
@@ -43,7 +44,6 @@ log = logging.getLogger("agent_runtime.connectors")
 
 Provider = Literal["google", "slack"]
 PROVIDERS: tuple[Provider, ...] = ("google", "slack")
-PROVIDER_LABELS: dict[str, str] = {"google": "Google (Gmail and Calendar)", "slack": "Slack"}
 SCHEMA_VERSION = 1
 KEY_BYTES = 32
 NONCE_BYTES = 12
@@ -93,10 +93,6 @@ class IntegrationStatus(BaseModel):
     updated_at: float | None = None
 
 
-def integration_path(uid: str, provider: str) -> str:
-    return f"users/{uid}/integrations/{provider}"
-
-
 def decode_key(raw: str) -> bytes:
     """The 32-byte key of ``CREDENTIALS_ENCRYPTION_KEY`` (standard or URL-safe base64)."""
     text = raw.strip().replace("-", "+").replace("_", "/")
@@ -133,7 +129,7 @@ class CredentialVault:
         if key is not None and len(key) != KEY_BYTES:
             raise ConfigurationError(f"the credentials key must be {KEY_BYTES} bytes")
         self._key_problem = key_problem
-        self._store = store
+        self._repo = IntegrationsRepo(store)
         self._key = key
         self._key_id = key_id(key) if key is not None else None
         self._settings = settings
@@ -144,36 +140,32 @@ class CredentialVault:
         """Store (replace) ``uid``'s tokens for ``provider``, encrypted. Returns the non-secret view."""
         _check_provider(provider)
         doc = self._seal(uid, provider, tokens)
-        self._store.commit([Write("set", integration_path(uid, provider), doc)])
+        self._repo.put(uid, provider, doc)
         return _status(provider, doc)
 
     def delete(self, uid: str, provider: Provider) -> bool:
         """Forget ``uid``'s tokens for ``provider``; ``True`` if some were stored."""
         _check_provider(provider)
-        path = integration_path(uid, provider)
-        existed = self._store.get(path) is not None
-        self._store.commit([Write("delete", path)])
-        return existed
+        return self._repo.delete(uid, provider)
 
     def status(self, uid: str, provider: Provider) -> IntegrationStatus:
         """Whether ``provider`` is connected for ``uid``, with its non-secret metadata."""
         _check_provider(provider)
-        doc = self._store.get(integration_path(uid, provider))
-        if doc is None:
+        data = self._repo.get(uid, provider)
+        if data is None:
             return IntegrationStatus(provider=provider, connected=False)
-        return _status(provider, doc.data)
+        return _status(provider, data)
 
     # ---- reading -------------------------------------------------------------------------------
     def tokens(self, uid: str, provider: Provider) -> IntegrationTokens:
         """The decrypted tokens; :class:`ConnectorError` when missing or unreadable."""
         _check_provider(provider)
         key = self._require_key(provider)
-        doc = self._store.get(integration_path(uid, provider))
+        data = self._repo.get(uid, provider)
         label = _label(provider)
-        if doc is None:
+        if data is None:
             raise ConnectorError(f"{label} is not connected for this user; ask them to connect it",
                                  provider=provider, reason="not_connected")
-        data = doc.data
         if data.get("keyId") != self._key_id:
             log.warning("integration %s of %s sealed with key %s, current key %s", provider, uid,
                         data.get("keyId"), self._key_id)
@@ -295,7 +287,7 @@ class CredentialVault:
 
 
 def _aad(uid: str, provider: str) -> bytes:
-    return f"agent-runtime/v{SCHEMA_VERSION}/{integration_path(uid, provider)}".encode()
+    return f"agent-runtime/v{SCHEMA_VERSION}/{IntegrationsRepo.location(uid, provider)}".encode()
 
 
 def _check_provider(provider: str) -> None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.connectors.credentials import PROVIDERS, IntegrationStatus, IntegrationTokens, Provider
 from shared.errors import NotFound
+from shared.responses import ResponseBody
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 ROUTE_PREFIX = "/api/integrations"
@@ -85,9 +86,42 @@ def provider_from_path(path: str) -> Provider | None:
                    code="UNKNOWN_INTEGRATION")
 
 
-def status_json(status: IntegrationStatus) -> dict[str, Any]:
-    body: dict[str, Any] = {"provider": status.provider, "connected": status.connected}
-    if status.connected:
-        body.update(scopes=status.scopes, accountEmail=status.account_email, expiresAt=status.expires_at,
-                    updatedAt=status.updated_at)
-    return body
+class IntegrationStatusBody(ResponseBody):
+    """Whether the caller has connected ``provider``; never a token."""
+
+    provider: Provider
+    connected: bool
+    scopes: list[str] = Field(default_factory=list, description="granted scopes (when connected)")
+    accountEmail: str | None = None
+    expiresAt: float | None = Field(default=None, description="access token expiry, epoch seconds")
+    updatedAt: float | None = Field(default=None, description="when the tokens were stored, epoch seconds")
+
+
+class IntegrationsResponse(ResponseBody):
+    """``GET /api/integrations[/{provider}]``."""
+
+    ok: bool = True
+    integrations: list[IntegrationStatusBody]
+
+
+class IntegrationResponse(IntegrationStatusBody):
+    """``POST /api/integrations/{provider}``: the stored connection's status."""
+
+    ok: bool = True
+
+
+class IntegrationRemovedResponse(ResponseBody):
+    """``DELETE /api/integrations/{provider}``: ``removed`` is false when nothing was stored."""
+
+    ok: bool = True
+    provider: Provider
+    connected: Literal[False] = False
+    removed: bool
+
+
+def status_body(status: IntegrationStatus) -> IntegrationStatusBody:
+    if not status.connected:
+        return IntegrationStatusBody(provider=status.provider, connected=False)
+    return IntegrationStatusBody(provider=status.provider, connected=True, scopes=status.scopes,
+                                 accountEmail=status.account_email, expiresAt=status.expires_at,
+                                 updatedAt=status.updated_at)

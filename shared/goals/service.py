@@ -2,16 +2,25 @@
 
 Model failures become API errors here (the entry point only renders): 503 when a retry may help
 (timeouts, 429, 5xx), 502 otherwise. An invalid *answer* is not an error: the workflow replies
-that the plan could not be updated.
+that the plan could not be updated. Every model call is metered into the usage ledger (the
+request's ``userId``; ``backend:goals`` when the backend sent none).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from shared.config import Settings
 from shared.errors import ApiError, ModelError
 from shared.goals.contracts import GoalsRequest, GoalsResponse
 from shared.goals.workflow import GoalPlanningWorkflow
+from shared.ids import new_id
 from shared.models.base import Model
+from shared.state.records import UsageEntry
+from shared.usage.meter import GOALS_PLANNER, MeteredCall, MeteredModel
+
+ANONYMOUS_UID = "backend:goals"
+"""Ledger owner of calls for requests without ``userId`` (no Firebase uid contains a colon)."""
 
 
 def goals_model(settings: Settings) -> Model:
@@ -24,6 +33,14 @@ def goals_model(settings: Settings) -> Model:
     from shared.goals.offline import OfflinePlanner
 
     return OfflinePlanner()
+
+
+def metered(model: Model, request: GoalsRequest, settings: Settings,
+            sink: Callable[[UsageEntry], None]) -> Model:
+    call = MeteredCall(uid=request.userId or ANONYMOUS_UID, unit_kind="goals",
+                       unit_id=request.sessionId or new_id("goals"), component=GOALS_PLANNER,
+                       operation_type="goals_plan")
+    return MeteredModel(model, call, settings, sink)
 
 
 def run_goals(request: GoalsRequest, model: Model, settings: Settings) -> GoalsResponse:

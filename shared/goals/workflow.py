@@ -5,7 +5,7 @@ rules can be read (and tested) one at a time:
 
 - ``check_approval``: is there a live plan, and does the message approve it? Routes to
   ``finalize_only`` only when both hold; everything else ``needs_planning``.
-- ``plan``: a new plan (no live plan) or an edit of the live one, via ``Planner``.
+- ``plan``: a new plan (no live plan) or an edit of the live one, via ``PlanStage``.
 - ``finalize``: reply, action and the next state (section 5 and the FinalizeAgent pseudocode).
 
 The workflow is stateless and never touches a database: the backend persists what it returns.
@@ -33,7 +33,7 @@ from shared.goals.contracts import (
     StateOut,
     dump_plan,
 )
-from shared.goals.planner import Planner, PlanResult
+from shared.goals.plan_stage import PlanResult, PlanStage
 from shared.models.base import Model
 
 log = logging.getLogger("agent_runtime.goals")
@@ -78,7 +78,7 @@ def check_approval(request: GoalsRequest) -> Approval:
     return Approval(routing=routing, consent=consent, plan=plan, new_goal=closed)
 
 
-def plan(request: GoalsRequest, approval: Approval, planner: Planner) -> PlanResult | None:
+def plan(request: GoalsRequest, approval: Approval, planner: PlanStage) -> PlanResult | None:
     """The Plan stage; None when the routing needs no planning."""
     if approval.routing == "finalize_only":
         return None
@@ -130,7 +130,7 @@ class GoalPlanningWorkflow:
     def run(self, request: GoalsRequest) -> GoalsResponse:
         approval = check_approval(request)
         today = self._today or utc_today()
-        result = plan(request, approval, Planner(self._model, today=today, timeout_s=self._timeout_s))
+        result = plan(request, approval, PlanStage(self._model, today=today, timeout_s=self._timeout_s))
         return finalize(request, approval, result)
 
 

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.usage.figures import Usage as Usage
+
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -51,23 +53,6 @@ class Turn(_Wire):
     def text(self) -> str:
         """The visible (non-thought) text of the turn."""
         return "".join(p.text for p in self.parts if p.text and not p.thought)
-
-
-class Usage(_Wire):
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    thinking_tokens: int = 0
-    total_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            requests=self.requests + other.requests,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            thinking_tokens=self.thinking_tokens + other.thinking_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-        )
 
 
 class ToolDeclaration(_Wire):

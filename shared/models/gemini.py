@@ -300,8 +300,9 @@ def _usage(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
     prompt = meta.prompt_token_count or 0
     output = meta.candidates_token_count or 0
     thinking = meta.thoughts_token_count or 0
+    cached = meta.cached_content_token_count or 0
     total = meta.total_token_count or (prompt + output + thinking)
-    return Usage(requests=1, input_tokens=prompt, output_tokens=output, thinking_tokens=thinking,
+    return Usage(requests=1, input_tokens=prompt, output_tokens=output, thinking_tokens=thinking, cached_tokens=cached,
                  total_tokens=total)
 
 

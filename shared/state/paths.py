@@ -72,3 +72,27 @@ def audit(audit_id: str) -> str:
 def idempotency(uid: str, key: str) -> str:
     digest = hashlib.sha256(f"{uid}\x00{key}".encode()).hexdigest()[:40]
     return f"idempotencyKeys/{digest}"
+
+
+def outbox_entries() -> str:
+    return "outbox"
+
+
+def outbox(entry_id: str) -> str:
+    return f"outbox/{entry_id}"
+
+
+def usage_entries(uid: str) -> str:
+    return f"users/{uid}/usage"
+
+
+def usage_entry(uid: str, entry_id: str) -> str:
+    return f"users/{uid}/usage/{entry_id}"
+
+
+def integration(uid: str, provider: str) -> str:
+    return f"users/{uid}/integrations/{provider}"
+
+
+def runs() -> str:
+    return "runs"

@@ -13,11 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from shared.errors import ApiError
+from shared.usage.figures import Usage
 
 SCHEMA_VERSION = 1
 """Versions: 1 = first layout (runs with a turns subcollection, actions, events, approvals)."""
 
 RunStatus = Literal["queued", "planning", "awaiting_confirmation", "executing", "completed", "failed"]
+"""``planning`` means the loop is working on the run (calling the model); it is not a plan session's
+status. Plan sessions have their own states (docs/firestore-layout.md says which word means what)."""
 RunMode = Literal["assistant_text", "tool_executed", "requires_approval"]
 ActionStatus = Literal["planned", "awaiting_confirmation", "approved", "executing", "completed", "failed",
                        "rejected"]
@@ -133,38 +136,11 @@ class RunResult(Record):
     error: RunError | None = None
 
 
-class UsageRecord(Record):
-    """Token usage: ``inputTokens`` (prompt), ``outputTokens`` (candidates), ``thinkingTokens``
-    (thoughts) and ``totalTokens`` as the model reports them; ``requests`` counts HTTP attempts."""
-
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    thinking_tokens: int = 0
-    total_tokens: int = 0
-
-    def plus(self, other: UsageRecord) -> UsageRecord:
-        return UsageRecord(requests=self.requests + other.requests,
-                           input_tokens=self.input_tokens + other.input_tokens,
-                           output_tokens=self.output_tokens + other.output_tokens,
-                           thinking_tokens=self.thinking_tokens + other.thinking_tokens,
-                           total_tokens=self.total_tokens + other.total_tokens)
-
-
-class ModelCallRecord(Record):
-    """One model call of a run: its step, the stored turn it produced and its token usage."""
-
-    step: int
-    turn_index: int | None = None
-    """Index of the model turn it produced in ``runs/{runId}/turns`` (None: no usable turn)."""
-    usage: UsageRecord
-
-
 class RunRecord(Record):
     run_id: str
     uid: str
     thread_id: str
-    status: RunStatus = "queued"
+    status: RunStatus
     mode: RunMode | None = None
     model: str = ""
     system_instruction: str = ""
@@ -173,10 +149,12 @@ class RunRecord(Record):
     turn_count: int = 0
     last_seq: int = 0
     tools_executed: int = 0
-    usage: UsageRecord = Field(default_factory=UsageRecord)
-    """Sum of ``modelCalls[].usage`` (runs written before ``modelCalls`` existed have only this)."""
-    model_calls: list[ModelCallRecord] = Field(default_factory=list)
-    """Every model call of the run, in order (each invocation adds at most AGENT_MAX_LOOP_STEPS)."""
+    usage: Usage = Field(default_factory=Usage)
+    """Totals of the run's model calls; each call is its own document in the usage ledger."""
+    cost_usd: float = 0.0
+    """Estimated cost of the run's model calls (the ledger's price table; see docs/usage.md)."""
+    host: str = "chat"
+    """Which host acts on the run's stops: ``chat`` (seed 001 runs) or another registered kind."""
     lease: Lease | None = None
     lease_expires_at: float = 0.0
     """Top-level copy of ``lease.expiresAt`` (0 without a lease) so recovery can query by it."""
@@ -237,9 +215,6 @@ class ApprovalRecord(Record):
     """TTL deletion time: EVENT_RETENTION_S after the approval itself expires."""
     schema_version: int = SCHEMA_VERSION
 
-    def view(self) -> ApprovalView:
-        return ApprovalView(id=self.approval_id, tool=self.tool, reason=self.reason, preview=self.preview)
-
 
 class AuditRecord(Record):
     audit_id: str
@@ -255,3 +230,61 @@ class AuditRecord(Record):
     at: float = Field(default_factory=now)
     expire_at: float | None = None
     """When Firestore's TTL policy may delete the entry (set from AUDIT_RETENTION_S)."""
+
+
+OutboxStatus = Literal["pending", "published"]
+
+
+class OutboxEntry(Record):
+    """A message to publish after the commit that wrote it (``outbox/{entryId}``).
+
+    It outlives every way the message can be lost: the handler of the message deletes it. Entries
+    written before kinds existed have ``runId`` instead of ``unitId`` and no ``kind`` (a resume)."""
+
+    entry_id: str = ""
+    kind: str = "resume"
+    unit_id: str | None = None
+    uid: str | None = None
+    approval_id: str | None = None
+    status: OutboxStatus = "pending"
+    created_at: float = Field(default_factory=now)
+    published_at: float | None = None
+    publish_count: int = 0
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_stored(cls, entry_id: str, data: dict[str, Any]) -> OutboxEntry:
+        if "unitId" not in data and "runId" in data:
+            data = {**data, "unitId": data["runId"]}
+        entry: OutboxEntry = cls.from_doc({**data, "entryId": entry_id})
+        return entry
+
+
+UsageOutcome = Literal["ok", "error"]
+
+
+class UsageEntry(Record):
+    """One model call in the usage ledger (``users/{uid}/usage/{entryId}``)."""
+
+    entry_id: str
+    uid: str
+    unit_kind: str
+    """run | session | task | goals | host_session ... (what ``unitId`` names)."""
+    unit_id: str
+    component: str
+    """Who called the model: loop, goals_planner, plan_generation, reviewer, host_planner ..."""
+    operation_type: str
+    profile: Literal["speed", "balanced", "quality"] = "balanced"
+    context_type: str | None = None
+    model: str
+    step: int | None = None
+    turn_index: int | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: float = 0.0
+    outcome: UsageOutcome = "ok"
+    error_code: str | None = None
+    cost_usd: float = 0.0
+    at: float = Field(default_factory=now)
+    day: str = ""
+    """UTC date of ``at`` (YYYY-MM-DD), for grouping by day."""
+    schema_version: int = SCHEMA_VERSION

@@ -6,13 +6,14 @@ read (``commit``), so two invocations can never both move the same run forward.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from shared.errors import Conflict, NotFound
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.paused_runs import CloseReason, close_paused, pause_state
 from shared.state.records import (
     ActionRecord,
     ApprovalRecord,
@@ -26,8 +27,7 @@ from shared.state.records import (
 if TYPE_CHECKING:
     from shared.models.base import Turn
 
-CloseReason = Literal["superseded", "expired"]
-"""Why a run paused for approval is closed when a new run starts on its thread."""
+__all__ = ["CloseReason", "RunSnapshot", "RunsRepo", "StartOutcome"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,28 @@ class RunsRepo:
         if record.expire_at is None:
             record.expire_at = record.at + self.audit_retention_s
         return Write("create", paths.audit(record.audit_id), record.to_doc())
+
+    @staticmethod
+    def approval_write(approval: ApprovalRecord) -> Write:
+        return Write("set", paths.approval(approval.uid, approval.approval_id), approval.to_doc())
+
+    @staticmethod
+    def action_write(action: ActionRecord) -> Write:
+        return Write("set", paths.action(action.run_id, action.action_id), action.to_doc())
+
+    @staticmethod
+    def message_write(thread_id: str, message: MessageRecord) -> Write:
+        return Write("create", paths.message(thread_id, message.id), message.to_doc())
+
+    @staticmethod
+    def release_thread_write(thread_id: str) -> Write:
+        """The thread has no active run any more (its run stopped for good)."""
+        return Write("update", paths.thread(thread_id), {"activeRunId": None, "updatedAt": now()})
+
+    @staticmethod
+    def touch_run_write(run_id: str, at: float) -> Write:
+        """Changes the run document's token, so an invocation holding an older view cannot commit."""
+        return Write("update", paths.run(run_id), {"updatedAt": at})
 
     # ---- reads -------------------------------------------------------------------------------
     def get_run(self, run_id: str) -> RunSnapshot | None:
@@ -106,9 +128,11 @@ class RunsRepo:
         acts = [ActionRecord.from_doc(d.data) for d in docs]
         return sorted(acts, key=lambda a: (a.turn_index, a.call_index))
 
-    def get_action(self, run_id: str, action_id: str) -> tuple[ActionRecord, str] | None:
-        doc = self.store.get(paths.action(run_id, action_id))
-        return None if doc is None else (ActionRecord.from_doc(doc.data), doc.token)
+    def expired_leases(self, status: str, before: float, limit: int = 50) -> list[str]:
+        """Ids of runs in ``status`` whose lease expired before ``before`` (recovery candidates)."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", status),), order_by="leaseExpiresAt",
+                                      limit=limit))
+        return [d.id for d in docs if float(d.data.get("leaseExpiresAt", 0)) < before]
 
     def get_approval(self, uid: str, approval_id: str) -> tuple[ApprovalRecord, str] | None:
         doc = self.store.get(paths.approval(uid, approval_id))
@@ -117,9 +141,7 @@ class RunsRepo:
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
-                  supersede: bool = False,
-                  close_paused: Callable[[Transaction, RunSnapshot, CloseReason], None] | None = None,
-                  ) -> StartOutcome:
+                  supersede: bool = False) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt.
 
         Raises NotFound for another user's thread and Conflict when the thread's current run is not
@@ -143,12 +165,11 @@ class RunsRepo:
                     active = t.get(paths.run(thread.active_run_id))
                     if active is not None:
                         active_run = RunRecord.from_doc(active.data)
-                        pause = _pause_state(t, active_run)
-                        snap = RunSnapshot(active_run, active.token)
-                        if close_paused is not None and pause == "expired":
-                            close_paused(t, snap, "expired")
-                        elif close_paused is not None and pause == "open" and supersede:
-                            close_paused(t, snap, "superseded")
+                        pause = pause_state(t, active_run)
+                        if pause == "expired" or (pause == "open" and supersede):
+                            close_paused(t, active_run, active.token, run.run_id,
+                                         "expired" if pause == "expired" else "superseded",
+                                         event_write=self.event_write, audit_write=self.audit_write)
                         else:
                             _refuse_if_active(active_run, undecided=pause == "open")
                 t.write(Write("update", paths.thread(run.thread_id),
@@ -177,6 +198,17 @@ class RunsRepo:
             raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
         return StartOutcome(snap, created=existing is None)
 
+    def commit_step(self, snap: RunSnapshot, run: RunRecord, *, new_turns: Mapping[int, Turn],
+                    actions: Sequence[ActionRecord], writes: Sequence[Write],
+                    events: Sequence[dict[str, Any]]) -> RunSnapshot:
+        """One step of a run in one atomic commit: the run, its new turns (by index), the actions'
+        current state, other writes (approvals, audit, ledger, outbox...) and the events."""
+        batch = [Write("create", paths.turn(run.run_id, i), turn_doc(t)) for i, t in new_turns.items()]
+        batch.extend(self.action_write(a) for a in actions)
+        batch.extend(writes)
+        batch.extend(self.event_write(run.run_id, ev) for ev in events)
+        return self.commit(snap, run, batch)
+
     def commit(self, snap: RunSnapshot, run: RunRecord, writes: Sequence[Write] = ()) -> RunSnapshot:
         """Write ``run`` and ``writes`` atomically if the run is still as ``snap`` read it.
 
@@ -186,24 +218,6 @@ class RunsRepo:
         tokens = self.store.commit([Write("set", paths.run(run.run_id), run.to_doc(), if_token=snap.token),
                                     *writes])
         return RunSnapshot(run, tokens[0])
-
-
-def _pause_state(t: Transaction, run: RunRecord) -> Literal["open", "expired", "decided"] | None:
-    """Of a run paused for approval: ``open`` while a person may still decide (an approval is
-    pending and not expired), ``expired`` when every pending one is past its ``expiresAt``,
-    ``decided`` when none is pending (the run is about to resume: active, not waiting). None when
-    the run is not paused."""
-    if run.status != "awaiting_confirmation":
-        return None
-    pending: list[ApprovalRecord] = []
-    for approval_id in run.pending_approval_ids:
-        doc = t.get(paths.approval(run.uid, approval_id))
-        if doc is not None and doc.data.get("status") == "pending":
-            pending.append(ApprovalRecord.from_doc(doc.data))
-    if not pending:
-        return "decided"
-    at = now()
-    return "expired" if all(a.expires_at < at for a in pending) else "open"
 
 
 def _refuse_if_active(active: RunRecord, *, undecided: bool) -> None:

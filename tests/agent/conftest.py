@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from shared.config import Settings
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import Model
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore

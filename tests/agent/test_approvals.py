@@ -10,16 +10,17 @@ from typing import Any, TypeVar
 
 import pytest
 
-from shared.agent.approvals import outbox_path, sweep_outbox
-from shared.agent.resume import handle_message, resume_run, sweep
 from shared.api import ApproveRequest, RunRequest
-from shared.dispatch import RecordingDispatcher, ResumeMessage
+from shared.durable.dispatcher import RecordingDispatcher
+from shared.durable.messages import WorkMessage
 from shared.errors import Conflict, Gone, NotFound, ToolError, Unavailable
+from shared.loop.resume import resume_run
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, TransactionContention, Write
+from shared.state.paths import outbox as outbox_path
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
@@ -110,7 +111,7 @@ def dispatcher(rt: Runtime) -> RecordingDispatcher:
 def deliver_all(rt: Runtime, copies: int = 1) -> None:
     for msg in dispatcher(rt).take():
         for _ in range(copies):
-            handle_message(rt.services, rt.dispatcher, msg)
+            rt.router.handle(msg)
 
 
 def approve(rt: Runtime, approval_id: str, decision: str = "approve", uid: str = "alice") -> Any:
@@ -172,7 +173,7 @@ def test_concurrent_messages_for_one_approval_run_the_tool_once(make_runtime: Ma
     rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
     approve(rt, result.approval.id)
     (msg,) = dispatcher(rt).take()
-    threads = [threading.Thread(target=handle_message, args=(rt.services, rt.dispatcher, msg)) for _ in range(4)]
+    threads = [threading.Thread(target=rt.router.handle, args=(msg,)) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -280,7 +281,7 @@ def test_crash_inside_a_tool_leaves_outcome_unknown_and_never_reruns(make_runtim
     deliver_all_again = resume_run(rt.services, result.run_id)
     assert deliver_all_again == "busy"  # the lease is still live
     time.sleep(0.3)  # let the crashed invocation's lease expire
-    assert sweep(rt.services, rt.dispatcher)["recovered"] == 1
+    assert rt.router.sweep()["recovered"] == 1
     assert ledger.calls == ["send_note:bob:hi"]  # not re-run
     (action,) = rt.runs.list_actions(result.run_id)
     assert action.status == "failed" and action.outcome == "unknown"
@@ -301,7 +302,7 @@ def test_idempotent_tool_is_retried_after_a_crash(make_runtime: MakeRuntime) -> 
     with pytest.raises(Crash):
         deliver_all(rt)
     time.sleep(0.3)
-    sweep(rt.services, rt.dispatcher)
+    rt.router.sweep()
     assert ledger.calls == ["set_status:away", "set_status:away"]
     (action,) = rt.runs.list_actions(result.run_id)
     assert action.status == "completed"
@@ -379,7 +380,7 @@ def test_expired_approval_is_gone_and_rejected(make_runtime: MakeRuntime) -> Non
 
 
 class FailingDispatcher(RecordingDispatcher):
-    def publish(self, message: ResumeMessage) -> None:
+    def publish(self, message: WorkMessage) -> None:
         raise ConnectionError("pubsub unavailable")
 
 
@@ -392,7 +393,7 @@ def test_crash_between_commit_and_publish_is_recovered_by_the_outbox(make_runtim
                                                                     decision="approve"))
     assert rt.store.get(outbox_path(result.approval.id)) is not None
     assert dispatcher(rt).messages == []
-    assert sweep_outbox(rt.services, rt.dispatcher, older_than_s=0) == 1
+    assert rt.outbox.sweep(older_than_s=0) == 1
     deliver_all(rt)
     assert ledger.calls == ["send_note:bob:hi"]
     assert rt.store.query(Query("outbox")) == []
@@ -406,17 +407,17 @@ def test_a_published_message_that_is_never_handled_is_republished_by_the_sweep(
     rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."), lease_ttl_s=0.2)
     approve(rt, result.approval.id)
     assert len(dispatcher(rt).take()) == 1  # published, then lost
-    assert sweep(rt.services, rt.dispatcher)["republished"] == 0  # too young: maybe still in flight
+    assert rt.router.sweep()["republished"] == 0  # too young: maybe still in flight
     assert dispatcher(rt).messages == []
     time.sleep(0.45)  # twice the lease
-    assert sweep(rt.services, rt.dispatcher)["republished"] == 1
+    assert rt.router.sweep()["republished"] == 1
     deliver_all(rt)
     assert ledger.calls == ["send_note:bob:hi"]
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None and snap.run.status == "completed"
     assert rt.store.query(Query("outbox")) == []
     time.sleep(0.45)
-    assert sweep(rt.services, rt.dispatcher)["republished"] == 0  # nothing left to chase
+    assert rt.router.sweep()["republished"] == 0  # nothing left to chase
 
 
 def test_outbox_entries_of_a_turn_with_two_approvals(make_runtime: MakeRuntime) -> None:
@@ -433,9 +434,9 @@ def test_outbox_entries_of_a_turn_with_two_approvals(make_runtime: MakeRuntime) 
     assert rt.store.get(outbox_path(first)) is None
     approve(rt, second)
     (msg,) = dispatcher(rt).take()
-    handle_message(rt.services, rt.dispatcher, msg.model_copy(update={"runId": "run_other"}))
+    rt.router.handle(msg.model_copy(update={"unitId": "run_other"}))
     assert rt.store.get(outbox_path(second)) is not None
-    handle_message(rt.services, rt.dispatcher, msg)
+    rt.router.handle(msg)
     assert rt.store.get(outbox_path(second)) is None
     assert sorted(ledger.calls) == ["send_note:bob:hi", "send_note:carol:hey"]
 
@@ -578,7 +579,7 @@ def test_a_crash_in_an_allowed_call_of_a_mixed_turn_pauses_for_the_open_approval
     with pytest.raises(Crash):
         start_and_drive(rt, "mail bob, note carol")
     time.sleep(0.3)
-    assert sweep(rt.services, rt.dispatcher)["recovered"] == 1
+    assert rt.router.sweep()["recovered"] == 1
     snap = rt.runs.get_run(snap_id := rt.store.query(Query("runs"))[0].id)
     assert snap is not None and snap.run.status == "awaiting_confirmation"
     mail_action, note_action = rt.runs.list_actions(snap_id)
@@ -716,7 +717,7 @@ def test_a_sweep_never_takes_over_a_run_that_is_just_starting(make_runtime: Make
     def model(request: ModelRequest) -> Turn:
         holder["calls"] += 1
         if "swept" not in holder:
-            holder["swept"] = sweep(holder["rt"].services, holder["rt"].dispatcher)
+            holder["swept"] = holder["rt"].router.sweep()
         return text_turn("Hello.")
 
     rt = make_runtime(FunctionModel(model))
@@ -758,19 +759,18 @@ def test_a_message_that_is_never_handled_is_republished_less_and_less_often(
     """A decision whose resume keeps failing (every message lost) is not re-sent at a steady beat
     forever: the wait doubles with each publication (2, 4, 8 … leases, at most 6 h), and from the
     fifth publication on each re-send is reported as an error."""
-    from shared.agent import approvals
 
     ledger = Ledger()
     rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."), lease_ttl_s=10.0)
     approve(rt, result.approval.id)
     dispatcher(rt).take()  # lost
-    path = approvals.outbox_path(result.approval.id)
+    path = outbox_path(result.approval.id)
 
     def republished(count: int, age_s: float) -> bool:
         doc = rt.store.get(path)
         assert doc is not None and doc.data["status"] == "published"
         rt.store.commit([Write("update", path, {"publishCount": count, "publishedAt": time.time() - age_s})])
-        sent = sweep(rt.services, rt.dispatcher)["republished"]
+        sent = rt.router.sweep()["republished"]
         assert len(dispatcher(rt).take()) == sent  # lost again
         return sent == 1
 
@@ -780,7 +780,7 @@ def test_a_message_that_is_never_handled_is_republished_less_and_less_often(
     assert not errors(caplog)
     assert not republished(20, 5 * 3600) and republished(20, 6.1 * 3600)  # capped at 6 h
     assert errors(caplog) == ["resume message published 20 times and never handled"]
-    handle_message(rt.services, rt.dispatcher, ResumeMessage(runId=result.run_id, uid="alice",
+    rt.router.handle(WorkMessage(unitId=result.run_id, uid="alice",
                                                             approvalId=result.approval.id))  # finally handled
     assert ledger.calls == ["send_note:bob:hi"]
     assert rt.store.get(path) is None

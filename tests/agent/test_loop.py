@@ -216,6 +216,7 @@ def test_usage_is_summed_on_the_run(make_runtime: MakeRuntime) -> None:
 
 
 def test_each_model_call_usage_is_stored_and_the_run_total_is_their_sum(make_runtime: MakeRuntime) -> None:
+    """Each call is its own usage-ledger document (issue 9: the run document keeps only totals)."""
     first = Usage(requests=1, input_tokens=100, output_tokens=20, thinking_tokens=7, total_tokens=127)
     second = Usage(requests=2, input_tokens=180, output_tokens=9, thinking_tokens=31, total_tokens=220)
     model = ScriptedModel([ModelResponse(turn=calls_turn(call("search_memory", {"query": "x"})), usage=first),
@@ -223,9 +224,10 @@ def test_each_model_call_usage_is_stored_and_the_run_total_is_their_sum(make_run
     rt = make_runtime(model)
     result, _ = start_and_drive(rt, "go")
     doc = rt.store.get(paths.run(result.run_id))  # the stored document, as another process reads it
-    assert doc is not None
+    assert doc is not None and "modelCalls" not in doc.data
     figures = ("requests", "inputTokens", "outputTokens", "thinkingTokens", "totalTokens")
-    calls = doc.data["modelCalls"]
+    calls = [d.data for d in rt.store.query(Query(paths.usage_entries("alice")))]
+    calls.sort(key=lambda c: c["step"])
     assert [c["step"] for c in calls] == [1, 2]
     assert [{k: c["usage"][k] for k in figures} for c in calls] == [
         {"requests": 1, "inputTokens": 100, "outputTokens": 20, "thinkingTokens": 7, "totalTokens": 127},
@@ -235,8 +237,7 @@ def test_each_model_call_usage_is_stored_and_the_run_total_is_their_sum(make_run
     for c in calls:  # each call points at the model turn it produced
         assert turns[c["turnIndex"]].role == "model"
     assert turns[calls[1]["turnIndex"]].text == "ok"
-    snap = rt.runs.get_run(result.run_id)
-    assert snap is not None and [c.usage.thinking_tokens for c in snap.run.model_calls] == [7, 31]
+    assert [e.usage.thinking_tokens for e in rt.usage.for_unit("alice", result.run_id)] == [7, 31]
 
 
 def test_a_call_without_a_usable_turn_still_counts(make_runtime: MakeRuntime) -> None:
@@ -245,7 +246,7 @@ def test_a_call_without_a_usable_turn_still_counts(make_runtime: MakeRuntime) ->
     result, _ = start_and_drive(rt, "go")
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None and result.status == "failed"
-    [only] = snap.run.model_calls
+    [only] = rt.usage.for_unit("alice", result.run_id)
     assert only.turn_index is None and only.usage.thinking_tokens == 12
     assert snap.run.usage.total_tokens == 52 and snap.run.usage.requests == 1
 

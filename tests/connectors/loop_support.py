@@ -3,9 +3,8 @@ messages (duplicated, as Pub/Sub may)."""
 
 from __future__ import annotations
 
-from shared.agent.resume import handle_message
 from shared.api import RunRequest
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.runtime import Runtime
 from shared.state.records import RunResult
 
@@ -20,4 +19,4 @@ def deliver(rt: Runtime, copies: int) -> None:
     assert isinstance(dispatcher, RecordingDispatcher)
     for message in dispatcher.take():
         for _ in range(copies):
-            handle_message(rt.services, dispatcher, message)
+            rt.router.handle(message)

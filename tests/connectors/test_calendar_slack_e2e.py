@@ -20,7 +20,7 @@ from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.config import Settings
 from shared.connectors import IntegrationTokens
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import Model
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime

@@ -12,10 +12,11 @@ from google.oauth2.credentials import Credentials
 
 from shared.config import Settings
 from shared.connectors import ConnectorError, CredentialVault, IntegrationTokens, create_connectors
-from shared.connectors.credentials import decode_key, integration_path
+from shared.connectors.credentials import decode_key
 from shared.connectors.gmail import GmailClient
 from shared.errors import ConfigurationError
 from shared.state.docstore import DocStore, Write
+from shared.state.paths import integration as integration_path
 from tests.connectors.fake_google import FakeGoogle
 from tests.connectors.gmail_support import KEY, OTHER_KEY, REFRESH, fresh_tokens, google_settings
 

@@ -10,7 +10,7 @@ import pytest
 
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import Model
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
@@ -155,7 +155,7 @@ def test_reply_whose_thread_moved_on_after_approval_is_not_sent(fake: FakeGoogle
 
 def test_a_result_over_the_runtime_cap_reaches_the_model_truncated_with_a_note(
         fake: FakeGoogle, store: DocStore) -> None:
-    from shared.agent.tool_calls import MAX_RESULT_CHARS
+    from shared.loop.tool_calls import MAX_RESULT_CHARS
 
     for i in range(10):  # ten bodies of 4,000 characters (each at the adapter's cut): ~41,000 in all
         fake.add_message("big", sender="bob@example.com", to="alice@example.com", subject=f"Part {i}",

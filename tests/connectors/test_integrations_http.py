@@ -17,12 +17,12 @@ from functions_framework import create_app as create_function_app
 
 from devserver import create_app
 from shared.auth import LocalAuthenticator
-from shared.connectors.credentials import integration_path
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import Model
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
+from shared.state.paths import integration as integration_path
 from tests.connectors.fake_google import FakeGoogle
 from tests.connectors.gmail_support import REFRESH, google_settings
 

@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 
 from devserver import create_app
 from shared.auth import LocalAuthenticator
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import Model
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore

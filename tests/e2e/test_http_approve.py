@@ -13,7 +13,7 @@ from cloudevents.http import CloudEvent
 from flask.testing import FlaskClient
 from functions_framework import create_app
 
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from tests.e2e.conftest import ALICE, BOB, Install

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from shared.agent.resume import resume_run
 from shared.errors import ModelError
 from shared.logs import SAMPLED_KEY, SPAN_KEY, TRACE_KEY, CloudLoggingFormatter
+from shared.loop.resume import resume_run
 from shared.models.base import Turn
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from tests.e2e.conftest import ALICE, Install

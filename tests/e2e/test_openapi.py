@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 from functions_framework import create_app as create_function_app
 from werkzeug.test import TestResponse
 
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from tests.e2e.conftest import ALICE, Install
 from tests.e2e.test_http_approve import pubsub_event

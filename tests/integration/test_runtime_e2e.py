@@ -16,9 +16,8 @@ from google.cloud import firestore, pubsub_v1
 from werkzeug.serving import make_server
 
 from devserver import create_app as create_dev_app
-from shared.agent.resume import handle_message
 from shared.auth import FirebaseAuthenticator
-from shared.dispatch import PubSubDispatcher, RecordingDispatcher
+from shared.durable.dispatcher import PubSubDispatcher, RecordingDispatcher
 from shared.models.gemini import GeminiModel
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
@@ -82,7 +81,7 @@ def test_paused_run_resumes_in_another_process_with_signatures_intact(
     # "Another process": a fresh Firestore client, store, model and runtime resume the run.
     other_store = FirestoreDocStore(firestore.Client(project=TEST_PROJECT))
     second = runtime(fake_gemini, keys, other_store)
-    handle_message(second.services, second.dispatcher, message)
+    second.router.handle(message)
 
     follow_up = fake_gemini.requests[1].body
     model_turn = follow_up["contents"][1]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from shared.api import RunRequest
-from shared.dispatch import RecordingDispatcher
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.scripted import ScriptedModel, call, calls_turn
 from shared.runtime import Runtime
 from shared.state.sqlite_docstore import SqliteDocStore
@@ -107,7 +107,7 @@ def test_runs_reads_a_run_without_the_loop_tools_connectors_goals_or_a_model(see
     got = serve(seeded, "runs", "GET", f"/api/agent/runs/{seeded['run_a']}")
     assert got["status"] == 200
     assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.agent", "shared.tools", "shared.connectors",
-                                    "shared.goals", "shared.models", "shared.dispatch")) == []
+                                    "shared.goals", "shared.models", "shared.durable", "shared.loop")) == []
 
 
 def test_runs_events_never_load_the_loop_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
@@ -116,7 +116,7 @@ def test_runs_events_never_load_the_loop_tools_connectors_goals_or_a_model(seede
     assert got["status"] == 200
     assert "shared.agent.streaming" in got["modules"]
     assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.tools", "shared.connectors", "shared.goals", "shared.models",
-                                    "shared.agent.loop", "shared.agent.context", "shared.agent.service")) == []
+                                    "shared.loop", "shared.agent.service")) == []
 
 
 def test_an_unknown_run_is_404_on_the_same_imports(seeded: dict[str, str]) -> None:
@@ -134,7 +134,7 @@ def test_approve_decides_without_the_loop_tools_connectors_goals_or_a_model(seed
     assert got["status"] == 202
     assert "shared.ids" in got["modules"]
     assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
-                                    "shared.models.factory", "shared.agent.service", "shared.agent.loop")) == []
+                                    "shared.models.factory", "shared.agent.service", "shared.loop.steps")) == []
 
 
 @pytest.mark.parametrize("signature", ["cloudevent", ""], ids=["signature-cloudevent", "no-signature-type"])
@@ -143,17 +143,20 @@ def test_resume_of_a_waiting_run_needs_no_model_tools_or_connectors(seeded: dict
     headers, data = pubsub_event({"runId": seeded["run_b"], "uid": "alice"})
     got = serve(seeded, "resume", "POST", "/", data, signature=signature, headers=headers)
     assert got["status"] == 200
-    assert "shared.agent.resume" in got["modules"]  # the message was handled, not dropped
+    assert "shared.loop.resume" in got["modules"]  # the message was handled, not dropped
     assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
                                     "shared.models.factory")) == []
 
 
-def test_goals_never_loads_the_store_the_runtime_or_the_agent(seeded: dict[str, str]) -> None:
+def test_goals_loads_the_usage_ledger_but_never_the_agent(seeded: dict[str, str]) -> None:
+    """Issue 9: the goals planner's model calls go to the usage ledger, so goals opens the store
+    (it used to load none); it still loads no agent, loop, tools, connectors or auth."""
     got = serve(seeded, "goals", "POST", "/agent/run", {"message": "I want to run a marathon in the spring"},
                 gemini_key=False)
     assert got["status"] == 200
-    assert _loaded(got["modules"], (*VENDOR_SDKS, "google.cloud.firestore", "shared.state", "shared.runtime",
-                                    "shared.agent", "shared.tools", "shared.connectors", "shared.auth")) == []
+    assert "shared.state.usage_repo" in got["modules"]
+    assert _loaded(got["modules"], (*VENDOR_SDKS, "google.cloud.firestore", "shared.agent", "shared.loop",
+                                    "shared.tools", "shared.connectors", "shared.auth")) == []
 
 
 def test_integrations_status_loads_no_agent_tools_goals_or_vendor_sdk(seeded: dict[str, str]) -> None:
@@ -207,5 +210,5 @@ def test_run_and_stream_load_no_goals_nor_connector_sdk(seeded: dict[str, str], 
     path = "/api/agent/run/stream" if target == "stream" else "/api/agent/run"
     got = serve(seeded, target, "POST", path, {"prompt": "hello"}, gemini_key=False)  # the offline model
     assert got["status"] == 200
-    assert "shared.agent.loop" in got["modules"]
+    assert "shared.loop.steps" in got["modules"]
     assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.goals")) == []

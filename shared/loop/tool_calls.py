@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from shared import policy
-from shared.agent.context import RunContext
 from shared.errors import ToolError
 from shared.events import ToolCallEvent, ToolResultEvent
+from shared.failures import FailureCode
+from shared.loop.context import RunContext
 from shared.models.base import FunctionCall, FunctionResponse, Part, Turn
-from shared.state import paths
-from shared.state.docstore import Write
 from shared.state.records import ActionRecord, ApprovalRecord, now
+from shared.state.transitions import move_action, move_run
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolArgsError, args_hash
 
@@ -27,9 +27,9 @@ log = logging.getLogger("agent_runtime.tools")
 MAX_RESULT_CHARS = 20_000
 
 
-def plan_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
-               ) -> list[ActionRecord] | tuple[str, str]:
-    """One action per call, decided under policy; ``(code, message)`` when the run must fail.
+def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
+                 ) -> list[ActionRecord] | tuple[FailureCode, str]:
+    """One action per call, decided under policy; ``(code, message)`` when the unit must fail.
 
     Nothing executes before every call of the turn is known to be valid.
     """
@@ -41,16 +41,18 @@ def plan_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                               call_index=i, call_id=fc.id)
         tool = s.registry.get(fc.name)
         if tool is None:
-            action.status, action.outcome, action.error = "failed", "error", f"unknown tool {fc.name!r}"
+            move_action(action, "failed")
+            action.outcome, action.error = "error", f"unknown tool {fc.name!r}"
             ctx.put_action(action)
-            return "UNKNOWN_TOOL", f"the model called an unknown tool: {fc.name!r}"
+            return FailureCode.UNKNOWN_TOOL, f"the model called an unknown tool: {fc.name!r}"
         action.side_effect, action.idempotent = tool.side_effect, tool.idempotent
         try:
             args = tool.validate(dict(fc.args))
         except ToolArgsError as exc:
-            action.status, action.outcome, action.error = "failed", "error", str(exc)
+            move_action(action, "failed")
+            action.outcome, action.error = "error", str(exc)
             ctx.put_action(action)
-            return "INVALID_TOOL_ARGS", str(exc)
+            return FailureCode.INVALID_TOOL_ARGS, str(exc)
         decision = policy.decide(tool_name=tool.name, side_effect=tool.side_effect, args=args, user=ctx.user,
                                  side_effects_enabled=s.settings.side_effects_enabled,
                                  recipients=tool.recipients_fn)
@@ -59,8 +61,8 @@ def plan_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                                 decision=decision.verdict, reason=decision.reason))
         preview = tool.preview(args)
         if decision.verdict == "deny":
-            action.status, action.outcome = "rejected", "rejected"
-            action.error = f"denied by policy: {decision.reason}"
+            move_action(action, "rejected")
+            action.outcome, action.error = "rejected", f"denied by policy: {decision.reason}"
             ctx.emit(ToolCallEvent(toolName=tool.name, preview=preview, actionId=action.action_id, status="rejected"))
             ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id, status="rejected",
                                      error=action.error))
@@ -70,8 +72,9 @@ def plan_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                                       reason=decision.reason, preview=preview,
                                       expires_at=now() + s.settings.approval_ttl_s)
             approval.expire_at = approval.expires_at + s.settings.event_retention_s
-            action.status, action.approval_id = "awaiting_confirmation", approval.approval_id
-            ctx.write(Write("create", paths.approval(ctx.run.uid, approval.approval_id), approval.to_doc()))
+            move_action(action, "awaiting_confirmation")
+            action.approval_id = approval.approval_id
+            ctx.write(s.runs.approval_write(approval))
             ctx.audit(ctx.new_audit(kind="approval_requested", action_id=action.action_id,
                                     approval_id=approval.approval_id, tool=tool.name, reason=decision.reason))
             ctx.emit(ToolCallEvent(toolName=tool.name, preview=preview, actionId=action.action_id,
@@ -94,32 +97,38 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
     s = ctx.services
     tool = s.registry.get(action.tool)
     if tool is None:  # the registry changed between decision and execution (a deploy)
-        action.status, action.outcome, action.error = "failed", "error", f"tool {action.tool!r} is not available"
+        move_action(action, "failed")
+        action.outcome, action.error = "error", f"tool {action.tool!r} is not available"
         ctx.put_action(action)
         return
     args = tool.validate(action.args)
     ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
                            status="executing"))
-    action.status = "executing"
+    move_action(action, "executing")
     action.attempts += 1
     ctx.put_action(action)
     if tool.side_effect:
         ctx.audit(ctx.new_audit(kind="side_effect_attempt", action_id=action.action_id, tool=tool.name,
                                 approval_id=action.approval_id))
-        ctx.run.status = "executing"
+        move_run(ctx.run, "executing")
         ctx.commit()  # the claim: from here on a crash leaves the action 'executing', never re-run
     tctx = ToolContext(uid=ctx.run.uid, run_id=ctx.run.run_id, action_id=action.action_id, users=s.users,
                        settings=s.settings, connectors=s.connectors() if s.connectors else None)
     try:
         action.result = _bounded(tool.run(tctx, args))
-        action.status, action.outcome = "completed", "success"
+        move_action(action, "completed")
+        action.outcome = "success"
         ctx.run.tools_executed += 1
     except ToolError as exc:
-        action.status, action.outcome, action.error = "failed", "error", str(exc)
+        move_action(action, "failed")
+        action.outcome, action.error = "error", str(exc)
     except Exception as exc:
-        log.exception("tool %s failed", tool.name, extra={"fields": {"runId": ctx.run.run_id,
-                                                                      "actionId": action.action_id}})
-        action.status, action.outcome = "failed", "error"
+        # The exception's text may quote argument values (user data): type and place only.
+        log.error("tool %s failed unexpectedly: %s", tool.name, type(exc).__name__,
+                  extra={"fields": {"runId": ctx.run.run_id, "actionId": action.action_id, "tool": tool.name,
+                                    "component": "tool", "stage": "execute"}})
+        move_action(action, "failed")
+        action.outcome = "error"
         action.error = f"the tool failed unexpectedly ({type(exc).__name__})"
     if tool.side_effect:
         ctx.audit(ctx.new_audit(kind="side_effect_result", action_id=action.action_id, tool=tool.name,
@@ -127,7 +136,7 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
     ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id,
                              status="completed" if action.status == "completed" else "failed",
                              output=action.result, error=action.error))
-    ctx.run.status = "planning"
+    move_run(ctx.run, "planning")
     ctx.last_action = action
     ctx.put_action(action)
 

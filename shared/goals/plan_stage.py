@@ -84,7 +84,7 @@ class PlanResult:
     attempts: int = 0
 
 
-class Planner:
+class PlanStage:
     """Generates (``new_plan``) or refines (``refine``) a plan with ``model``."""
 
     def __init__(self, model: Model, *, today: date, timeout_s: float | None = None) -> None:

@@ -1,8 +1,9 @@
-"""The working state of one invocation on one run, and its commit discipline.
+"""The working state of one invocation on one unit of work (a run document), and its commits.
 
 A ``RunContext`` holds the run as last committed (its snapshot token), the verbatim turns, the
-writes and events produced since the last commit, and the invocation's deadline. ``commit()``
-writes them in one atomic batch conditioned on the run's token: one commit per step.
+writes and events produced since the last commit, the invocation's budget and the host that acts
+on the loop's stops. ``commit()`` writes them in one atomic batch conditioned on the run's token:
+one commit per step.
 """
 
 from __future__ import annotations
@@ -11,17 +12,22 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.config import Settings
+from shared.durable import leases
 from shared.events import RunEvent, event_to_doc
 from shared.models.base import Model, Turn
-from shared.state import paths
 from shared.state.docstore import Write
-from shared.state.records import ActionRecord, AuditRecord, Lease, RunRecord, UserRecord, now
-from shared.state.runs_repo import RunSnapshot, RunsRepo, turn_doc
+from shared.state.records import ActionRecord, AuditRecord, RunRecord, UserRecord, now
+from shared.state.runs_repo import RunSnapshot, RunsRepo
+from shared.state.usage_repo import UsageRepo
 from shared.state.users_repo import UsersRepo
 from shared.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from shared.durable.outbox import Outbox
+    from shared.loop.host import Host, HostRegistry
 
 log = logging.getLogger("agent_runtime.agent")
 
@@ -39,6 +45,9 @@ class Services:
     registry: ToolRegistry
     model_factory: Callable[[], Model]
     new_id: Callable[[str], str]
+    usage: UsageRepo
+    outbox: Outbox
+    hosts: HostRegistry
     connectors: Callable[[], Any] | None = None
     """Lazily built access to external services for tools (None: no connector tools)."""
 
@@ -50,22 +59,28 @@ class RunContext:
     turns: list[Turn]
     user: UserRecord
     deadline: float
-    """time.monotonic() value after which the invocation stops the run."""
+    """time.monotonic() value after which the invocation's time budget is spent."""
     owner: str
+    host: Host
     listener: EventListener | None = None
+    max_steps: int | None = None
+    """Model calls this invocation may make (default: the run's ``maxSteps``)."""
+    yield_margin_s: float = 0.0
+    """Time left below which the budget counts as spent (room to commit and hand over)."""
     pending: list[Write] = field(default_factory=list)
     pending_events: list[dict[str, Any]] = field(default_factory=list)
     pending_actions: dict[str, ActionRecord] = field(default_factory=dict)
     last_action: ActionRecord | None = None
     """The action the run's result reports (``actionId``, ``tool``, ``toolArgs``)."""
-    commits: int = 0
 
     def __post_init__(self) -> None:
         self.run: RunRecord = self.snapshot.run.model_copy(deep=True)
         self._persisted_turns = len(self.turns)
         self._held: list[dict[str, Any]] = []
         self.steps_at_start = self.run.steps
-        """Each invocation (a fresh run or a resume) gets the full AGENT_MAX_LOOP_STEPS budget."""
+        """Each invocation (a fresh run, a resume, a continuation) gets its own step budget."""
+        if self.max_steps is None:
+            self.max_steps = self.run.max_steps
 
     def log_fields(self) -> dict[str, str]:
         """The run's ids for ``shared.logs.log_context``: every line logged while serving it."""
@@ -117,32 +132,35 @@ class RunContext:
         return AuditRecord(audit_id=self.services.new_id("aud"), uid=self.run.uid, run_id=self.run.run_id,
                            **fields)
 
-    # ---- time --------------------------------------------------------------------------------
+    # ---- budget ------------------------------------------------------------------------------
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
+    def steps_taken(self) -> int:
+        return self.run.steps - self.steps_at_start
+
     # ---- commit ------------------------------------------------------------------------------
-    def commit(self) -> None:
+    def commit(self, *, park: bool = False) -> None:
+        """Commit everything pending with the run. The invocation keeps (renews) its lease while the
+        run works; a stopped or paused run has none; ``park`` leaves a parked lease (the run
+        yielded and waits for its ``continue`` message)."""
         run = self.run
+        ttl = self.services.settings.lease_ttl_s
         if run.terminal or run.status == "awaiting_confirmation":
             run.lease = None
         else:
-            run.lease = Lease(owner=self.owner, expires_at=now() + self.services.settings.lease_ttl_s)
+            run.lease = leases.parked(ttl) if park else leases.held(self.owner, ttl)
         run.lease_expires_at = run.lease.expires_at if run.lease else 0.0
-        writes = [Write("create", paths.turn(run.run_id, i), turn_doc(self.turns[i]))
-                  for i in range(self._persisted_turns, len(self.turns))]
+        new_turns = {i: self.turns[i] for i in range(self._persisted_turns, len(self.turns))}
         run.turn_count = len(self.turns)
-        writes.extend(Write("set", paths.action(run.run_id, a.action_id), a.to_doc())
-                      for a in self.pending_actions.values())
-        writes.extend(self.pending)
-        writes.extend(self.services.runs.event_write(run.run_id, ev) for ev in self.pending_events)
-        self.snapshot = self.services.runs.commit(self.snapshot, run, writes)
+        self.snapshot = self.services.runs.commit_step(self.snapshot, run, new_turns=new_turns,
+                                                       actions=list(self.pending_actions.values()),
+                                                       writes=self.pending, events=self.pending_events)
         self.run = self.snapshot.run.model_copy(deep=True)
         self._persisted_turns = len(self.turns)
-        self.pending.clear()
-        self.pending_actions.clear()
-        self.pending_events.clear()
-        self.commits += 1
+        self.pending = []
+        self.pending_actions = {}
+        self.pending_events = []
         held, self._held = self._held, []
         for doc in held:
             self._send(doc)

@@ -1,0 +1,26 @@
+"""``usage``: GET /api/agent/usage?from=&to=&groupBy=operationType|contextType|model|day.
+
+The caller's own model calls from the usage ledger, summed per group (only the caller's ledger
+collection is read). ``from``/``to``: RFC 3339 timestamps or dates (UTC); default the last 30 days;
+at most 93 days apart.
+"""
+
+from __future__ import annotations
+
+import flask
+
+from functions.common import authenticated_uid
+from shared.runtime import get_runtime
+from shared.usage.query import parse_usage_query
+from shared.usage.views import summarise
+from shared.web import http_endpoint, json_response, require_method
+
+
+@http_endpoint
+def usage(request: flask.Request) -> flask.Response:
+    require_method(request, "GET")
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    query = parse_usage_query(dict(request.args.items()))
+    entries = rt.usage.between(uid, query.start, query.end)
+    return json_response(summarise(entries, query.group_by, query.start, query.end).to_json())

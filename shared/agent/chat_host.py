@@ -1,0 +1,75 @@
+"""The chat run host (seed 001): what the loop's stops mean for a conversation run.
+
+A final output becomes the thread's assistant message and the run's seed-001 result; every stop
+for good releases the thread; a pause carries the approvals in the result; a spent budget fails
+the run (seed 001 semantics: ``STEP_LIMIT``, ``DEADLINE_EXCEEDED``).
+"""
+
+from __future__ import annotations
+
+from shared.failures import FailureCode
+from shared.loop import stops
+from shared.loop.context import RunContext
+from shared.loop.host import Host
+from shared.loop.outcomes import NextStepInterruption
+from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult
+
+MAX_SUMMARY_CHARS = 4000
+
+
+def current_result(run: RunRecord) -> RunResult:
+    """The run's result as of its last stop, or its in-progress state."""
+    if run.result is not None:
+        return run.result
+    return RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id, status=run.status, model=run.model,
+                     summary="the run is in progress")
+
+
+def _base_result(ctx: RunContext) -> RunResult:
+    last = ctx.last_action
+    return RunResult(ok=True, run_id=ctx.run.run_id, thread_id=ctx.run.thread_id, status=ctx.run.status,
+                     model=ctx.run.model, action_id=last.action_id if last else "",
+                     tool=last.tool if last else None, tool_args=last.args if last else None)
+
+
+def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
+    tool = ctx.services.registry.get(action.tool)
+    if tool is None:
+        return action.tool
+    return tool.preview(tool.validate(action.args))
+
+
+class ChatHost(Host):
+    kind = "chat"
+
+    def finish(self, ctx: RunContext, text: str) -> None:
+        run = ctx.run
+        run.mode = "tool_executed" if run.tools_executed > 0 else "assistant_text"
+        result = _base_result(ctx)
+        result.status, result.mode, result.summary = "completed", run.mode, text[:MAX_SUMMARY_CHARS]
+        output: dict[str, object] = {"text": text}
+        if ctx.last_action is not None and ctx.last_action.result is not None:
+            output["toolResult"] = ctx.last_action.result
+        result.output = output
+        message = MessageRecord(id=ctx.services.new_id("msg"), role="assistant", text=text, run_id=run.run_id)
+        runs = ctx.services.runs
+        stops.complete(ctx, result=result, writes=[runs.message_write(run.thread_id, message),
+                                                   runs.release_thread_write(run.thread_id)])
+
+    def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
+        run = ctx.run
+        first = outcome.waiting[0]
+        views = [ApprovalView(id=a.approval_id or "", tool=a.tool, reason=a.policy_reason or "",
+                              preview=_preview_of(ctx, a)) for a in outcome.waiting]
+        result = RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id, status="awaiting_confirmation",
+                           model=run.model, mode="requires_approval", action_id=first.action_id, tool=first.tool,
+                           tool_args=first.args, approval=views[0], approvals=views,
+                           summary=f"Waiting for approval: {views[0].preview}")
+        stops.pause(ctx, outcome, result=result)
+
+    def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
+        result = _base_result(ctx)
+        result.ok, result.status, result.summary = False, "failed", message
+        result.mode = ctx.run.mode or "assistant_text"
+        stops.fail(ctx, code, message, writes=[ctx.services.runs.release_thread_write(ctx.run.thread_id)],
+                   result=result)

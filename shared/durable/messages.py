@@ -1,0 +1,89 @@
+"""The message every kind of durable work travels in (resume topic, inline dispatcher, outbox).
+
+``kind`` routes it (``resume``, ``continue``, ``sweep``, ...), ``schemaVersion`` says which layout
+it has (a newer one than this runtime knows is acknowledged and logged, never guessed at).
+``unitId`` names the unit of work (a run id for run kinds); messages published before kinds
+existed carry ``runId`` and are read as ``unitId``. ``entryId`` names the outbox entry the message
+was published from (the handler deletes it once handled).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from shared.errors import AgentRuntimeError
+
+MESSAGE_SCHEMA_VERSION = 1
+"""Versions: 1 = kind, unitId, uid, approvalId, entryId."""
+ID = r"^[A-Za-z0-9_.-]{1,160}$"
+
+
+class MalformedMessage(AgentRuntimeError):
+    """A delivery that is not a message of ours: acknowledged and logged, never retried."""
+
+    def __init__(self, reason: str, *, kind: str | None = None, version: object = None) -> None:
+        super().__init__(reason)
+        self.reason, self.kind, self.version = reason, kind, version
+
+
+class WorkMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field(default="resume", pattern=r"^[a-z][a-z0-9_.-]{0,63}$")
+    schemaVersion: int = Field(default=MESSAGE_SCHEMA_VERSION, ge=1)
+    unitId: str | None = Field(default=None, pattern=ID)
+    uid: str | None = Field(default=None, max_length=128)
+    approvalId: str | None = Field(default=None, pattern=ID)
+    entryId: str | None = Field(default=None, pattern=ID)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_run_id(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "runId" in data:
+            data = dict(data)
+            run_id = data.pop("runId")
+            data.setdefault("unitId", run_id)
+        return data
+
+    @property
+    def outbox_entry(self) -> str | None:
+        """The outbox entry to delete once handled (a decision's entry is named by its approval)."""
+        return self.entryId or self.approvalId
+
+    def encode(self) -> bytes:
+        return self.model_dump_json(exclude_none=True).encode()
+
+
+def parse_message(body: Any) -> WorkMessage:
+    """A ``WorkMessage`` from decoded JSON; :class:`MalformedMessage` naming what is wrong."""
+    if not isinstance(body, dict):
+        raise MalformedMessage("the message is not a JSON object")
+    kind = body.get("kind") if isinstance(body.get("kind"), str) else None
+    version = body.get("schemaVersion", MESSAGE_SCHEMA_VERSION)
+    if isinstance(version, int) and version > MESSAGE_SCHEMA_VERSION:
+        raise MalformedMessage(f"schemaVersion {version} is newer than this runtime knows "
+                               f"({MESSAGE_SCHEMA_VERSION})", kind=kind, version=version)
+    try:
+        return WorkMessage.model_validate(body)
+    except ValidationError as exc:
+        fields = ", ".join(".".join(str(p) for p in e["loc"]) or "(root)" for e in exc.errors())
+        raise MalformedMessage(f"invalid message fields: {fields}", kind=kind, version=version) from None
+
+
+def decode_pubsub_data(data: Any) -> WorkMessage:
+    """The message in a Pub/Sub CloudEvent's ``data``; :class:`MalformedMessage` when malformed."""
+    if not isinstance(data, dict) or not isinstance(data.get("message"), dict):
+        raise MalformedMessage("CloudEvent data has no Pub/Sub message")
+    raw = data["message"].get("data")
+    if not isinstance(raw, str):
+        raise MalformedMessage("Pub/Sub message has no data")
+    try:
+        body = json.loads(base64.b64decode(raw, validate=True))
+    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+        raise MalformedMessage(f"Pub/Sub message data is not base64 JSON: {exc}") from None
+    return parse_message(body)

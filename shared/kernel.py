@@ -1,0 +1,40 @@
+"""The composition of the durable kernel: which hosts act on which units, which handler serves
+which message kind. Called once per process by ``shared/runtime.py`` (the edge); the durability
+layer itself knows none of these names.
+
+| kind       | published by                          | handler                         |
+|------------|---------------------------------------|---------------------------------|
+| `resume`   | a decided approval (outbox)           | continue the run (loop/resume)  |
+| `continue` | a unit that yielded its invocation    | continue the run (loop/resume)  |
+| `sweep`    | Cloud Scheduler / `make dev`'s thread | the router's sweep (every kind) |
+
+The loop itself is imported only when a router is built (deciding an approval never loads it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shared.agent.chat_host import ChatHost
+from shared.durable.kinds import CONTINUE, RESUME
+from shared.loop.host import Host, HostRegistry
+
+if TYPE_CHECKING:
+    from shared.durable.router import Router
+    from shared.loop.context import Services
+
+
+
+def build_hosts(extra: list[Host] | None = None) -> HostRegistry:
+    return HostRegistry(ChatHost(), *(extra or []))
+
+
+def build_router(services: Services) -> Router:
+    from shared.durable.router import Router
+    from shared.loop.resume import handle_run_message, recover_runs
+
+    router = Router(services.outbox)
+    router.register(RESUME, lambda m: handle_run_message(services, m),
+                    recover=lambda limit: recover_runs(services, limit))
+    router.register(CONTINUE, lambda m: handle_run_message(services, m))
+    return router

@@ -1,0 +1,92 @@
+"""Hosts: what a kind of work makes of the loop's stops.
+
+The loop's step decides (an outcome); the host of the unit acts on it: it commits the stop and
+decides what it means (the chat host writes the assistant message, releases the thread and
+builds the seed-001 result; a task host completes a task record). Hosts are registered by kind
+(``RunRecord.host``) in a :class:`HostRegistry` at the edge, so a new kind of work adds a host
+and touches neither the loop nor the durability layer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from shared.config import Settings
+from shared.failures import FailureCode
+from shared.loop import stops
+from shared.loop.context import RunContext
+from shared.loop.outcomes import (
+    BudgetSpent,
+    NextStepFailed,
+    NextStepFinalOutput,
+    NextStepInterruption,
+    NextStepYield,
+    StopOutcome,
+)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one invocation may spend on a unit: until ``deadline`` (``time.monotonic()``) minus
+    ``yield_margin_s``, and ``max_steps`` model calls (None: the run's own ``maxSteps``)."""
+
+    deadline: float
+    max_steps: int | None = None
+    yield_margin_s: float = 0.0
+
+
+class Host:
+    """Base host: pauses for approvals, fails with the failure's code, yields when told to.
+    Subclasses say what a final output means (``finish``) and may add to any stop."""
+
+    kind = "base"
+
+    def budget(self, settings: Settings) -> Budget:
+        """The budget of one invocation (default: AGENT_RUN_DEADLINE_S and the run's maxSteps)."""
+        return Budget(deadline=time.monotonic() + settings.run_deadline_s)
+
+    def budget_spent(self, ctx: RunContext, why: BudgetSpent) -> StopOutcome:
+        """What happens when the invocation's budget is spent. Default: the unit fails (the chat
+        run's semantics); long work returns ``NextStepYield`` and continues in a next invocation."""
+        if why == "steps":
+            return NextStepFailed(FailureCode.STEP_LIMIT,
+                                  f"the run stopped after {ctx.max_steps} steps (AGENT_MAX_LOOP_STEPS)")
+        return NextStepFailed(FailureCode.DEADLINE_EXCEEDED, "the run exceeded its time limit (AGENT_RUN_DEADLINE_S)")
+
+    def act(self, ctx: RunContext, outcome: StopOutcome) -> None:
+        if isinstance(outcome, NextStepFinalOutput):
+            self.finish(ctx, outcome.text)
+        elif isinstance(outcome, NextStepInterruption):
+            self.interrupt(ctx, outcome)
+        elif isinstance(outcome, NextStepYield):
+            self.yielded(ctx, outcome)
+        else:
+            self.fail(ctx, outcome.code, outcome.message)
+
+    def finish(self, ctx: RunContext, text: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not say what a final output means")
+
+    def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
+        stops.pause(ctx, outcome)
+
+    def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
+        stops.fail(ctx, code, message)
+
+    def yielded(self, ctx: RunContext, outcome: NextStepYield) -> None:
+        stops.park(ctx, outcome)
+
+
+class HostRegistry:
+    def __init__(self, *hosts: Host) -> None:
+        self._hosts: dict[str, Host] = {}
+        self.fallback = Host()
+        """Fails units whose host kind is not registered (a deploy that dropped a kind)."""
+        for host in hosts:
+            self.register(host)
+
+    def register(self, host: Host) -> None:
+        self._hosts[host.kind] = host
+
+    def get(self, kind: str) -> Host | None:
+        return self._hosts.get(kind)

@@ -1,0 +1,58 @@
+"""What one step of the loop decided (as openai-agents' run_steps): small tagged dataclasses.
+
+The step never commits a stop itself; the host of the unit of work acts on the outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from shared.failures import FailureCode
+from shared.state.records import ActionRecord
+
+
+@dataclass(frozen=True)
+class NextStepRunAgain:
+    """The step's tool calls were answered: commit it and call the model again."""
+
+
+@dataclass(frozen=True)
+class NextStepFinalOutput:
+    text: str
+
+
+@dataclass(frozen=True)
+class NextStepInterruption:
+    """Some calls of the model turn at ``turn_index`` need a person's decision."""
+
+    turn_index: int
+    waiting: list[ActionRecord]
+
+    @property
+    def approval_ids(self) -> list[str]:
+        return [a.approval_id for a in self.waiting if a.approval_id]
+
+
+@dataclass(frozen=True)
+class NextStepYield:
+    """The invocation's budget is spent: commit, publish a ``continue`` message and stop."""
+
+    reason: Literal["steps", "time"]
+
+
+@dataclass(frozen=True)
+class NextStepFailed:
+    code: FailureCode
+    message: str
+
+
+@dataclass(frozen=True)
+class NextStepLost:
+    """Another invocation moved the unit (its commit won): this one stops without writing."""
+
+
+StepOutcome = (NextStepRunAgain | NextStepFinalOutput | NextStepInterruption | NextStepYield | NextStepFailed
+               | NextStepLost)
+StopOutcome = NextStepFinalOutput | NextStepInterruption | NextStepYield | NextStepFailed
+BudgetSpent = Literal["steps", "time"]

@@ -1,0 +1,125 @@
+"""The loop (seed 001 section 6): model call -> tool calls under policy -> next step.
+
+A step *decides*: it returns an outcome (run again, final output, interruption for approval,
+failure); the host of the unit acts on every outcome but "run again" (commits the stop and says
+what it means). ``drive`` checks the invocation's budget before each step and asks the host what a
+spent budget means (fail for chat runs, yield for long work). Every step is committed before the
+next begins.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from shared.errors import ModelTimeout, PreconditionFailed
+from shared.events import DeltaEvent, ThoughtDeltaEvent
+from shared.failures import FailureCode
+from shared.loop.context import RunContext
+from shared.loop.outcomes import (
+    BudgetSpent,
+    NextStepFailed,
+    NextStepFinalOutput,
+    NextStepInterruption,
+    NextStepLost,
+    NextStepRunAgain,
+    StepOutcome,
+)
+from shared.loop.tool_calls import decide_calls, execute_action, responses_turn
+from shared.models.base import DeltaKind, ModelRequest
+from shared.usage.meter import LOOP, MeteredCall, metered_generate
+
+log = logging.getLogger("agent_runtime.loop")
+
+
+def drive(ctx: RunContext) -> StepOutcome:
+    """Run steps until the host stopped the unit (completed, paused, failed or yielded).
+
+    Every commit is conditioned on the run as this invocation last wrote it. If one fails, another
+    invocation took the run over (e.g. recovery after this one's lease lapsed): this one stops at
+    once, writes nothing more and reports ``NextStepLost``; the run goes on there."""
+    try:
+        return _drive(ctx)
+    except PreconditionFailed:
+        log.warning("another invocation took the run over; this one stops",
+                    extra={"fields": {"runId": ctx.run.run_id, "steps": ctx.run.steps}})
+        return NextStepLost()
+
+
+def _drive(ctx: RunContext) -> StepOutcome:
+    while True:
+        spent: BudgetSpent | None = None
+        if ctx.max_steps is not None and ctx.steps_taken() >= ctx.max_steps:
+            spent = "steps"
+        elif ctx.remaining() <= ctx.yield_margin_s:
+            spent = "time"
+        if spent is not None:
+            outcome: StepOutcome = ctx.host.budget_spent(ctx, spent)
+        else:
+            try:
+                outcome = step(ctx)
+            except PreconditionFailed:
+                raise
+            except Exception:
+                log.exception("unexpected error in run step",
+                              extra={"fields": {"runId": ctx.run.run_id, "component": "loop", "stage": "step"}})
+                outcome = NextStepFailed(FailureCode.INTERNAL, "the run failed because of an internal error")
+        if isinstance(outcome, NextStepRunAgain):
+            ctx.commit()
+            continue
+        assert not isinstance(outcome, NextStepLost)
+        ctx.host.act(ctx, outcome)
+        return outcome
+
+
+def step(ctx: RunContext) -> StepOutcome:
+    """One model call and its tool calls. Decides; commits nothing but a side effect's claim."""
+    services = ctx.services
+    ctx.run.steps += 1
+
+    def on_delta(kind: DeltaKind, text: str) -> None:
+        ctx.emit(ThoughtDeltaEvent(delta=text) if kind == "thought" else DeltaEvent(delta=text))
+
+    request = ModelRequest(system_instruction=ctx.run.system_instruction, turns=ctx.turns,
+                           tools=services.registry.declarations(), timeout_s=max(0.001, ctx.remaining()))
+    call = MeteredCall(uid=ctx.run.uid, unit_kind="run", unit_id=ctx.run.run_id, component=LOOP,
+                       operation_type="planner_stream", step=ctx.run.steps)
+    metered = metered_generate(services.model_factory(), request, call, services.settings, on_delta=on_delta)
+    entry = metered.entry
+    if metered.error is not None:
+        ctx.write(services.usage.entry_write(entry))
+        if isinstance(metered.error, ModelTimeout):
+            return NextStepFailed(FailureCode.MODEL_TIMEOUT, f"the model did not answer in time: {metered.error}")
+        return NextStepFailed(FailureCode.MODEL_ERROR, f"the model call failed: {metered.error}")
+    assert metered.response is not None
+    response = metered.response
+    ctx.run.usage = ctx.run.usage + entry.usage
+    ctx.run.cost_usd = round(ctx.run.cost_usd + entry.cost_usd, 8)
+    turn = response.turn
+    if turn.role != "model" or not turn.parts:
+        ctx.write(services.usage.entry_write(entry))
+        return NextStepFailed(FailureCode.MALFORMED_MODEL_OUTPUT, "the model returned an empty answer")
+    turn_index = ctx.add_turn(turn)
+    entry.turn_index = turn_index
+    ctx.write(services.usage.entry_write(entry))
+    calls = turn.function_calls
+    if not calls:
+        text = turn.text
+        if not text.strip():
+            return NextStepFailed(FailureCode.MALFORMED_MODEL_OUTPUT, "the model returned neither text nor a tool call")
+        return NextStepFinalOutput(text)
+    limit = services.settings.max_tool_calls_per_turn
+    if len(calls) > limit:
+        return NextStepFailed(FailureCode.TOO_MANY_TOOL_CALLS,
+                              f"the model asked for {len(calls)} tool calls in one turn; the limit is {limit}")
+    decided = decide_calls(ctx, turn_index, calls)
+    if isinstance(decided, tuple):
+        code, message = decided
+        return NextStepFailed(code, message)
+    for action in decided:
+        if action.status == "planned":
+            execute_action(ctx, action)
+    waiting = [a for a in decided if a.status == "awaiting_confirmation"]
+    if waiting:
+        return NextStepInterruption(turn_index, waiting)
+    ctx.add_turn(responses_turn(calls, decided))
+    return NextStepRunAgain()

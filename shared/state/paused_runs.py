@@ -1,0 +1,94 @@
+"""Closing a run paused for approval when a new run starts on its thread (inside that start's
+transaction): superseded (the request set ``supersede``) or expired (nobody decided within
+``APPROVAL_TTL_S``). A repository operation, so the layout of approvals, actions, audit entries
+and events stays in this package."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from shared.events import ErrorEvent, event_to_doc
+from shared.failures import FailureCode
+from shared.ids import new_id
+from shared.state import paths
+from shared.state.docstore import Transaction, Write
+from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunError, RunRecord, now
+from shared.state.transitions import move_action, move_run
+
+CloseReason = Literal["superseded", "expired"]
+"""Why a run paused for approval is closed when a new run starts on its thread."""
+PauseState = Literal["open", "expired", "decided"]
+
+
+def pause_state(t: Transaction, run: RunRecord) -> PauseState | None:
+    """Of a run paused for approval: ``open`` while a person may still decide (an approval is
+    pending and not expired), ``expired`` when every pending one is past its ``expiresAt``,
+    ``decided`` when none is pending (the run is about to resume: active, not waiting). None when
+    the run is not paused."""
+    if run.status != "awaiting_confirmation":
+        return None
+    pending: list[ApprovalRecord] = []
+    for approval_id in run.pending_approval_ids:
+        doc = t.get(paths.approval(run.uid, approval_id))
+        if doc is not None and doc.data.get("status") == "pending":
+            pending.append(ApprovalRecord.from_doc(doc.data))
+    if not pending:
+        return "decided"
+    at = now()
+    return "expired" if all(a.expires_at < at for a in pending) else "open"
+
+
+def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, reason: CloseReason, *,
+                 event_write: Callable[[str, dict[str, Any]], Write],
+                 audit_write: Callable[[AuditRecord], Write]) -> None:
+    """Close ``run`` (as read in ``t`` with ``token``): its open approvals are closed (rejected, or
+    expired), the actions of its pause that have not run (awaiting a decision, or approved but not
+    yet resumed) are rejected, every one audited, and the run ends ``failed`` (``SUPERSEDED`` /
+    ``APPROVAL_EXPIRED``) with an ``error`` event."""
+    at = now()
+    expired = reason == "expired"
+    approvals = [t.get(paths.approval(run.uid, a)) for a in run.pending_approval_ids]
+    actions = [t.get(paths.action(run.run_id, ApprovalRecord.from_doc(d.data).action_id))
+               for d in approvals if d is not None]
+    for doc in approvals:
+        if doc is None:
+            continue
+        approval = ApprovalRecord.from_doc(doc.data)
+        if approval.status not in ("pending", "approved"):
+            continue
+        if approval.status == "pending":
+            approval.status = "expired" if expired else "rejected"
+            approval.decided_at, approval.decision_reason = at, reason
+            t.write(Write("set", paths.approval(run.uid, approval.approval_id), approval.to_doc()))
+        audit = AuditRecord(audit_id=new_id("aud"), uid=run.uid,
+                            kind="approval_expired" if expired else "approval_superseded",
+                            run_id=run.run_id, action_id=approval.action_id, approval_id=approval.approval_id,
+                            tool=approval.tool, decision=approval.status if expired else "rejected",
+                            reason=f"{reason}; closed by run {new_run_id}")
+        t.write(audit_write(audit))
+    action_error = "the approval expired before anyone decided" if expired else "superseded by a new run"
+    for doc in actions:
+        if doc is None:
+            continue
+        action = ActionRecord.from_doc(doc.data)
+        if action.status in ("awaiting_confirmation", "approved"):
+            move_action(action, "rejected")
+            action.outcome, action.error = "rejected", action_error
+            action.updated_at = at
+            t.write(Write("set", paths.action(run.run_id, action.action_id), action.to_doc()))
+    if expired:
+        code = FailureCode.APPROVAL_EXPIRED
+        message = f"its approval expired; closed when run {new_run_id} started on the thread"
+    else:
+        code, message = FailureCode.SUPERSEDED, f"superseded by run {new_run_id} on the same thread"
+    move_run(run, "failed")
+    run.error, run.updated_at = RunError(code=code.value, message=message), at
+    run.lease, run.lease_expires_at = None, 0.0
+    run.pending_approval_ids, run.pending_turn = [], None
+    if run.result is not None:
+        run.result = run.result.model_copy(update={"ok": False, "status": "failed", "summary": message,
+                                                   "error": run.error})
+    run.last_seq += 1
+    t.write(event_write(run.run_id, event_to_doc(ErrorEvent(seq=run.last_seq, error=message, code=code.value))))
+    t.write(Write("set", paths.run(run.run_id), run.to_doc(), if_token=token))

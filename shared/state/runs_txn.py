@@ -1,0 +1,38 @@
+"""Typed reads of run documents inside a store transaction (the approve decision uses them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from shared.state import paths
+from shared.state.docstore import DocStore, Transaction, Write
+from shared.state.records import ActionRecord, ApprovalRecord, RunRecord
+
+T = TypeVar("T")
+
+
+class RunsTransaction:
+    """Reads first, then writes (built by the repositories), applied atomically at the end."""
+
+    def __init__(self, t: Transaction) -> None:
+        self._t = t
+
+    def approval(self, uid: str, approval_id: str) -> ApprovalRecord | None:
+        doc = self._t.get(paths.approval(uid, approval_id))
+        return None if doc is None else ApprovalRecord.from_doc(doc.data)
+
+    def run(self, run_id: str) -> RunRecord | None:
+        doc = self._t.get(paths.run(run_id))
+        return None if doc is None else RunRecord.from_doc(doc.data)
+
+    def action(self, run_id: str, action_id: str) -> ActionRecord | None:
+        doc = self._t.get(paths.action(run_id, action_id))
+        return None if doc is None else ActionRecord.from_doc(doc.data)
+
+    def write(self, write: Write) -> None:
+        self._t.write(write)
+
+
+def run_in_transaction(store: DocStore, fn: Callable[[RunsTransaction], T]) -> T:
+    return store.run_transaction(lambda t: fn(RunsTransaction(t)))

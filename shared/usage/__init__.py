@@ -1,0 +1,1 @@
+"""The usage ledger: one document per model call, whoever makes it (seed 003 §5.8-5.9)."""

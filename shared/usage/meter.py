@@ -1,0 +1,127 @@
+"""Metering model calls: every call becomes one ledger entry, whoever makes it.
+
+``metered_generate`` calls the model, times it and returns the entry with the response (or with
+the error); the caller decides where the entry is written (the loop commits it with its step, so
+metering adds no commit). ``MeteredModel`` is the same as a ``Model`` that hands each entry to a
+sink (the goals planner and other callers outside a unit's commit write it at once).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from shared.config import Profile, Settings
+from shared.errors import ModelError, ModelTimeout
+from shared.ids import new_id
+from shared.models.base import DeltaSink, Model, ModelRequest, ModelResponse
+from shared.state.records import UsageEntry
+from shared.usage.figures import Usage
+
+log = logging.getLogger("agent_runtime.usage")
+
+LOOP = "loop"
+GOALS_PLANNER = "goals_planner"
+
+
+@dataclass(frozen=True)
+class MeteredCall:
+    """What a model call is for: who pays (uid), which unit of work, who calls and why."""
+
+    uid: str
+    unit_kind: str
+    unit_id: str
+    component: str
+    operation_type: str
+    profile: Profile = "balanced"
+    context_type: str | None = None
+    step: int | None = None
+
+
+@dataclass
+class Metered:
+    entry: UsageEntry
+    response: ModelResponse | None = None
+    error: ModelError | None = field(default=None)
+
+
+def estimate_cost(settings: Settings, model: str, usage: Usage) -> float:
+    """Estimated USD cost of ``usage`` on ``model`` (0 for a model without a price, e.g. offline)."""
+    price = settings.price_of(model)
+    if price is None:
+        return 0.0
+    per_input, per_cached, per_output = price
+    cached = min(usage.cached_tokens, usage.input_tokens)
+    cost = ((usage.input_tokens - cached) * per_input + cached * per_cached
+            + (usage.output_tokens + usage.thinking_tokens) * per_output) / 1_000_000
+    return round(cost, 8)
+
+
+def _entry_id(call: MeteredCall) -> str:
+    step = f"{call.step:05d}-" if call.step is not None else ""
+    return f"{call.unit_id}-{step}{new_id('mc')}"
+
+
+def metered_generate(model: Model, request: ModelRequest, call: MeteredCall, settings: Settings, *,
+                     on_delta: DeltaSink | None = None) -> Metered:
+    """Call ``model`` once and meter it. A ``ModelError`` is returned (with its entry), not raised."""
+    started = time.perf_counter()
+    at = time.time()
+    entry = UsageEntry(entry_id=_entry_id(call), uid=call.uid, unit_kind=call.unit_kind, unit_id=call.unit_id,
+                       component=call.component, operation_type=call.operation_type, profile=call.profile,
+                       context_type=call.context_type, model=model.name, step=call.step, at=at,
+                       day=datetime.fromtimestamp(at, UTC).date().isoformat())
+    try:
+        response = model.generate(request, on_delta=on_delta)
+    except ModelError as exc:
+        entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        entry.outcome = "error"
+        entry.error_code = "MODEL_TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_ERROR"
+        entry.usage = Usage(requests=1)
+        log.warning("model call failed", extra={"fields": {
+            "component": call.component, "stage": call.operation_type, "operationType": call.operation_type,
+            "errorCode": entry.error_code, "unitId": call.unit_id}})
+        return Metered(entry=entry, error=exc)
+    entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+    usage = response.usage
+    entry.usage = usage if usage.requests >= 1 else replace_requests(usage)
+    entry.model = response.model_version or model.name
+    entry.cost_usd = estimate_cost(settings, entry.model, entry.usage)
+    return Metered(entry=entry, response=response)
+
+
+def replace_requests(usage: Usage) -> Usage:
+    """A call counts as at least one request even when the model reported none."""
+    return usage.model_copy(update={"requests": 1})
+
+
+class MeteredModel:
+    """A ``Model`` whose every call is metered and handed to ``sink`` (errors are re-raised)."""
+
+    def __init__(self, model: Model, call: MeteredCall, settings: Settings,
+                 sink: Callable[[UsageEntry], None]) -> None:
+        self._model = model
+        self._call = call
+        self._settings = settings
+        self._sink = sink
+        self._calls = 0
+
+    @property
+    def name(self) -> str:
+        return self._model.name
+
+    def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse:
+        self._calls += 1
+        metered = metered_generate(self._model, request, replace(self._call, step=self._calls), self._settings,
+                                   on_delta=on_delta)
+        try:
+            self._sink(metered.entry)
+        except Exception:  # metering must never break the caller's work
+            log.exception("usage entry could not be recorded", extra={"fields": {"unitId": self._call.unit_id}})
+        if metered.error is not None:
+            raise metered.error
+        assert metered.response is not None
+        return metered.response

@@ -1,0 +1,59 @@
+"""The parameters of ``GET /api/agent/usage``, validated (400 naming the field)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from shared.errors import BadRequest
+from shared.usage.views import GROUP_BY, GroupBy
+
+MAX_RANGE_DAYS = 93
+DEFAULT_RANGE_DAYS = 30
+DAY_S = 86400.0
+PARAMS = ("from", "to", "groupBy")
+
+
+@dataclass(frozen=True)
+class UsageQuery:
+    start: float
+    end: float
+    group_by: GroupBy
+
+
+def _instant(name: str, raw: str, *, end_of_day: bool) -> float:
+    text = raw.strip()
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            at = datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
+            return at + DAY_S if end_of_day else at
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest(f"query parameter {name} must be an RFC 3339 timestamp or a date (YYYY-MM-DD)",
+                         code="INVALID_QUERY", details={"field": name}) from None
+    if parsed.tzinfo is None:
+        raise BadRequest(f"query parameter {name} needs a time zone (Z or +hh:mm)", code="INVALID_QUERY",
+                         details={"field": name})
+    return parsed.timestamp()
+
+
+def parse_usage_query(args: dict[str, str], *, now: float | None = None) -> UsageQuery:
+    unknown = sorted(set(args) - set(PARAMS))
+    if unknown:
+        raise BadRequest(f"unknown query parameter {unknown[0]!r}; expected from, to, groupBy",
+                         code="INVALID_QUERY", details={"field": unknown[0]})
+    at = time.time() if now is None else now
+    end = _instant("to", args["to"], end_of_day=True) if args.get("to") else at
+    start = _instant("from", args["from"], end_of_day=False) if args.get("from") else end - DEFAULT_RANGE_DAYS * DAY_S
+    if start >= end:
+        raise BadRequest("query parameter from must be before to", code="INVALID_QUERY", details={"field": "from"})
+    if end - start > MAX_RANGE_DAYS * DAY_S:
+        raise BadRequest(f"the range from..to is at most {MAX_RANGE_DAYS} days", code="INVALID_QUERY",
+                         details={"field": "from"})
+    group_by = args.get("groupBy") or "operationType"
+    if group_by not in GROUP_BY:
+        raise BadRequest(f"query parameter groupBy must be one of {', '.join(GROUP_BY)}", code="INVALID_QUERY",
+                         details={"field": "groupBy"})
+    return UsageQuery(start=start, end=end, group_by=group_by)

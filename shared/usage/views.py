@@ -1,0 +1,107 @@
+"""What the API shows of the ledger: a run's model calls, and a user's figures grouped."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from shared.responses import ResponseBody
+from shared.state.records import RunRecord, UsageEntry
+from shared.usage.figures import Usage
+
+
+class ModelCallView(ResponseBody):
+    """One model call of a run, from the usage ledger."""
+
+    step: int | None = None
+    turnIndex: int | None = Field(default=None, description="the model turn it produced (None: no usable turn)")
+    operationType: str
+    model: str
+    outcome: str
+    latencyMs: float
+    costUsd: float
+    usage: Usage
+
+
+RUN_RECORD_NOT_SERVED = frozenset({"system_instruction", "lease"})
+"""Fields of a stored run that ``GET /api/agent/runs/{runId}`` leaves out."""
+
+
+class RunView(RunRecord):
+    """``GET /api/agent/runs/{runId}``: the run record (without its instruction and lease) and
+    each model call's usage from the ledger."""
+
+    model_calls: list[ModelCallView] = Field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=set(RUN_RECORD_NOT_SERVED))
+
+
+class UsageGroup(ResponseBody):
+    key: str
+    calls: int
+    errors: int
+    usage: Usage
+    costUsd: float
+
+
+class UsageResponse(ResponseBody):
+    """``GET /api/agent/usage``: the caller's model calls in ``[from, to)``, summed per group."""
+
+    ok: bool = True
+    start: str = Field(alias="from")
+    to: str
+    groupBy: str
+    calls: int
+    usage: Usage
+    costUsd: float
+    groups: list[UsageGroup]
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+GroupBy = Literal["operationType", "contextType", "model", "day"]
+GROUP_BY: tuple[GroupBy, ...] = ("operationType", "contextType", "model", "day")
+
+
+def run_view(run: RunRecord, entries: Sequence[UsageEntry]) -> RunView:
+    calls = [ModelCallView(step=e.step, turnIndex=e.turn_index, operationType=e.operation_type, model=e.model,
+                           outcome=e.outcome, latencyMs=e.latency_ms, costUsd=e.cost_usd, usage=e.usage)
+             for e in entries]
+    return RunView.model_validate({**run.model_dump(), "model_calls": calls})
+
+
+def _key(entry: UsageEntry, group_by: GroupBy) -> str:
+    if group_by == "operationType":
+        return entry.operation_type
+    if group_by == "contextType":
+        return entry.context_type or "(none)"
+    if group_by == "model":
+        return entry.model
+    return entry.day
+
+
+def summarise(entries: Sequence[UsageEntry], group_by: GroupBy, start: float, end: float) -> UsageResponse:
+    usage: dict[str, Usage] = defaultdict(Usage)
+    cost: dict[str, float] = defaultdict(float)
+    calls: dict[str, int] = defaultdict(int)
+    errors: dict[str, int] = defaultdict(int)
+    for e in entries:
+        k = _key(e, group_by)
+        usage[k] = usage[k] + e.usage
+        cost[k] += e.cost_usd
+        calls[k] += 1
+        errors[k] += e.outcome != "ok"
+    groups = [UsageGroup(key=k, calls=calls[k], errors=errors[k], usage=usage[k], costUsd=round(cost[k], 8))
+              for k in sorted(usage)]
+    total = sum((g.usage for g in groups), Usage())
+    return UsageResponse(start=_iso(start), to=_iso(end), groupBy=group_by, calls=len(entries), usage=total,
+                         costUsd=round(sum(g.costUsd for g in groups), 8), groups=groups)
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
