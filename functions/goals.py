@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import flask
 
+from shared.config import Settings
 from shared.goals.contracts import GoalsRequest
 from shared.goals.service import goals_model, metered, run_goals
 from shared.runtime import get_runtime
@@ -18,9 +19,8 @@ from shared.web import http_endpoint, json_response, parse_model, read_json_body
 @http_endpoint
 def goals(request: flask.Request) -> flask.Response:
     require_method(request, "POST")
-    rt = get_runtime()
-    settings = rt.settings
+    settings = Settings.from_env()
     body = parse_model(GoalsRequest, read_json_body(request, settings.max_body_bytes))
-    model = metered(goals_model(settings), body, settings, rt.usage.record)
+    model = metered(goals_model(settings), body, settings, get_runtime().usage.record)
     response = run_goals(body, model, settings)
     return json_response(response.to_json())

@@ -11,7 +11,7 @@ import flask
 
 from functions.common import authenticated_uid
 from shared.runtime import get_runtime
-from shared.usage.query import parse_usage_query
+from shared.usage.params import parse_usage_params
 from shared.usage.views import summarise
 from shared.web import http_endpoint, json_response, require_method
 
@@ -21,6 +21,6 @@ def usage(request: flask.Request) -> flask.Response:
     require_method(request, "GET")
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
-    query = parse_usage_query(dict(request.args.items()))
-    entries = rt.usage.between(uid, query.start, query.end)
-    return json_response(summarise(entries, query.group_by, query.start, query.end).to_json())
+    params = parse_usage_params(dict(request.args.items()))
+    entries = rt.usage.between(uid, params.start, params.end)
+    return json_response(summarise(entries, params.group_by, params.start, params.end).to_json())

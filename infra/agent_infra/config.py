@@ -60,11 +60,13 @@ CATALOG: tuple[FunctionSpec, ...] = (
     FunctionSpec("approve", "approve", "http", "POST /api/agent/approve", (), True, False, 60, "write"),
     FunctionSpec("resume", "resume", "pubsub", "Pub/Sub push from the resume topic", _LOOP_SECRETS,
                  True, True, 0, "write"),
-    # Stateless: never imports the store (functions/goals.py, shared/goals/).
-    FunctionSpec("goals", "goals", "http", "POST /agent/run (backend only)", ("gemini",), False, False, 120, "none"),
+    # Stateless for goals; writes only the usage ledger entries of its model calls (issue 9).
+    FunctionSpec("goals", "goals", "http", "POST /agent/run (backend only)", ("gemini",), False, False, 120, "write"),
     # Stores (encrypted), deletes and reports users' tokens; never refreshes them.
     FunctionSpec("integrations", "integrations", "http", "GET|POST|DELETE /api/integrations[/{provider}]",
                  ("credentials",), False, False, 60, "write"),
+    # Reads the caller's usage ledger only (functions/usage.py).
+    FunctionSpec("usage", "usage", "http", "GET /api/agent/usage", (), False, False, 60, "read"),
 )
 
 # Secret-backed environment variables: never set as plain values.

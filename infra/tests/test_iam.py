@@ -14,15 +14,16 @@ from harness import ACCOUNT, PROJECT_NUMBER, REPO, STACKS, Declared, functions, 
 PUBLIC = ("allUsers", "allAuthenticatedUsers")
 PUBSUB_AGENT = f"serviceAccount:service-{PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com"
 # What each function does with Firestore, read from its code (see test_stateless_functions_...):
-# runs only reads (functions/runs.py, replay_events); goals never imports the store.
+# runs and usage only read; goals writes only its model calls' usage-ledger entries.
 FIRESTORE_ROLES = {
     "run": {"roles/datastore.user"},
     "stream": {"roles/datastore.user"},
     "runs": {"roles/datastore.viewer"},
     "approve": {"roles/datastore.user"},
     "resume": {"roles/datastore.user"},
-    "goals": set(),
+    "goals": {"roles/datastore.user"},
     "integrations": {"roles/datastore.user"},
+    "usage": {"roles/datastore.viewer"},
 }
 
 

@@ -9,6 +9,7 @@ request's ``userId``; ``backend:goals`` when the backend sent none).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from shared.config import Settings
 from shared.errors import ApiError, ModelError
@@ -16,8 +17,9 @@ from shared.goals.contracts import GoalsRequest, GoalsResponse
 from shared.goals.workflow import GoalPlanningWorkflow
 from shared.ids import new_id
 from shared.models.base import Model
-from shared.state.records import UsageEntry
-from shared.usage.meter import GOALS_PLANNER, MeteredCall, MeteredModel
+
+if TYPE_CHECKING:
+    from shared.state.records import UsageEntry
 
 ANONYMOUS_UID = "backend:goals"
 """Ledger owner of calls for requests without ``userId`` (no Firebase uid contains a colon)."""
@@ -37,6 +39,9 @@ def goals_model(settings: Settings) -> Model:
 
 def metered(model: Model, request: GoalsRequest, settings: Settings,
             sink: Callable[[UsageEntry], None]) -> Model:
+    """``model`` with every call recorded through ``sink`` (the ledger is opened only now)."""
+    from shared.usage.meter import GOALS_PLANNER, MeteredCall, MeteredModel
+
     call = MeteredCall(uid=request.userId or ANONYMOUS_UID, unit_kind="goals",
                        unit_id=request.sessionId or new_id("goals"), component=GOALS_PLANNER,
                        operation_type="goals_plan")

@@ -46,7 +46,8 @@ RECOVER_STATUSES = ("planning", "executing")
 def handle_run_message(services: Services, message: WorkMessage) -> Disposition:
     """Handler of ``resume`` and ``continue`` messages: continue the run they name."""
     if message.unitId is None:
-        log.error("message without unitId acknowledged", extra={"fields": {"kind": message.kind}})
+        log.error("message without unitId acknowledged",
+                  extra={"fields": {"kind": message.kind, "schemaVersion": message.schemaVersion}})
         return "done"
     outcome = resume_run(services, message.unitId, expected_uid=message.uid)
     log.info("%s message handled: %s", message.kind, outcome, extra={"fields": {"runId": message.unitId}})

@@ -99,12 +99,14 @@ def test_approve_security_replay_and_expiry(install: Install, client: FlaskClien
 
 
 @pytest.mark.parametrize(("payload", "logged"), [
-    (b"not json", "resume event ignored: Pub/Sub message data is not base64 JSON"),
-    (b"{}", "resume message without runId ignored"),
-    (b'{"runId": 5}', "resume event ignored"),
-    (b'{"kind": "explode"}', "resume event ignored"),
+    (b"not json", "malformed message acknowledged: Pub/Sub message data is not base64 JSON"),
+    (b"{}", "message without unitId acknowledged"),
+    (b'{"runId": 5}', "malformed message acknowledged: invalid message fields: unitId"),
+    (b'{"kind": "explode"}', "message of an unknown kind acknowledged"),
+    (b'{"kind": "continue", "schemaVersion": 2, "unitId": "run_x"}',
+     "malformed message acknowledged: schemaVersion 2 is newer"),
     (b'{"runId": "run_doesnotexist"}', "resume message handled: not_found"),
-    (b'{"runId": "../../x"}', "resume event ignored"),
+    (b'{"runId": "../../x"}', "malformed message acknowledged: invalid message fields: unitId"),
 ])
 def test_resume_acknowledges_malformed_or_unknown_messages(install: Install, resume_client: FlaskClient,
                                                            payload: bytes, logged: str,
@@ -114,6 +116,9 @@ def test_resume_acknowledges_malformed_or_unknown_messages(install: Install, res
     with caplog.at_level(logging.INFO, logger="agent_runtime"):
         assert resume_client.post("/", headers=headers, data=data).status_code == 200
     assert any(r.getMessage().startswith(logged) for r in caplog.records), [r.getMessage() for r in caplog.records]
+    if "acknowledged" in logged:  # bad deliveries are errors an operator must see, with kind and version
+        [bad] = [r for r in caplog.records if r.getMessage().startswith(logged)]
+        assert bad.levelno == logging.ERROR and {"kind", "schemaVersion"} <= set(getattr(bad, "fields", {}))
 
 
 def test_resume_acknowledges_events_without_pubsub_data(install: Install, resume_client: FlaskClient) -> None:

@@ -68,6 +68,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
     assert {path: set(item) for path, item in doc["paths"].items()} == {
         "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/runs/{runId}": {"get"},
         "/api/agent/runs/{runId}/events": {"get"}, "/api/agent/approve": {"post"}, "/agent/run": {"post"},
+        "/api/agent/usage": {"get"},
         "/api/integrations": {"get"}, "/api/integrations/{provider}": {"get", "post", "delete"}}
     jsonschema.Draft202012Validator.check_schema({"components": doc["components"]})
     for schema in doc["components"]["schemas"].values():
@@ -105,10 +106,10 @@ def test_response_schemas_are_closed(client: FlaskClient) -> None:
         todo |= refs(schemas[name]) - seen
         if "properties" in schemas[name]:
             assert schemas[name]["additionalProperties"] is (name in OPEN_MODELS), name
-    assert {"RunResult", "RunRecord", "ApprovalView", "UsageRecord", "StatusEvent", "ErrorResponse",
+    assert {"RunResult", "RunView", "ApprovalView", "Usage", "StatusEvent", "ErrorResponse",
             "IntegrationsResponse", "GoalsResponse"} <= seen
     # The run record as served: without the fields the route leaves out.
-    assert not {"systemInstruction", "lease"} & set(schemas["RunRecord"]["properties"])
+    assert not {"systemInstruction", "lease"} & set(schemas["RunView"]["properties"])
 
 
 def with_extra(body: dict[str, Any], *path: str | int) -> dict[str, Any]:
@@ -167,6 +168,10 @@ def test_real_responses_match_the_document(install: Install, client: FlaskClient
                                             "sessionId": "s1"})
     assert goals.status_code == 200  # the offline planner answers (no GEMINI_API_KEY in tests)
     goals_body = check(doc, "/agent/run", "post", goals)
+    usage = check(doc, "/api/agent/usage", "get", client.get("/api/agent/usage?groupBy=day", headers=ALICE))
+    assert usage["calls"] >= 3 and [g["key"] for g in usage["groups"]] == [usage["to"][:10]]
+    assert check(doc, "/api/agent/usage", "get",
+                 client.get("/api/agent/usage?groupBy=color", headers=ALICE))["error"]["code"] == "INVALID_QUERY"
     bad_goal = client.post("/agent/run", json={"message": ""})
     assert bad_goal.status_code == 400
     check(doc, "/agent/run", "post", bad_goal)
@@ -177,10 +182,10 @@ def test_real_responses_match_the_document(install: Install, client: FlaskClient
     broken: list[tuple[str, dict[str, Any]]] = [
         ("RunResult", with_extra(run_result)),
         ("RunResult", with_extra(result, "approval")),
-        ("RunRecord", with_extra(paused)),
-        ("RunRecord", with_extra(done, "result")),
-        ("RunRecord", with_extra(done, "usage")),
-        ("RunRecord", dict(done, systemInstruction="the persona")),
+        ("RunView", with_extra(paused)),
+        ("RunView", with_extra(done, "result")),
+        ("RunView", with_extra(done, "usage")),
+        ("RunView", dict(done, systemInstruction="the persona")),
         ("ApproveResponse", with_extra(approved.get_json())),
         ("ErrorResponse", with_extra(err)),
         ("ErrorResponse", with_extra(err, "error")),

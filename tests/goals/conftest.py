@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date
+from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
 from functions_framework import create_app
 
+from shared.config import Settings
 from shared.goals import workflow
+from shared.runtime import Runtime, set_runtime
+from shared.state.sqlite_docstore import SqliteDocStore
 from shared.models.factory import clear_model_cache
 from tests.fakes.fake_gemini import FakeGemini
 
@@ -27,7 +31,17 @@ def fake_gemini(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGemini]:
 
 
 @pytest.fixture
-def goals_client() -> FlaskClient:
+def ledger_store(tmp_path: Path) -> Iterator[SqliteDocStore]:
+    """The store the goals function's usage ledger writes to (a runtime installed for the test)."""
+    store = SqliteDocStore(str(tmp_path / "ledger.sqlite3"))
+    set_runtime(Runtime(Settings(), store=store))
+    yield store
+    set_runtime(None)
+    store.close()
+
+
+@pytest.fixture
+def goals_client(ledger_store: SqliteDocStore) -> FlaskClient:
     """The goals entry point exactly as functions-framework deploys it (``--target goals``)."""
     return create_app("goals", "functions/goals.py", "http").test_client()
 

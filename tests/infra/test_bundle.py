@@ -288,6 +288,7 @@ PROBES: dict[str, Probe] = {
     "approve": Probe("POST", "/api/agent/approve", 401, {"approvalId": "apr_1", "decision": "approve"},
                      env=_UNAUTHENTICATED),
     "integrations": Probe("GET", "/api/integrations", 401, env=_UNAUTHENTICATED),
+    "usage": Probe("GET", "/api/agent/usage", 401, env=_UNAUTHENTICATED),
     "goals": Probe("POST", "/agent/run", 400, b""),
     "resume": Probe("POST", "/", 204, _cloud_event(_resume_data("unknown-run-1")), signature_type="cloudevent",
                     headers={"Content-Type": "application/cloudevents+json"}),

@@ -24,7 +24,7 @@ from shared.state.sqlite_docstore import SqliteDocStore
 from tests.agent.conftest import make_settings
 
 REPO = Path(__file__).resolve().parents[2]
-ENTRY_POINTS = ["approve", "goals", "integrations", "resume", "run", "runs", "stream"]
+ENTRY_POINTS = ["approve", "goals", "integrations", "resume", "run", "runs", "stream", "usage"]
 TOOL_MODULES = ("shared.tools.memory", "shared.tools.gmail_tools", "shared.tools.calendar_tools",
                 "shared.tools.slack_tools")
 VENDOR_SDKS = ("google.genai", "googleapiclient", "slack_sdk", "google.cloud.pubsub_v1")
@@ -173,8 +173,9 @@ def test_goals_with_gemini_imports_the_sdk_but_not_requests(seeded: dict[str, st
     assert got["status"] == 503
     assert "google.genai" in got["modules"]
     assert _loaded(got["modules"], ("requests", "googleapiclient", "slack_sdk", "google.cloud.firestore",
-                                    "google.cloud.pubsub_v1", "shared.state", "shared.runtime", "shared.agent",
+                                    "google.cloud.pubsub_v1", "shared.agent", "shared.loop",
                                     "shared.tools", "shared.connectors")) == []
+    assert "shared.state.usage_repo" in got["modules"]  # the failed call is in the ledger (issue 9)
 
 
 def test_gemini_adapter_classifies_transport_errors_without_importing_requests() -> None:

@@ -16,7 +16,7 @@ PARAMS = ("from", "to", "groupBy")
 
 
 @dataclass(frozen=True)
-class UsageQuery:
+class UsageParams:
     start: float
     end: float
     group_by: GroupBy
@@ -39,7 +39,7 @@ def _instant(name: str, raw: str, *, end_of_day: bool) -> float:
     return parsed.timestamp()
 
 
-def parse_usage_query(args: dict[str, str], *, now: float | None = None) -> UsageQuery:
+def parse_usage_params(args: dict[str, str], *, now: float | None = None) -> UsageParams:
     unknown = sorted(set(args) - set(PARAMS))
     if unknown:
         raise BadRequest(f"unknown query parameter {unknown[0]!r}; expected from, to, groupBy",
@@ -56,4 +56,4 @@ def parse_usage_query(args: dict[str, str], *, now: float | None = None) -> Usag
     if group_by not in GROUP_BY:
         raise BadRequest(f"query parameter groupBy must be one of {', '.join(GROUP_BY)}", code="INVALID_QUERY",
                          details={"field": "groupBy"})
-    return UsageQuery(start=start, end=end, group_by=group_by)
+    return UsageParams(start=start, end=end, group_by=group_by)
