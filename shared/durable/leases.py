@@ -2,8 +2,8 @@
 
 An invocation holds the lease of the unit it works on and renews it at every commit; another
 invocation may take the unit over only once the lease expired (the holder died). A unit that
-yielded (its invocation's budget was spent) holds a *parked* lease: free for the ``continue``
-message's handler at once, and for the sweep once it expires (the message was lost).
+yielded (its invocation's budget was spent) holds a *parked* lease: free for the handler of its
+``continue`` message at once, and for the sweep's recovery once it expires (the message was lost).
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ def parked(ttl_s: float) -> Lease:
     return Lease(owner=PARKED, expires_at=now() + ttl_s)
 
 
-def claimable(lease: Lease | None, *, continuing: bool = False) -> bool:
-    """Whether a new invocation may claim a unit with ``lease``: no lease, an expired one, or (for
-    the handler of a ``continue`` message) a parked one."""
-    if lease is None or lease.expires_at <= now():
-        return True
-    return continuing and lease.owner == PARKED
+def claimable(lease: Lease | None) -> bool:
+    """Whether a new invocation may claim a unit with ``lease``: no lease, an expired one, or a
+    parked one (the claim is a conditional commit: of several claimants exactly one wins)."""
+    return lease is None or lease.expires_at <= now() or lease.owner == PARKED
