@@ -13,9 +13,9 @@ from functions_framework import create_app
 
 from shared.config import Settings
 from shared.goals import workflow
+from shared.models.factory import clear_model_cache
 from shared.runtime import Runtime, set_runtime
 from shared.state.sqlite_docstore import SqliteDocStore
-from shared.models.factory import clear_model_cache
 from tests.fakes.fake_gemini import FakeGemini
 
 

@@ -20,7 +20,6 @@ from shared.loop.resume import resume_run
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
-from shared.state import paths
 from shared.state.docstore import DocStore, Query
 from shared.tools import default_registry
 from shared.tools.context import ToolContext

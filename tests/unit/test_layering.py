@@ -1,0 +1,174 @@
+"""The layering of issue 9 (docs/architecture.md, "Layers"), enforced on the source:
+
+- ``shared/`` has no import cycle (every import counts, also those inside functions; only
+  ``if TYPE_CHECKING:`` blocks are left out, they never run);
+- the durability and state packages import nothing of the agent domain;
+- no module outside ``shared/state/`` builds a ``Write`` or a document path (``paths``);
+- ``functions/`` holds no business rule: it reaches the store only through ``shared``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# The model *contract* (shared.models.base: turns, requests, usage) is a leaf the store may use to
+# keep turns verbatim; the adapters and the offline/scripted models are domain.
+DOMAIN = ("shared.agent", "shared.loop", "shared.tools", "shared.models.gemini", "shared.models.factory",
+          "shared.models.offline", "shared.models.scripted", "shared.goals", "shared.connectors",
+          "shared.runtime", "shared.kernel", "shared.policy", "shared.instructions", "shared.openapi",
+          "shared.auth", "shared.web", "shared.usage.meter", "shared.usage.views", "shared.usage.params")
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def runtime_imports(tree: ast.AST, package: str) -> set[str]:
+    """Modules imported by code that can run (TYPE_CHECKING blocks excluded)."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def graph(top: str) -> dict[str, set[str]]:
+    files = {module_name(p): p for p in (ROOT / top).rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        imported = runtime_imports(ast.parse(path.read_text()), package)
+        edges[name] = {m for m in imported if m in files and m != name}
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def test_shared_has_no_import_cycle() -> None:
+    edges = graph("shared")
+    assert len(edges) > 60  # the scan sees the package
+    assert cycles(edges) == []
+
+
+def test_the_cycle_check_can_fail() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_durability_and_state_import_nothing_of_the_agent_domain() -> None:
+    edges = graph("shared")
+    bad = {(m, i) for m, imports in edges.items() if m.startswith(("shared.durable", "shared.state"))
+           for i in imports if i.startswith(DOMAIN)}
+    assert bad == set()
+    assert any(m.startswith("shared.durable.") for m in edges) and any(m.startswith("shared.state.") for m in edges)
+
+
+def layout_violations(top: str) -> list[str]:
+    """Modules outside shared/state that build a Write or reach the paths module."""
+    found: list[str] = []
+    for path in (ROOT / top).rglob("*.py"):
+        name = module_name(path)
+        if not name.startswith("shared.state"):
+            found += violations_in(name, path.read_text())
+    return found
+
+
+def violations_in(name: str, source: str) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Write":
+            found.append(f"{name}:{node.lineno} builds a Write")
+        if isinstance(node, ast.ImportFrom) and (node.module == "shared.state.paths" or (
+                node.module == "shared.state" and any(a.name == "paths" for a in node.names))):
+            found.append(f"{name}:{node.lineno} imports the document paths")
+    return sorted(found)
+
+
+def test_only_the_state_package_builds_writes_and_document_paths() -> None:
+    assert layout_violations("shared") == []
+    assert layout_violations("functions") == []
+
+
+def test_the_layout_check_can_fail() -> None:
+    source = 'from shared.state import paths\nWrite("set", paths.run("r"), {})\n'
+    assert violations_in("shared.agent.x", source) == ["shared.agent.x:1 imports the document paths",
+                                                      "shared.agent.x:2 builds a Write"]
+
+
+def test_functions_hold_no_business_rule() -> None:
+    """Entry points parse, authenticate, call ``shared`` and render: they never touch the store
+    or its records directly, nor the loop's internals."""
+    allowed_shared = ("shared.runtime", "shared.web", "shared.errors", "shared.api", "shared.responses",
+                      "shared.logs", "shared.config", "shared.agent.runs_api", "shared.agent.approvals",
+                      "shared.agent.streaming", "shared.goals.contracts", "shared.goals.service",
+                      "shared.connectors", "shared.connectors.integrations_api", "shared.usage.params",
+                      "shared.usage.views")
+    for path in (ROOT / "functions").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = runtime_imports(tree, "functions")
+        ours = {m for m in imported if m.startswith("shared.") and m.count(".") >= 1}
+        modules = {m for m in ours if any(m == a or m.startswith(a + ".") for a in allowed_shared)}
+        stray = {m for m in ours - modules if not any(m.rsplit(".", 1)[0] == a for a in allowed_shared)}
+        assert stray == set(), (path.name, stray)
+        calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+        assert not calls & {"commit", "run_transaction", "query"}, path.name
