@@ -19,6 +19,6 @@ def approve(request: flask.Request) -> flask.Response:
     uid = authenticated_uid(rt, request)
     body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
     decision = decide(rt.services, rt.dispatcher, uid, body)
-    body = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,
-                           status="resume_requested")
-    return json_response(body.to_json(), status=202)
+    answer = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,
+                             status="resume_requested")
+    return json_response(answer.to_json(), status=202)

@@ -17,7 +17,6 @@ functions that never verify a token do not pay for it.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import logging
@@ -31,6 +30,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from shared.errors import ApiError, ConfigurationError, Unauthenticated
+from shared.formats import b64decode_any
 
 if TYPE_CHECKING:
     from google.auth.transport import Request as HttpRequest
@@ -185,8 +185,7 @@ class _PublicCerts:
 
 
 def _b64_json(segment: str) -> Any:
-    padded = segment + "=" * (-len(segment) % 4)
-    return json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+    return json.loads(b64decode_any(segment))
 
 
 class FirebaseAuthenticator:

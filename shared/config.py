@@ -5,13 +5,12 @@ Every variable is documented in README.md (Configuration).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 from dataclasses import dataclass, field
 from typing import Literal
 
 from shared.errors import ConfigurationError
+from shared.formats import b64decode_any
 
 
 def _int(name: str, default: int) -> int:
@@ -51,8 +50,8 @@ def _key32(name: str) -> str | None:
     if not raw:
         return None
     try:
-        key = base64.b64decode(raw.replace("-", "+").replace("_", "/") + "=" * (-len(raw) % 4), validate=True)
-    except (binascii.Error, ValueError) as exc:
+        key = b64decode_any(raw)
+    except ValueError as exc:
         raise ConfigurationError(f"{name} must be base64 of 32 bytes") from exc
     if len(key) != 32:
         raise ConfigurationError(f"{name} must decode to 32 bytes, got {len(key)}")

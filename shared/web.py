@@ -24,6 +24,7 @@ from shared.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
+from shared.formats import validation_problems
 from shared.logs import log_context, trace_fields
 
 log = logging.getLogger("agent_runtime.web")
@@ -71,11 +72,7 @@ def read_json_body(request: flask.Request, max_bytes: int) -> dict[str, Any]:
 
 
 def validation_details(exc: ValidationError) -> list[dict[str, str]]:
-    out: list[dict[str, str]] = []
-    for err in exc.errors(include_url=False, include_input=False):
-        field = ".".join(str(p) for p in err["loc"]) or "(body)"
-        out.append({"field": field, "message": err["msg"]})
-    return out
+    return [{"field": field, "message": message} for field, message in validation_problems(exc, root="(body)")]
 
 
 def parse_model(model: type[M], data: Any) -> M:

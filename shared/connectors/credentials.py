@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.config import Settings
 from shared.errors import ConfigurationError, ToolError
+from shared.formats import b64decode_any
 from shared.state.docstore import DocStore
 from shared.state.integrations_repo import IntegrationsRepo
 
@@ -95,10 +96,9 @@ class IntegrationStatus(BaseModel):
 
 def decode_key(raw: str) -> bytes:
     """The 32-byte key of ``CREDENTIALS_ENCRYPTION_KEY`` (standard or URL-safe base64)."""
-    text = raw.strip().replace("-", "+").replace("_", "/")
     try:
-        key = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-    except (binascii.Error, ValueError) as exc:
+        key = b64decode_any(raw)
+    except ValueError as exc:
         raise ConfigurationError("CREDENTIALS_ENCRYPTION_KEY must be base64 of 32 bytes") from exc
     if len(key) != KEY_BYTES:
         raise ConfigurationError(f"CREDENTIALS_ENCRYPTION_KEY must decode to {KEY_BYTES} bytes, got {len(key)}")

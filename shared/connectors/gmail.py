@@ -17,7 +17,6 @@ with GmailClient(credentials, base_url=None, sender="me@example.com") as client:
 from __future__ import annotations
 
 import base64
-import binascii
 import html
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -30,6 +29,7 @@ from pydantic import BaseModel, Field
 from shared.connectors.google_http import RetryPolicy, build_service, execute
 from shared.connectors.mail_text import html_to_text, reply_subject, same_subject, trim
 from shared.errors import ToolError
+from shared.formats import b64decode_any
 
 SERVICE = "Gmail"
 USER = "me"
@@ -109,8 +109,8 @@ def _headers(payload: dict[str, Any]) -> dict[str, str]:
 
 def _decode(data: str, charset: str | None) -> str:
     try:
-        raw = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
-    except (binascii.Error, ValueError):
+        raw = b64decode_any(data)
+    except ValueError:
         return ""
     try:
         return raw.decode(charset or "utf-8", errors="replace")

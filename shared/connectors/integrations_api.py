@@ -6,7 +6,6 @@ them; ``GET`` tells whether it is connected. Answers carry only non-secret metad
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Literal
 
@@ -14,9 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from shared.connectors.credentials import PROVIDERS, IntegrationStatus, IntegrationTokens, Provider
 from shared.errors import NotFound
+from shared.formats import is_email
 from shared.responses import ResponseBody
 
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 ROUTE_PREFIX = "/api/integrations"
 
 
@@ -54,7 +53,7 @@ class ConnectRequest(BaseModel):
     @field_validator("account_email")
     @classmethod
     def _email(cls, value: str | None) -> str | None:
-        if value is not None and not _EMAIL.match(value):
+        if value is not None and not is_email(value):
             raise ValueError("not an email address")
         return value
 

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from shared.errors import AgentRuntimeError
+from shared.formats import validation_problems
 
 MESSAGE_SCHEMA_VERSION = 1
 """Versions: 1 = kind, unitId, uid, approvalId, entryId."""
@@ -71,7 +72,7 @@ def parse_message(body: Any) -> WorkMessage:
     try:
         return WorkMessage.model_validate(body)
     except ValidationError as exc:
-        fields = ", ".join(".".join(str(p) for p in e["loc"]) or "(root)" for e in exc.errors())
+        fields = ", ".join(field for field, _ in validation_problems(exc))
         raise MalformedMessage(f"invalid message fields: {fields}", kind=kind, version=version) from None
 
 

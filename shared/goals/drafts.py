@@ -22,12 +22,12 @@ sends that text back to the model for its one repair attempt.
 
 from __future__ import annotations
 
-import copy
 from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared.formats import clean_json_schema
 from shared.goals.contracts import Goal, GoalPreview, Milestone, Task, as_utc
 
 
@@ -106,33 +106,12 @@ class PlanEdit(_Draft):
 
 
 def response_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """``model``'s JSON schema with every ``$ref`` inlined (the simplest form for structured output)."""
-    schema = model.model_json_schema()
-    defs: dict[str, Any] = schema.pop("$defs", {})
-
-    def inline(node: Any) -> Any:
-        if isinstance(node, list):
-            return [inline(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            return inline(copy.deepcopy(defs[ref.rsplit("/", 1)[-1]]))
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _ANNOTATIONS:
-                continue  # pydantic's titles and defaults tell the model nothing
-            if key == "properties":
-                out[key] = {name: inline(sub) for name, sub in value.items()}
-            else:
-                out[key] = inline(value)
-        return out
-
-    result: dict[str, Any] = inline(schema)
-    return result
+    """``model``'s JSON schema with every ``$ref`` inlined (the simplest form for structured output);
+    pydantic's titles and defaults tell the model nothing."""
+    return clean_json_schema(model.model_json_schema(), inline_refs=True, drop=frozenset({"title", "default"}))
 
 
-_ANNOTATIONS = frozenset({"title", "default"})
+
 
 
 def milestone_ref(index: int) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from shared.formats import validation_problems
 from shared.goals.checks import calendar_conflicts, duplicate_goal, scheduled_slots, schedules_not_after_today
 from shared.goals.contracts import ExistingGoal, GoalPreview, GoalsContext, Milestone, dump_plan
 from shared.goals.drafts import (
@@ -184,8 +185,7 @@ def _parse_json(text: str) -> dict[str, Any]:
 
 def _describe(exc: Exception) -> list[str]:
     if isinstance(exc, ValidationError):
-        return [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
-                for e in exc.errors(include_url=False, include_input=False)]
+        return [f"{field}: {message}" for field, message in validation_problems(exc)]
     if isinstance(exc, DraftError):
         return exc.problems
     if isinstance(exc, json.JSONDecodeError):

@@ -50,4 +50,4 @@ def _build(settings: Settings) -> Model:
         return GeminiModel(settings)
     from shared.models.offline import OfflineModel
 
-    return OfflineModel(settings)
+    return OfflineModel()

@@ -16,7 +16,6 @@ lock, and keeps no per-call state. ``GeminiModel`` itself holds only immutable s
 from __future__ import annotations
 
 import base64
-import binascii
 import math
 import random
 import sys
@@ -30,6 +29,7 @@ from google.genai import types
 
 from shared.config import Settings
 from shared.errors import ConfigurationError, ModelError, ModelTimeout
+from shared.formats import b64decode_any
 from shared.models.base import (
     DeltaSink,
     FunctionCall,
@@ -332,10 +332,9 @@ def _signature_bytes(text: str | None) -> bytes | None:
     """Decode a stored signature; accepts the standard and the URL-safe base64 alphabets."""
     if text is None:
         return None
-    normal = text.replace("-", "+").replace("_", "/")
     try:
-        return base64.b64decode(normal + "=" * (-len(normal) % 4), validate=True)
-    except (binascii.Error, ValueError) as exc:
+        return b64decode_any(text)
+    except ValueError as exc:
         raise ModelError(f"stored thought_signature is not base64: {text[:20]!r}") from exc
 
 

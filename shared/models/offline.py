@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 
-from shared.config import Settings
 from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Turn, Usage
 from shared.models.scripted import call
 
@@ -20,12 +19,9 @@ _RECALL = re.compile(r"\b(?:what do you (?:know|remember)|recall|search (?:my )?
 
 
 class OfflineModel:
-    def __init__(self, settings: Settings | None = None) -> None:
-        self._name = "offline"
-
     @property
     def name(self) -> str:
-        return self._name
+        return "offline"
 
     def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse:
         turn = self._answer(request)

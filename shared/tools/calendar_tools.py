@@ -10,7 +10,6 @@ The Calendar adapter (and ``googleapiclient``) is imported only when one of thes
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -20,13 +19,13 @@ from pydantic_core import core_schema
 
 from shared.connectors import require_connectors
 from shared.errors import ToolError
+from shared.formats import is_email
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from shared.connectors.calendar import CalendarClient, CalendarEvent
 
-_EMAIL = re.compile(r"^[^@\s<>(),;:\"\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)+$")
 MAX_TITLE_CHARS = 300
 MAX_ATTENDEES = 100
 PREVIEW_TEXT_CHARS = 240
@@ -135,7 +134,7 @@ class EmailAddress(str):
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         def check(value: str) -> str:
             address = value.strip()
-            if not _EMAIL.match(address):
+            if not is_email(address):
                 raise ValueError(f"{value!r} is not an email address")
             return address
         return core_schema.no_info_after_validator_function(check, core_schema.str_schema())

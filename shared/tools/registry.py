@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from shared.errors import AgentRuntimeError, ConfigurationError
+from shared.formats import clean_json_schema, validation_problems
 from shared.models.base import ToolDeclaration
 
 if TYPE_CHECKING:
@@ -53,24 +54,6 @@ def args_hash(args: dict[str, Any]) -> str:
     """A stable hash of tool arguments (binds an approval to exactly what was approved)."""
     canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _strip_titles(schema: Any) -> Any:
-    """Drop pydantic's ``title`` annotations from a JSON schema. Keys of a ``properties`` (or
-    ``$defs``) mapping are names, not annotations: an argument called ``title`` stays."""
-    if isinstance(schema, dict):
-        out: dict[str, Any] = {}
-        for k, v in schema.items():
-            if k == "title":
-                continue
-            if k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
-                out[k] = {name: _strip_titles(sub) for name, sub in v.items()}
-            else:
-                out[k] = _strip_titles(v)
-        return out
-    if isinstance(schema, list):
-        return [_strip_titles(v) for v in schema]
-    return schema
 
 
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
@@ -115,17 +98,14 @@ class Tool:
     """Mail-like tools: every recipient of a call (the delegated allowlist applies to them)."""
 
     def declaration(self) -> ToolDeclaration:
-        schema = _strip_titles(self.args_model.model_json_schema())
+        schema = clean_json_schema(self.args_model.model_json_schema())
         return ToolDeclaration(name=self.name, description=self.description, parameters=schema)
 
     def validate(self, args: dict[str, Any]) -> BaseModel:
         try:
             return self.args_model.model_validate(args)
         except ValidationError as exc:
-            problems = [
-                f"{'.'.join(str(p) for p in e['loc']) or '(args)'}: {e['msg']}"
-                for e in exc.errors(include_url=False, include_input=False)
-            ]
+            problems = [f"{field}: {message}" for field, message in validation_problems(exc, root="(args)")]
             raise ToolArgsError(self.name, problems) from None
 
     def preview(self, args: BaseModel) -> str:

@@ -40,7 +40,7 @@ def test_a_run_with_three_model_calls_leaves_exactly_its_calls(install: Install,
     assert [e.step for e in entries] == [1, 2, 3]
     for e in entries:
         doc = e.to_doc()
-        assert LEDGER_FIELDS <= set(doc), LEDGER_FIELDS - set(doc)
+        assert set(doc) >= LEDGER_FIELDS, LEDGER_FIELDS - set(doc)
         assert (e.uid, e.unit_kind, e.unit_id, e.component, e.operation_type, e.profile, e.outcome) == (
             "alice", "run", body["runId"], "loop", "planner_stream", "balanced", "ok")
         assert e.model == "gemini-3-flash-preview" and e.latency_ms >= 0 and e.turn_index is not None
