@@ -4,6 +4,7 @@
 
 Sections: ``reference`` (a fixed pure-Python loop timed in this run; ``ratio_to_reference`` =
 value / reference_ms), ``per_step`` (per store), ``memory``, ``cold_start``, ``genai_import``,
+``versus_baseline`` (per-step and commits of this tree and of a baseline commit, bench/versus.py)
 and ``targets`` (the issue's targets with ``met``). docs/benchmarks.md explains every figure.
 """
 
@@ -21,7 +22,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench import coldstart, memory, steps
+from bench import coldstart, memory, steps, versus
 from bench.emulator import firestore_emulator, firestore_store, sqlite_store
 from bench.fakemodel import tool_then_answer
 from bench.reference import reference_ms
@@ -194,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         per = per_step(tmp, fs_host, args.quick)
         mem = memory_figures(tmp, fs_host)
         cold = cold_start_figures(fs_host, args.quick)
+        progress("per-step and commits against the baseline commit (bench/versus.py)")
+        against = versus.compare(fs_host, tmp, base_env(FIRESTORE_EMULATOR_HOST=fs_host), quick=args.quick)
     genai = genai_checks(tmp)
     ref_after = reference_ms()
     ref = (ref_before + ref_after) / 2
@@ -215,7 +218,19 @@ def main(argv: list[str] | None = None) -> int:
         "memory": mem,
         "cold_start": cold,
         "genai_import": genai,
+        "versus_baseline": against,
         "targets": {
+            "per_step_not_worse_than_baseline": {
+                store: {"head_ms": against.get(store, {}).get("head", {}).get("per_step_ms"),
+                        "baseline_ms": against.get(store, {}).get("baseline", {}).get("per_step_ms"),
+                        "met": against.get(store, {}).get("per_step_not_worse")}
+                for store in ("sqlite_file", "firestore_emulator")},
+            "commits_per_step_not_worse_than_baseline": {
+                store: {"head": against.get(store, {}).get("head", {}).get("commits_per_step_with_read_only_tool"),
+                        "baseline": against.get(store, {}).get("baseline", {}).get(
+                            "commits_per_step_with_read_only_tool"),
+                        "met": against.get(store, {}).get("commits_per_step_not_worse")}
+                for store in ("sqlite_file", "firestore_emulator")},
             "per_step_sqlite_ms": at_most(per["sqlite_file"]["per_step_ms"], PER_STEP_SQLITE_MS,
                                           per["sqlite_file"]["local_reference_ms"]),
             "cpu_per_step_excl_store_ms": at_most(per["sqlite_file"]["cpu_per_step_excl_store_ms"],

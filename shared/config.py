@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from shared.errors import ConfigurationError
-from shared.formats import b64decode_any
 
 
 def _int(name: str, default: int) -> int:
@@ -49,6 +48,8 @@ def _key32(name: str) -> str | None:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return None
+    from shared.formats import b64decode_any  # only when a key is configured (main.py stays light)
+
     try:
         key = b64decode_any(raw)
     except ValueError as exc:

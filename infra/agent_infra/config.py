@@ -81,7 +81,7 @@ PROGRAM_ENV = ("STATE_BACKEND", "GOOGLE_CLOUD_PROJECT", "AUTH_MODE", "DISPATCHER
                "EVENT_RETENTION_S", "AUDIT_RETENTION_S", "GOOGLE_OAUTH_CLIENT_ID")
 
 # The message the scheduler publishes to the resume topic: resume runs the recovery sweep
-# (shared/agent/resume.py sweep: stranded outbox entries, runs whose lease expired).
+# (shared/durable/router.py Router.sweep: stranded outbox entries, units whose lease expired).
 SWEEP_MESSAGE: dict[str, str] = {"kind": "sweep"}
 _CRON_FIELD = re.compile(r"^[0-9*/,-]+$")
 
