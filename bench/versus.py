@@ -78,7 +78,7 @@ def compare(fs_host: str, tmp: str, env: dict[str, str], *, quick: bool) -> dict
                 section[name] = {k: round(statistics.median(float(r[k]) for r in got), 3) for k in KEYS}
             head, baseline = section["head"], section["baseline"]
             section["per_step_not_worse"] = head["per_step_ms"] <= baseline["per_step_ms"] * (1 + NOISE_PCT / 100)
-            section["commits_per_step_not_worse"] = all(
-                head[k] <= baseline[k] for k in ("commits_per_step_without_tool", "commits_per_step_with_read_only_tool"))
+            commits = ("commits_per_step_without_tool", "commits_per_step_with_read_only_tool")
+            section["commits_per_step_not_worse"] = all(head[k] <= baseline[k] for k in commits)
             out["sqlite_file" if kind == "sqlite" else "firestore_emulator"] = section
     return out
