@@ -59,7 +59,7 @@ def _live(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[
                 q.put(event_to_doc(ErrorEvent(
                     seq=ctx.run.last_seq + 1, code=FailureCode.RUN_TAKEN_OVER,
                     error="the run continues in another invocation; follow it with "
-                          f"GET /api/agent/runs/{ctx.run.run_id}/events?after={ctx.snapshot.run.last_seq}&follow=1")))
+                          f"GET /api/agent/runs/{ctx.run.run_id}/events?after={ctx.committed_seq}&follow=1")))
         except Exception as exc:
             log.exception("run could not be driven to a recorded stop",
                           extra={"fields": {"runId": ctx.run.run_id}})

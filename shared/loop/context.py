@@ -75,6 +75,8 @@ class RunContext:
 
     def __post_init__(self) -> None:
         self.run: RunRecord = self.snapshot.run.model_copy(deep=True)
+        self.committed_seq = self.run.last_seq
+        """The last event sequence number the store holds (a follower resumes after it)."""
         self._persisted_turns = len(self.turns)
         self._held: list[dict[str, Any]] = []
         self.steps_at_start = self.run.steps
@@ -156,7 +158,10 @@ class RunContext:
         self.snapshot = self.services.runs.commit_step(self.snapshot, run, new_turns=new_turns,
                                                        actions=list(self.pending_actions.values()),
                                                        writes=self.pending, events=self.pending_events)
-        self.run = self.snapshot.run.model_copy(deep=True)
+        # The committed run *is* the working copy from here on (no copy per step): only its token
+        # and last sequence number are read as "the stored state".
+        self.run = self.snapshot.run
+        self.committed_seq = self.run.last_seq
         self._persisted_turns = len(self.turns)
         self.pending = []
         self.pending_actions = {}
