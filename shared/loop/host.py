@@ -24,6 +24,7 @@ from shared.loop.outcomes import (
     NextStepYield,
     StopOutcome,
 )
+from shared.models.base import ToolDeclaration
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,25 @@ class Host:
             return NextStepFailed(FailureCode.STEP_LIMIT,
                                   f"the run stopped after {ctx.max_steps} steps (AGENT_MAX_LOOP_STEPS)")
         return NextStepFailed(FailureCode.DEADLINE_EXCEEDED, "the run exceeded its time limit (AGENT_RUN_DEADLINE_S)")
+
+    def before_step(self, ctx: RunContext) -> StopOutcome | None:
+        """Checked before every model call (after the budget): a stop the host wants now (the
+        user cancelled, a deadline of its own passed), or None to go on."""
+        return None
+
+    def after_tools(self, ctx: RunContext) -> StopOutcome | None:
+        """Called when every call of the last model turn has its response (in a step, or when a
+        resumed turn was closed), before that is committed: the host may add its own writes
+        (e.g. a ReAct triplet, a reflection) and may stop the unit. None: go on."""
+        return None
+
+    def declarations(self, ctx: RunContext) -> list[ToolDeclaration]:
+        """The tools the model is offered (default: every tool of the registry)."""
+        return ctx.services.registry.declarations()
+
+    def allows(self, ctx: RunContext, tool: str) -> bool:
+        """Whether the unit may call ``tool`` (a call to another one fails like an unknown tool)."""
+        return True
 
     def act(self, ctx: RunContext, outcome: StopOutcome) -> None:
         if isinstance(outcome, NextStepFinalOutput):

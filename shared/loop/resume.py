@@ -123,32 +123,32 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                              max_steps=budget.max_steps, yield_margin_s=budget.yield_margin_s)
             ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
             try:
-                close_open_turn(ctx, actions)
+                go_on = close_open_turn(ctx, actions)
             except PreconditionFailed:
                 log.warning("lost the run while closing its open turn", extra={"fields": {"runId": run_id}})
                 return "busy"
-            if not ctx.run.terminal and ctx.run.status != "awaiting_confirmation" \
-                    and isinstance(drive(ctx), NextStepLost):
+            if go_on and isinstance(drive(ctx), NextStepLost):
                 return "busy"  # another invocation took the run over; it carries on
             return "resumed"
     return "busy"
 
 
-def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> None:
-    """Finish the last model turn's calls (if it has unanswered ones) and answer them in order."""
+def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
+    """Finish the last model turn's calls (if it has unanswered ones) and answer them in order.
+    True when the loop may go on; False when the host stopped the unit (committed)."""
     if not ctx.turns:
         ctx.host.fail(ctx, FailureCode.INCONSISTENT_STATE, "the run has no turns to resume from")
-        return
+        return False
     last_index = len(ctx.turns) - 1
     last = ctx.turns[last_index]
     calls = last.function_calls
     if last.role != "model" or not calls:
         ctx.commit()
-        return
+        return True
     turn_actions = sorted((a for a in actions if a.turn_index == last_index), key=lambda a: a.call_index)
     if len(turn_actions) != len(calls):
         ctx.host.fail(ctx, FailureCode.INCONSISTENT_STATE, "the run's last tool calls were not all recorded")
-        return
+        return False
     for action in turn_actions:
         if action.status == "executing":
             _recover_cut_off(ctx, action)
@@ -167,12 +167,17 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> None:
         # (a crash while an allowed call ran): its approvals are still open, so pause now instead
         # of answering calls nobody decided.
         ctx.host.interrupt(ctx, NextStepInterruption(last_index, waiting))
-        return
+        return False
     ctx.run.pending_turn = None
     ctx.run.pending_approval_ids = []
     move_run(ctx.run, "planning")
     ctx.add_turn(responses_turn(calls, turn_actions))
+    stop = ctx.host.after_tools(ctx)
+    if stop is not None:
+        ctx.host.act(ctx, stop)
+        return False
     ctx.commit()
+    return True
 
 
 def _recover_cut_off(ctx: RunContext, action: ActionRecord) -> None:

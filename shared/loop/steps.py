@@ -52,8 +52,9 @@ def _drive(ctx: RunContext) -> StepOutcome:
             spent = "steps"
         elif ctx.remaining() <= ctx.yield_margin_s:
             spent = "time"
-        if spent is not None:
-            outcome: StepOutcome = ctx.host.budget_spent(ctx, spent)
+        stop = ctx.host.budget_spent(ctx, spent) if spent is not None else ctx.host.before_step(ctx)
+        if stop is not None:
+            outcome: StepOutcome = stop
         else:
             try:
                 outcome = step(ctx)
@@ -64,8 +65,11 @@ def _drive(ctx: RunContext) -> StepOutcome:
                               extra={"fields": {"runId": ctx.run.run_id, "component": "loop", "stage": "step"}})
                 outcome = NextStepFailed(FailureCode.INTERNAL, "the run failed because of an internal error")
         if isinstance(outcome, NextStepRunAgain):
-            ctx.commit()
-            continue
+            after = ctx.host.after_tools(ctx)
+            if after is None:
+                ctx.commit()
+                continue
+            outcome = after
         assert not isinstance(outcome, NextStepLost)
         ctx.host.act(ctx, outcome)
         return outcome
@@ -80,7 +84,7 @@ def step(ctx: RunContext) -> StepOutcome:
         ctx.emit(ThoughtDeltaEvent(delta=text) if kind == "thought" else DeltaEvent(delta=text))
 
     request = ModelRequest(system_instruction=ctx.run.system_instruction, turns=ctx.turns,
-                           tools=services.registry.declarations(), timeout_s=max(0.001, ctx.remaining()))
+                           tools=ctx.host.declarations(ctx), timeout_s=max(0.001, ctx.remaining()))
     call = MeteredCall(uid=ctx.run.uid, unit_kind="run", unit_id=ctx.run.run_id, component=LOOP,
                        operation_type="planner_stream", step=ctx.run.steps)
     metered = metered_generate(services.model_factory(), request, call, services.settings, on_delta=on_delta)

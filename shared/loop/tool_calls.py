@@ -39,7 +39,7 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
         action = ActionRecord(action_id=s.new_id("act"), run_id=ctx.run.run_id, uid=ctx.run.uid, tool=fc.name,
                               args=dict(fc.args), args_hash=args_hash(dict(fc.args)), turn_index=turn_index,
                               call_index=i, call_id=fc.id)
-        tool = s.registry.get(fc.name)
+        tool = s.registry.get(fc.name) if ctx.host.allows(ctx, fc.name) else None
         if tool is None:
             move_action(action, "failed")
             action.outcome, action.error = "error", f"unknown tool {fc.name!r}"

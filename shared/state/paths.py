@@ -96,3 +96,43 @@ def integration(uid: str, provider: str) -> str:
 
 def runs() -> str:
     return "runs"
+
+
+def sessions() -> str:
+    return "sessions"
+
+
+def session(session_id: str) -> str:
+    return f"sessions/{session_id}"
+
+
+def session_plans(session_id: str) -> str:
+    return f"sessions/{session_id}/plans"
+
+
+def session_plan(session_id: str, version: int) -> str:
+    return f"sessions/{session_id}/plans/{version:04d}"
+
+
+def session_tasks(session_id: str) -> str:
+    return f"sessions/{session_id}/tasks"
+
+
+def session_task(session_id: str, task_id: str) -> str:
+    return f"sessions/{session_id}/tasks/{task_id}"
+
+
+def task_react(session_id: str, task_id: str) -> str:
+    return f"sessions/{session_id}/tasks/{task_id}/react"
+
+
+def task_react_step(session_id: str, task_id: str, n: int) -> str:
+    return f"sessions/{session_id}/tasks/{task_id}/react/{n:05d}"
+
+
+def session_events(session_id: str) -> str:
+    return f"sessions/{session_id}/events"
+
+
+def session_event(session_id: str, seq: int) -> str:
+    return f"sessions/{session_id}/events/{seq:08d}"

@@ -155,6 +155,8 @@ class RunRecord(Record):
     """Estimated cost of the run's model calls (the ledger's price table; see docs/usage.md)."""
     host: str = "chat"
     """Which host acts on the run's stops: ``chat`` (seed 001 runs) or another registered kind."""
+    host_state: dict[str, Any] = Field(default_factory=dict)
+    """The host's own durable state, committed with every step (e.g. a plan's current task)."""
     lease: Lease | None = None
     lease_expires_at: float = 0.0
     """Top-level copy of ``lease.expiresAt`` (0 without a lease) so recovery can query by it."""

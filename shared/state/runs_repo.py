@@ -198,13 +198,17 @@ class RunsRepo:
             raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
         return StartOutcome(snap, created=existing is None)
 
+    def unit_writes(self, run: RunRecord, *, turns: Sequence[Turn], events: Sequence[dict[str, Any]] = ()
+                    ) -> list[Write]:
+        """The writes creating a unit of work that is not a chat run (no thread): the run document,
+        its first turns and events. Its host (``run.host``) says what its stops mean."""
+        return [Write("create", paths.run(run.run_id), run.to_doc()),
+                *(Write("create", paths.turn(run.run_id, i), turn_doc(t)) for i, t in enumerate(turns)),
+                *(self.event_write(run.run_id, ev) for ev in events)]
+
     def create_unit(self, run: RunRecord, *, turns: Sequence[Turn], events: Sequence[dict[str, Any]]) -> RunSnapshot:
-        """A unit of work that is not a chat run (no thread): the run document, its first turns and
-        events, in one commit. Its host (``run.host``) says what its stops mean."""
-        writes = [Write("create", paths.run(run.run_id), run.to_doc()),
-                  *(Write("create", paths.turn(run.run_id, i), turn_doc(t)) for i, t in enumerate(turns)),
-                  *(self.event_write(run.run_id, ev) for ev in events)]
-        tokens = self.store.commit(writes)
+        """Create a unit of work (``unit_writes``) in one commit."""
+        tokens = self.store.commit(self.unit_writes(run, turns=turns, events=events))
         return RunSnapshot(run, tokens[0])
 
     def commit_step(self, snap: RunSnapshot, run: RunRecord, *, new_turns: Mapping[int, Turn],

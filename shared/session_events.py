@@ -1,0 +1,93 @@
+"""Plan-session events: the NDJSON of ``GET /api/agent/sessions/{id}/events``, persisted at
+``sessions/{id}/events/{seq}`` (docs/event-protocol.md, "Plan sessions"). Same rules as run events:
+every event has ``type`` and ``seq`` (1, 2, 3, ... per session)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from shared.events import ErrorEvent, UsageEvent, _Event
+from shared.state.plan_records import PlanChange, PlanTask, SessionResult, SessionStatus
+
+
+class SessionStatusEvent(_Event):
+    type: Literal["status"] = "status"
+    status: SessionStatus
+    sessionId: str
+
+
+class PlanUpdatedEvent(_Event):
+    type: Literal["plan_updated"] = "plan_updated"
+    version: int
+    changes: list[PlanChange]
+    reason: str = ""
+    tasks: list[PlanTask]
+
+
+class TaskStartEvent(_Event):
+    type: Literal["task_start"] = "task_start"
+    taskId: str
+    title: str
+    index: int
+    total: int
+
+
+class ReasonEvent(_Event):
+    type: Literal["reason"] = "reason"
+    taskId: str
+    text: str
+
+
+class ActEvent(_Event):
+    type: Literal["act"] = "act"
+    taskId: str
+    tool: str
+    preview: str
+    actionId: str | None = None
+
+
+class ObserveEvent(_Event):
+    type: Literal["observe"] = "observe"
+    taskId: str
+    tool: str
+    outcome: str
+    observation: dict[str, Any]
+
+
+class ReflectEvent(_Event):
+    type: Literal["reflect"] = "reflect"
+    taskId: str
+    taskComplete: bool
+    taskFailed: bool
+    summary: str
+    modifications: int = 0
+
+
+class TaskCompleteEvent(_Event):
+    type: Literal["task_complete"] = "task_complete"
+    taskId: str
+    status: Literal["completed", "failed"]
+    summary: str
+
+
+class ApprovalRequiredEvent(_Event):
+    type: Literal["approval_required"] = "approval_required"
+    taskId: str
+    approvalId: str
+    tool: str
+    preview: str
+    reason: str
+
+
+class SessionResultEvent(_Event):
+    type: Literal["result"] = "result"
+    result: SessionResult
+
+
+SessionEvent = Annotated[
+    SessionStatusEvent | PlanUpdatedEvent | TaskStartEvent | ReasonEvent | ActEvent | ObserveEvent | ReflectEvent
+    | TaskCompleteEvent | ApprovalRequiredEvent | UsageEvent | SessionResultEvent | ErrorEvent,
+    Field(discriminator="type"),
+]

@@ -1,0 +1,91 @@
+"""Plan sessions: reads, the writes hosts and routes commit, and conditional session commits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from shared.errors import Conflict, NotFound, PreconditionFailed
+from shared.state import paths
+from shared.state.docstore import DocStore, Query, Write
+from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord
+from shared.state.records import now
+
+EXPIRE_AT = "expireAt"
+
+
+class SessionsRepo:
+    def __init__(self, store: DocStore, *, event_retention_s: float = 30 * 86400.0) -> None:
+        self.store = store
+        self.event_retention_s = event_retention_s
+
+    # ---- reads -------------------------------------------------------------------------------
+    def get(self, session_id: str) -> tuple[SessionRecord, str] | None:
+        doc = self.store.get(paths.session(session_id))
+        return None if doc is None else (SessionRecord.from_doc(doc.data), doc.token)
+
+    def get_for(self, uid: str, session_id: str) -> tuple[SessionRecord, str]:
+        """The session if ``uid`` owns it; another user's answers like a missing one (404)."""
+        got = self.get(session_id)
+        if got is None or got[0].uid != uid:
+            raise NotFound(f"session {session_id} not found", code="SESSION_NOT_FOUND")
+        return got
+
+    def tasks(self, session_id: str) -> list[PlanTask]:
+        docs = self.store.query(Query(paths.session_tasks(session_id)))
+        return sorted((PlanTask.from_doc(d.data) for d in docs), key=lambda t: t.order)
+
+    def react(self, session_id: str, task_id: str) -> list[ReactStep]:
+        return [ReactStep.from_doc(d.data) for d in self.store.query(Query(paths.task_react(session_id, task_id)))]
+
+    def plan_versions(self, session_id: str) -> list[PlanVersionRecord]:
+        return [PlanVersionRecord.from_doc(d.data) for d in self.store.query(Query(paths.session_plans(session_id)))]
+
+    def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+        start = f"{after:08d}" if after > 0 else None
+        docs = self.store.query(Query(paths.session_events(session_id), start_after=start))
+        return [{k: v for k, v in d.data.items() if k != EXPIRE_AT} for d in docs]
+
+    def by_status(self, status: str, limit: int = 50) -> list[SessionRecord]:
+        """Sessions in ``status``, earliest deadline first (the sweep ends those past it)."""
+        docs = self.store.query(Query(paths.sessions(), where=(("status", status),), order_by="deadline",
+                                      limit=limit))
+        return [SessionRecord.from_doc(d.data) for d in docs]
+
+    # ---- writes to commit --------------------------------------------------------------------
+    @staticmethod
+    def update_write(session_id: str, fields: dict[str, Any]) -> Write:
+        """Merge ``fields`` (camelCase) into the session: the execution never overwrites what a
+        route writes (``cancelRequested``) and vice versa."""
+        return Write("update", paths.session(session_id), {**fields, "updatedAt": now()})
+
+    @staticmethod
+    def task_write(session_id: str, task: PlanTask) -> Write:
+        task.updated_at = now()
+        return Write("set", paths.session_task(session_id, task.id), task.to_doc())
+
+    @staticmethod
+    def plan_write(session_id: str, plan: PlanVersionRecord) -> Write:
+        return Write("create", paths.session_plan(session_id, plan.version), plan.to_doc())
+
+    @staticmethod
+    def react_write(session_id: str, step: ReactStep) -> Write:
+        return Write("create", paths.task_react_step(session_id, step.task_id, step.n), step.to_doc())
+
+    def event_write(self, session_id: str, event: dict[str, Any]) -> Write:
+        return Write("create", paths.session_event(session_id, int(event["seq"])),
+                     {**event, EXPIRE_AT: now() + self.event_retention_s})
+
+    # ---- commits -----------------------------------------------------------------------------
+    def create(self, session: SessionRecord, writes: Sequence[Write]) -> str:
+        return self.store.commit([Write("create", paths.session(session.session_id), session.to_doc()), *writes])[0]
+
+    def commit(self, session: SessionRecord, token: str, writes: Sequence[Write] = ()) -> str:
+        """Write ``session`` whole with ``writes`` if it is still as read (else 409 ``SESSION_BUSY``:
+        another request changed it meanwhile; nothing was written)."""
+        session.updated_at = now()
+        try:
+            return self.store.commit([Write("set", paths.session(session.session_id), session.to_doc(),
+                                            if_token=token), *writes])[0]
+        except PreconditionFailed:
+            raise Conflict(f"session {session.session_id} changed meanwhile; retry", code="SESSION_BUSY") from None
