@@ -1,7 +1,7 @@
 """``make dev``: every function on one local port, with the SQLite store and local auth.
 
 Not part of the deployed bundle. Refuses to run on Cloud Run (``K_SERVICE`` set).
-Routes: POST /api/agent/run, POST /api/agent/run/stream, GET /api/agent/runs/{runId}[/events],
+Routes: POST /api/agent/run, POST /api/agent/run/stream, GET /api/agent/runs, GET /api/agent/runs/{runId}[/events],
 POST /api/agent/approve, GET /api/agent/usage, POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
 GET /openapi.json, GET /healthz.
 """
@@ -60,7 +60,7 @@ def create_app() -> flask.Flask:
         if req.path == "/healthz":
             return json_response({"ok": True})
         handler = routes.get(req.path.rstrip("/") or "/")
-        if handler is None and req.path.startswith("/api/agent/runs/"):
+        if handler is None and (req.path.rstrip("/") == "/api/agent/runs" or req.path.startswith("/api/agent/runs/")):
             handler = runs
         if handler is None and (req.path.rstrip("/") == "/api/integrations"
                                 or req.path.startswith("/api/integrations/")):

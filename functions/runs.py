@@ -1,4 +1,5 @@
-"""``runs``: GET /api/agent/runs/{runId} and GET /api/agent/runs/{runId}/events?after=N[&follow=1].
+"""``runs``: GET /api/agent/runs?limit=N (the caller's runs, newest first), GET /api/agent/runs/{runId}
+and GET /api/agent/runs/{runId}/events?after=N[&follow=1].
 
 Reads only: the run record needs the store, the runs repository and the usage ledger (each model
 call); the events route loads the streaming helpers on its first request. Neither loads the tools,
@@ -16,6 +17,7 @@ from shared.errors import BadRequest, NotFound
 from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, ndjson_response, require_method
 
+_LIST = re.compile(r"^/api/agent/runs/?$")
 _PATH = re.compile(r"^/api/agent/runs/(?P<run_id>[A-Za-z0-9_-]{1,128})(?P<events>/events)?/?$")
 
 
@@ -35,6 +37,12 @@ def _int_arg(request: flask.Request, name: str, default: int) -> int:
 @http_endpoint
 def runs(request: flask.Request) -> flask.Response:
     require_method(request, "GET")
+    if _LIST.match(request.path):
+        from shared.runs_list import parse_limit, runs_list
+
+        rt = get_runtime()
+        uid = authenticated_uid(rt, request)
+        return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args.get("limit")))).to_json())
     m = _PATH.match(request.path)
     if m is None:
         raise NotFound(f"no route for {request.path}", code="ROUTE_NOT_FOUND")

@@ -24,6 +24,7 @@ from shared.connectors.integrations_api import (
 from shared.events import RunEvent
 from shared.goals.contracts import GoalsRequest, GoalsResponse
 from shared.responses import ApproveResponse, ErrorResponse
+from shared.runs_list import DEFAULT_LIMIT, MAX_LIMIT, RunsListResponse
 from shared.state.records import RunResult
 from shared.usage.views import GROUP_BY, RUN_RECORD_NOT_SERVED, RunView, UsageResponse
 
@@ -72,7 +73,7 @@ def build_openapi() -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Any]] = [
         (RunRequest, "validation"), (ApproveRequest, "validation"), (ErrorResponse, "serialization"),
         (ApproveResponse, "serialization"), (RunResult, "serialization"), (RunView, "serialization"),
-        (UsageResponse, "serialization"),
+        (UsageResponse, "serialization"), (RunsListResponse, "serialization"),
         (GoalsRequest, "validation"), (GoalsResponse, "serialization"),
         (ConnectRequest, "validation"), (IntegrationsResponse, "serialization"),
         (IntegrationResponse, "serialization"), (IntegrationRemovedResponse, "serialization"),
@@ -112,6 +113,15 @@ def build_openapi() -> dict[str, Any]:
             "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
             "responses": {"200": {"description": "NDJSON run events, one per line", "content": ndjson},
                           **_errors(400, 401, 404, 409, 413, 415)}}},
+        "/api/agent/runs": {"get": {
+            "operationId": "listRuns",
+            "description": "The caller's runs, newest first (other users' runs are never listed).",
+            "parameters": [{"name": "limit", "in": "query", "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                                       "default": DEFAULT_LIMIT}}],
+            "responses": {"200": {"description": "one summary per run",
+                                  "content": _json(REF.format(model="RunsListResponse"))},
+                          **_errors(400, 401)}}},
         "/api/agent/runs/{runId}": {"get": {
             "operationId": "getRun", "parameters": [run_id],
             "responses": {"200": {"description": "the run record and each model call's usage",

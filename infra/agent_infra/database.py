@@ -36,6 +36,8 @@ INDEXES: tuple[IndexSpec, ...] = (
     IndexSpec("runs", (("status", "ASCENDING"), ("leaseExpiresAt", "ASCENDING"))),
     # shared/agent/approvals.py sweep_outbox: "pending"/"published" entries, oldest first.
     IndexSpec("outbox", (("status", "ASCENDING"), ("createdAt", "ASCENDING"))),
+    # shared/state/runs_repo.py list_runs_for (GET /api/agent/runs): a user's runs, newest first.
+    IndexSpec("runs", (("uid", "ASCENDING"), ("createdAt", "DESCENDING"))),
 )
 
 # Collection (group) ids whose documents carry an ``expireAt`` timestamp that Firestore's TTL

@@ -103,6 +103,12 @@ class RunsRepo:
             raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
         return snap
 
+    def list_runs_for(self, uid: str, limit: int) -> list[RunRecord]:
+        """``uid``'s runs, newest first (only documents whose ``uid`` is the caller's are read)."""
+        docs = self.store.query(Query(paths.runs(), where=(("uid", uid),), order_by="createdAt", descending=True,
+                                      limit=limit))
+        return [RunRecord.from_doc(d.data) for d in docs]
+
     def load_turns(self, run_id: str) -> list[Turn]:
         from shared.models.base import Turn  # the model contract: reading a run record never needs it
 

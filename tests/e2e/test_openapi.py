@@ -66,7 +66,8 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
     doc = client.get("/openapi.json").get_json()
     assert doc["openapi"].startswith("3.1")
     assert {path: set(item) for path, item in doc["paths"].items()} == {
-        "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/runs/{runId}": {"get"},
+        "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/runs": {"get"},
+        "/api/agent/runs/{runId}": {"get"},
         "/api/agent/runs/{runId}/events": {"get"}, "/api/agent/approve": {"post"}, "/agent/run": {"post"},
         "/api/agent/usage": {"get"},
         "/api/integrations": {"get"}, "/api/integrations/{provider}": {"get", "post", "delete"}}
@@ -142,6 +143,10 @@ def test_real_responses_match_the_document(install: Install, client: FlaskClient
                      client.get(f"/api/agent/runs/{run_id}/events?after=0", headers=ALICE))
     assert replayed == events
     paused = check(doc, "/api/agent/runs/{runId}", "get", client.get(f"/api/agent/runs/{run_id}", headers=ALICE))
+    listed = check(doc, "/api/agent/runs", "get", client.get("/api/agent/runs", headers=ALICE))
+    assert [r["status"] for r in listed["runs"]] == ["awaiting_confirmation", "completed"]
+    assert check(doc, "/api/agent/runs", "get",
+                 client.get("/api/agent/runs?limit=0", headers=ALICE))["error"]["code"] == "INVALID_QUERY"
     approved = client.post("/api/agent/approve", json={"approvalId": result["approval"]["id"],
                                                        "decision": "approve"}, headers=ALICE)
     assert approved.status_code == 202
@@ -187,6 +192,8 @@ def test_real_responses_match_the_document(install: Install, client: FlaskClient
         ("RunView", with_extra(done, "usage")),
         ("RunView", dict(done, systemInstruction="the persona")),
         ("ApproveResponse", with_extra(approved.get_json())),
+        ("RunsListResponse", with_extra(listed, "runs", 0)),
+        ("RunsListResponse", with_extra(listed, "runs", 0, "approvals", 0)),
         ("ErrorResponse", with_extra(err)),
         ("ErrorResponse", with_extra(err, "error")),
         ("GoalsResponse", with_extra(goals_body, "state")),

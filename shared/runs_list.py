@@ -1,0 +1,70 @@
+"""``GET /api/agent/runs?limit=N``: the caller's runs, newest first, one summary each.
+
+A summary is what a list needs (status, thread, usage, the approvals a paused run waits for); the
+whole record stays at ``GET /api/agent/runs/{runId}`` and the timeline at its events route.
+Pydantic and the state records only: the ``runs`` function imports it without the agent loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from shared.errors import BadRequest
+from shared.responses import ResponseBody
+from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus
+from shared.usage.figures import Usage
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+
+
+class RunSummary(ResponseBody):
+    runId: str
+    threadId: str
+    status: RunStatus
+    mode: RunMode | None = None
+    host: str
+    model: str
+    steps: int
+    lastSeq: int = Field(description="seq of the run's last event (read them with the events route)")
+    summary: str = Field(default="", description="the result's summary as of the run's last stop")
+    approvals: list[ApprovalView] = Field(default_factory=list,
+                                          description="the approvals of the pause the run is in (status "
+                                                      "awaiting_confirmation); one already decided answers 409 "
+                                                      "when decided again")
+    error: RunError | None = None
+    usage: Usage
+    costUsd: float
+    createdAt: float = Field(description="epoch seconds")
+    updatedAt: float = Field(description="epoch seconds")
+
+
+class RunsListResponse(ResponseBody):
+    ok: bool = True
+    runs: list[RunSummary]
+
+
+def parse_limit(raw: str | None) -> int:
+    """``limit`` query parameter: 1..MAX_LIMIT, default DEFAULT_LIMIT; anything else is a 400."""
+    if raw is None or raw == "":
+        return DEFAULT_LIMIT
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise BadRequest(f"query parameter limit must be an integer from 1 to {MAX_LIMIT}", code="INVALID_QUERY",
+                         details={"field": "limit"})
+    return int(raw)
+
+
+def summary(run: RunRecord) -> RunSummary:
+    approvals: list[ApprovalView] = []
+    if run.status == "awaiting_confirmation" and run.result is not None:
+        approvals = run.result.approvals or ([run.result.approval] if run.result.approval else [])
+    return RunSummary(runId=run.run_id, threadId=run.thread_id, status=run.status, mode=run.mode, host=run.host,
+                      model=run.model, steps=run.steps, lastSeq=run.last_seq,
+                      summary=run.result.summary if run.result else "", approvals=approvals, error=run.error,
+                      usage=run.usage, costUsd=run.cost_usd, createdAt=run.created_at, updatedAt=run.updated_at)
+
+
+def runs_list(runs: Sequence[RunRecord]) -> RunsListResponse:
+    return RunsListResponse(runs=[summary(r) for r in runs])
