@@ -1,6 +1,8 @@
 """``make dev``: every function on one local port, with the SQLite store and local auth.
 
 Not part of the deployed bundle. Refuses to run on Cloud Run (``K_SERVICE`` set).
+``/`` is the dev console (``console/``: static ES modules over the public API, served only with
+``AUTH_MODE=local``, see docs/console.md).
 Routes: POST /api/agent/run, POST /api/agent/run/stream, GET /api/agent/runs, GET /api/agent/runs/{runId}[/events],
 POST /api/agent/approve, GET /api/agent/usage, POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
 GET /openapi.json, GET /healthz.
@@ -13,9 +15,11 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import flask
+import werkzeug.exceptions
 
 from shared.errors import NotFound
 from shared.web import error_response, json_response
@@ -28,6 +32,38 @@ SWEEP_INTERVAL_S = 60.0
 """How often ``make dev`` runs the recovery sweep (production: the Cloud Scheduler job)."""
 
 log = logging.getLogger("agent_runtime.devserver")
+
+CONSOLE_DIR = Path(__file__).resolve().parent / "console"
+CONSOLE_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
+                 ".png": "image/png"}
+CONSOLE_HEADERS = {
+    # Everything the console loads or calls is on this origin; its scripts build the DOM from text.
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+                               "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
+
+
+def console_file(path: str) -> flask.Response:
+    """A file of the dev console. It signs in as ``Bearer dev:<uid>``, so it is served only with
+    local auth, and never on Cloud Run (``create_app`` already refuses to start there)."""
+    from shared.runtime import get_runtime
+
+    if os.environ.get("K_SERVICE"):
+        return error_response(NotFound("the dev console is not served on Cloud Run", code="CONSOLE_DISABLED"))
+    if get_runtime().settings.auth_mode != "local":
+        return error_response(NotFound("the dev console needs AUTH_MODE=local (it signs in as Bearer dev:<uid>)",
+                                       code="CONSOLE_DISABLED"))
+    mimetype = CONSOLE_TYPES.get(Path(path).suffix)
+    if mimetype is None:
+        return error_response(NotFound(f"no console file {path}", code="ROUTE_NOT_FOUND"))
+    try:
+        resp = flask.send_from_directory(CONSOLE_DIR, path, mimetype=mimetype, max_age=0)
+    except werkzeug.exceptions.NotFound:
+        return error_response(NotFound(f"no console file {path}", code="ROUTE_NOT_FOUND"))
+    resp.headers.update(CONSOLE_HEADERS)
+    return resp
 
 
 def create_app() -> flask.Flask:
@@ -59,6 +95,8 @@ def create_app() -> flask.Flask:
             return json_response(build_openapi())
         if req.path == "/healthz":
             return json_response({"ok": True})
+        if req.method == "GET" and (req.path == "/" or req.path.startswith("/console/")):
+            return console_file("index.html" if req.path == "/" else req.path.removeprefix("/console/"))
         handler = routes.get(req.path.rstrip("/") or "/")
         if handler is None and (req.path.rstrip("/") == "/api/agent/runs" or req.path.startswith("/api/agent/runs/")):
             handler = runs
@@ -104,7 +142,11 @@ def main() -> None:
     port = int(os.environ.get("PORT", "8080"))
     model = "Gemini" if rt.settings.gemini_api_key or rt.settings.gemini_use_vertex else "offline model"
     print(f"Agent Runtime dev server on http://127.0.0.1:{port} (store: {rt.settings.state_backend}, "
-          f"model: {model}, auth: Bearer dev:<uid>)", file=sys.stderr)
+          f"model: {model}, auth: {rt.settings.auth_mode})", file=sys.stderr)
+    if rt.settings.auth_mode == "local":
+        print(f"Dev console: http://127.0.0.1:{port}/ (signs in as Bearer dev:<uid>)", file=sys.stderr)
+    else:
+        print("Dev console: off (it needs AUTH_MODE=local)", file=sys.stderr)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     start_periodic_sweep(rt)
     create_app().run(host="127.0.0.1", port=port, threaded=True)

@@ -1,0 +1,45 @@
+// One pending side effect as a card: the tool, its preview and the policy's reason, with
+// Approve / Reject buttons (POST /api/agent/approve). Errors (409 already decided, 410 expired,
+// ...) are shown on the card.
+
+import {callJson} from './api.js';
+import {h} from './dom.js';
+import {showError} from './errors.js';
+
+export function approvalCard(approval, {runId, threadId, onDecided} = {}) {
+  const reasonId = `reason-${approval.id}`;
+  const errors = h('div', {class: 'errors'});
+  const outcome = h('p', {class: 'decision', 'aria-live': 'polite'});
+  const reasonInput = h('input', {id: reasonId, name: 'reason', placeholder: 'optional'});
+  const approveBtn = h('button', {type: 'button', class: 'approve'}, 'Approve');
+  const rejectBtn = h('button', {type: 'button', class: 'reject'}, 'Reject');
+  const card = h('section', {class: 'card approval-card', 'data-approval-id': approval.id,
+    'aria-label': `Approval ${approval.id}: ${approval.tool}`},
+  h('h3', {}, h('span', {class: 'tool-name'}, approval.tool), ' ', h('span', {class: 'chip chip-awaiting_confirmation'},
+    'awaiting approval')),
+  h('p', {class: 'preview'}, approval.preview),
+  h('p', {class: 'reason'}, h('span', {class: 'label'}, 'Why it asks: '), approval.reason),
+  runId ? h('p', {class: 'meta'}, 'run ', h('a', {href: `#/runs/${runId}`}, runId),
+    threadId ? ` · thread ${threadId}` : '', ` · approval ${approval.id}`) : null,
+  h('div', {class: 'row'}, h('label', {for: reasonId}, 'Reason'), reasonInput, approveBtn, rejectBtn),
+  outcome, errors);
+
+  async function decide(decision) {
+    approveBtn.disabled = rejectBtn.disabled = true;
+    errors.replaceChildren();
+    const body = {approvalId: approval.id, decision};
+    if (reasonInput.value.trim()) body.reason = reasonInput.value.trim();
+    try {
+      const resp = await callJson('POST', '/api/agent/approve', {body});
+      outcome.textContent = `${resp.decision}: ${resp.status.replace(/_/g, ' ')}`;
+      card.dataset.decision = resp.decision;
+      if (onDecided) await onDecided(resp, card);
+    } catch (err) {
+      showError(errors, err, `${decision} ${approval.id}`);
+      approveBtn.disabled = rejectBtn.disabled = false;
+    }
+  }
+  approveBtn.addEventListener('click', () => decide('approve'));
+  rejectBtn.addEventListener('click', () => decide('reject'));
+  return card;
+}

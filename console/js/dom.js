@@ -1,0 +1,49 @@
+// Tiny DOM helpers: elements are built with textContent only (never innerHTML), so text from
+// the API (model output, tool previews, error messages) can never become markup.
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') el.className = value;
+    else if (key === 'dataset') Object.assign(el.dataset, value);
+    else if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
+    else if (value === true) el.setAttribute(key, '');
+    else el.setAttribute(key, String(value));
+  }
+  append(el, ...children);
+  return el;
+}
+
+export function append(el, ...children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+export function $(selector, root = document) {
+  const el = root.querySelector(selector);
+  if (!el) throw new Error(`console: no element ${selector}`);
+  return el;
+}
+
+export function json(value, max = 4000) {
+  const text = JSON.stringify(value, null, 2);
+  return text.length > max ? `${text.slice(0, max)}\n… (${text.length - max} more characters)` : text;
+}
+
+export function when(epochSeconds) {
+  if (!epochSeconds) return '';
+  return new Date(epochSeconds * 1000).toISOString().replace('T', ' ').slice(0, 19) + 'Z';
+}
+
+export function chip(status) {
+  return h('span', {class: `chip chip-${status}`, 'data-status': status}, status);
+}

@@ -1,0 +1,168 @@
+// A run drawn from its events (live stream or event log): the answer as deltas arrive, thoughts
+// in a collapsible block, each tool call as a card that its result completes, the agent state as
+// a status chip, token usage, and the approvals a pause waits for.
+
+import {approvalCard} from './approval.js';
+import {chip, h, json} from './dom.js';
+import {errorBox} from './errors.js';
+
+const FINAL_STATUSES = new Set(['completed', 'failed']);
+
+export class RunView {
+  /**
+   * options.prompt: the user's prompt, when known (the event log does not hold it);
+   * options.onEvent(ev, view): after each new event; options.onDecided(resp, view): after an
+   * approval on one of this run's cards was recorded (the caller follows the resumed run).
+   */
+  constructor({runId = null, threadId = null, prompt = null, onEvent = null, onDecided = null} = {}) {
+    this.runId = runId;
+    this.threadId = threadId;
+    this.status = 'starting';
+    this.lastSeq = 0;
+    this.lastType = null;
+    this.onEvent = onEvent;
+    this.onDecided = onDecided;
+    this.seen = new Set();
+    this.cards = new Map();
+    this.block = null; // the answer or thoughts block deltas currently append to
+    this.chip = chip('starting');
+    this.usage = h('span', {class: 'usage'});
+    this.link = h('span', {class: 'run-id'}, runId || 'new run');
+    this.head = h('header', {class: 'run-head'}, this.chip, ' ', this.link, ' ', this.usage);
+    this.body = h('div', {class: 'run-body'});
+    this.el = h('article', {class: 'run', 'data-run-id': runId || '', 'aria-label': 'Run'}, this.head);
+    if (prompt) this.el.append(h('div', {class: 'bubble user'}, h('span', {class: 'who'}, 'you'), prompt));
+    this.el.append(this.body);
+    if (runId) this.setRun(runId, threadId);
+  }
+
+  setRun(runId, threadId) {
+    this.runId = runId;
+    this.threadId = threadId || this.threadId;
+    this.el.dataset.runId = runId;
+    this.link.replaceChildren(h('a', {href: `#/runs/${runId}`, title: 'timeline of this run'}, runId),
+      this.threadId ? ` · thread ${this.threadId}` : '');
+  }
+
+  setStatus(status) {
+    this.status = status;
+    this.el.dataset.status = status;
+    const next = chip(status);
+    next.setAttribute('aria-label', `agent state: ${status}`);
+    this.chip.replaceWith(next);
+    this.chip = next;
+  }
+
+  get final() {
+    return FINAL_STATUSES.has(this.status);
+  }
+
+  handle(ev) {
+    if (typeof ev.seq === 'number') {
+      if (this.seen.has(ev.seq)) return; // a replay that overlaps what was already drawn
+      this.seen.add(ev.seq);
+      this.lastSeq = Math.max(this.lastSeq, ev.seq);
+    }
+    this.lastType = ev.type;
+    const draw = DRAW[ev.type];
+    if (draw) draw.call(this, ev);
+    else this.body.append(h('pre', {class: 'unknown-event'}, json(ev)));
+    this.el.dataset.lastSeq = String(this.lastSeq);
+    if (this.onEvent) this.onEvent(ev, this);
+  }
+
+  textBlock(kind) {
+    if (this.block && this.block.kind === kind) return this.block;
+    let node;
+    let target;
+    if (kind === 'thought') {
+      target = h('pre', {class: 'thought-text'});
+      node = h('details', {class: 'thoughts'}, h('summary', {}, 'Thoughts'), target);
+    } else {
+      target = h('div', {class: 'answer-text'});
+      node = h('div', {class: 'bubble agent'}, h('span', {class: 'who'}, 'agent'), target);
+    }
+    this.body.append(node);
+    this.block = {kind, node, target};
+    return this.block;
+  }
+
+  showAnswerIfSilent(text) {
+    if (!text || this.body.querySelector('.answer-text')) return;
+    this.textBlock('text').target.append(text);
+  }
+}
+
+const DRAW = {
+  status(ev) {
+    if (ev.runId) this.setRun(ev.runId, ev.threadId);
+    this.setStatus(ev.status);
+  },
+  delta(ev) {
+    this.textBlock('text').target.append(ev.delta);
+  },
+  thought_delta(ev) {
+    this.textBlock('thought').target.append(ev.delta);
+  },
+  tool_call(ev) {
+    this.block = null;
+    const known = this.cards.get(ev.actionId);
+    if (known) { // the same call again: executing after its approval, in the resumed invocation
+      const next = h('span', {class: `chip chip-${ev.status}`}, ev.status);
+      known.state.replaceWith(next);
+      known.state = next;
+      return;
+    }
+    const state = h('span', {class: `chip chip-${ev.status}`}, ev.status);
+    const card = h('section', {class: 'card tool-card', 'data-action-id': ev.actionId, 'data-tool': ev.toolName,
+      'aria-label': `Tool call ${ev.toolName}`},
+    h('h4', {}, h('span', {class: 'label'}, 'tool '), h('span', {class: 'tool-name'}, ev.toolName), ' ', state),
+    h('p', {class: 'preview'}, ev.preview));
+    this.cards.set(ev.actionId, {card, state});
+    this.body.append(card);
+  },
+  tool_result(ev) {
+    let entry = this.cards.get(ev.actionId);
+    if (!entry) { // its call was before the part of the log this view read
+      DRAW.tool_call.call(this, {toolName: ev.toolName, actionId: ev.actionId, status: ev.status, preview: ''});
+      entry = this.cards.get(ev.actionId);
+    }
+    const state = h('span', {class: `chip chip-${ev.status}`}, ev.status);
+    entry.state.replaceWith(state);
+    entry.state = state;
+    entry.card.dataset.result = ev.status;
+    if (ev.output !== undefined) {
+      entry.card.append(h('details', {class: 'tool-output'}, h('summary', {}, 'result'), h('pre', {}, json(ev.output))));
+    }
+    if (ev.error) entry.card.append(h('p', {class: 'tool-error'}, ev.error));
+    this.block = null;
+  },
+  usage(ev) {
+    const u = ev.usage || {};
+    this.usage.textContent = `${u.totalTokens ?? 0} tokens (in ${u.inputTokens ?? 0} · out ${u.outputTokens ?? 0}` +
+      ` · thinking ${u.thinkingTokens ?? 0})`;
+  },
+  result(ev) {
+    const r = ev.result;
+    if (r.runId) this.setRun(r.runId, r.threadId);
+    this.setStatus(r.status);
+    this.block = null;
+    if (r.status === 'awaiting_confirmation') {
+      const approvals = r.approvals && r.approvals.length ? r.approvals : (r.approval ? [r.approval] : []);
+      for (const approval of approvals) {
+        this.body.append(approvalCard(approval, {
+          onDecided: this.onDecided ? (resp) => this.onDecided(resp, this) : null,
+        }));
+      }
+    } else {
+      this.showAnswerIfSilent((r.output && r.output.text) || r.summary);
+    }
+  },
+  error(ev) {
+    this.block = null;
+    if (ev.code !== 'RUN_TAKEN_OVER') this.setStatus('failed');
+    const box = errorBox({name: ev.code, message: ev.error});
+    box.dataset.code = ev.code;
+    this.body.append(box);
+  },
+};

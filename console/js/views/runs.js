@@ -1,0 +1,100 @@
+// Runs: the dev user's runs (GET /api/agent/runs) and, for #/runs/<runId>, the run record and
+// its timeline drawn from the event log (followed while the run is at work).
+
+import {callJson, followRun} from '../api.js';
+import {$, chip, clear, h, json, when} from '../dom.js';
+import {showError} from '../errors.js';
+
+function eventText(ev) {
+  switch (ev.type) {
+    case 'status': return `${ev.status} (thread ${ev.threadId})`;
+    case 'delta':
+    case 'thought_delta': return ev.delta;
+    case 'tool_call': return `${ev.toolName} ${ev.status}: ${ev.preview}`;
+    case 'tool_result': return `${ev.toolName} ${ev.status}${ev.error ? `: ${ev.error}` : ''}`;
+    case 'usage': return `${ev.usage.totalTokens} tokens (${ev.usage.requests} requests)`;
+    case 'result': return `${ev.result.status}: ${ev.result.summary || ''}`;
+    case 'error': return `${ev.code}: ${ev.error}`;
+    default: return json(ev, 300);
+  }
+}
+
+function usageText(u) {
+  return u ? `${u.totalTokens} (in ${u.inputTokens} · out ${u.outputTokens} · thinking ${u.thinkingTokens})` : '';
+}
+
+export function mountRuns() {
+  const tbody = $('#runs-table tbody');
+  const errors = $('#runs-errors');
+  const detail = $('#run-detail');
+  let loads = new AbortController();
+
+  async function list() {
+    clear(errors);
+    let runs;
+    try {
+      ({runs} = await callJson('GET', '/api/agent/runs?limit=200', {signal: loads.signal}));
+    } catch (err) {
+      showError(errors, err, 'listing runs');
+      return;
+    }
+    clear(tbody);
+    if (!runs.length) tbody.append(h('tr', {}, h('td', {colspan: 7}, 'No runs yet.')));
+    for (const r of runs) {
+      tbody.append(h('tr', {'data-run-id': r.runId},
+        h('td', {}, h('a', {href: `#/runs/${r.runId}`}, r.runId)),
+        h('td', {}, r.threadId), h('td', {}, chip(r.status)), h('td', {}, String(r.steps)),
+        h('td', {}, String(r.usage.totalTokens)), h('td', {}, when(r.createdAt)),
+        h('td', {class: 'summary-cell'}, r.error ? `${r.error.code}: ${r.error.message}` : r.summary)));
+    }
+  }
+
+  async function showRun(runId) {
+    clear(detail);
+    let run;
+    try {
+      run = await callJson('GET', `/api/agent/runs/${encodeURIComponent(runId)}`, {signal: loads.signal});
+    } catch (err) {
+      showError(detail, err, `run ${runId}`);
+      return;
+    }
+    const facts = [['status', chip(run.status)], ['thread', run.threadId], ['host', run.host], ['mode', run.mode || ''],
+      ['model', run.model], ['steps', `${run.steps} of ${run.maxSteps}`], ['tools executed', String(run.toolsExecuted)],
+      ['last seq', String(run.lastSeq)], ['tokens', usageText(run.usage)], ['estimated cost', `$${run.costUsd}`],
+      ['started', when(run.createdAt)], ['updated', when(run.updatedAt)]];
+    if (run.error) facts.push(['error', `${run.error.code}: ${run.error.message}`]);
+    const timeline = h('ol', {class: 'timeline', 'aria-label': 'Events'});
+    detail.append(h('section', {class: 'run-record', 'aria-labelledby': 'run-detail-title'},
+      h('h3', {id: 'run-detail-title', tabindex: '-1'}, `Run ${run.runId}`),
+      h('dl', {class: 'facts'}, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+      run.modelCalls && run.modelCalls.length ? h('details', {},
+        h('summary', {}, `${run.modelCalls.length} model calls`),
+        h('div', {class: 'table-wrap'}, h('table', {},
+          h('thead', {}, h('tr', {}, ['step', 'operation', 'model', 'outcome', 'tokens', 'latency ms', 'cost $']
+            .map((c) => h('th', {scope: 'col'}, c)))),
+          h('tbody', {}, run.modelCalls.map((c) => h('tr', {},
+            [c.step ?? '', c.operationType, c.model, c.outcome, c.usage.totalTokens, Math.round(c.latencyMs), c.costUsd]
+              .map((v) => h('td', {}, String(v))))))))) : null,
+      h('h4', {}, 'Timeline (event log)'), timeline));
+    $('#run-detail-title').focus(); // keyboard users land on what they opened
+    try {
+      await followRun(run.runId, 0, (ev) => timeline.append(h('li', {class: `ev ev-${ev.type}`, 'data-seq': ev.seq},
+        h('span', {class: 'seq'}, `#${ev.seq}`), ' ', h('span', {class: 'type'}, ev.type), ' ',
+        h('span', {class: 'text'}, eventText(ev)))), {signal: loads.signal});
+    } catch (err) {
+      showError(detail, err, `events of ${run.runId}`);
+    }
+  }
+
+  $('#runs-refresh').addEventListener('click', list);
+  return {
+    show(runId) {
+      loads.abort();
+      loads = new AbortController();
+      list();
+      if (runId) showRun(runId);
+      else clear(detail);
+    },
+    userChanged() {},
+  };
+}
