@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PORT ?= 8080
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: dev demo test unit lint typecheck infra-test bench reliability bundle clean
 
@@ -12,15 +14,21 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
-venv: $(STAMP)
+# The browser tests (tests/console) drive Debian's Chromium through Playwright; Playwright never
+# downloads a browser of its own.
+$(CHROMIUM):
+	$(SUDO) apt-get install -y chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
+	test -x $(CHROMIUM)
 
-dev: $(STAMP)  ## serve every function on one port (SQLite store, local auth)
+venv: $(STAMP) $(CHROMIUM)
+
+dev: $(STAMP)  ## serve every function and the dev console on one port (SQLite store, local auth)
 	PORT=$(PORT) $(PY) devserver.py
 
 demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
 	$(PY) scripts/demo.py
 
-test: $(STAMP) lint typecheck  ## everything CI runs
+test: $(STAMP) $(CHROMIUM) lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP)

@@ -1,0 +1,178 @@
+"""The dev console in a real headless Chromium against the dev app: a chat run streaming, an
+approval decided from its card and the resumed run followed live, a reload in the middle of a run
+catching up from the event log, the usage view, and API errors shown with their code and message.
+
+Each test is its own dev user, so the tests share one server and store without seeing each other.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from playwright.sync_api import Page, expect
+
+from tests.console.conftest import CALL_USAGE, Console, api, open_console
+
+
+def test_a_chat_run_streams_into_the_page(page: Page, console: Console) -> None:
+    gate = console.model.hold("stream")
+    open_console(page, console, "alice")
+    page.focus("#chat-prompt")
+    page.keyboard.type("stream: say hello")
+    page.keyboard.press("Enter")  # Enter sends
+
+    run = page.locator("#chat-transcript .run").last
+    # The first delta is on the page while the model is still answering: the reply streams in.
+    expect(run.locator(".answer-text")).to_have_text("Hello ")
+    expect(run).to_have_attribute("data-status", "planning")
+    expect(run.locator(".bubble.user")).to_contain_text("stream: say hello")
+    thoughts = run.locator("details.thoughts")
+    expect(thoughts).not_to_have_attribute("open", "")  # collapsed until asked for
+    expect(thoughts.locator(".thought-text")).to_have_text("Weighing the greeting")
+    expect(page.locator("#chat-prompt")).to_have_value("")  # the prompt left the box once the run started
+
+    gate.set()
+    expect(run).to_have_attribute("data-status", "completed")
+    expect(run.locator(".answer-text")).to_have_text("Hello from the console.")
+    expect(run.locator(".usage")).to_contain_text(f"{CALL_USAGE.total_tokens} tokens")
+    thoughts.locator("summary").click()
+    expect(thoughts).to_have_attribute("open", "")
+    run_id = run.get_attribute("data-run-id")
+    assert run_id and run_id.startswith("run_")
+    thread = page.input_value("#chat-thread")
+    assert thread.startswith("thr_")  # the new thread the run opened is now the chosen one
+    record = api(console, "GET", f"/api/agent/runs/{run_id}", "alice")
+    assert record["status"] == "completed" and record["threadId"] == thread
+    console.screenshot(page, "chat")
+
+    # The same transcript on a narrow window: nothing wider than the window.
+    page.set_viewport_size({"width": 420, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    console.screenshot(page, "chat-narrow")
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+    # The runs list shows it, and its timeline is drawn from the event log.
+    page.click("nav >> text=Runs")
+    row = page.locator(f"#runs-table tr[data-run-id={run_id}]")
+    expect(row).to_contain_text("completed")
+    row.locator("a").press("Enter")
+    timeline = page.locator("#run-detail .timeline li")
+    expect(timeline.last).to_contain_text("result completed")
+    seqs = [int(s) for s in timeline.evaluate_all("items => items.map(li => li.dataset.seq)")]
+    assert seqs == list(range(1, record["lastSeq"] + 1))
+    assert timeline.first.inner_text().startswith("#1 status planning")
+    console.screenshot(page, "runs")
+
+
+def test_an_approval_decided_from_its_card_resumes_the_run(page: Page, console: Console) -> None:
+    open_console(page, console, "bob")
+    page.fill("#chat-prompt", "remember: I like green tea")
+    page.press("#chat-prompt", "Enter")
+    paused = page.locator("#chat-transcript .run").last
+    expect(paused).to_have_attribute("data-status", "awaiting_confirmation")
+    expect(paused.locator(".approval-card")).to_contain_text('Remember: "I like green tea"')
+
+    page.click("nav >> text=Approvals")
+    card = page.locator("#approvals-list .approval-card")
+    expect(card).to_have_count(1)
+    expect(card.locator(".tool-name")).to_have_text("save_memory")
+    expect(card.locator(".preview")).to_have_text('Remember: "I like green tea"')
+    expect(card.locator(".reason")).to_contain_text("save_memory has side effects")
+    console.screenshot(page, "approvals-pending")
+    card.locator("button.approve").focus()
+    page.keyboard.press("Enter")  # a real button: the keyboard decides too
+
+    expect(card.locator(".decision")).to_have_text("approved: resume requested")
+    resumed = page.locator("#approvals-following .run")
+    expect(resumed).to_have_attribute("data-status", "completed")
+    tool = resumed.locator(".tool-card[data-tool=save_memory]")
+    expect(tool).to_have_attribute("data-result", "completed")
+    expect(resumed.locator(".answer-text")).to_have_text("Saved: I like green tea")
+    console.screenshot(page, "approvals")
+
+    run_id = resumed.get_attribute("data-run-id")
+    record = api(console, "GET", f"/api/agent/runs/{run_id}", "bob")
+    assert record["status"] == "completed" and record["toolsExecuted"] == 1
+    # Decided and resumed: nothing is waiting any more.
+    page.click("#approvals-refresh")
+    expect(page.locator("#approvals-list")).to_have_text("Nothing is waiting for a decision.")
+
+
+def test_a_reload_mid_run_catches_up_from_the_event_log(page: Page, console: Console) -> None:
+    gate = console.model.hold("slow")
+    open_console(page, console, "carol")
+    page.fill("#chat-prompt", "slow: look up my tea")
+    page.press("#chat-prompt", "Enter")
+    live = page.locator("#chat-transcript .run[data-source=live]")
+    expect(live.locator(".tool-card[data-tool=search_memory]")).to_have_attribute("data-result", "completed")
+    run_id = live.get_attribute("data-run-id")
+    assert run_id
+    expect(live).to_have_attribute("data-status", "planning")  # the second model call is still held
+    kept = page.evaluate("Object.fromEntries(Object.entries(localStorage))")
+    assert f'"runId":"{run_id}"' in kept["console.carol.active"]
+
+    page.reload()
+    replayed = page.locator(f"#chat-transcript .run[data-run-id={run_id}]")
+    expect(replayed).to_have_attribute("data-source", "event-log")
+    # What happened before the reload is drawn again from the log: the prompt and the tool call.
+    expect(replayed.locator(".tool-card[data-tool=search_memory]")).to_have_attribute("data-result", "completed")
+    expect(replayed.locator(".bubble.user")).to_have_text("youslow: look up my tea")
+    expect(replayed).not_to_have_attribute("data-status", "completed")
+    console.screenshot(page, "reload-caught-up")
+
+    gate.set()  # the run goes on; the page follows it through the events route
+    expect(replayed).to_have_attribute("data-status", "completed")
+    expect(replayed.locator(".answer-text")).to_have_text("Finished after the reload.")
+    expect(page.locator("#chat-transcript .run")).to_have_count(1)
+    seqs = replayed.evaluate("el => el.dataset.lastSeq")
+    assert int(seqs) == api(console, "GET", f"/api/agent/runs/{run_id}", "carol")["lastSeq"]
+    assert "console.carol.active" not in page.evaluate("Object.keys(localStorage)")  # finished: nothing to resume
+    console.screenshot(page, "reload")
+
+
+def test_api_errors_are_shown_with_code_and_message(page: Page, console: Console) -> None:
+    open_console(page, console, "dave")
+    page.fill("#chat-thread", "not a valid thread!")
+    page.fill("#chat-prompt", "plain: hello")
+    page.press("#chat-prompt", "Enter")
+    error = page.locator("#chat-errors .error")
+    expect(error).to_have_attribute("data-code", "INVALID_REQUEST")
+    expect(error.locator(".error-status")).to_have_text("HTTP 400")
+    expect(error.locator(".error-message")).to_have_text("invalid request: threadId")
+    expect(error).to_have_attribute("role", "alert")
+    expect(page.locator("#chat-prompt")).to_have_value("plain: hello")  # nothing lost: fix and resend
+    expect(page.locator("#chat-transcript .run")).to_have_count(0)
+    console.screenshot(page, "error-chat")
+
+    page.click("nav >> text=Usage")
+    page.fill("#usage-from", "2026-03-10")
+    page.fill("#usage-to", "2026-03-01")
+    page.click("#usage-form button[type=submit]")
+    usage_error = page.locator("#usage-errors .error")
+    expect(usage_error).to_have_attribute("data-code", "INVALID_QUERY")
+    expect(usage_error.locator(".error-message")).to_have_text("query parameter from must be before to")
+    usage_error.locator("details summary").click()
+    expect(usage_error.locator("details pre")).to_contain_text('"field": "from"')
+    console.screenshot(page, "error-usage")
+
+
+def test_usage_shows_tokens_by_group_with_a_chart(page: Page, console: Console) -> None:
+    for prompt in ("plain: one", "plain: two"):
+        assert api(console, "POST", "/api/agent/run", "erin", {"prompt": prompt})["status"] == "completed"
+    open_console(page, console, "erin", view="usage")
+    page.click("#usage-form button[type=submit]")
+    row = page.locator("#usage-result .usage-table tbody tr")
+    expect(row).to_have_count(1)
+    cells = row.locator("td")
+    expect(cells.nth(1)).to_have_text("2")  # calls
+    expect(cells.nth(6)).to_have_text(str(2 * CALL_USAGE.total_tokens))
+    operation = cells.first.inner_text()
+    bar = page.locator(f"#usage-result svg.chart rect[data-key='{operation}']")
+    expect(bar).to_have_count(1)
+    expect(page.locator("#usage-result .totals")).to_contain_text("2 model calls")
+
+    page.select_option("#usage-group", "day")
+    page.click("#usage-form button[type=submit]")
+    expect(page.locator("#usage-result .usage-table tbody tr")).to_have_attribute(
+        "data-key", datetime.now(UTC).strftime("%Y-%m-%d"))
+    console.screenshot(page, "usage")
