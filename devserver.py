@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import flask
-import werkzeug.exceptions
+from werkzeug.security import safe_join
 
 from shared.errors import NotFound
 from shared.web import error_response, json_response
@@ -58,10 +58,11 @@ def console_file(path: str) -> flask.Response:
     mimetype = CONSOLE_TYPES.get(Path(path).suffix)
     if mimetype is None:
         return error_response(NotFound(f"no console file {path}", code="ROUTE_NOT_FOUND"))
-    try:
-        resp = flask.send_from_directory(CONSOLE_DIR, path, mimetype=mimetype, max_age=0)
-    except werkzeug.exceptions.NotFound:
+    target = safe_join(str(CONSOLE_DIR), path)  # None for anything that would leave console/
+    if target is None or not os.path.isfile(target):
         return error_response(NotFound(f"no console file {path}", code="ROUTE_NOT_FOUND"))
+    # Read whole (the files are small): no open file handed to the server to close later.
+    resp = flask.Response(Path(target).read_bytes(), mimetype=mimetype)
     resp.headers.update(CONSOLE_HEADERS)
     return resp
 

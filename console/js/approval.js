@@ -13,10 +13,10 @@ export function approvalCard(approval, {runId, threadId, onDecided} = {}) {
   const reasonInput = h('input', {id: reasonId, name: 'reason', placeholder: 'optional'});
   const approveBtn = h('button', {type: 'button', class: 'approve'}, 'Approve');
   const rejectBtn = h('button', {type: 'button', class: 'reject'}, 'Reject');
+  const state = h('span', {class: 'chip chip-awaiting_confirmation'}, 'awaiting approval');
   const card = h('section', {class: 'card approval-card', 'data-approval-id': approval.id,
     'aria-label': `Approval ${approval.id}: ${approval.tool}`},
-  h('h3', {}, h('span', {class: 'tool-name'}, approval.tool), ' ', h('span', {class: 'chip chip-awaiting_confirmation'},
-    'awaiting approval')),
+  h('h3', {}, h('span', {class: 'tool-name'}, approval.tool), ' ', state),
   h('p', {class: 'preview'}, approval.preview),
   h('p', {class: 'reason'}, h('span', {class: 'label'}, 'Why it asks: '), approval.reason),
   runId ? h('p', {class: 'meta'}, 'run ', h('a', {href: `#/runs/${runId}`}, runId),
@@ -33,6 +33,8 @@ export function approvalCard(approval, {runId, threadId, onDecided} = {}) {
       const resp = await callJson('POST', '/api/agent/approve', {body});
       outcome.textContent = `${resp.decision}: ${resp.status.replace(/_/g, ' ')}`;
       card.dataset.decision = resp.decision;
+      state.className = `chip chip-${resp.decision === 'approved' ? 'completed' : 'rejected'}`;
+      state.textContent = resp.decision;
       if (onDecided) await onDecided(resp, card);
     } catch (err) {
       showError(errors, err, `${decision} ${approval.id}`);

@@ -10,11 +10,12 @@ const FINAL_STATUSES = new Set(['completed', 'failed']);
 
 export class RunView {
   /**
-   * options.prompt: the user's prompt, when known (the event log does not hold it);
+   * options.prompt: the user's prompt, when known (the event log does not hold it); options.source:
+   * 'live' (a stream this page started) or 'event-log' (drawn from GET .../events);
    * options.onEvent(ev, view): after each new event; options.onDecided(resp, view): after an
    * approval on one of this run's cards was recorded (the caller follows the resumed run).
    */
-  constructor({runId = null, threadId = null, prompt = null, onEvent = null, onDecided = null} = {}) {
+  constructor({runId = null, threadId = null, prompt = null, source = 'live', onEvent = null, onDecided = null} = {}) {
     this.runId = runId;
     this.threadId = threadId;
     this.status = 'starting';
@@ -28,9 +29,11 @@ export class RunView {
     this.chip = chip('starting');
     this.usage = h('span', {class: 'usage'});
     this.link = h('span', {class: 'run-id'}, runId || 'new run');
-    this.head = h('header', {class: 'run-head'}, this.chip, ' ', this.link, ' ', this.usage);
+    this.head = h('header', {class: 'run-head'}, this.chip, ' ', this.link, ' ', this.usage,
+      h('span', {class: 'source'}, source === 'live' ? 'live stream' : 'from the event log'));
     this.body = h('div', {class: 'run-body'});
-    this.el = h('article', {class: 'run', 'data-run-id': runId || '', 'aria-label': 'Run'}, this.head);
+    this.el = h('article', {class: 'run', 'data-run-id': runId || '', 'data-source': source, 'aria-label': 'Run'},
+      this.head);
     if (prompt) this.el.append(h('div', {class: 'bubble user'}, h('span', {class: 'who'}, 'you'), prompt));
     this.el.append(this.body);
     if (runId) this.setRun(runId, threadId);

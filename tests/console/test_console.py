@@ -83,6 +83,7 @@ def test_an_approval_decided_from_its_card_resumes_the_run(page: Page, console: 
     page.keyboard.press("Enter")  # a real button: the keyboard decides too
 
     expect(card.locator(".decision")).to_have_text("approved: resume requested")
+    expect(card.locator(".chip")).to_have_text("approved")
     resumed = page.locator("#approvals-following .run")
     expect(resumed).to_have_attribute("data-status", "completed")
     tool = resumed.locator(".tool-card[data-tool=save_memory]")
@@ -116,7 +117,7 @@ def test_a_reload_mid_run_catches_up_from_the_event_log(page: Page, console: Con
     expect(replayed).to_have_attribute("data-source", "event-log")
     # What happened before the reload is drawn again from the log: the prompt and the tool call.
     expect(replayed.locator(".tool-card[data-tool=search_memory]")).to_have_attribute("data-result", "completed")
-    expect(replayed.locator(".bubble.user")).to_have_text("youslow: look up my tea")
+    expect(replayed.locator(".bubble.user")).to_contain_text("slow: look up my tea")
     expect(replayed).not_to_have_attribute("data-status", "completed")
     console.screenshot(page, "reload-caught-up")
 

@@ -4,6 +4,7 @@ SQLite file, and its output shows the run stopping for approval, the approval, a
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,6 +44,7 @@ def test_demo_runs_the_approval_tour_against_a_fresh_server(tmp_path: Path) -> N
                              ) from None
     assert proc.returncode == 0, f"{stdout[-3000:]}\n{stderr[-3000:]}"
     assert "model: offline model" in stderr and "store: sqlite" in stderr
+    assert re.search(r"Dev console: http://127\.0\.0\.1:\d+/ ", stderr), stderr[-2000:]
     assert "\"severity\"" not in stdout  # the server logs to stderr: stdout is the tour alone
 
     (demo_dir,) = tmp_path.glob("agent-demo-*")  # a fresh store, not var/agent-runtime.sqlite3

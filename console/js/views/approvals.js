@@ -17,8 +17,7 @@ export function mountApprovals() {
 
   async function followDecided(runId, threadId, after) {
     save('following', {runId, threadId, after});
-    const view = new RunView({runId, threadId});
-    view.el.dataset.source = 'event-log';
+    const view = new RunView({runId, threadId, source: 'event-log'});
     following.prepend(h('section', {class: 'following', 'aria-label': `Run ${runId} after the decision`},
       h('h3', {}, `Run ${runId} after the decision (events after seq ${after})`), view.el));
     try {

@@ -76,8 +76,8 @@ export function mountChat() {
       mine.push({runId: active.runId, threadId: thread});
     }
     await Promise.all(mine.map((run) => {
-      const view = newView({runId: run.runId, threadId: run.threadId, prompt: promptOf(run.runId)});
-      view.el.dataset.source = 'event-log';
+      const view = newView({runId: run.runId, threadId: run.threadId, prompt: promptOf(run.runId),
+        source: 'event-log'});
       transcript.append(view.el);
       return follow(view, 0);
     }));
@@ -98,7 +98,6 @@ export function mountChat() {
     clear(errors);
     sendButton.disabled = true;
     const view = newView({prompt, threadId: thread || null});
-    view.el.dataset.source = 'live';
     transcript.append(view.el);
     let started = false;
     try {
