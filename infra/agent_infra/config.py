@@ -55,8 +55,8 @@ _LOOP_SECRETS: tuple[SecretName, ...] = ("gemini", "credentials", "google_oauth"
 CATALOG: tuple[FunctionSpec, ...] = (
     FunctionSpec("run", "run", "http", "POST /api/agent/run", _LOOP_SECRETS, True, True, 0, "write"),
     FunctionSpec("stream", "stream", "http", "POST /api/agent/run/stream", _LOOP_SECRETS, True, True, 0, "write"),
-    # Reads runs and events only (functions/runs.py, shared/agent/streaming.py replay_events).
-    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs/{runId}[/events]", (), False, False, 300, "read"),
+    # Reads runs and events only (functions/runs.py: the caller's runs, one run, its events).
+    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs[/{runId}[/events]]", (), False, False, 300, "read"),
     FunctionSpec("approve", "approve", "http", "POST /api/agent/approve", (), True, False, 60, "write"),
     FunctionSpec("resume", "resume", "pubsub", "Pub/Sub push from the resume topic", _LOOP_SECRETS,
                  True, True, 0, "write"),
