@@ -12,6 +12,7 @@ Each test writes a screenshot of its main view to ``var/screenshots/``.
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 WAIT_MS = 30_000
 """Upper bound of any wait for the page (a hang fails after it); never a speed assertion."""
 GATE_S = 60.0
+CREDENTIALS_KEY = base64.b64encode(bytes(range(32))).decode()
+"""Lets the Integrations view store tokens (encrypted) in the test store."""
 CALL_USAGE = Usage(requests=1, input_tokens=100, output_tokens=20, total_tokens=120)
 """Every ConsoleModel call reports these figures, so the usage view's sums are known."""
 
@@ -155,8 +158,8 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     store = SqliteDocStore(str(tmp_path_factory.mktemp("console") / "state.sqlite3"))
     model = ConsoleModel()
-    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0), store=store, model=model,
-                 authenticator=LocalAuthenticator())
+    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY),
+                 store=store, model=model, authenticator=LocalAuthenticator())
     set_runtime(rt)
     server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="console-server", daemon=True)

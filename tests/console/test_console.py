@@ -1,6 +1,7 @@
 """The dev console in a real headless Chromium against the dev app: a chat run streaming, an
 approval decided from its card and the resumed run followed live, a reload in the middle of a run
-catching up from the event log, the usage view, and API errors shown with their code and message.
+catching up from the event log, the usage view, API errors shown with their code and message,
+integrations and the goals playground.
 
 Each test is its own dev user, so the tests share one server and store without seeing each other.
 """
@@ -177,3 +178,54 @@ def test_usage_shows_tokens_by_group_with_a_chart(page: Page, console: Console) 
     expect(page.locator("#usage-result .usage-table tbody tr")).to_have_attribute(
         "data-key", datetime.now(UTC).strftime("%Y-%m-%d"))
     console.screenshot(page, "usage")
+
+
+def test_integrations_connect_show_status_and_disconnect(page: Page, console: Console) -> None:
+    open_console(page, console, "frank", view="integrations")
+    rows = page.locator("#integrations-status tbody tr")
+    expect(rows).to_have_count(2)
+    expect(page.locator("#integrations-status tr[data-provider=slack] .chip")).to_have_text("not connected")
+
+    page.select_option("#int-provider", "slack")
+    page.fill("#int-access", "bad token")
+    page.click("#integrations-form button[type=submit]")
+    error = page.locator("#integrations-errors .error")
+    expect(error).to_have_attribute("data-code", "INVALID_REQUEST")
+    expect(error.locator(".error-message")).to_contain_text("accessToken")
+
+    page.fill("#int-access", "xoxp-console-test")
+    page.fill("#int-scopes", "channels:history, chat:write")
+    page.fill("#int-team", "T0123")
+    page.click("#integrations-form button[type=submit]")
+    slack = page.locator("#integrations-status tr[data-provider=slack]")
+    expect(slack.locator(".chip")).to_have_text("connected")
+    expect(slack).to_contain_text("channels:history, chat:write")
+    expect(page.locator("#integrations-errors .error")).to_have_count(0)
+    assert "xoxp-console-test" not in page.content()  # the token is never shown again
+    stored = api(console, "GET", "/api/integrations/slack", "frank")["integrations"][0]
+    assert stored["connected"] is True and stored["scopes"] == ["channels:history", "chat:write"]
+    console.screenshot(page, "integrations")
+
+    slack.locator("button", has_text="Disconnect slack").click()
+    expect(slack.locator(".chip")).to_have_text("not connected")
+    assert api(console, "GET", "/api/integrations/slack", "frank")["integrations"][0]["connected"] is False
+
+
+def test_goals_playground_plans_then_finalises(page: Page, console: Console) -> None:
+    open_console(page, console, "gina", view="goals")
+    page.fill("#goals-message", "I want to learn Kotlin.")
+    page.press("#goals-message", "Enter")
+    first = page.locator("#goals-log .goals-answer").first
+    expect(first).to_have_attribute("data-action", "save_preview")
+    expect(first.locator(".reply")).to_contain_text("Here\u2019s a plan based on your message!")
+    expect(first.locator(".plan .milestones > li").first).to_be_visible()
+    state = page.input_value("#goals-state")
+    assert '"step": "plan_generated"' in state and '"proposed_plan"' in state  # sent with the next message
+
+    page.fill("#goals-message", "looks good")
+    page.press("#goals-message", "Enter")
+    last = page.locator("#goals-log .goals-answer").last
+    expect(last).to_have_attribute("data-action", "finalize_goal")
+    expect(last.locator(".reply")).to_contain_text("I've created a goal for you:")
+    expect(last.locator(".meta")).to_contain_text("state finalized")
+    console.screenshot(page, "goals")

@@ -112,6 +112,7 @@ export function mountChat() {
       const stopped = view.lastType === 'result' || (view.lastType === 'error' && view.status === 'failed');
       if (!stopped && view.runId) await follow(view, view.lastSeq); // taken over, or the stream broke
     } catch (err) {
+      if (err.name === 'AbortError') return; // another thread or user was chosen: the run goes on server-side
       if (!started) view.el.remove();
       showError(errors, err, started ? `stream of ${view.runId || 'the run'}` : 'run');
       if (started && view.runId) await follow(view, view.lastSeq);
