@@ -14,9 +14,9 @@ export function errorBox(err, context) {
     api && err.status ? h('span', {class: 'error-status'}, `HTTP ${err.status}`) : null,
     context ? h('span', {class: 'error-context'}, context) : null,
     h('span', {class: 'error-message'}, message),
-    details ? h('details', {}, h('summary', {}, 'details'), h('pre', {}, json(details))) : null,
     h('button', {type: 'button', class: 'dismiss', 'aria-label': `Dismiss ${code}`,
-      onclick: () => box.remove()}, '×'));
+      onclick: () => box.remove()}, '×'),
+    details ? h('details', {}, h('summary', {}, 'details'), h('pre', {}, json(details))) : null);
   return box;
 }
 
