@@ -208,7 +208,7 @@ class HostAgent:
             raise ProtocolViolation(f"the host answered {action.tool} with {code}: {outcome.message}", code=code)
         stage = self.memory.working.stage
         await self._failure(f"{action.tool} failed with {code}: {outcome.message}")
-        if decision is Recovery.RESYNC_REPLAN and code != "TOOL_EXECUTION_FAILED":
+        if decision is Recovery.RESYNC_REPLAN:
             await self.executor.snapshot(f"resync after {code}")
         elif decision is Recovery.ADJUST_RETRY and self.memory.working.stage == stage:
             current = self.memory.working.current

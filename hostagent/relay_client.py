@@ -98,6 +98,8 @@ class RelayClient:
                                session_id=env.sessionId, code=_code(env), data={"envelope": env.wire()})
                 await self._route(env)
         except (ProtocolViolation, ConnectionLost) as exc:
+            self.log.write("error", "connection", direction="in", code=exc.code, reason=exc.message,
+                           data={"details": exc.details})
             await self._fail(exc)
         except asyncio.CancelledError:
             raise

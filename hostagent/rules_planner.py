@@ -15,8 +15,9 @@ import re
 from typing import Any
 
 from hostagent.memory import AgentMemory
-from hostagent.perception import IntentSignals, PerceivedContext
+from hostagent.perception import IntentSignals, PerceivedContext, signals
 from hostagent.plans import NavigationPlan, PlannedAction
+from hostagent.policies.retry import adjust_params
 from hostagent.protocol import new_id
 
 FLOW = ("browse", "showtimes", "seats", "checkout", "confirmation")
@@ -43,6 +44,11 @@ class RulesPlanner:
 
     async def plan(self, context: PerceivedContext, memory: AgentMemory) -> NavigationPlan:
         action, confidence = self._next(context, memory)
+        tool = context.tool(action.tool) if action.tool else None
+        if tool is not None:
+            # Words become params: fit them to the tool's schema (case, whitespace, types).
+            action = action.model_copy(update={"payload": {"name": tool.name,
+                                                           "params": adjust_params(tool, action.params)}})
         stage = context.stage
         later = list(FLOW[FLOW.index(stage) + 1:]) if stage in FLOW else []
         return NavigationPlan(planId=new_id("plan"), planner=self.name, goal=_goal_text(context),
@@ -54,9 +60,15 @@ class RulesPlanner:
         movies = _known_movies(memory, ctx)
         movie = _desired_movie([ctx.goal, *ctx.userTexts], movies)
         sig = ctx.signals
-        if not notes.get("announced"):
-            notes["announced"] = True
-            return _say(_intent_text(movie, sig), "info", "announce how the goal was understood before acting"), 0.9
+        heard = 1 + len(ctx.userTexts)
+        if notes.get("announced", 0) < heard:
+            # Say how the goal (or the user's change of mind) was understood before acting on it.
+            first = "announced" not in notes
+            notes["announced"] = heard
+            if first or _desired_movie(ctx.userTexts[-1:], movies) or _signals_changed(ctx):
+                text = _intent_text(movie, sig)
+                return _say(text if first else f"Understood, changing the plan. {text}", "info",
+                            "announce how the goal was understood before acting"), 0.9
         stage = ctx.stage
         ui: dict[str, Any] = ctx.uiSpec if isinstance(ctx.uiSpec, dict) else {}
         if stage == "browse":
@@ -153,7 +165,7 @@ class RulesPlanner:
             return self._ask_or_block(memory, "Which name and email should the booking be made for?",
                                       "the contact details are missing"), 0.5
         coupon = sig.coupon
-        if coupon and ui.get("coupon") != coupon and not notes.get("coupon_dropped"):
+        if coupon and ui.get("coupon") not in (coupon, coupon.upper()) and not notes.get("coupon_dropped"):
             tries = len(memory.episodic.tool_failures("apply_coupon"))
             if tries < COUPON_ATTEMPTS:
                 return _tool("apply_coupon", {"code": coupon}, f"the user gave the coupon {coupon}", "checkout"), 0.8
@@ -168,6 +180,13 @@ class RulesPlanner:
             return _say(f"I cannot go on: {why}, and my questions did not settle it.", "blocked", why)
         notes["questions"] = asked + 1
         return _say(question, "question", why)
+
+
+def _signals_changed(ctx: PerceivedContext) -> bool:
+    """Whether the user's last message changed what to book (not just who it is for)."""
+    before = signals([ctx.goal, *ctx.userTexts[:-1]])
+    keys = {"date", "time", "day_part", "count", "coupon"}
+    return before.model_dump(include=keys) != ctx.signals.model_dump(include=keys)
 
 
 def _goal_text(ctx: PerceivedContext) -> str:

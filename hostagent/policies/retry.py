@@ -3,7 +3,9 @@
 - ``UNKNOWN_TOOL``: resync with ``snapshot.get`` and replan from the new toolSchema.
 - ``INVALID_PARAMS``: adjust the params once, retry once, then replan.
 - ``TIMEOUT_STATE_UPDATE``: ``snapshot.get`` and continue (the action itself succeeded).
-- ``TOOL_EXECUTION_FAILED``, ``TIMEOUT_RESULT``, ``DESYNC_DETECTED``: resync and replan.
+- ``TIMEOUT_RESULT`` (the call may or may not have run): resync and replan.
+- ``TOOL_EXECUTION_FAILED`` (the host says nothing changed), ``DESYNC_DETECTED`` (the state was
+  just read): replan.
 - ``INVALID_MESSAGE``, ``SESSION_NOT_ACTIVE``: the session cannot go on (protocol failure).
 - Every failure but a late state update counts against its stage; at ``max_stage_failures`` (3)
   the agent tells the user it is blocked and stops acting.
@@ -45,8 +47,9 @@ class RetryPolicy:
             return Recovery.REPLAN if is_retry else Recovery.ADJUST_RETRY
         if code == "TIMEOUT_STATE_UPDATE":
             return Recovery.SNAPSHOT_CONTINUE
-        if code in ("TIMEOUT_RESULT", "DESYNC_DETECTED", "TOOL_EXECUTION_FAILED"):
+        if code == "TIMEOUT_RESULT":
             return Recovery.RESYNC_REPLAN
+        # TOOL_EXECUTION_FAILED: the host says nothing changed; DESYNC_DETECTED: the state was just read.
         return Recovery.REPLAN
 
     @staticmethod

@@ -18,6 +18,8 @@ MIN_REASON_CHARS = 8
 @dataclass(frozen=True)
 class SafetyPolicy:
     max_actions: int = 60
+    max_repeats: int = 2
+    """The same call that already succeeded this many times in a row on this stage is a loop."""
 
     def check(self, action: PlannedAction, context: PerceivedContext, memory: AgentMemory,
               *, in_flight: bool) -> list[str]:
@@ -38,6 +40,12 @@ class SafetyPolicy:
                 problems.append(f"tool {name!r} is not in the current toolSchema (stage {context.stage}: {offered})")
             else:
                 problems += [f"params {p}" for p in params_problems(tool, action.params)]
+            tail = memory.episodic.tail(self.max_repeats)
+            if len(tail) == self.max_repeats and all(
+                    e.outcome == "success" and e.tool == name and e.params == action.params
+                    and e.stage == context.stage for e in tail):
+                problems.append(f"{name} with these params already succeeded {self.max_repeats} times in a row "
+                                "here: repeating it is a loop")
         elif action.type == "agent.message":
             text = action.payload.get("text")
             if not isinstance(text, str) or not text.strip():
