@@ -72,7 +72,9 @@ class SessionResult(BaseModel):
     summary: str | None = None
 
 
-class _Stop(Exception):  # noqa: N818 - control flow, not an error
+class _Stop(Exception):
+    """Ends the session with an outcome (control flow, raised from deep in the loop)."""
+
     def __init__(self, outcome: Outcome, reason: str, code: str | None = None) -> None:
         super().__init__(reason)
         self.outcome = outcome

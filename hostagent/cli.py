@@ -120,7 +120,8 @@ class Transcript:
                 kind = payload.get("kind")
                 return f"agent{f' ({kind})' if kind and kind != 'info' else ''}: {payload.get('text')}"
             if r.type == "tool.call":
-                return f"  -> {payload.get('name')} {json.dumps(payload.get('params'))}  because: {payload.get('reason')}"
+                params = json.dumps(payload.get("params"))
+                return f"  -> {payload.get('name')} {params}  because: {payload.get('reason')}"
             if r.type == "tool.result":
                 return f"  <- ok {payload.get('name')}"
             if r.type == "error":

@@ -64,22 +64,22 @@ class PerceivedContext(BaseModel):
 def observe(env: Envelope, memory: AgentMemory) -> str:
     working = memory.working
     if env.type == "session.started":
-        body = env.body(SessionStarted)
+        body: SessionStarted = env.body(SessionStarted)
         working.session_id = body.sessionId
         working.phase = "SESSION_ACTIVE"
         return "ignored"
     if env.type == "snapshot.state":
-        snap = env.body(SnapshotState)
+        snap: SnapshotState = env.body(SnapshotState)
         _set_state(memory, UIState(stage=snap.stage, ui_spec=snap.uiSpec, tools=tuple(snap.toolSchema),
                                    source="snapshot.state", cause=None, ordinal=memory.actions_sent))
         working.messages = list(snap.messages)
         return "state"
     if env.type == "state.updated":
-        update = env.body(StateUpdated)
+        update: StateUpdated = env.body(StateUpdated)
         current = working.current
         if update.cause is not None and update.cause in memory.call_ordinals:
             ordinal = memory.call_ordinals[update.cause]
-            if current is not None and ordinal < current.ordinal or (
+            if (current is not None and ordinal < current.ordinal) or (
                     current is not None and ordinal == current.ordinal and current.source == "snapshot.state"):
                 return "stale"
         else:
@@ -89,7 +89,7 @@ def observe(env: Envelope, memory: AgentMemory) -> str:
                                    source="state.updated", cause=update.cause, ordinal=ordinal))
         return "state"
     if env.type == "user.message":
-        message = env.body(UserMessage)
+        message: UserMessage = env.body(UserMessage)
         working.user_texts.append(message.text)
         working.messages.append(ChatMessage(role="user", text=message.text, stage=message.stage))
         working.awaiting_user = False

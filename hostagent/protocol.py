@@ -11,13 +11,14 @@ wire: envelopes are serialised with ``exclude_none``.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import os
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PROTOCOL_VERSION = "mvp-0.2"
+PROTOCOL_VERSION: Literal["mvp-0.2"] = "mvp-0.2"
 
 Sender = Literal["agent", "host", "relay"]
 
@@ -156,7 +157,7 @@ class Envelope(BaseModel):
     sessionId: str | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
 
-    def body(self, model: type[P]) -> P:
+    def body(self, model: builtins.type[P]) -> P:
         """The payload as ``model`` (the frame was validated against its schema already)."""
         return model.model_validate(self.payload)
 

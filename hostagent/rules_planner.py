@@ -133,11 +133,11 @@ class RulesPlanner:
         shown_movie = ui.get("movie") or {}
         show = ui.get("showtime") or {}
         if movie is not None and shown_movie.get("id") != movie[0]:
-            return _tool("go_back", {}, f"the user now wants {movie[1]}, these seats are for {shown_movie.get('title')}",
-                         "showtimes"), 0.9
+            return _tool("go_back", {}, f"the user now wants {movie[1]}, these seats are for "
+                         f"{shown_movie.get('title')}", "showtimes"), 0.9
         if not _showtime_fits(show, sig):
-            return _tool("go_back", {}, f"the selected showtime {show.get('date')} {show.get('time')} no longer matches "
-                         f"{_when(sig)}", "showtimes"), 0.9
+            return _tool("go_back", {}, f"the selected showtime {show.get('date')} {show.get('time')} no longer "
+                         f"matches {_when(sig)}", "showtimes"), 0.9
         count = sig.count or 1
         seats = choose_seats(ui.get("seats", []), count)
         if not seats:
@@ -151,7 +151,7 @@ class RulesPlanner:
         notes = memory.working.notes
         shown = ui.get("movie") or {}
         show = ui.get("showtime") or {}
-        if movie is not None and shown.get("id") != movie[0] or not _showtime_fits(show, sig) or (
+        if (movie is not None and shown.get("id") != movie[0]) or not _showtime_fits(show, sig) or (
                 sig.count is not None and len(ui.get("seats", [])) != sig.count):
             return _say("You changed the booking after I reached checkout, and checkout has no way back: the "
                         f"seats held are for {shown.get('title')} on {show.get('date')} {show.get('time')} "

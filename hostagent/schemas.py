@@ -188,8 +188,12 @@ def tool_schema_problems(tools: list[dict[str, Any]]) -> list[str]:
         if name in seen:
             problems.append(f"toolSchema[{i}]: duplicate tool name {name!r}")
         seen.add(str(name))
+        params = tool.get("params")
+        if not isinstance(params, dict):
+            problems.append(f"toolSchema[{i}] ({name}): params is not a JSON object")
+            continue
         try:
-            Draft202012Validator.check_schema(tool.get("params"))
+            Draft202012Validator.check_schema(params)
         except SchemaError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
             problems.append(f"toolSchema[{i}] ({name}): params is not a valid JSON Schema at {where}: {exc.message}")
@@ -199,7 +203,8 @@ def tool_schema_problems(tools: list[dict[str, Any]]) -> list[str]:
 def params_problems(tool: ToolSpec, params: dict[str, Any]) -> list[str]:
     """Why ``params`` does not match ``tool``'s JSON Schema (empty when it does)."""
     validator = Draft202012Validator(tool.params)
-    return [f"{_where(e)}: {e.message}" for e in sorted(validator.iter_errors(params), key=lambda e: list(map(str, e.path)))]
+    errors = sorted(validator.iter_errors(params), key=lambda e: list(map(str, e.path)))
+    return [f"{_where(e)}: {e.message}" for e in errors]
 
 
 def all_message_schemas() -> dict[str, dict[str, Any]]:
@@ -207,12 +212,13 @@ def all_message_schemas() -> dict[str, dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print every message schema as JSON (``--markdown``: the section of docs/host-protocol.md)."""
+    """Print every message schema as JSON; ``--write-docs`` regenerates the schema sections of
+    docs/host-protocol.md from the models."""
     args = sys.argv[1:] if argv is None else argv
-    if "--markdown" in args:
-        from hostagent.docs_sections import schema_markdown
+    if "--write-docs" in args:
+        from hostagent.docs_sections import write_docs
 
-        sys.stdout.write(schema_markdown())
+        write_docs()
     else:
         json.dump(all_message_schemas(), sys.stdout, indent=2)
         sys.stdout.write("\n")

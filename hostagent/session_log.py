@@ -22,7 +22,7 @@ from hostagent.schemas import DIALECT
 
 Kind = Literal["session", "envelope", "plan", "action", "outcome", "verification", "recovery", "error", "note"]
 Direction = Literal["in", "out", "internal"]
-LOG_VERSION = 1
+LOG_VERSION: Literal[1] = 1
 
 
 class LogRecord(BaseModel):
@@ -41,7 +41,8 @@ class LogRecord(BaseModel):
     replyTo: str | None
     stage: str | None = Field(description="the host stage the agent believed current when it wrote the line")
     reason: str | None = Field(description="why: the action's reason, an error's message")
-    outcome: str | None = Field(description="success | failed | replan-required | ok | desync | stale | completed | ...")
+    outcome: str | None = Field(description="success | failed | replan-required | ok | desync | stale, or the "
+                                            "session's outcome (completed | blocked | ...)")
     code: str | None = Field(description="protocol or agent error code")
     data: dict[str, Any] | None = Field(description="the envelope, the plan, the params, details")
 

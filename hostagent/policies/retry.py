@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import enum
 from dataclasses import dataclass
@@ -93,10 +94,8 @@ def _fit(value: Any, schema: dict[str, Any]) -> Any:
         if kind == "integer":
             candidates += [int(text)] if text.lstrip("-").isdigit() else []
         if kind == "number":
-            try:
+            with contextlib.suppress(ValueError):
                 candidates.append(float(text))
-            except ValueError:
-                pass
         if kind == "boolean" and text.lower() in ("true", "false"):
             candidates.append(text.lower() == "true")
         if kind == "array":

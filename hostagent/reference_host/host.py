@@ -61,10 +61,7 @@ class MovieHost:
         return Out(json.dumps(check_outbound(env)))
 
     def _error(self, code: str, message: str, reply_to: str | None) -> Out:
-        return self._send("error", ErrorPayload(code=code, message=message), reply_to)  # type: ignore[arg-type]
-
-    def error_frame(self, code: str, message: str, reply_to: str | None = None) -> Out:
-        return self._error(code, message, reply_to)
+        return self._send("error", ErrorPayload(code=code, message=message), reply_to)
 
     def _tools(self) -> list[ToolSpec]:
         return [ToolSpec.model_validate(t) for t in self.booking.tools()]

@@ -66,7 +66,7 @@ class Room:
 
 
 def _error(code: str, message: str, reply_to: str | None = None) -> str:
-    env = envelope("error", ErrorPayload(code=code, message=message), id_prefix="r",  # type: ignore[arg-type]
+    env = envelope("error", ErrorPayload(code=code, message=message), id_prefix="r",
                    reply_to=reply_to)
     return json.dumps(check_outbound(env))
 
