@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hostagent.errors import HostError, ReplyTimeout
+from hostagent.errors import HostAgentError, HostError, ReplyTimeout
 from hostagent.memory import AgentMemory
 from hostagent.perception import observe
 from hostagent.plans import ActionOutcome, NavigationPlan, PlannedAction
-from hostagent.protocol import AgentMessage, Envelope, SessionEnd, SnapshotGet, ToolCall, envelope
+from hostagent.protocol import AgentMessage, ChatMessage, Envelope, SessionEnd, SnapshotGet, ToolCall, envelope
 from hostagent.relay_client import RelayClient
 from hostagent.session_log import SessionLog
 
@@ -45,6 +45,11 @@ class Executor:
             outcome = ActionOutcome(ok=False, code=err.code, replan=True, message=err.message)
         except ReplyTimeout as err:
             outcome = ActionOutcome(ok=False, code="TIMEOUT_RESULT", replan=True, message=err.message)
+        except HostAgentError as err:  # the connection or the protocol failed: the session ends
+            self.memory.settle(env.id, "failed", code=err.code, message=err.message)
+            self.log.write("outcome", "tool.call", id=env.id, outcome="failed", code=err.code, reason=err.message,
+                           data={"planId": plan.planId, "tool": action.tool})
+            raise
         finally:
             self.memory.working.phase = "SESSION_ACTIVE"
         self.memory.settle(env.id, outcome.label, code=outcome.code, message=outcome.message)
@@ -59,6 +64,8 @@ class Executor:
         self.log.write("action", "agent.message", id=env.id, reason=action.reason,
                        data={"planId": plan.planId, "kind": kind})
         await self.client.send(env)
+        working = self.memory.working
+        working.messages.append(ChatMessage(role="agent", text=str(action.payload["text"]), stage=working.stage))
         self.memory.settle(env.id, "success")
         return env
 
