@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     config = AgentConfig(url=args.url, room=args.room, goal=args.goal, timeout_s=args.timeout_s,
                          session_timeout_s=args.session_timeout_s,
                          question_timeout_s=args.question_timeout_s or 6 * args.timeout_s,
-                         max_frame_bytes=args.max_frame_bytes)
+                         connect_timeout_s=args.timeout_s, max_frame_bytes=args.max_frame_bytes)
     try:
         listener = None if args.quiet else Transcript(sys.stdout)
         result = asyncio.run(run_session(config, planner, args.log, listener))

@@ -152,7 +152,7 @@ def parse_frame(text: str | bytes, *, sender: Sender | Iterable[Sender]) -> Enve
     if type_ == "error":
         allowed.add("relay")
     if not allowed & senders:
-        raise ProtocolViolation(f"{type_!r} is not a message a {'/'.join(sorted(senders))} may send",
+        raise ProtocolViolation(f"{type_!r} may not be sent by the {' or the '.join(sorted(senders))}",
                                 details={"type": type_, "id": data["id"]})
     error = _first_error(_validator(type_), data)
     if error is not None:

@@ -173,3 +173,15 @@ def test_the_log_of_a_faulty_session_is_complete(tmp_path: Path) -> None:
         assert set(r) >= {"ts", "sessionId", "direction", "type", "id", "replyTo", "stage", "reason", "outcome",
                           "code"}
     assert all(r["sessionId"] == session.result.sessionId for r in records[4:])
+
+
+def test_an_unanswered_question_ends_blocked(tmp_path: Path) -> None:
+    # No contact details in the goal and no simulated user: the agent asks, waits (bounded), gives up.
+    session = run(tmp_path, goal="Book 1 seat for Dune", host_kwargs={"user_profile": None},
+                  question_timeout_s=FAULT_TIMEOUT_S, timeout_s=FAULT_TIMEOUT_S)
+    assert session.result.outcome == "blocked" and session.result.exit_code == 0
+    kinds = [e["payload"].get("kind") for e in session.sent("agent.message")]
+    assert kinds == ["info", "question", "blocked"]
+    assert "no answer to my question" in session.sent("agent.message")[-1]["payload"]["text"]
+    assert session.calls()[-1][0] == "select_seats"  # it reached checkout, then stopped without booking
+    assert session.booking.booking_id is None
