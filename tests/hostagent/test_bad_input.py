@@ -103,7 +103,7 @@ def _silent_session(tmp_path: Path, answer: Any) -> tuple[Any, list[dict[str, An
 
 
 def test_a_silent_relay_times_out(tmp_path: Path) -> None:
-    result, records, got = _silent_session(tmp_path, lambda frame: None)
+    result, _, got = _silent_session(tmp_path, lambda frame: None)
     assert result.outcome == "timeout" and result.exit_code == 5
     assert "no reply to relay.join" in result.reason
     assert [json.loads(g)["type"] for g in got] == ["relay.join"]
@@ -114,7 +114,7 @@ def test_a_reply_of_the_wrong_type_is_a_protocol_error(tmp_path: Path) -> None:
         return {"v": "mvp-0.2", "id": "x1", "type": "session.started", "replyTo": frame["id"],
                 "payload": {"sessionId": "s", "stage": "browse"}}
 
-    result, records, _ = _silent_session(tmp_path, answer)
+    result, _, _ = _silent_session(tmp_path, answer)
     assert result.outcome == "protocol_error" and result.exit_code == 3
     assert "relay.join" in result.reason and "answered with session.started" in result.reason
 
