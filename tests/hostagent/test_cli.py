@@ -24,7 +24,7 @@ from tests.hostagent.test_llm_planner import _context_of, _first_user_texts, boo
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / ".venv" / "bin" / "host-agent"
 RUN_LIMIT_S = 60  # bounds a hung process; not a performance assertion
-_MODEL_ENV = ("GEMINI_API_KEY", "GEMINI_USE_VERTEX", "GEMINI_BASE_URL", "GEMINI_MODEL", "PYTHONPATH")
+_MODEL_ENV = ("GEMINI_API_KEY", "GEMINI_USE_VERTEX", "GEMINI_BASE_URL", "GEMINI_MODEL", "PYTHONPATH", "LOG_LEVEL")
 
 
 def host_agent(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -114,17 +114,19 @@ def test_a_peer_that_never_answers_the_handshake_exits_4(tmp_path: Path) -> None
 
 
 def test_the_session_deadline_exits_5(tmp_path: Path) -> None:
-    # The simulated user is off, so the agent's question is never answered; the session deadline
-    # comes first (the question would wait 6 x --timeout-s).
-    with serve_in_thread(user_profile=None) as running:
+    # A peer that never completes the handshake, and every single wait (30 s) longer than the whole
+    # session (1 s): the session deadline is what ends it.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
         log = tmp_path / "s.jsonl"
-        proc = host_agent("--url", running.url, "--room", "r", "--goal", "Book 1 seat for Dune", "--log", str(log),
-                          "--timeout-s", "5", "--session-timeout-s", "1")
+        proc = host_agent("--url", f"ws://127.0.0.1:{port}/relay", "--room", "r", "--goal", GOAL, "--log", str(log),
+                          "--timeout-s", "30", "--session-timeout-s", "1")
     assert proc.returncode == 5, proc.stdout + proc.stderr
     finish = _records(log)[-1]
     assert finish["outcome"] == "timeout" and finish["code"] == "SESSION_TIMEOUT"
-    assert "agent (question): Which name and email" in proc.stdout
-    assert running.server.host_of("r").ended  # the agent still ended the session with the host
+    assert "session finished: timeout (the session did not finish within 1s)" in proc.stdout
 
 
 @pytest.mark.parametrize(("args", "message"), [
