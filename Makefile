@@ -5,14 +5,18 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PORT ?= 8080
 
-.PHONY: dev demo test unit lint typecheck infra-test bench reliability bundle clean
+.PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability bundle clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
-venv: $(STAMP)
+# The host agent's command (the project is not pip-installed: a small launcher runs this checkout).
+$(VENV)/bin/host-agent: scripts/host-agent $(STAMP)
+	install -m 755 scripts/host-agent $@
+
+venv: $(STAMP) $(VENV)/bin/host-agent
 
 dev: $(STAMP)  ## serve every function on one port (SQLite store, local auth)
 	PORT=$(PORT) $(PY) devserver.py
@@ -20,7 +24,10 @@ dev: $(STAMP)  ## serve every function on one port (SQLite store, local auth)
 demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
 	$(PY) scripts/demo.py
 
-test: $(STAMP) lint typecheck  ## everything CI runs
+host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on the reference host (offline)
+	$(PY) -m hostagent.demo
+
+test: $(STAMP) $(VENV)/bin/host-agent lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP)

@@ -58,7 +58,7 @@ def test_each_function_runs_as_its_own_account(stacks: dict[str, list[Declared]]
     emails = [fn["serviceConfig"]["serviceAccountEmail"] for fn in functions(declared).values()]
     assert len(set(emails)) == len(CATALOG)
     assert all("compute@developer" not in e for e in emails)
-    assert len(of_type(declared, ACCOUNT)) == len(CATALOG) + 2  # + push identity, builder
+    assert len(of_type(declared, ACCOUNT)) == len(CATALOG) + 3  # + push identity, builder, host agent job
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -153,6 +153,7 @@ def test_secret_readers(stacks: dict[str, list[Declared]], stack: str) -> None:
     want |= {(creds, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "integrations")}
     # The loop runs connector tools in run, stream and resume: they refresh Google tokens.
     want |= {(oauth, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume")}
+    want.add((gemini, role, sa_member(declared, "sa-host-agent")))  # the host agent job's LLM planner
     assert got == want
 
 

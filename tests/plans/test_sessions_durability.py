@@ -95,7 +95,7 @@ def test_no_act_starts_after_the_deadline(make_rt: MakeRuntime, client: FlaskCli
     rt = make_rt(Script(acts={"Read the notes": [("search_memory", {"query": "a"})]}))
     sid = create(client)["sessionId"]
     confirm(client, sid)
-    session, token = rt.sessions.get(sid)  # type: ignore[misc]
+    session, _ = rt.sessions.get(sid)  # type: ignore[misc]
     run = rt.runs.get_run(session.run_id or "")
     assert run is not None
     # The deadline passes before the first invocation runs (the execution carries it in its state).
