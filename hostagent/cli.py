@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import sys
+import uuid
 from collections.abc import Callable
 from typing import TextIO
 from urllib.parse import urlsplit
@@ -66,6 +67,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--goal", required=True, type=_text, help="what the user wants, in their words")
     p.add_argument("--log", required=True, type=_text, help="JSONL log file to write (replaced)")
     p.add_argument("--planner", choices=("rules", "llm"), default="rules")
+    p.add_argument("--uid", default="backend:host-agent",
+                   help="whose usage ledger records the LLM planner's model calls (default backend:host-agent)")
     p.add_argument("--timeout-s", type=_positive, default=10.0,
                    help="bound of every wait for a reply or a state update (default 10)")
     p.add_argument("--session-timeout-s", type=_positive, default=600.0, help="bound of the whole session (600)")
@@ -76,16 +79,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def build_planner(kind: str) -> Planner:
+def build_planner(kind: str, *, uid: str = "backend:host-agent", unit_id: str = "host-session") -> Planner:
     if kind == "rules":
         return RulesPlanner()
     from hostagent.llm_planner import build_llm_planner
     from shared.models.factory import create_model
+    from shared.state.factory import create_docstore
+    from shared.state.usage_repo import UsageRepo
+    from shared.usage.meter import MeteredCall, MeteredModel
 
     settings = Settings.from_env()
     if not (settings.gemini_api_key or settings.gemini_use_vertex):
         raise ConfigurationError("--planner llm needs GEMINI_API_KEY (or GEMINI_USE_VERTEX=true)")
-    return build_llm_planner(create_model(settings), timeout_s=settings.model_timeout_s)
+    # Every planner call goes to the usage ledger of the configured store (STATE_BACKEND).
+    ledger = UsageRepo(create_docstore(settings))
+    call = MeteredCall(uid=uid, unit_kind="host_session", unit_id=unit_id, component="host_planner",
+                       operation_type="host_planner")
+    model = MeteredModel(create_model(settings), call, settings, ledger.record)
+    return build_llm_planner(model, timeout_s=settings.model_timeout_s)
 
 
 class Transcript:
@@ -145,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(os.environ.get("GOOGLE_CLOUD_PROJECT", ""), os.environ.get("LOG_LEVEL", "WARNING").upper(),
                       stream=sys.stderr)
     try:
-        planner = build_planner(args.planner)
+        planner = build_planner(args.planner, uid=args.uid, unit_id=f"{args.room}-{uuid.uuid4().hex[:8]}")
     except ConfigurationError as exc:
         print(f"host-agent: {exc}", file=sys.stderr)
         return USAGE_ERROR

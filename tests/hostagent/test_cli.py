@@ -17,6 +17,8 @@ import pytest
 
 from hostagent.reference_host.faults import parse_fault
 from hostagent.reference_host.server import ThreadedHost, serve_in_thread
+from shared.state.sqlite_docstore import SqliteDocStore
+from shared.state.usage_repo import UsageRepo
 from tests.fakes.fake_gemini import FakeGemini, Received, Reply, text
 from tests.hostagent.support import GOAL, check_log
 from tests.hostagent.test_llm_planner import _context_of, _first_user_texts, booking_brain
@@ -161,11 +163,19 @@ def test_the_llm_planner_books_through_gemini(tmp_path: Path, host: ThreadedHost
     with FakeGemini() as fake:
         fake.handler = brain
         log = tmp_path / "s.jsonl"
+        ledger = tmp_path / "ledger.sqlite3"
         proc = host_agent("--url", host.url, "--room", "llm", "--goal", goal, "--log", str(log), "--planner", "llm",
-                          env=fake.env())
+                          "--uid", "alice", env={**fake.env(), "STATE_BACKEND": "sqlite", "SQLITE_PATH": str(ledger)})
         assert proc.returncode == 0, proc.stdout + proc.stderr
         fake.assert_complete()
         assert len(fake.requests) == 7
+    store = SqliteDocStore(str(ledger))  # every planner call is in alice's usage ledger
+    try:
+        entries = UsageRepo(store).between("alice", 0, 1e12)
+    finally:
+        store.close()
+    assert len(entries) == 7 and {(e.component, e.operation_type, e.unit_kind) for e in entries} == {
+        ("host_planner", "host_planner", "host_session")}
     records = _records(log)
     assert records[-1]["outcome"] == "completed"
     assert records[-1]["data"]["usage"]["requests"] == 7  # type: ignore[index]
