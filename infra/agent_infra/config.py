@@ -65,6 +65,9 @@ CATALOG: tuple[FunctionSpec, ...] = (
     # Stores (encrypted), deletes and reports users' tokens; never refreshes them.
     FunctionSpec("integrations", "integrations", "http", "GET|POST|DELETE /api/integrations[/{provider}]",
                  ("credentials",), False, False, 60, "write"),
+    # Plan sessions (seed 004): plans with the model, writes sessions, publishes continue messages.
+    FunctionSpec("sessions", "sessions", "http", "/api/agent/sessions[/{id}[/refine|confirm|cancel|events]]",
+                 ("gemini",), True, True, 0, "write"),
     # Reads the caller's usage ledger only (functions/usage.py).
     FunctionSpec("usage", "usage", "http", "GET /api/agent/usage", (), False, False, 60, "read"),
 )

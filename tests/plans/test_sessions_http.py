@@ -201,3 +201,37 @@ def test_a_task_out_of_acts_fails_the_session(make_rt: MakeRuntime, client: Flas
     view = client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()
     assert view["status"] == "failed" and view["error"]["code"] == "ACT_LIMIT"
     assert view["tasks"][0]["status"] == "failed" and len(view["tasks"][0]["history"]) == 3
+
+
+def test_every_session_response_and_event_matches_the_openapi_document(make_rt: MakeRuntime,
+                                                                       client: FlaskClient) -> None:
+    from tests.e2e.test_openapi import check
+
+    doc = client.get("/openapi.json").get_json()
+    script = Script(acts={"Read the notes": [("save_memory", {"text": "note"})]},
+                    refine=lambda p: {"tasks": p["currentPlan"][:2], "summary": "shorter"})
+    rt = make_rt(script)
+    created = check(doc, "/api/agent/sessions", "post",
+                    client.post("/api/agent/sessions", json={"prompt": "do it"}, headers=ALICE))
+    sid = created["sessionId"]
+    one = "/api/agent/sessions/{sessionId}"
+    check(doc, one + "/refine", "post", client.post(f"/api/agent/sessions/{sid}/refine", json={"message": "short"},
+                                                    headers=ALICE))
+    check(doc, one + "/confirm", "post", client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 9},
+                                                     headers=ALICE))
+    check(doc, one + "/confirm", "post", client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 2},
+                                                     headers=ALICE))
+    deliver(rt)
+    paused = check(doc, one, "get", client.get(f"/api/agent/sessions/{sid}", headers=ALICE))
+    client.post("/api/agent/approve", json={"approvalId": paused["pendingApprovals"][0]["approvalId"],
+                                            "decision": "approve"}, headers=ALICE)
+    deliver(rt)
+    done = check(doc, one, "get", client.get(f"/api/agent/sessions/{sid}", headers=ALICE))
+    assert done["status"] == "completed"
+    evs = check(doc, one + "/events", "get", client.get(f"/api/agent/sessions/{sid}/events", headers=ALICE))
+    assert {"approval_required", "plan_updated", "result"} <= {e["type"] for e in evs}
+    check(doc, one + "/cancel", "post", client.post(f"/api/agent/sessions/{sid}/cancel", headers=ALICE))
+    check(doc, one, "get", client.get("/api/agent/sessions/ses_missing", headers=ALICE))
+    failed = check(doc, "/api/agent/sessions", "post",
+                   client.post("/api/agent/sessions", json={"prompt": "   "}, headers=ALICE))
+    assert failed["error"]["code"] == "INVALID_REQUEST"
