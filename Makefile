@@ -16,9 +16,12 @@ $(STAMP): requirements.txt requirements-dev.txt
 $(VENV)/bin/host-agent: scripts/host-agent $(STAMP)
 	install -m 755 scripts/host-agent $@
 
-venv: $(STAMP) $(VENV)/bin/host-agent
+$(VENV)/bin/agent: scripts/agent $(STAMP)
+	install -m 755 scripts/agent $@
 
-dev: $(STAMP)  ## serve every function on one port (SQLite store, local auth)
+venv: $(STAMP) $(VENV)/bin/host-agent $(VENV)/bin/agent
+
+dev: $(STAMP) $(VENV)/bin/agent  ## serve every function on one port (SQLite store, local auth)
 	PORT=$(PORT) $(PY) devserver.py
 
 demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
@@ -27,7 +30,7 @@ demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
 host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on the reference host (offline)
 	$(PY) -m hostagent.demo
 
-test: $(STAMP) $(VENV)/bin/host-agent lint typecheck  ## everything CI runs
+test: $(STAMP) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP)

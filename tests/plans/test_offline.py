@@ -22,7 +22,7 @@ def test_an_offline_session_runs_to_completion_with_the_inline_dispatcher(sqlite
     try:
         client = create_app().test_client()
         body = client.post("/api/agent/sessions", json={"prompt": "tidy my notes"}, headers=ALICE).get_json()
-        assert body["ok"] and [t["title"] for t in body["plan"]["tasks"]][0] == "Understand: tidy my notes"
+        assert body["ok"] and body["plan"]["tasks"][0]["title"] == "Understand: tidy my notes"
         assert LABEL in client.get(f"/api/agent/sessions/{body['sessionId']}", headers=ALICE).get_json()[
             "tasks"][0]["description"]
         sid = body["sessionId"]
