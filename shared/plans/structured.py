@@ -7,11 +7,12 @@ problems; a second bad answer is a failure (``problems`` say why). ``ModelError`
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -37,6 +38,12 @@ class Answer(Generic[T]):
     attempts: int = 0
 
 
+@functools.cache
+def response_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    """``schema``'s JSON schema as the model is given it (built once per class: it is costly)."""
+    return clean_json_schema(schema.model_json_schema(), inline_refs=True, drop=frozenset({"title", "default"}))
+
+
 def parse_json(text: str) -> object:
     body = text.strip()
     if body.startswith("```"):
@@ -47,8 +54,7 @@ def parse_json(text: str) -> object:
 def ask(model: Model, instruction: str, prompt: str, schema: type[BaseModel], accept: Callable[[BaseModel], T], *,
         timeout_s: float | None = None) -> Answer[T]:
     turns = [Turn(role="user", parts=[Part(text=prompt)])]
-    response_schema = clean_json_schema(schema.model_json_schema(), inline_refs=True,
-                                        drop=frozenset({"title", "default"}))
+    response_schema = response_schema_of(schema)
     problems: list[str] = []
     for attempt in range(1, MAX_ATTEMPTS + 1):
         request = ModelRequest(system_instruction=instruction, turns=turns, response_schema=response_schema,
