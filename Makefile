@@ -48,8 +48,9 @@ infra-test:
 bench: $(STAMP)  ## performance figures (JSON)
 	$(PY) -m bench.run
 
-reliability: $(STAMP)  ## the approval/resume reliability scenario (JSON summary)
+reliability: $(STAMP)  ## the approval/resume and plan-session reliability scenarios (JSON summaries)
 	$(PY) -m bench.reliability
+	$(PY) -m bench.plan_reliability --sessions 100
 
 bundle:  ## deployable function source in dist/bundle
 	bash scripts/bundle.sh
