@@ -7,7 +7,7 @@ PORT ?= 8080
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: dev demo test unit lint typecheck infra-test bench reliability bundle clean
+.PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability bundle clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,15 +20,25 @@ $(CHROMIUM):
 	$(SUDO) apt-get install -y chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 	test -x $(CHROMIUM)
 
-venv: $(STAMP) $(CHROMIUM)
+# The host agent's command (the project is not pip-installed: a small launcher runs this checkout).
+$(VENV)/bin/host-agent: scripts/host-agent $(STAMP)
+	install -m 755 scripts/host-agent $@
 
-dev: $(STAMP)  ## serve every function and the dev console on one port (SQLite store, local auth)
+$(VENV)/bin/agent: scripts/agent $(STAMP)
+	install -m 755 scripts/agent $@
+
+venv: $(STAMP) $(CHROMIUM) $(VENV)/bin/host-agent $(VENV)/bin/agent
+
+dev: $(STAMP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
 	PORT=$(PORT) $(PY) devserver.py
 
 demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
 	$(PY) scripts/demo.py
 
-test: $(STAMP) $(CHROMIUM) lint typecheck  ## everything CI runs
+host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on the reference host (offline)
+	$(PY) -m hostagent.demo
+
+test: $(STAMP) $(CHROMIUM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP)
@@ -46,8 +56,9 @@ infra-test:
 bench: $(STAMP)  ## performance figures (JSON)
 	$(PY) -m bench.run
 
-reliability: $(STAMP)  ## the approval/resume reliability scenario (JSON summary)
+reliability: $(STAMP)  ## the approval/resume and plan-session reliability scenarios (JSON summaries)
 	$(PY) -m bench.reliability
+	$(PY) -m bench.plan_reliability --sessions 100
 
 bundle:  ## deployable function source in dist/bundle
 	bash scripts/bundle.sh

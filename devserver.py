@@ -4,7 +4,8 @@ Not part of the deployed bundle. Refuses to run on Cloud Run (``K_SERVICE`` set)
 ``/`` is the dev console (``console/``: static ES modules over the public API, served only with
 ``AUTH_MODE=local``, see docs/console.md).
 Routes: POST /api/agent/run, POST /api/agent/run/stream, GET /api/agent/runs, GET /api/agent/runs/{runId}[/events],
-POST /api/agent/approve, GET /api/agent/usage, POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
+POST /api/agent/approve, GET /api/agent/usage, /api/agent/sessions[/{id}[/refine|confirm|cancel|events]],
+POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
 GET /openapi.json, GET /healthz.
 """
 
@@ -75,6 +76,7 @@ def create_app() -> flask.Flask:
     from functions.integrations import integrations
     from functions.run import run
     from functions.runs import runs
+    from functions.sessions import sessions
     from functions.stream import stream
     from functions.usage import usage
     from shared.openapi import build_openapi
@@ -101,6 +103,9 @@ def create_app() -> flask.Flask:
         handler = routes.get(req.path.rstrip("/") or "/")
         if handler is None and (req.path.rstrip("/") == "/api/agent/runs" or req.path.startswith("/api/agent/runs/")):
             handler = runs
+        if handler is None and (req.path.rstrip("/") == "/api/agent/sessions"
+                                or req.path.startswith("/api/agent/sessions/")):
+            handler = sessions
         if handler is None and (req.path.rstrip("/") == "/api/integrations"
                                 or req.path.startswith("/api/integrations/")):
             handler = integrations

@@ -19,7 +19,7 @@ from shared.config import Settings
 if TYPE_CHECKING:
     import flask
 
-__all__ = ["approve", "goals", "integrations", "resume", "run", "runs", "stream", "usage"]
+__all__ = ["approve", "goals", "integrations", "resume", "run", "runs", "sessions", "stream", "usage"]
 
 Settings.from_env()  # raises ConfigurationError: functions-framework exits before serving
 
@@ -70,5 +70,11 @@ def integrations(request: flask.Request) -> flask.Response:
 
 def usage(request: flask.Request) -> flask.Response:
     from functions.usage import usage as impl
+
+    return impl(request)
+
+
+def sessions(request: flask.Request) -> flask.Response:
+    from functions.sessions import sessions as impl
 
     return impl(request)

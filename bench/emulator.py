@@ -58,3 +58,19 @@ def sqlite_store(path: str) -> Iterator[DocStore]:
         yield store
     finally:
         store.close()
+
+
+@contextlib.contextmanager
+def pubsub_emulator() -> Iterator[str]:
+    """``host:port`` of a running Pub/Sub emulator for the duration of the block."""
+    host = os.environ.get("PUBSUB_EMULATOR_HOST", "").strip()
+    if host:
+        yield host
+        return
+    from tests.emulators import start_pubsub
+
+    emulator = start_pubsub()
+    try:
+        yield emulator.host
+    finally:
+        emulator.stop()

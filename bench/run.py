@@ -4,7 +4,8 @@
 
 Sections: ``reference`` (a fixed pure-Python loop timed in this run; ``ratio_to_reference`` =
 value / reference_ms), ``per_step`` (per store), ``memory``, ``cold_start``, ``genai_import``,
-``versus_baseline`` (per-step and commits of this tree and of a baseline commit, bench/versus.py)
+``versus_baseline`` (per-step and commits of this tree and of a baseline commit, bench/versus.py),
+``plans`` (plan sessions: per act, continuation latency through Pub/Sub; bench/plans.py)
 and ``targets`` (the issue's targets with ``met``). docs/benchmarks.md explains every figure.
 """
 
@@ -22,7 +23,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench import coldstart, memory, steps, versus
+from bench import coldstart, memory, plans, steps, versus
 from bench.emulator import firestore_emulator, firestore_store, sqlite_store
 from bench.fakemodel import tool_then_answer
 from bench.reference import reference_ms
@@ -197,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         cold = cold_start_figures(fs_host, args.quick)
         progress("per-step and commits against the baseline commit (bench/versus.py)")
         against = versus.compare(fs_host, tmp, base_env(FIRESTORE_EMULATOR_HOST=fs_host), quick=args.quick)
+        progress("plan sessions: per act, and continuation through the Pub/Sub emulator (bench/plans.py)")
+        plan_figures = plans.figures(fs_host, tmp, args.quick)
     genai = genai_checks(tmp)
     ref_after = reference_ms()
     ref = (ref_before + ref_after) / 2
@@ -219,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         "cold_start": cold,
         "genai_import": genai,
         "versus_baseline": against,
+        "plans": plan_figures,
         "targets": {
             "per_step_not_worse_than_baseline": {
                 store: {"head_ms": against.get(store, {}).get("head", {}).get("per_step_ms"),

@@ -133,6 +133,14 @@ class Settings:
     gmail_api_base_url: str | None = None
     calendar_api_base_url: str | None = None
     slack_api_base_url: str | None = None
+    plan_default_deadline_s: float = 3600.0
+    plan_max_deadline_s: float = 7 * 86400.0
+    plan_max_acts_per_task: int = 12
+    plan_max_tasks: int = 30
+    plan_steps_per_invocation: int = 12
+    """Model calls one invocation makes on a plan before it yields to the next one."""
+    plan_yield_margin_s: float = 10.0
+    """Time left (of AGENT_RUN_DEADLINE_S) below which a plan invocation yields."""
     model_profiles: tuple[tuple[str, str], ...] = ()
     """``speed | balanced | quality`` -> model name (MODEL_PROFILE_*; each defaults to GEMINI_MODEL)."""
     model_prices: tuple[tuple[str, float, float, float], ...] = DEFAULT_MODEL_PRICES
@@ -201,6 +209,12 @@ class Settings:
             gmail_api_base_url=os.environ.get("GMAIL_API_BASE_URL", "").strip() or None,
             calendar_api_base_url=os.environ.get("CALENDAR_API_BASE_URL", "").strip() or None,
             slack_api_base_url=os.environ.get("SLACK_API_BASE_URL", "").strip() or None,
+            plan_default_deadline_s=_float("PLAN_DEFAULT_DEADLINE_S", 3600.0),
+            plan_max_deadline_s=_float("PLAN_MAX_DEADLINE_S", 7 * 86400.0),
+            plan_max_acts_per_task=max(1, _int("PLAN_MAX_ACTS_PER_TASK", 12)),
+            plan_max_tasks=max(1, _int("PLAN_MAX_TASKS", 30)),
+            plan_steps_per_invocation=max(1, _int("PLAN_STEPS_PER_INVOCATION", 12)),
+            plan_yield_margin_s=_float("PLAN_YIELD_MARGIN_S", 10.0),
             model_profiles=tuple((p, os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()) for p in PROFILES
                                  if os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()),
             model_prices=_prices("MODEL_PRICES"),

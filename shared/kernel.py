@@ -6,7 +6,9 @@ layer itself knows none of these names.
 |------------|---------------------------------------|---------------------------------|
 | `resume`   | a decided approval (outbox)           | continue the run (loop/resume)  |
 | `continue` | a unit that yielded its invocation    | continue the run (loop/resume)  |
-| `sweep`    | Cloud Scheduler / `make dev`'s thread | the router's sweep (every kind) |
+| `sweep`    | Cloud Scheduler / `make dev`'s thread | the router's sweep (every kind; sessions past deadline) |
+
+Hosts: ``chat`` (seed 001 runs), ``plan`` (a confirmed plan session's execution, shared/plans/host.py).
 
 The loop itself is imported only when a router is built (deciding an approval never loads it).
 """
@@ -22,19 +24,24 @@ from shared.loop.host import Host, HostRegistry
 if TYPE_CHECKING:
     from shared.durable.router import Router
     from shared.loop.context import Services
+    from shared.state.sessions_repo import SessionsRepo
 
 
 
-def build_hosts(extra: list[Host] | None = None) -> HostRegistry:
-    return HostRegistry(ChatHost(), *(extra or []))
+def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> HostRegistry:
+    from shared.plans.host import PlanHost
+
+    return HostRegistry(ChatHost(), PlanHost(sessions), *(extra or []))
 
 
-def build_router(services: Services) -> Router:
+def build_router(services: Services, sessions: SessionsRepo) -> Router:
     from shared.durable.router import Router
     from shared.loop.resume import handle_run_message, recover_runs
+    from shared.plans.sessions import end_past_deadline
 
     router = Router(services.outbox)
     router.register(RESUME, lambda m: handle_run_message(services, m),
                     recover=lambda limit: recover_runs(services, limit))
     router.register(CONTINUE, lambda m: handle_run_message(services, m))
+    router.add_recoverer("session_deadlines", lambda limit: end_past_deadline(services, sessions, limit))
     return router

@@ -23,8 +23,18 @@ from shared.connectors.integrations_api import (
 )
 from shared.events import RunEvent
 from shared.goals.contracts import GoalsRequest, GoalsResponse
+from shared.plans.api import RefineResponse
+from shared.plans.contracts import (
+    ConfirmRequest,
+    CreateSessionRequest,
+    RefineRequest,
+    SessionAccepted,
+    SessionCreated,
+    SessionView,
+)
 from shared.responses import ApproveResponse, ErrorResponse
 from shared.runs_list import DEFAULT_LIMIT, MAX_LIMIT, RunsListResponse
+from shared.session_events import SessionEvent
 from shared.state.records import RunResult
 from shared.usage.views import GROUP_BY, RUN_RECORD_NOT_SERVED, RunView, UsageResponse
 
@@ -73,7 +83,9 @@ def build_openapi() -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Any]] = [
         (RunRequest, "validation"), (ApproveRequest, "validation"), (ErrorResponse, "serialization"),
         (ApproveResponse, "serialization"), (RunResult, "serialization"), (RunView, "serialization"),
-        (UsageResponse, "serialization"), (RunsListResponse, "serialization"),
+        (UsageResponse, "serialization"), (RunsListResponse, "serialization"), (CreateSessionRequest, "validation"),
+        (RefineRequest, "validation"), (ConfirmRequest, "validation"), (SessionCreated, "serialization"),
+        (RefineResponse, "serialization"), (SessionAccepted, "serialization"), (SessionView, "serialization"),
         (GoalsRequest, "validation"), (GoalsResponse, "serialization"),
         (ConnectRequest, "validation"), (IntegrationsResponse, "serialization"),
         (IntegrationResponse, "serialization"), (IntegrationRemovedResponse, "serialization"),
@@ -83,6 +95,10 @@ def build_openapi() -> dict[str, Any]:
     event_schema = TypeAdapter(RunEvent).json_schema(ref_template=REF, mode="serialization")
     schemas.update(event_schema.pop("$defs", {}))
     schemas["RunEvent"] = event_schema
+    session_events = TypeAdapter(SessionEvent).json_schema(ref_template=REF, mode="serialization")
+    for name, schema in session_events.pop("$defs", {}).items():
+        schemas.setdefault(name, schema)
+    schemas["SessionEvent"] = session_events
     record = schemas["RunView"]
     for hidden in RUN_RECORD_NOT_SERVED:
         alias = "".join(w.capitalize() if i else w for i, w in enumerate(hidden.split("_")))
@@ -98,6 +114,8 @@ def build_openapi() -> dict[str, Any]:
     provider = {"name": "provider", "in": "path", "required": True,
                 "schema": {"type": "string", "enum": list(PROVIDERS)}}
     ndjson = {"application/x-ndjson": {"schema": {"$ref": "#/components/schemas/RunEvent"}}}
+    session_ndjson = {"application/x-ndjson": {"schema": {"$ref": "#/components/schemas/SessionEvent"}}}
+    session_id = {"name": "sessionId", "in": "path", "required": True, "schema": {"type": "string"}}
     integration_status = {"200": {"description": "whether each integration is connected (never a token)",
                                   "content": _json(REF.format(model="IntegrationsResponse"))}}
     paths: dict[str, Any] = {
@@ -127,6 +145,46 @@ def build_openapi() -> dict[str, Any]:
             "responses": {"200": {"description": "the run record and each model call's usage",
                                   "content": _json(REF.format(model="RunView"))},
                           **_errors(401, 404)}}},
+        "/api/agent/sessions": {"post": {
+            "operationId": "createSession",
+            "description": "Start a plan session (seed 004): the agent proposes a plan to review.",
+            "requestBody": {"required": True, "content": _json(REF.format(model="CreateSessionRequest"))},
+            "responses": {"201": {"description": "the proposed plan (status awaiting_confirmation)",
+                                  "content": _json(REF.format(model="SessionCreated"))},
+                          "200": {"description": "planning failed (ok false, status failed, error)",
+                                  "content": _json(REF.format(model="SessionCreated"))},
+                          **_errors(400, 401, 413, 415)}}},
+        "/api/agent/sessions/{sessionId}": {"get": {
+            "operationId": "getSession", "parameters": [session_id],
+            "responses": {"200": {"description": "the session: plan, tasks with their ReAct history, plan "
+                                                 "versions, pending approvals, usage, result",
+                                  "content": _json(REF.format(model="SessionView"))},
+                          **_errors(401, 404)}}},
+        "/api/agent/sessions/{sessionId}/refine": {"post": {
+            "operationId": "refineSession", "parameters": [session_id],
+            "requestBody": {"required": True, "content": _json(REF.format(model="RefineRequest"))},
+            "responses": {"200": {"description": "the revised plan (version + 1)",
+                                  "content": _json(REF.format(model="RefineResponse"))},
+                          **_errors(400, 401, 404, 409, 413, 415)}}},
+        "/api/agent/sessions/{sessionId}/confirm": {"post": {
+            "operationId": "confirmSession", "parameters": [session_id],
+            "requestBody": {"required": True, "content": _json(REF.format(model="ConfirmRequest"))},
+            "responses": {"202": {"description": "executing", "content": _json(REF.format(model="SessionAccepted"))},
+                          **_errors(400, 401, 404, 409, 413, 415)}}},
+        "/api/agent/sessions/{sessionId}/cancel": {"post": {
+            "operationId": "cancelSession", "parameters": [session_id],
+            "responses": {"202": {"description": "cancelled, or cancelling before the next act",
+                                  "content": _json(REF.format(model="SessionAccepted"))},
+                          **_errors(401, 404, 409)}}},
+        "/api/agent/sessions/{sessionId}/events": {"get": {
+            "operationId": "getSessionEvents",
+            "parameters": [session_id,
+                           {"name": "after", "in": "query", "required": False,
+                            "schema": {"type": "integer", "minimum": 0}},
+                           {"name": "follow", "in": "query", "required": False, "schema": {"type": "boolean"}}],
+            "responses": {"200": {"description": "the session's events with seq > after (NDJSON)",
+                                  "content": session_ndjson},
+                          **_errors(400, 401, 404)}}},
         "/api/agent/usage": {"get": {
             "operationId": "getUsage",
             "description": "The caller's model calls (usage ledger) in [from, to), summed per group. "

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from shared.models.base import Model
     from shared.state.docstore import DocStore
     from shared.state.runs_repo import RunsRepo
+    from shared.state.sessions_repo import SessionsRepo
     from shared.state.usage_repo import UsageRepo
     from shared.state.users_repo import UsersRepo
     from shared.tools.registry import ToolRegistry
@@ -66,6 +67,7 @@ class Runtime:
         self._outbox: Outbox | None = None
         self._router: Router | None = None
         self._hosts: HostRegistry | None = None
+        self._sessions: SessionsRepo | None = None
         self._services: Services | None = None
         self._agent: AgentService | None = None
 
@@ -109,6 +111,15 @@ class Runtime:
         return self._once("_usage", build)
 
     @property
+    def sessions(self) -> SessionsRepo:
+        def build() -> SessionsRepo:
+            from shared.state.sessions_repo import SessionsRepo
+
+            return SessionsRepo(self.store, event_retention_s=self.settings.event_retention_s)
+
+        return self._once("_sessions", build)
+
+    @property
     def outbox(self) -> Outbox:
         def build() -> Outbox:
             from shared.durable.outbox import Outbox
@@ -123,7 +134,7 @@ class Runtime:
         def build() -> HostRegistry:
             from shared.kernel import build_hosts
 
-            return build_hosts(self._extra_hosts)
+            return build_hosts(self.sessions, self._extra_hosts)
 
         return self._once("_hosts", build)
 
@@ -133,7 +144,7 @@ class Runtime:
         def build() -> Router:
             from shared.kernel import build_router
 
-            return build_router(self.services)
+            return build_router(self.services, self.sessions)
 
         return self._once("_router", build)
 

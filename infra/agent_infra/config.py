@@ -65,6 +65,9 @@ CATALOG: tuple[FunctionSpec, ...] = (
     # Stores (encrypted), deletes and reports users' tokens; never refreshes them.
     FunctionSpec("integrations", "integrations", "http", "GET|POST|DELETE /api/integrations[/{provider}]",
                  ("credentials",), False, False, 60, "write"),
+    # Plan sessions (seed 004): plans with the model, writes sessions, publishes continue messages.
+    FunctionSpec("sessions", "sessions", "http", "/api/agent/sessions[/{id}[/refine|confirm|cancel|events]]",
+                 ("gemini",), True, True, 0, "write"),
     # Reads the caller's usage ledger only (functions/usage.py).
     FunctionSpec("usage", "usage", "http", "GET /api/agent/usage", (), False, False, 60, "read"),
 )
@@ -111,6 +114,38 @@ class Retention:
 
 
 @dataclass(frozen=True)
+class HostAgentSpec:
+    """The host agent job of one environment (``agent-runtime:hostAgent``)."""
+
+    image_file: str
+    memory: str
+    cpu: str
+    timeout_s: int
+    log_retention_days: int
+    env: dict[str, str]
+
+
+# What the host agent job may set as plain environment (the rest is the program's or a secret's).
+HOST_AGENT_ENV = ("GEMINI_MODEL", "MODEL_TIMEOUT_S", "MODEL_MAX_RETRIES", "LOG_LEVEL")
+
+
+def _host_agent(raw: dict[str, Any]) -> HostAgentSpec:
+    env = {str(k): str(v) for k, v in (raw.get("env") or {}).items()}
+    unknown = set(env) - set(HOST_AGENT_ENV)
+    if unknown:
+        raise ValueError(f"hostAgent.env may only set {list(HOST_AGENT_ENV)}, not {sorted(unknown)}")
+    spec = HostAgentSpec(image_file=str(raw.get("imageFile") or "../dist/host-agent-image.txt"),
+                         memory=str(raw.get("memory", "512Mi")), cpu=str(raw.get("cpu", "1")),
+                         timeout_s=int(raw.get("timeoutS", 3600)),
+                         log_retention_days=int(raw.get("logRetentionDays", 7)), env=env)
+    if not 60 <= spec.timeout_s <= 86400:
+        raise ValueError(f"hostAgent.timeoutS must be between 60 and 86400 seconds, got {spec.timeout_s}")
+    if spec.log_retention_days < 1:
+        raise ValueError("hostAgent.logRetentionDays must be at least 1")
+    return spec
+
+
+@dataclass(frozen=True)
 class StackConfig:
     environment: str
     project: str
@@ -125,6 +160,7 @@ class StackConfig:
     retention: Retention
     sweep_schedule: str
     google_oauth_client_id: str
+    host_agent: HostAgentSpec
 
     @property
     def run_deadline_s(self) -> float:
@@ -207,6 +243,7 @@ def load() -> StackConfig:
         scaling={s.name: _scaling(s, raw_scaling.get(s.name) or {}, deadline) for s in CATALOG},
         sweep_schedule=_schedule(cfg.require("sweepSchedule")),
         google_oauth_client_id=(cfg.get("googleOAuthClientId") or "").strip(),
+        host_agent=_host_agent(cfg.require_object("hostAgent")),
         retention=Retention(
             events_days=int(raw_retention["eventsDays"]),
             audit_days=int(raw_retention["auditDays"]),

@@ -32,9 +32,11 @@ class IndexSpec:
 
 
 INDEXES: tuple[IndexSpec, ...] = (
-    # shared/agent/resume.py sweep: runs in "planning"/"executing" by lease expiry.
+    # shared/loop/resume.py recover_runs: runs in "planning"/"executing" by lease expiry.
     IndexSpec("runs", (("status", "ASCENDING"), ("leaseExpiresAt", "ASCENDING"))),
-    # shared/agent/approvals.py sweep_outbox: "pending"/"published" entries, oldest first.
+    # The sweep ends plan sessions waiting past their deadline (shared/plans/sessions.py).
+    IndexSpec("sessions", (("status", "ASCENDING"), ("deadline", "ASCENDING"))),
+    # shared/durable/outbox.py Outbox.sweep: "pending"/"published" entries, oldest first.
     IndexSpec("outbox", (("status", "ASCENDING"), ("createdAt", "ASCENDING"))),
     # shared/state/runs_repo.py list_runs_for (GET /api/agent/runs): a user's runs, newest first.
     IndexSpec("runs", (("uid", "ASCENDING"), ("createdAt", "DESCENDING"))),

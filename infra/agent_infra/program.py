@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from agent_infra import apis, config, database, functions, iam, messaging, scheduler, secrets
+from agent_infra import apis, config, database, functions, hostagent, iam, messaging, scheduler, secrets
 
 
 def build() -> dict[str, pulumi.Resource]:
@@ -32,6 +32,7 @@ def build() -> dict[str, pulumi.Resource]:
     push = messaging.create_push(cfg, topics, fns["resume"], cfg.scaling["resume"].timeout_s, accounts,
                                  [invokers["resume"]])
     sweep = scheduler.create_sweep_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
+    host_agent = hostagent.create_host_agent(cfg, stored, enabled)
 
     pulumi.export("environment", cfg.environment)
     pulumi.export("urls", {name: fn.service_config.apply(lambda sc: sc.uri if sc else None)
@@ -41,4 +42,6 @@ def build() -> dict[str, pulumi.Resource]:
     pulumi.export("resumeTopic", topics.resume.name)
     pulumi.export("deadLetterSubscription", topics.dead_letter_sub.name)
     pulumi.export("sweepJob", sweep.name)
+    pulumi.export("hostAgentJob", host_agent.job.name)
+    pulumi.export("hostAgentLogBucket", host_agent.logs.name)
     return dict(fns)

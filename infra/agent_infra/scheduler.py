@@ -1,7 +1,7 @@
 """The periodic recovery sweep: a Cloud Scheduler job publishing ``{"kind": "sweep"}`` to the
 resume topic on the stack's ``sweepSchedule``.
 
-The resume function answers that message with ``shared/agent/resume.py`` ``sweep``: it
+The resume function answers that message with ``shared/durable/router.py`` ``Router.sweep``: it
 re-publishes outbox entries whose resume message may have been lost (a crash between commit and
 publish, a dead-lettered delivery) and recovers runs whose lease expired mid-invocation. Without
 this job nothing in production would ever run it (``make dev`` runs it on a timer instead).

@@ -20,6 +20,7 @@ INFRA = Path(__file__).resolve().parents[1]
 REPO = INFRA.parent  # the runtime's source (read as text: this venv cannot import it)
 STACKS = ("dev", "staging", "prod")
 PROJECT_NUMBER = "123456789012"
+IMAGE = "europe-west1-docker.pkg.dev/p/agent-runtime/host-agent@sha256:" + "ab" * 32
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
             return f"projects/{project}/locations/{out['location']}/functions/{out['name']}", out
         if args.typ == "gcp:pubsub/topic:Topic":
             return f"projects/{project}/topics/{out['name']}", out
+        if args.typ == "gcp:cloudrunv2/job:Job":
+            return f"projects/{project}/locations/{out['location']}/jobs/{out['name']}", out
         if args.typ == "gcp:cloudscheduler/job:Job":
             return f"projects/{project}/locations/{out['region']}/jobs/{out['name']}", out
         return f"{args.name}-id", out
@@ -67,7 +70,12 @@ def deploy(stack: str, bundle_dir: Path, overrides: dict[str, Any] | None = None
     """Run the program for ``stack`` (its real Pulumi.<stack>.yaml) and return what it declared."""
     mocks = RecordingMocks()
     pulumi.runtime.set_mocks(mocks, project="agent-runtime", stack=stack, preview=False)
-    config = {**stack_config(stack), "agent-runtime:bundleDir": str(bundle_dir), **(overrides or {})}
+    image_file = bundle_dir.parent / "host-agent-image.txt"  # what scripts/host_agent_image.sh writes
+    if not image_file.exists():
+        image_file.write_text(f"{IMAGE}\n")
+    host_agent = {**stack_config(stack)["agent-runtime:hostAgent"], "imageFile": str(image_file)}
+    config = {**stack_config(stack), "agent-runtime:bundleDir": str(bundle_dir), "agent-runtime:hostAgent": host_agent,
+              **(overrides or {})}
     pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()})
     pulumi.runtime.test(lambda: program.build() and None)()
     return mocks.resources

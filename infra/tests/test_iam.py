@@ -24,6 +24,7 @@ FIRESTORE_ROLES = {
     "goals": {"roles/datastore.user"},
     "integrations": {"roles/datastore.user"},
     "usage": {"roles/datastore.viewer"},
+    "sessions": {"roles/datastore.user"},
 }
 
 
@@ -58,7 +59,7 @@ def test_each_function_runs_as_its_own_account(stacks: dict[str, list[Declared]]
     emails = [fn["serviceConfig"]["serviceAccountEmail"] for fn in functions(declared).values()]
     assert len(set(emails)) == len(CATALOG)
     assert all("compute@developer" not in e for e in emails)
-    assert len(of_type(declared, ACCOUNT)) == len(CATALOG) + 2  # + push identity, builder
+    assert len(of_type(declared, ACCOUNT)) == len(CATALOG) + 3  # + push identity, builder, host agent job
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -137,7 +138,7 @@ def test_only_dispatching_functions_publish_to_resume(stacks: dict[str, list[Dec
     declared = stacks[stack]
     got = grants(declared, "gcp:pubsub/topicIAMMember:TopicIAMMember")
     want = {("agent-resume", "roles/pubsub.publisher", sa_member(declared, f"sa-{n}"))
-            for n in ("run", "stream", "approve", "resume")}
+            for n in ("run", "stream", "approve", "resume", "sessions")}
     want.add(("agent-resume-dead-letter", "roles/pubsub.publisher", PUBSUB_AGENT))
     assert got == want
 
@@ -149,10 +150,11 @@ def test_secret_readers(stacks: dict[str, list[Declared]], stack: str) -> None:
     gemini, creds = "agent-gemini-api-key", "agent-credentials-encryption-key"
     role = "roles/secretmanager.secretAccessor"
     oauth = "agent-google-oauth-client-secret"
-    want = {(gemini, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "goals")}
+    want = {(gemini, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "goals", "sessions")}
     want |= {(creds, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "integrations")}
     # The loop runs connector tools in run, stream and resume: they refresh Google tokens.
     want |= {(oauth, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume")}
+    want.add((gemini, role, sa_member(declared, "sa-host-agent")))  # the host agent job's LLM planner
     assert got == want
 
 

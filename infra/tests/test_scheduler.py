@@ -34,7 +34,7 @@ def test_one_sweep_job_targets_the_resume_topic(stacks: dict[str, list[Declared]
 def test_the_payload_is_the_sweep_message(stacks: dict[str, list[Declared]], stack: str) -> None:
     target = sweep_job(stacks[stack])["pubsubTarget"]
     assert isinstance(target, dict)
-    # shared/dispatch.py ResumeMessage: {"kind": "sweep"} makes resume run shared/agent/resume.py sweep.
+    # shared/durable/messages.py WorkMessage: {"kind": "sweep"} makes resume run shared/durable/router.py Router.sweep.
     assert json.loads(base64.b64decode(target["data"], validate=True)) == {"kind": "sweep"}
     assert target["attributes"] == {"kind": "sweep"}
 

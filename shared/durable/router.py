@@ -40,6 +40,12 @@ class Router:
         if recover is not None:
             self._recoverers[kind] = recover
 
+    def add_recoverer(self, name: str, recover: Recoverer) -> None:
+        """A sweep task of its own (not tied to a message kind), e.g. ending work past a deadline."""
+        if name in self._recoverers:
+            raise ValueError(f"recoverer {name!r} is already registered")
+        self._recoverers[name] = recover
+
     @property
     def kinds(self) -> list[str]:
         return [SWEEP, *self._handlers]

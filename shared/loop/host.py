@@ -42,6 +42,8 @@ class Host:
     Subclasses say what a final output means (``finish``) and may add to any stop."""
 
     kind = "base"
+    operation_type = "planner_stream"
+    """What the unit's own model calls are for, in the usage ledger."""
 
     def budget(self, settings: Settings) -> Budget:
         """The budget of one invocation (default: AGENT_RUN_DEADLINE_S and the run's maxSteps)."""

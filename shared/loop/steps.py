@@ -86,7 +86,7 @@ def step(ctx: RunContext) -> StepOutcome:
     request = ModelRequest(system_instruction=ctx.run.system_instruction, turns=ctx.turns,
                            tools=ctx.host.declarations(ctx), timeout_s=max(0.001, ctx.remaining()))
     call = MeteredCall(uid=ctx.run.uid, unit_kind="run", unit_id=ctx.run.run_id, component=LOOP,
-                       operation_type="planner_stream", step=ctx.run.steps)
+                       operation_type=ctx.host.operation_type, step=ctx.run.steps)
     metered = metered_generate(services.model_factory(), request, call, services.settings, on_delta=on_delta)
     entry = metered.entry
     if metered.error is not None:

@@ -33,6 +33,8 @@ class OfflineModel:
         return ModelResponse(turn=turn, usage=Usage(requests=1), finish_reason="STOP", model_version="offline")
 
     def _answer(self, request: ModelRequest) -> Turn:
+        if request.response_schema is not None:
+            return Turn(role="model", parts=[Part(text=json.dumps(_structured(request)))])
         tools = {t.name for t in request.tools}
         last = request.turns[-1] if request.turns else Turn(role="user", parts=[Part(text="")])
         responses = [p.function_response for p in last.parts if p.function_response is not None]
@@ -48,3 +50,32 @@ class OfflineModel:
         if m and "save_memory" in tools:
             return Turn(role="model", parts=[call("save_memory", {"text": m.group(1).strip().rstrip(".")})])
         return Turn(role="model", parts=[Part(text=f"{LABEL} You said: {text[:500]}")])
+
+
+def _structured(request: ModelRequest) -> dict[str, object]:
+    """JSON answers for the plan sessions' structured requests, recognised by their schema: a plan
+    (``tasks``) of three labelled steps, or a reflection (``taskComplete``) that completes a task
+    once the executor said it is done. Anything else gets an empty object (it will not validate,
+    which is the honest answer of a model that cannot do it)."""
+    props = request.response_schema.get("properties", {}) if request.response_schema else {}
+    prompt = request.turns[0].text if request.turns else "{}"
+    try:
+        data = json.loads(prompt)
+    except ValueError:
+        data = {}
+    if "tasks" in props:
+        if isinstance(data.get("currentPlan"), list):  # a refinement: keep the plan, note the request
+            tasks = [{"id": t.get("id"), "title": t.get("title", ""), "description": t.get("description", "")}
+                     for t in data["currentPlan"]]
+            tasks.append({"id": None, "title": f"Follow up: {str(data.get('request', ''))[:150]}",
+                          "description": f"{LABEL} added from the refinement request"})
+            return {"tasks": tasks, "summary": f"{LABEL} added a task for your request"}
+        objective = str(data.get("objective", ""))[:150]
+        return {"tasks": [{"title": f"Understand: {objective}", "description": f"{LABEL} read what is asked"},
+                          {"title": f"Do: {objective}", "description": f"{LABEL} carry it out"},
+                          {"title": "Report the outcome", "description": f"{LABEL} say what was done"}],
+                "summary": f"{LABEL} a three-step plan"}
+    if "taskComplete" in props:
+        done = isinstance(data.get("lastAct"), dict) and data["lastAct"].get("action", {}).get("tool") == "task_done"
+        return {"taskComplete": done, "taskFailed": False, "summary": f"{LABEL} " + ("done" if done else "go on")}
+    return {}

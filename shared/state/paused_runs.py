@@ -16,7 +16,7 @@ from shared.state.docstore import Transaction, Write
 from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunError, RunRecord, now
 from shared.state.transitions import move_action, move_run
 
-CloseReason = Literal["superseded", "expired"]
+CloseReason = Literal["superseded", "expired", "cancelled", "deadline_exceeded"]
 """Why a run paused for approval is closed when a new run starts on its thread."""
 PauseState = Literal["open", "expired", "decided"]
 
@@ -80,6 +80,10 @@ def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, re
     if expired:
         code = FailureCode.APPROVAL_EXPIRED
         message = f"its approval expired; closed when run {new_run_id} started on the thread"
+    elif reason == "cancelled":
+        code, message = FailureCode.CANCELLED, "cancelled by the user"
+    elif reason == "deadline_exceeded":
+        code, message = FailureCode.DEADLINE_EXCEEDED, "the session's deadline passed while it waited"
     else:
         code, message = FailureCode.SUPERSEDED, f"superseded by run {new_run_id} on the same thread"
     move_run(run, "failed")

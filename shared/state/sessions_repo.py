@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from shared.errors import Conflict, NotFound, PreconditionFailed
 from shared.state import paths
-from shared.state.docstore import DocStore, Query, Write
+from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.paused_runs import close_paused
 from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord
-from shared.state.records import now
+from shared.state.records import AuditRecord, RunRecord, now
 
 EXPIRE_AT = "expireAt"
 
@@ -75,6 +76,35 @@ class SessionsRepo:
     def event_write(self, session_id: str, event: dict[str, Any]) -> Write:
         return Write("create", paths.session_event(session_id, int(event["seq"])),
                      {**event, EXPIRE_AT: now() + self.event_retention_s})
+
+    def request_cancel(self, session_id: str) -> None:
+        self.store.commit([self.update_write(session_id, {"cancelRequested": True})])
+
+    def end_paused(self, session: SessionRecord, run_id: str, status_event: dict[str, Any], *,
+                   reason: Literal["cancelled", "deadline_exceeded"],
+                   event_write: Callable[[str, dict[str, Any]], Write],
+                   audit_write: Callable[[AuditRecord], Write]) -> bool:
+        """A session whose execution waits for approvals ends now (``cancelled`` by the user, or
+        ``deadline_exceeded`` found by the sweep): its open approvals are rejected, its run fails,
+        in one transaction. False when the run is not paused (it then stops by itself before its
+        next act)."""
+
+        def txn(t: Transaction) -> bool:
+            doc = t.get(paths.run(run_id))
+            if doc is None:
+                return False
+            run = RunRecord.from_doc(doc.data)
+            if run.status != "awaiting_confirmation":
+                return False
+            close_paused(t, run, doc.token, run_id, reason, event_write=event_write, audit_write=audit_write)
+            message = "cancelled by the user" if reason == "cancelled" else "the session's deadline passed"
+            t.write(self.update_write(session.session_id, {
+                "status": reason, "lastSeq": int(status_event["seq"]), "result": {"status": reason, "log": []},
+                "error": {"code": reason.upper(), "message": message}}))
+            t.write(self.event_write(session.session_id, status_event))
+            return True
+
+        return self.store.run_transaction(txn)
 
     # ---- commits -----------------------------------------------------------------------------
     def create(self, session: SessionRecord, writes: Sequence[Write]) -> str:

@@ -289,6 +289,7 @@ PROBES: dict[str, Probe] = {
                      env=_UNAUTHENTICATED),
     "integrations": Probe("GET", "/api/integrations", 401, env=_UNAUTHENTICATED),
     "usage": Probe("GET", "/api/agent/usage", 401, env=_UNAUTHENTICATED),
+    "sessions": Probe("POST", "/api/agent/sessions", 401, {"prompt": "hello"}, env=_UNAUTHENTICATED),
     "goals": Probe("POST", "/agent/run", 400, b""),
     "resume": Probe("POST", "/", 204, _cloud_event(_resume_data("unknown-run-1")), signature_type="cloudevent",
                     headers={"Content-Type": "application/cloudevents+json"}),

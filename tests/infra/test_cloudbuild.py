@@ -27,7 +27,7 @@ def _build() -> dict[str, Any]:
 
 
 def test_steps_run_in_pipeline_order() -> None:
-    assert [s["id"] for s in _build()["steps"]] == ["test", "bundle", "deploy", "smoke"]
+    assert [s["id"] for s in _build()["steps"]] == ["test", "bundle", "host-agent-image", "deploy", "smoke"]
 
 
 def test_every_step_runs_a_script_of_this_repo() -> None:
@@ -65,9 +65,13 @@ def test_substitutions_are_declared_and_select_a_stack() -> None:
 def test_steps_hand_over_the_bundle_and_the_outputs() -> None:
     steps = {s["id"]: s for s in _build()["steps"]}
     bundle_dir = steps["bundle"]["args"][1]
+    image_file = steps["host-agent-image"]["args"][2]
+    assert steps["host-agent-image"]["args"][:2] == ["scripts/host_agent_image.sh", "${_ENV}"]
     for stack in STACKS:
         cfg = yaml.safe_load((REPO / "infra" / f"Pulumi.{stack}.yaml").read_text())["config"]
         assert (REPO / "infra" / cfg["agent-runtime:bundleDir"]).resolve() == (REPO / bundle_dir).resolve()
+        image_ref = cfg["agent-runtime:hostAgent"]["imageFile"]
+        assert (REPO / "infra" / image_ref).resolve() == (REPO / image_file).resolve()
     assert steps["deploy"]["args"][2] == steps["smoke"]["args"][1]
 
 

@@ -24,7 +24,7 @@ from shared.state.sqlite_docstore import SqliteDocStore
 from tests.agent.conftest import make_settings
 
 REPO = Path(__file__).resolve().parents[2]
-ENTRY_POINTS = ["approve", "goals", "integrations", "resume", "run", "runs", "stream", "usage"]
+ENTRY_POINTS = ["approve", "goals", "integrations", "resume", "run", "runs", "sessions", "stream", "usage"]
 TOOL_MODULES = ("shared.tools.memory", "shared.tools.gmail_tools", "shared.tools.calendar_tools",
                 "shared.tools.slack_tools")
 VENDOR_SDKS = ("google.genai", "googleapiclient", "slack_sdk", "google.cloud.pubsub_v1")

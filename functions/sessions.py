@@ -1,0 +1,60 @@
+"""``sessions``: plan sessions (seed 004) over HTTP. Every route is owner-only (404 otherwise).
+
+- ``POST /api/agent/sessions`` -> 201 the proposed plan (200 ``ok: false`` when planning failed)
+- ``POST /api/agent/sessions/{id}/refine`` -> 200 the revised plan
+- ``POST /api/agent/sessions/{id}/confirm`` -> 202 ``executing``
+- ``POST /api/agent/sessions/{id}/cancel`` -> 202
+- ``GET  /api/agent/sessions/{id}`` -> the session
+- ``GET  /api/agent/sessions/{id}/events?after=N&follow=1`` -> NDJSON
+"""
+
+from __future__ import annotations
+
+import re
+
+import flask
+
+from functions.common import authenticated_uid
+from shared.errors import BadRequest, NotFound
+from shared.runtime import get_runtime
+from shared.web import http_endpoint, json_response, ndjson_response, read_json_body, require_method
+
+_PATH = re.compile(r"^/api/agent/sessions(?:/(?P<id>[A-Za-z0-9_-]{1,128})"
+                   r"(?:/(?P<verb>refine|confirm|cancel|events))?)?/?$")
+
+
+@http_endpoint
+def sessions(request: flask.Request) -> flask.Response:
+    m = _PATH.match(request.path)
+    if m is None:
+        raise NotFound(f"no route for {request.path}", code="ROUTE_NOT_FOUND")
+    session_id, verb = m.group("id"), m.group("verb")
+    require_method(request, "GET" if (session_id and verb in (None, "events")) else "POST")
+    if session_id is None and request.method != "POST":
+        raise NotFound(f"no route for {request.method} {request.path}", code="ROUTE_NOT_FOUND")
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    from shared.plans import api
+
+    if session_id is None:
+        body = read_json_body(request, rt.settings.max_body_bytes)
+        created = api.create(rt, uid, body)
+        return json_response(created.to_json(), status=201 if created.ok else 200)
+    if verb is None:
+        return json_response(api.view(rt, uid, session_id).to_json())
+    if verb == "events":
+        after = request.args.get("after", "0")
+        if not after.isdigit():
+            raise BadRequest("query parameter after must be an integer >= 0", code="INVALID_QUERY",
+                             details={"field": "after"})
+        follow = request.args.get("follow", "").lower() in ("1", "true", "yes")
+        return ndjson_response(api.events(rt, uid, session_id, int(after), follow=follow))
+    body = read_json_body(request, rt.settings.max_body_bytes) if verb != "cancel" or request.data else {}
+    if verb == "refine":
+        return json_response(api.refine(rt, uid, session_id, body).to_json())
+    if verb == "confirm":
+        return json_response(api.confirm(rt, uid, session_id, body).to_json(), status=202)
+    return json_response(api.cancel(rt, uid, session_id).to_json(), status=202)
+
+
+__all__ = ["sessions"]

@@ -1,0 +1,184 @@
+"""``host-agent``: run one session of the host agent against a host.
+
+    host-agent --url ws://HOST:PORT/PATH --room ROOM --goal "TEXT" --log FILE.jsonl
+               [--planner rules|llm] [--timeout-s N] [--session-timeout-s N] [--question-timeout-s N]
+               [--max-frame-bytes N] [--quiet]
+
+Prints the conversation and the stages to stdout as the session goes (unless ``--quiet``), writes
+the JSONL log to ``--log``, and exits 0 when the session ended normally (goal reached, or the user
+was told why not), 3 on a protocol failure, 4 on a connection failure, 5 on a timeout, 1 on an
+internal error, 2 on bad usage. ``--planner llm`` uses Gemini through ``shared.models`` (needs
+``GEMINI_API_KEY`` or ``GEMINI_USE_VERTEX=true``; ``GEMINI_MODEL``, ``MODEL_TIMEOUT_S`` apply).
+Diagnostics go to stderr as Cloud Logging JSON lines (``LOG_LEVEL``, default WARNING).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Callable
+from typing import TextIO
+from urllib.parse import urlsplit
+
+from hostagent.agent import AgentConfig, HostAgent, SessionResult
+from hostagent.plans import Planner
+from hostagent.rules_planner import RulesPlanner
+from hostagent.session_log import LogRecord, SessionLog
+from shared.config import Settings
+from shared.errors import ConfigurationError
+from shared.logs import configure_logging, log_context
+
+log = logging.getLogger("agent_runtime.hostagent")
+USAGE_ERROR = 2
+
+
+def _url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected ws://HOST:PORT/PATH or wss://..., got {value!r}")
+    return value
+
+
+def _positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
+    return number
+
+
+def _text(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="host-agent", description="Drive a host app over the host protocol (mvp-0.2).")
+    p.add_argument("--url", required=True, type=_url, help="the relay or host: ws://HOST:PORT/PATH")
+    p.add_argument("--room", required=True, type=_text, help="the room to join")
+    p.add_argument("--goal", required=True, type=_text, help="what the user wants, in their words")
+    p.add_argument("--log", required=True, type=_text, help="JSONL log file to write (replaced)")
+    p.add_argument("--planner", choices=("rules", "llm"), default="rules")
+    p.add_argument("--uid", default="backend:host-agent",
+                   help="whose usage ledger records the LLM planner's model calls (default backend:host-agent)")
+    p.add_argument("--timeout-s", type=_positive, default=10.0,
+                   help="bound of every wait for a reply or a state update (default 10)")
+    p.add_argument("--session-timeout-s", type=_positive, default=600.0, help="bound of the whole session (600)")
+    p.add_argument("--question-timeout-s", type=_positive, default=None,
+                   help="how long a question waits for the user (default: 6 x --timeout-s)")
+    p.add_argument("--max-frame-bytes", type=int, default=1024 * 1024, help="largest frame accepted (1 MiB)")
+    p.add_argument("--quiet", action="store_true", help="do not print the conversation")
+    return p
+
+
+def build_planner(kind: str, *, uid: str = "backend:host-agent", unit_id: str = "host-session") -> Planner:
+    if kind == "rules":
+        return RulesPlanner()
+    from hostagent.llm_planner import build_llm_planner
+    from shared.models.factory import create_model
+    from shared.state.factory import create_docstore
+    from shared.state.usage_repo import UsageRepo
+    from shared.usage.meter import MeteredCall, MeteredModel
+
+    settings = Settings.from_env()
+    if not (settings.gemini_api_key or settings.gemini_use_vertex):
+        raise ConfigurationError("--planner llm needs GEMINI_API_KEY (or GEMINI_USE_VERTEX=true)")
+    # Every planner call goes to the usage ledger of the configured store (STATE_BACKEND).
+    ledger = UsageRepo(create_docstore(settings))
+    call = MeteredCall(uid=uid, unit_kind="host_session", unit_id=unit_id, component="host_planner",
+                       operation_type="host_planner")
+    model = MeteredModel(create_model(settings), call, settings, ledger.record)
+    return build_llm_planner(model, timeout_s=settings.model_timeout_s)
+
+
+class Transcript:
+    """Human-readable lines for the log records: the conversation, the stages, the calls."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.stage: str | None = None
+
+    def __call__(self, record: LogRecord) -> None:
+        line = self._line(record)
+        if line:
+            print(line, file=self.out, flush=True)
+
+    def _line(self, r: LogRecord) -> str | None:
+        env = (r.data or {}).get("envelope") or {}
+        payload = env.get("payload") or {}
+        if r.kind == "session" and r.type == "session.begin":
+            return f"goal: {(r.data or {}).get('goal')}"
+        if r.kind == "session":
+            return f"session finished: {r.outcome} ({r.reason})"
+        if r.kind == "envelope":
+            if r.type == "session.started":
+                return f"session {payload.get('sessionId')} started"
+            if r.type in ("snapshot.state", "state.updated") and payload.get("stage") != self.stage:
+                self.stage = payload.get("stage")
+                tools = ", ".join(t["name"] for t in payload.get("toolSchema", [])) or "none"
+                return f"[stage {self.stage}] tools: {tools}"
+            if r.type == "user.message":
+                return f"user: {payload.get('text')}"
+            if r.type == "agent.message":
+                kind = payload.get("kind")
+                return f"agent{f' ({kind})' if kind and kind != 'info' else ''}: {payload.get('text')}"
+            if r.type == "tool.call":
+                params = json.dumps(payload.get("params"))
+                return f"  -> {payload.get('name')} {params}  because: {payload.get('reason')}"
+            if r.type == "tool.result":
+                return f"  <- ok {payload.get('name')}"
+            if r.type == "error":
+                return f"  <- error {payload.get('code')}: {payload.get('message')}"
+            if r.type == "session.ended":
+                return f"host: session ended ({payload.get('summary')})"
+            return None
+        if r.kind in ("recovery", "error") or (r.kind == "verification" and r.outcome in ("stale", "desync")):
+            return f"  !! {r.kind} {r.type}{f' [{r.code}]' if r.code else ''}: {r.reason}"
+        return None
+
+
+async def run_session(config: AgentConfig, planner: Planner, log_path: str,
+                      listener: Callable[[LogRecord], None] | None = None) -> SessionResult:
+    session_log = SessionLog(log_path, listener=listener)
+    return await HostAgent(config, planner, session_log).run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    configure_logging(os.environ.get("GOOGLE_CLOUD_PROJECT", ""), os.environ.get("LOG_LEVEL", "WARNING").upper(),
+                      stream=sys.stderr)
+    try:
+        planner = build_planner(args.planner, uid=args.uid, unit_id=f"{args.room}-{uuid.uuid4().hex[:8]}")
+    except ConfigurationError as exc:
+        print(f"host-agent: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    config = AgentConfig(url=args.url, room=args.room, goal=args.goal, timeout_s=args.timeout_s,
+                         session_timeout_s=args.session_timeout_s,
+                         question_timeout_s=args.question_timeout_s or 6 * args.timeout_s,
+                         connect_timeout_s=args.timeout_s, max_frame_bytes=args.max_frame_bytes)
+    try:
+        listener = None if args.quiet else Transcript(sys.stdout)
+        result = asyncio.run(run_session(config, planner, args.log, listener))
+    except OSError as exc:  # the log file cannot be written
+        print(f"host-agent: cannot write the log {args.log}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        return 130
+    with log_context(sessionId=result.sessionId, room=args.room, planner=args.planner):
+        level = logging.INFO if result.exit_code == 0 else logging.ERROR
+        log.log(level, "host agent session finished", extra={"fields": {
+            "outcome": result.outcome, "code": result.code, "exitCode": result.exit_code,
+            "toolCalls": result.toolCalls, "stage": result.stage}})
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,281 @@
+"""The rule-based baseline planner (seed 002 §9 Phase 1): one rule set per stage of the reference
+movie-booking flow, no model, works offline.
+
+It reads the movie, date, time, seat count, contact and coupon from the goal and the user's later
+messages (a later message wins: the user may change their mind mid-flow, and the planner then
+navigates back with ``go_back`` where the host offers it). It announces its interpretation before
+acting, asks when it lacks the contact details, and gives up with a ``blocked`` message when the
+goal cannot be met on the screens the host shows (no such movie, no matching showtime, not enough
+free seats, a changed booking at checkout where there is no way back).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hostagent.memory import AgentMemory
+from hostagent.perception import IntentSignals, PerceivedContext, signals
+from hostagent.plans import NavigationPlan, PlannedAction
+from hostagent.policies.retry import adjust_params
+from hostagent.protocol import new_id
+
+FLOW = ("browse", "showtimes", "seats", "checkout", "confirmation")
+_ROW_PREFERENCE = "CDBEAFGHIJ"
+MAX_QUESTIONS = 2
+COUPON_ATTEMPTS = 2  # the first attempt and the adjusted retry
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+def _tool(name: str, params: dict[str, Any], reason: str, expected: str | None) -> PlannedAction:
+    return PlannedAction(type="tool.call", reason=reason, payload={"name": name, "params": params},
+                         expectedStage=expected)
+
+
+def _say(text: str, kind: str, reason: str) -> PlannedAction:
+    return PlannedAction(type="agent.message", reason=reason, payload={"text": text, "kind": kind})
+
+
+class RulesPlanner:
+    name = "rules"
+
+    async def plan(self, context: PerceivedContext, memory: AgentMemory) -> NavigationPlan:
+        action, confidence = self._next(context, memory)
+        tool = context.tool(action.tool) if action.tool else None
+        if tool is not None:
+            # Words become params: fit them to the tool's schema (case, whitespace, types).
+            action = action.model_copy(update={"payload": {"name": tool.name,
+                                                           "params": adjust_params(tool, action.params)}})
+        stage = context.stage
+        later = list(FLOW[FLOW.index(stage) + 1:]) if stage in FLOW else []
+        return NavigationPlan(planId=new_id("plan"), planner=self.name, goal=_goal_text(context),
+                              currentStage=stage, remainingSteps=later, nextAction=action, confidence=confidence)
+
+    # ---------------------------------------------------------------------------------------------
+    def _next(self, ctx: PerceivedContext, memory: AgentMemory) -> tuple[PlannedAction, float]:
+        notes = memory.working.notes
+        movies = _known_movies(memory, ctx)
+        movie = _desired_movie([ctx.goal, *ctx.userTexts], movies)
+        sig = ctx.signals
+        heard = 1 + len(ctx.userTexts)
+        if notes.get("announced", 0) < heard:
+            # Say how the goal (or the user's change of mind) was understood before acting on it.
+            first = "announced" not in notes
+            notes["announced"] = heard
+            if first or _desired_movie(ctx.userTexts[-1:], movies) or _signals_changed(ctx):
+                text = _intent_text(movie, sig)
+                return _say(text if first else f"Understood, changing the plan. {text}", "info",
+                            "announce how the goal was understood before acting"), 0.9
+        stage = ctx.stage
+        ui: dict[str, Any] = ctx.uiSpec if isinstance(ctx.uiSpec, dict) else {}
+        if stage == "browse":
+            return self._browse(ctx, memory, ui, movie, movies, sig)
+        if stage == "showtimes":
+            return self._showtimes(ui, movie, sig)
+        if stage == "seats":
+            return self._seats(ui, movie, sig)
+        if stage == "checkout":
+            return self._checkout(ctx, memory, ui, movie, sig)
+        if stage == "confirmation":
+            if not notes.get("reported"):
+                notes["reported"] = True
+                return _say(_done_text(ui, notes), "info", "tell the user the booking is confirmed"), 1.0
+            return PlannedAction(type="session.end", reason=f"goal reached: booking {ui.get('bookingId')} confirmed",
+                                 payload={"reason": f"goal reached: booking {ui.get('bookingId')} confirmed"}), 1.0
+        return _say(f"I cannot work with the screen {stage!r}: it is not part of the booking flow I know.",
+                    "blocked", f"stage {stage!r} is unknown to the rules planner"), 0.2
+
+    def _browse(self, ctx: PerceivedContext, memory: AgentMemory, ui: dict[str, Any], movie: tuple[str, str] | None,
+                movies: dict[str, str], sig: IntentSignals) -> tuple[PlannedAction, float]:
+        notes = memory.working.notes
+        if movie is None:
+            return self._ask_or_block(memory, "Which movie would you like to see? On offer: "
+                                      + ", ".join(sorted(movies.values())) + ".",
+                                      "the goal names no movie this cinema shows"), 0.3
+        movie_id, title = movie
+        query = title.split(":")[0]
+        search = [query, sig.date]
+        if sig.date and notes.get("searched") != search:
+            notes["searched"] = search
+            return _tool("search_movies", {"query": query, "date": sig.date},
+                         f"narrow the list to {title} on {sig.date}, the date the user asked for", "browse"), 0.9
+        listed = {m.get("id") for m in ui.get("movies", []) if isinstance(m, dict)}
+        if movie_id in listed:
+            return _tool("select_movie", {"movieId": movie_id},
+                         f"open the showtimes of {title}, the movie the user asked for", "showtimes"), 0.9
+        if notes.get("searched") != [query, None]:
+            notes["searched"] = [query, None]
+            return _tool("search_movies", {"query": query}, f"{title} is not in the current list; search for it",
+                         "browse"), 0.7
+        return _say(f"I could not find {title} in the listing, so I cannot book it.", "blocked",
+                    f"{title} is not listed even after searching"), 0.5
+
+    def _showtimes(self, ui: dict[str, Any], movie: tuple[str, str] | None,
+                   sig: IntentSignals) -> tuple[PlannedAction, float]:
+        shown = ui.get("movie") or {}
+        if movie is not None and shown.get("id") != movie[0]:
+            return _tool("go_back", {}, f"the user now wants {movie[1]}, this screen shows {shown.get('title')}",
+                         "browse"), 0.9
+        options = [s for s in ui.get("showtimes", []) if isinstance(s, dict) and _showtime_fits(s, sig)]
+        if not options:
+            available = ", ".join(f"{s.get('date')} {s.get('time')}" for s in ui.get("showtimes", [])) or "none"
+            return _say(f"No showtime of {shown.get('title')} matches {_when(sig)}. Available: {available}.",
+                        "blocked", "no showtime matches the requested date and time"), 0.6
+        pick = options[0]
+        return _tool("select_showtime", {"showtimeId": pick["id"]},
+                     f"{pick.get('date')} {pick.get('time')} is the first showtime matching {_when(sig)}", "seats"), 0.9
+
+    def _seats(self, ui: dict[str, Any], movie: tuple[str, str] | None,
+               sig: IntentSignals) -> tuple[PlannedAction, float]:
+        shown_movie = ui.get("movie") or {}
+        show = ui.get("showtime") or {}
+        if movie is not None and shown_movie.get("id") != movie[0]:
+            return _tool("go_back", {}, f"the user now wants {movie[1]}, these seats are for "
+                         f"{shown_movie.get('title')}", "showtimes"), 0.9
+        if not _showtime_fits(show, sig):
+            return _tool("go_back", {}, f"the selected showtime {show.get('date')} {show.get('time')} no longer "
+                         f"matches {_when(sig)}", "showtimes"), 0.9
+        count = sig.count or 1
+        seats = choose_seats(ui.get("seats", []), count)
+        if not seats:
+            return _say(f"There are not {count} free seats for this showtime.", "blocked",
+                        f"fewer than {count} seats are free"), 0.6
+        return _tool("select_seats", {"seatIds": seats},
+                     f"{count} free seat(s) side by side in a central row: {', '.join(seats)}", "checkout"), 0.9
+
+    def _checkout(self, ctx: PerceivedContext, memory: AgentMemory, ui: dict[str, Any],
+                  movie: tuple[str, str] | None, sig: IntentSignals) -> tuple[PlannedAction, float]:
+        notes = memory.working.notes
+        shown = ui.get("movie") or {}
+        show = ui.get("showtime") or {}
+        if (movie is not None and shown.get("id") != movie[0]) or not _showtime_fits(show, sig) or (
+                sig.count is not None and len(ui.get("seats", [])) != sig.count):
+            return _say("You changed the booking after I reached checkout, and checkout has no way back: the "
+                        f"seats held are for {shown.get('title')} on {show.get('date')} {show.get('time')} "
+                        f"({len(ui.get('seats', []))} seats). I have not booked anything.", "blocked",
+                        "the checkout no longer matches the user's request and offers no go_back"), 0.8
+        contact = ui.get("contact") or {}
+        if sig.name and sig.email and (contact.get("name") != sig.name or contact.get("email") != sig.email):
+            return _tool("enter_contact", {"name": sig.name, "email": sig.email},
+                         f"the booking must be made for {sig.name}", "checkout"), 0.9
+        if not contact:
+            return self._ask_or_block(memory, "Which name and email should the booking be made for?",
+                                      "the contact details are missing"), 0.5
+        coupon = sig.coupon
+        if coupon and ui.get("coupon") not in (coupon, coupon.upper()) and not notes.get("coupon_dropped"):
+            tries = len(memory.episodic.tool_failures("apply_coupon"))
+            if tries < COUPON_ATTEMPTS:
+                return _tool("apply_coupon", {"code": coupon}, f"the user gave the coupon {coupon}", "checkout"), 0.8
+            notes["coupon_dropped"] = coupon
+        return _tool("confirm_booking", {}, "seats, showtime and contact match the request: book it",
+                     "confirmation"), 0.9
+
+    def _ask_or_block(self, memory: AgentMemory, question: str, why: str) -> PlannedAction:
+        notes = memory.working.notes
+        asked = int(notes.get("questions", 0))
+        if asked >= MAX_QUESTIONS:
+            return _say(f"I cannot go on: {why}, and my questions did not settle it.", "blocked", why)
+        notes["questions"] = asked + 1
+        return _say(question, "question", why)
+
+
+def _signals_changed(ctx: PerceivedContext) -> bool:
+    """Whether the user's last message changed what to book (not just who it is for)."""
+    before = signals([ctx.goal, *ctx.userTexts[:-1]])
+    keys = {"date", "time", "day_part", "count", "coupon"}
+    return before.model_dump(include=keys) != ctx.signals.model_dump(include=keys)
+
+
+def _goal_text(ctx: PerceivedContext) -> str:
+    return " / then: ".join([ctx.goal, *ctx.userTexts])
+
+
+def _known_movies(memory: AgentMemory, ctx: PerceivedContext) -> dict[str, str]:
+    """Movie id -> title, from every movie list seen (the list is filtered after a search)."""
+    notes = memory.working.notes
+    known: dict[str, str] = notes.setdefault("movies", {})
+    browse = ctx.uiSpec if ctx.stage == "browse" else memory.working.last_by_stage.get("browse")
+    if isinstance(browse, dict):
+        for m in browse.get("movies", []):
+            if isinstance(m, dict) and isinstance(m.get("id"), str) and isinstance(m.get("title"), str):
+                known[m["id"]] = m["title"]
+    return known
+
+
+def _desired_movie(texts: list[str], movies: dict[str, str]) -> tuple[str, str] | None:
+    """The movie the latest text that names one asks for (longest title match wins)."""
+    for text in reversed(texts):
+        padded = f" {_norm(text)} "
+        best: tuple[int, str, str] | None = None
+        for movie_id, title in movies.items():
+            for candidate in {_norm(title), _norm(title.split(":")[0])}:
+                if len(candidate) >= 4 and f" {candidate} " in padded and (best is None or len(candidate) > best[0]):
+                    best = (len(candidate), movie_id, title)
+        if best is not None:
+            return best[1], best[2]
+    return None
+
+
+def _minutes(hhmm: str) -> int:
+    hours, _, minutes = hhmm.partition(":")
+    return int(hours) * 60 + int(minutes or 0)
+
+
+def _showtime_fits(show: dict[str, Any], sig: IntentSignals) -> bool:
+    date, time = show.get("date"), show.get("time")
+    if sig.date and date != sig.date:
+        return False
+    if sig.time and time != sig.time:
+        return False
+    if sig.day_part and isinstance(time, str):
+        m = _minutes(time)
+        return {"morning": m < 12 * 60, "afternoon": 12 * 60 <= m < 18 * 60, "evening": m >= 18 * 60}[sig.day_part]
+    return True
+
+
+def _when(sig: IntentSignals) -> str:
+    parts = [p for p in (sig.date, sig.time, sig.day_part) if p]
+    return " ".join(parts) if parts else "any time"
+
+
+def choose_seats(seats: list[Any], count: int) -> list[str]:
+    """``count`` free seats side by side, central rows first; any free seats when none are adjacent."""
+    rows: dict[str, list[int]] = {}
+    for seat in seats:
+        if isinstance(seat, dict) and seat.get("available") and isinstance(seat.get("id"), str):
+            m = re.fullmatch(r"([A-Z])(\d{1,2})", seat["id"])
+            if m:
+                rows.setdefault(m.group(1), []).append(int(m.group(2)))
+    order = sorted(rows, key=lambda r: _ROW_PREFERENCE.index(r) if r in _ROW_PREFERENCE else 99)
+    for row in order:
+        free = sorted(rows[row])
+        middle = (free[0] + free[-1]) / 2 if free else 0
+        runs = [free[i:i + count] for i in range(len(free) - count + 1)
+                if free[i + count - 1] - free[i] == count - 1]
+        if runs:
+            best = min(runs, key=lambda run: abs((run[0] + run[-1]) / 2 - middle))
+            return [f"{row}{n}" for n in best]
+    anywhere = [f"{row}{n}" for row in order for n in sorted(rows[row])]
+    return anywhere[:count] if len(anywhere) >= count else []
+
+
+def _intent_text(movie: tuple[str, str] | None, sig: IntentSignals) -> str:
+    if movie is None:
+        return "I will look for the movie you want and book it."
+    count = sig.count or 1
+    extra = f", coupon {sig.coupon}" if sig.coupon else ""
+    who = f" for {sig.name}" if sig.name else ""
+    return f"I will book {count} seat{'s' if count != 1 else ''} for {movie[1]} ({_when(sig)}){who}{extra}."
+
+
+def _done_text(ui: dict[str, Any], notes: dict[str, Any]) -> str:
+    movie = (ui.get("movie") or {}).get("title")
+    show = ui.get("showtime") or {}
+    text = (f"Booked {ui.get('bookingId')}: {movie}, {show.get('date')} {show.get('time')}, seats "
+            f"{', '.join(ui.get('seats', []))}, total {ui.get('total')}.")
+    if notes.get("coupon_dropped"):
+        text += f" The coupon {notes['coupon_dropped']} was not accepted, so it is not applied."
+    return text

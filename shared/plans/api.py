@@ -1,0 +1,97 @@
+"""The use cases behind ``functions/sessions.py``: parse, call ``shared.plans.sessions``, render."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from shared.agent.streaming import ndjson
+from shared.plans import sessions as engine
+from shared.plans.contracts import (
+    ConfirmRequest,
+    CreateSessionRequest,
+    PlanBody,
+    RefineRequest,
+    SessionAccepted,
+    SessionCreated,
+    SessionView,
+)
+from shared.plans.views import created, plan_body, session_view
+from shared.web import parse_model
+
+if TYPE_CHECKING:
+    from shared.runtime import Runtime
+
+FOLLOW_POLL_S = 0.2
+FOLLOW_MAX_S = 60.0
+
+
+class RefineResponse(PlanBody):
+    ok: bool = True
+    sessionId: str
+    status: str
+
+
+def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
+    req = parse_model(CreateSessionRequest, body)
+    services = rt.services
+    deadline = engine.parse_deadline(services, req.deadline)
+    tools = engine.check_tools(services, req.tools)
+    outcome = engine.start_planning(services, rt.sessions, uid, req.prompt, deadline=deadline, repo_url=req.repoUrl,
+                                    tools=tools)
+    return created(outcome.session, outcome.tasks)
+
+
+def refine(rt: Runtime, uid: str, session_id: str, body: Any) -> RefineResponse:
+    req = parse_model(RefineRequest, body)
+    outcome = engine.refine_plan(rt.services, rt.sessions, uid, session_id, req.message)
+    plan = plan_body(outcome.session.plan_version, outcome.tasks)
+    return RefineResponse(sessionId=session_id, status=outcome.session.status, version=plan.version,
+                          tasks=plan.tasks)
+
+
+def confirm(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepted:
+    req = parse_model(ConfirmRequest, body)
+    session = engine.confirm(rt.services, rt.sessions, uid, session_id, req.planVersion)
+    return SessionAccepted(sessionId=session_id, status=session.status)
+
+
+def cancel(rt: Runtime, uid: str, session_id: str) -> SessionAccepted:
+    session = engine.cancel(rt.services, rt.sessions, uid, session_id)
+    return SessionAccepted(sessionId=session_id, status=session.status, cancelRequested=session.cancel_requested)
+
+
+def view(rt: Runtime, uid: str, session_id: str) -> SessionView:
+    session, _ = rt.sessions.get_for(uid, session_id)
+    return session_view(rt.sessions, rt.runs, session)
+
+
+def events(rt: Runtime, uid: str, session_id: str, after: int, *, follow: bool) -> Iterator[bytes]:
+    rt.sessions.get_for(uid, session_id)  # 404 before the first byte
+
+    def lines() -> Iterator[bytes]:
+        last = after
+        stop_at = time.monotonic() + FOLLOW_MAX_S
+        while True:
+            for ev in rt.sessions.events(session_id, last):
+                last = int(ev["seq"])
+                yield ndjson(ev)
+            if not follow or time.monotonic() > stop_at:
+                return
+            got = rt.sessions.get(session_id)
+            if got is None:
+                return
+            session = got[0]
+            waiting = session.status == "awaiting_confirmation" or (
+                session.run_id is not None and _paused(rt, session.run_id))
+            if (session.terminal or waiting) and last >= session.last_seq:
+                return
+            time.sleep(FOLLOW_POLL_S)
+
+    return lines()
+
+
+def _paused(rt: Runtime, run_id: str) -> bool:
+    snap = rt.runs.get_run(run_id)
+    return snap is not None and snap.run.status == "awaiting_confirmation"

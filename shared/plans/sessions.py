@@ -1,0 +1,269 @@
+"""The seed-004 API (§2.3) as plain functions: ``start_planning``, ``refine_plan``, ``confirm``,
+``cancel``, ``execute_plan`` (and the sweep's deadline check). The HTTP functions and the CLI call
+these; ``execute_plan`` can also drive a confirmed session to its end in this process."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from shared.durable.kinds import CONTINUE
+from shared.durable.messages import WorkMessage
+from shared.errors import BadRequest, Conflict
+from shared.events import event_to_doc
+from shared.failures import FailureCode
+from shared.ids import new_id
+from shared.loop.context import Services
+from shared.models.base import Model, Part, Turn
+from shared.plans import planner
+from shared.plans.host import KIND, task_turn
+from shared.session_events import PlanUpdatedEvent, SessionStatusEvent
+from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
+from shared.state.records import RunError, RunRecord
+from shared.state.sessions_repo import SessionsRepo
+from shared.usage.meter import MeteredCall, MeteredModel
+
+log = logging.getLogger("agent_runtime.plans")
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    session: SessionRecord
+    tasks: list[PlanTask]
+
+
+def _model(services: Services, uid: str, session_id: str, operation: str) -> Model:
+    call = MeteredCall(uid=uid, unit_kind="session", unit_id=session_id, component="planner",
+                       operation_type=operation)
+    return MeteredModel(services.model_factory(), call, services.settings, services.usage.record)
+
+
+def parse_deadline(services: Services, raw: str | None, *, now: float | None = None) -> float:
+    at = time.time() if now is None else now
+    s = services.settings
+    if raw is None:
+        return at + s.plan_default_deadline_s
+    try:
+        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest("deadline must be an RFC 3339 timestamp", code="INVALID_DEADLINE",
+                         details={"field": "deadline"}) from None
+    if parsed.tzinfo is None:
+        raise BadRequest("deadline needs a time zone (Z or +hh:mm)", code="INVALID_DEADLINE",
+                         details={"field": "deadline"})
+    deadline = parsed.timestamp()
+    if deadline <= at:
+        raise BadRequest("deadline is in the past", code="INVALID_DEADLINE", details={"field": "deadline"})
+    if deadline - at > s.plan_max_deadline_s:
+        raise BadRequest(f"deadline is more than {int(s.plan_max_deadline_s)} s away (PLAN_MAX_DEADLINE_S)",
+                         code="INVALID_DEADLINE", details={"field": "deadline"})
+    return deadline
+
+
+def check_tools(services: Services, tools: list[str] | None) -> list[str] | None:
+    if tools is None:
+        return None
+    unknown = [t for t in tools if services.registry.get(t) is None]
+    if unknown:
+        raise BadRequest(f"unknown tool names: {', '.join(sorted(unknown))}", code="UNKNOWN_TOOLS",
+                         details={"field": "tools", "unknown": sorted(unknown)})
+    return sorted(set(tools))
+
+
+def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt: str, *, deadline: float,
+                   repo_url: str | None = None, tools: list[str] | None = None,
+                   repo_context: str | None = None) -> PlanOutcome:
+    """Create a session and propose its plan (``awaiting_confirmation``); a plan the model cannot
+    produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``)."""
+    session = SessionRecord(session_id=new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
+                            repo_url=repo_url, tools=tools)
+    from shared.errors import ModelError
+
+    try:
+        answer = planner.propose(_model(services, uid, session.session_id, "plan_generation"), prompt, repo_context,
+                                 max_tasks=services.settings.plan_max_tasks,
+                                 timeout_s=min(services.settings.run_deadline_s, deadline - time.time()))
+    except ModelError as exc:
+        return _failed(sessions, session, FailureCode.MODEL_ERROR, f"the planning model failed: {exc}")
+    if answer.value is None:
+        return _failed(sessions, session, FailureCode.MALFORMED_PLAN,
+                       "the model's plan did not validate after one repair: " + "; ".join(answer.problems[:5]))
+    plan = answer.value
+    session.status, session.plan_version = "awaiting_confirmation", 1
+    events = [SessionStatusEvent(status="planning", sessionId=session.session_id),
+              PlanUpdatedEvent(version=1, changes=plan.changes, reason=plan.summary, tasks=plan.tasks),
+              SessionStatusEvent(status="awaiting_confirmation", sessionId=session.session_id)]
+    writes = [sessions.plan_write(session.session_id, PlanVersionRecord(version=1, tasks=plan.tasks,
+                                                                        changes=plan.changes, reason=plan.summary)),
+              *(sessions.task_write(session.session_id, t) for t in plan.tasks)]
+    for i, ev in enumerate(events, start=1):
+        ev.seq = i
+        writes.append(sessions.event_write(session.session_id, event_to_doc(ev)))
+    session.last_seq = len(events)
+    sessions.create(session, writes)
+    log.info("session planned", extra={"fields": {"sessionId": session.session_id, "tasks": len(plan.tasks)}})
+    return PlanOutcome(session, plan.tasks)
+
+
+def _failed(sessions: SessionsRepo, session: SessionRecord, code: FailureCode, message: str) -> PlanOutcome:
+    session.status, session.error = "failed", RunError(code=code, message=message)
+    session.result = SessionResult(status="failed")
+    events = [SessionStatusEvent(status="failed", sessionId=session.session_id)]
+    events[0].seq = session.last_seq = 1
+    sessions.create(session, [sessions.event_write(session.session_id, event_to_doc(events[0]))])
+    log.warning("session planning failed: %s", code, extra={"fields": {"sessionId": session.session_id}})
+    return PlanOutcome(session, [])
+
+
+def _require(session: SessionRecord, status: str) -> None:
+    if session.status != status:
+        code = "SESSION_NOT_AWAITING_CONFIRMATION" if status == "awaiting_confirmation" else "SESSION_NOT_ACTIVE"
+        raise Conflict(f"session {session.session_id} is {session.status}", code=code,
+                       details={"status": session.status})
+
+
+def refine_plan(services: Services, sessions: SessionsRepo, uid: str, session_id: str, message: str) -> PlanOutcome:
+    session, token = sessions.get_for(uid, session_id)
+    _require(session, "awaiting_confirmation")
+    current = sessions.tasks(session_id)
+    version = session.plan_version + 1
+    answer = planner.refine(_model(services, uid, session_id, "plan_generation"), session.prompt, current, message,
+                            version, max_tasks=services.settings.plan_max_tasks,
+                            timeout_s=min(services.settings.run_deadline_s, max(1.0, session.deadline - time.time())))
+    if answer.value is None:
+        raise Conflict("the model's revised plan did not validate after one repair; the plan is unchanged: "
+                       + "; ".join(answer.problems[:5]), code="MALFORMED_PLAN")
+    plan = answer.value
+    session.plan_version = version
+    kept = {t.id for t in plan.tasks}
+    writes = [sessions.plan_write(session_id, PlanVersionRecord(version=version, tasks=plan.tasks,
+                                                                changes=plan.changes, reason=plan.summary)),
+              *(sessions.task_write(session_id, t) for t in plan.tasks),
+              *(sessions.task_write(session_id, t.model_copy(update={"status": "obsolete"}))
+                for t in current if t.id not in kept)]
+    event = PlanUpdatedEvent(version=version, changes=plan.changes, reason=plan.summary, tasks=plan.tasks)
+    session.last_seq += 1
+    event.seq = session.last_seq
+    writes.append(sessions.event_write(session_id, event_to_doc(event)))
+    sessions.commit(session, token, writes)
+    return PlanOutcome(session, plan.tasks)
+
+
+def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: str, plan_version: int) -> SessionRecord:
+    """Lock in the plan the user saw (``planVersion``) and start executing it (a ``continue``
+    message to the session's execution unit, recorded in the same commit)."""
+    session, token = sessions.get_for(uid, session_id)
+    _require(session, "awaiting_confirmation")
+    if plan_version != session.plan_version:
+        raise Conflict(f"the plan is at version {session.plan_version}, not {plan_version}",
+                       code="PLAN_VERSION_MISMATCH", details={"planVersion": session.plan_version})
+    tasks = [t for t in sessions.tasks(session_id) if t.status != "obsolete"]
+    first = tasks[0].model_copy(update={"status": "in_progress"})
+    tasks[0] = first
+    run_id = new_id("run")
+    session.status, session.run_id, session.current_task_id = "executing", run_id, first.id
+    session.last_seq += 1
+    status = SessionStatusEvent(status="executing", sessionId=session_id, seq=session.last_seq)
+    from shared.session_events import TaskStartEvent
+
+    session.last_seq += 1
+    start = TaskStartEvent(taskId=first.id, title=first.title, index=1, total=len(tasks), seq=session.last_seq)
+    run = RunRecord(run_id=run_id, uid=uid, thread_id="", status="planning", host=KIND,
+                    model=services.model_factory().name,
+                    max_steps=services.settings.plan_max_acts_per_task * services.settings.plan_max_tasks * 2,
+                    system_instruction=planner.ACT_INSTRUCTION.format(objective=session.prompt[:4000]),
+                    host_state={"sessionId": session_id, "objective": session.prompt, "deadline": session.deadline,
+                                "tools": session.tools, "tasks": [t.to_doc() for t in tasks], "taskId": first.id,
+                                "version": session.plan_version, "seq": session.last_seq})
+    opening = Turn(role="user", parts=[Part(text=f"Objective: {session.prompt}")])
+    turns = [Turn(role="user", parts=[*opening.parts, *task_turn(first, 0, len(tasks)).parts])]
+    entry = f"{CONTINUE}-{run_id}-{0:05d}"
+    writes = [*services.runs.unit_writes(run, turns=turns),
+              sessions.task_write(session_id, first),
+              sessions.event_write(session_id, event_to_doc(status)),
+              sessions.event_write(session_id, event_to_doc(start)),
+              services.outbox.record(WorkMessage(kind=CONTINUE, unitId=run_id, uid=uid), entry)]
+    sessions.commit(session, token, writes)
+    services.outbox.deliver(entry)
+    log.info("session confirmed", extra={"fields": {"sessionId": session_id, "runId": run_id, "tasks": len(tasks)}})
+    return session
+
+
+def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str) -> SessionRecord:
+    """Before execution: the session ends ``cancelled`` now. During execution: the request is
+    recorded and execution stops before its next act (a run paused for an approval is continued
+    just to stop it)."""
+    session, token = sessions.get_for(uid, session_id)
+    if session.terminal:
+        raise Conflict(f"session {session_id} already ended ({session.status})", code="SESSION_ENDED",
+                       details={"status": session.status})
+    if session.status in ("planning", "awaiting_confirmation"):
+        session.status, session.result = "cancelled", SessionResult(status="cancelled")
+        session.last_seq += 1
+        ev = SessionStatusEvent(status="cancelled", sessionId=session_id, seq=session.last_seq)
+        sessions.commit(session, token, [sessions.event_write(session_id, event_to_doc(ev))])
+        return session
+    sessions.request_cancel(session_id)
+    session.cancel_requested = True
+    if session.run_id:
+        ev = SessionStatusEvent(status="cancelled", sessionId=session_id, seq=session.last_seq + 1)
+        if sessions.end_paused(session, session.run_id, event_to_doc(ev), reason="cancelled",
+                               event_write=services.runs.event_write, audit_write=services.runs.audit_write):
+            session.status = "cancelled"
+    return session
+
+
+def execute_plan(services: Services, sessions: SessionsRepo, uid: str, session_id: str, *,
+                 deliver: object = None, max_invocations: int = 1000) -> SessionResult:
+    """Drive a confirmed session to its end in this process: every ``continue`` message is
+    handled here (one "invocation" each). Approvals still need a decision (then call again)."""
+    from shared.loop.resume import resume_run
+
+    session, _ = sessions.get_for(uid, session_id)
+    for _ in range(max_invocations):
+        if session.terminal or session.run_id is None:
+            break
+        snap = services.runs.get_run(session.run_id)
+        if snap is None or snap.run.status == "awaiting_confirmation" or snap.run.terminal:
+            break
+        resume_run(services, session.run_id)
+        session, _ = sessions.get_for(uid, session_id)
+    from shared.plans.views import action_log
+
+    return SessionResult(status=session.status,
+                         log=action_log(sessions, session_id, sessions.tasks(session_id)) if session.terminal else [])
+
+
+def end_past_deadline(services: Services, sessions: SessionsRepo, limit: int = 50) -> int:
+    """The sweep's check: a session waiting (for confirmation, or for an approval inside its
+    execution) when its deadline passes ends ``deadline_exceeded``. A working execution stops by
+    itself before its next act. Returns how many sessions were ended."""
+    ended = 0
+    at = time.time()
+    for status in ("awaiting_confirmation", "executing"):
+        for session in sessions.by_status(status, limit):
+            if session.deadline > at:
+                break  # ordered by deadline
+            got = sessions.get(session.session_id)
+            if got is None:
+                continue
+            session, token = got
+            ev = SessionStatusEvent(status="deadline_exceeded", sessionId=session.session_id,
+                                    seq=session.last_seq + 1)
+            try:
+                if session.status == "awaiting_confirmation":
+                    session.status, session.last_seq = "deadline_exceeded", session.last_seq + 1
+                    session.result = SessionResult(status="deadline_exceeded")
+                    session.error = RunError(code=FailureCode.DEADLINE_EXCEEDED,
+                                             message="the deadline passed before the plan was confirmed")
+                    sessions.commit(session, token, [sessions.event_write(session.session_id, event_to_doc(ev))])
+                    ended += 1
+                elif session.run_id and sessions.end_paused(
+                        session, session.run_id, event_to_doc(ev), reason="deadline_exceeded",
+                        event_write=services.runs.event_write, audit_write=services.runs.audit_write):
+                    ended += 1
+            except Conflict:
+                continue  # changed meanwhile: the next sweep looks again
+    return ended

@@ -1,0 +1,130 @@
+"""Bad input from the host: each case ends the session in an explicit state with a clear logged
+error, a complete log, and no wait beyond its timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+
+from hostagent.agent import AgentConfig, HostAgent
+from hostagent.rules_planner import RulesPlanner
+from hostagent.session_log import SessionLog
+from tests.hostagent.support import FAULT_TIMEOUT_S, Session, check_log, run
+
+
+def _refused(session: Session) -> dict[str, Any]:
+    (error,) = [r for r in session.records if r["kind"] == "error"]
+    return error
+
+
+def _ended_with_the_host(session: Session) -> None:
+    """The agent told the host the session is over, and the host confirmed."""
+    assert session.sent()[-1]["type"] == "session.end"
+    assert session.sent()[-1]["payload"]["reason"].startswith("protocol error: ")
+    assert session.received()[-1]["type"] == "session.ended"
+    assert session.host.host_of("room-1").ended
+
+
+@pytest.mark.parametrize(("fault", "message"), [
+    ("malformed_frame", "frame is not JSON"),
+    ("unknown_type", "unknown message type 'tool.progress'"),
+    ("wrong_version", "unsupported protocol version 'mvp-0.1' (expected 'mvp-0.2')"),
+    ("binary_frame", "binary frame: the protocol sends JSON text frames only"),
+], ids=["malformed-frame", "unknown-type", "wrong-version", "binary-frame"])
+def test_a_broken_reply_ends_the_session_as_a_protocol_error(tmp_path: Path, fault: str, message: str) -> None:
+    session = run(tmp_path, fault_specs=[f"{fault}:select_movie"], timeout_s=FAULT_TIMEOUT_S)
+    assert session.result.outcome == "protocol_error" and session.result.exit_code == 3
+    assert session.result.code == "INVALID_MESSAGE" and message in session.result.reason
+    error = _refused(session)
+    assert error["direction"] == "in" and error["code"] == "INVALID_MESSAGE" and message in error["reason"]
+    _ended_with_the_host(session)
+    assert [c[0] for c in session.calls()] == ["search_movies", "select_movie"]  # nothing after it
+
+
+def test_a_tool_schema_that_is_not_json_schema_ends_the_session(tmp_path: Path) -> None:
+    session = run(tmp_path, fault_specs=["invalid_tool_schema:select_movie"], timeout_s=FAULT_TIMEOUT_S)
+    assert session.result.outcome == "protocol_error" and session.result.exit_code == 3
+    error = _refused(session)
+    assert "invalid toolSchema" in error["reason"] and "broken_tool" in error["reason"]
+    assert "params is not a valid JSON Schema" in error["reason"]
+    _ended_with_the_host(session)
+    # The broken schema never became the agent's view: no call was planned from it.
+    assert [c[0] for c in session.calls()] == ["search_movies", "select_movie"]
+
+
+def test_an_oversized_frame_closes_the_connection_and_ends_the_session(tmp_path: Path) -> None:
+    session = run(tmp_path, fault_specs=["oversized_frame:select_movie:1"], timeout_s=FAULT_TIMEOUT_S,
+                  max_frame_bytes=64 * 1024)
+    assert session.result.outcome == "protocol_error" and session.result.exit_code == 3
+    error = _refused(session)
+    assert error["type"] == "connection" and "larger than 65536 bytes" in error["reason"]
+    assert session.sent()[-1]["type"] == "tool.call"  # the connection is gone: no session.end possible
+
+
+def test_a_host_that_closes_mid_call(tmp_path: Path) -> None:
+    session = run(tmp_path, fault_specs=["close_mid_call:select_showtime"], timeout_s=5.0)
+    assert session.result.outcome == "connection_lost" and session.result.exit_code == 4
+    assert "closed the connection (1011 host closed mid-call)" in session.result.reason
+    assert session.sent()[-1]["payload"]["name"] == "select_showtime"
+    call_id = session.sent()[-1]["id"]
+    # The pending call failed when the connection closed (not at its timeout), and the log says so.
+    (outcome,) = [r for r in session.records if r["kind"] == "outcome" and r["id"] == call_id]
+    assert outcome["outcome"] == "failed" and outcome["code"] == "CONNECTION_LOST"
+    assert _refused(session)["code"] == "CONNECTION_LOST"
+
+
+def _silent_session(tmp_path: Path, answer: Any) -> tuple[Any, list[dict[str, Any]], list[str]]:
+    """A peer that answers relay.join with ``answer(frame)`` (None: nothing), then stays silent."""
+    got: list[str] = []
+
+    async def handler(conn: ServerConnection) -> None:
+        async for text in conn:
+            got.append(str(text))
+            reply = answer(json.loads(text))
+            if reply is not None:
+                await conn.send(json.dumps(reply))
+
+    async def go() -> Any:
+        async with serve(handler, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            cfg = AgentConfig(url=f"ws://127.0.0.1:{port}/relay", room="r", goal="Book Dune",
+                              timeout_s=FAULT_TIMEOUT_S, session_timeout_s=30)
+            return await HostAgent(cfg, RulesPlanner(), SessionLog(tmp_path / "s.jsonl")).run()
+
+    result = asyncio.run(go())
+    records = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    check_log(records, result)
+    return result, records, got
+
+
+def test_a_silent_relay_times_out(tmp_path: Path) -> None:
+    result, _, got = _silent_session(tmp_path, lambda frame: None)
+    assert result.outcome == "timeout" and result.exit_code == 5
+    assert "no reply to relay.join" in result.reason
+    assert [json.loads(g)["type"] for g in got] == ["relay.join"]
+
+
+def test_a_reply_of_the_wrong_type_is_a_protocol_error(tmp_path: Path) -> None:
+    def answer(frame: dict[str, Any]) -> dict[str, Any]:
+        return {"v": "mvp-0.2", "id": "x1", "type": "session.started", "replyTo": frame["id"],
+                "payload": {"sessionId": "s", "stage": "browse"}}
+
+    result, _, _ = _silent_session(tmp_path, answer)
+    assert result.outcome == "protocol_error" and result.exit_code == 3
+    assert "relay.join" in result.reason and "answered with session.started" in result.reason
+
+
+def test_an_envelope_with_extra_fields_is_refused(tmp_path: Path) -> None:
+    def answer(frame: dict[str, Any]) -> dict[str, Any]:
+        return {"v": "mvp-0.2", "id": "x1", "type": "relay.joined", "replyTo": frame["id"],
+                "payload": {"room": "r"}, "extra": True}
+
+    result, records, _ = _silent_session(tmp_path, answer)
+    assert result.outcome == "protocol_error"
+    (error,) = [r for r in records if r["kind"] == "error"]
+    assert "Additional properties are not allowed ('extra' was unexpected)" in error["reason"]

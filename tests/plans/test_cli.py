@@ -1,0 +1,69 @@
+"""``agent plan``: the installed command against a served dev app (real HTTP, a scripted model, the
+inline dispatcher): plan table, a refinement, confirmation, live progress, an approval answered
+inline, the final log."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from werkzeug.serving import make_server
+
+from devserver import create_app
+from shared.auth import LocalAuthenticator
+from shared.runtime import Runtime, set_runtime
+from shared.state.docstore import DocStore
+from tests.agent.conftest import make_settings
+from tests.emulators import free_port
+from tests.plans.support import Script, model
+
+REPO = Path(__file__).resolve().parents[2]
+AGENT = REPO / ".venv" / "bin" / "agent"
+
+
+@pytest.fixture
+def served(sqlite_docstore: DocStore) -> Iterator[tuple[str, Runtime]]:
+    script = Script(acts={"Write the summary": [("save_memory", {"text": "the summary"})]},
+                    refine=lambda p: {"tasks": [*p["currentPlan"], {"id": None, "title": "Tell the team"}],
+                                      "summary": "one more"})
+    rt = Runtime(make_settings(dispatcher="inline"), store=sqlite_docstore, model=model(script),
+                 authenticator=LocalAuthenticator())
+    set_runtime(rt)
+    port = free_port()
+    server = make_server("127.0.0.1", port, create_app(), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}", rt
+    server.shutdown()
+    thread.join(10)
+    set_runtime(None)
+
+
+def test_agent_plan_refines_confirms_approves_and_prints_the_log(served: tuple[str, Runtime]) -> None:
+    url, rt = served
+    answers = "add a step to tell the team\ny\ny\n"  # refine, confirm, approve the save_memory act
+    done = subprocess.run([str(AGENT), "plan", "Summarise my notes", "--deadline", "2h", "--server", url,
+                           "--token", "dev:alice"], input=answers, capture_output=True, text=True, timeout=120,
+                          cwd="/", check=False)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "Plan v1:" in out and "Plan v2:" in out and "Tell the team" in out
+    assert "[task 1 of 4] Read the notes" in out and "[task 4 of 4] Tell the team" in out
+    assert "approval needed: Remember:" in out
+    assert "session completed" in out and "save_memory" in out.split("session completed", 1)[1]
+    assert [m.text for m in rt.users.list_memories("alice")] == ["the summary"]
+
+
+def test_agent_plan_reports_an_unreachable_server() -> None:
+    done = subprocess.run([str(AGENT), "plan", "x", "--server", f"http://127.0.0.1:{free_port()}"],
+                          capture_output=True, text=True, timeout=60, check=False, input="")
+    assert done.returncode == 2 and "cannot reach" in done.stdout
+
+
+def test_agent_plan_rejects_a_bad_deadline() -> None:
+    done = subprocess.run([str(AGENT), "plan", "x", "--deadline", "soonish"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2 and "use a duration" in done.stderr

@@ -1,0 +1,44 @@
+"""``make dev`` without a Gemini key: the labelled offline model plans, refines and executes a
+session end to end (the real loop, store and inline dispatcher)."""
+
+from __future__ import annotations
+
+import time
+
+from devserver import create_app
+from shared.auth import LocalAuthenticator
+from shared.models.offline import LABEL, OfflineModel
+from shared.runtime import Runtime, set_runtime
+from shared.state.docstore import DocStore
+from tests.agent.conftest import make_settings
+
+ALICE = {"Authorization": "Bearer dev:alice"}
+
+
+def test_an_offline_session_runs_to_completion_with_the_inline_dispatcher(sqlite_docstore: DocStore) -> None:
+    rt = Runtime(make_settings(dispatcher="inline"), store=sqlite_docstore, model=OfflineModel(),
+                 authenticator=LocalAuthenticator())
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        body = client.post("/api/agent/sessions", json={"prompt": "tidy my notes"}, headers=ALICE).get_json()
+        assert body["ok"] and body["plan"]["tasks"][0]["title"] == "Understand: tidy my notes"
+        assert LABEL in client.get(f"/api/agent/sessions/{body['sessionId']}", headers=ALICE).get_json()[
+            "tasks"][0]["description"]
+        sid = body["sessionId"]
+        refined = client.post(f"/api/agent/sessions/{sid}/refine", json={"message": "also archive"},
+                              headers=ALICE).get_json()
+        assert refined["version"] == 2 and len(refined["tasks"]) == 4
+        assert client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 2},
+                           headers=ALICE).status_code == 202
+        deadline = time.monotonic() + 30
+        view = {}
+        while time.monotonic() < deadline:  # the inline dispatcher works on its own threads
+            view = client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()
+            if view["status"] not in ("executing",):
+                break
+            time.sleep(0.05)
+        assert view["status"] == "completed", view
+        assert [t["status"] for t in view["tasks"]] == ["completed"] * 4
+    finally:
+        set_runtime(None)

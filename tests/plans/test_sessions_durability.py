@@ -1,0 +1,172 @@
+"""Plan sessions on the kernel: approvals inside execution (same policy, approve route and resume),
+deadlines (FR-306) checked before every act and by the sweep, crashes recovered, every act once."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from devserver import create_app
+from shared.state.records import UserRecord
+from tests.plans.conftest import MakeRuntime
+from tests.plans.support import Script
+from tests.plans.test_sessions_http import ALICE, create, deliver, events
+
+
+@pytest.fixture
+def client() -> FlaskClient:
+    return create_app().test_client()
+
+
+def confirm(client: FlaskClient, sid: str, version: int = 1) -> None:
+    resp = client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": version}, headers=ALICE)
+    assert resp.status_code == 202, resp.get_json()
+
+
+def view(client: FlaskClient, sid: str) -> dict[str, Any]:
+    return client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()  # type: ignore[no-any-return]
+
+
+def test_an_act_with_a_side_effect_waits_for_approval_then_continues(make_rt: MakeRuntime,
+                                                                    client: FlaskClient) -> None:
+    script = Script(acts={"Write the summary": [("save_memory", {"text": "the summary"})]})
+    rt = make_rt(script)  # alice is supervised (default): save_memory needs approval
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    deliver(rt)
+    waiting = view(client, sid)
+    assert waiting["status"] == "executing"
+    [pending] = waiting["pendingApprovals"]
+    assert pending["tool"] == "save_memory" and "the summary" in pending["preview"]
+    assert "approval_required" in [e["type"] for e in events(client, sid)]
+    assert rt.users.list_memories("alice") == []
+    approved = client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "approve"},
+                           headers=ALICE)
+    assert approved.status_code == 202
+    deliver(rt)  # the resume message, then the continue messages
+    done = view(client, sid)
+    assert done["status"] == "completed", done
+    assert [m.text for m in rt.users.list_memories("alice")] == ["the summary"]  # exactly once
+    act = done["tasks"][1]["history"][0]
+    assert act["action"]["tool"] == "save_memory" and act["observation"]["saved"] is True
+
+
+def test_a_rejected_act_is_observed_and_the_task_goes_on(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    deliver(rt)
+    [pending] = view(client, sid)["pendingApprovals"]
+    client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "reject"}, headers=ALICE)
+    deliver(rt)
+    done = view(client, sid)
+    assert done["status"] == "completed"
+    assert done["tasks"][0]["history"][0]["observation"]["rejected"] is True
+
+
+def test_autonomous_users_act_without_approval(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "auto"})]}))
+    rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    deliver(rt)
+    assert view(client, sid)["status"] == "completed"
+    assert [m.text for m in rt.users.list_memories("alice")] == ["auto"]
+
+
+def test_a_session_spans_many_invocations_through_its_step_budget(make_rt: MakeRuntime,
+                                                                  client: FlaskClient) -> None:
+    acts = {t: [("search_memory", {"query": f"{t}{i}"}) for i in range(3)]
+            for t in ("Read the notes", "Write the summary", "Publish it")}
+    rt = make_rt(Script(acts=acts), plan_steps_per_invocation=2)
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    assert deliver(rt) >= 6  # 12 model calls at 2 per invocation, and a slice per task
+    done = view(client, sid)
+    assert done["status"] == "completed"
+    assert [len(t["history"]) for t in done["tasks"]] == [4, 4, 4]  # 3 acts + task_done each, no duplicate
+    assert [h["n"] for t in done["tasks"] for h in t["history"]] == [1, 2, 3, 4] * 3
+
+
+def test_no_act_starts_after_the_deadline(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    rt = make_rt(Script(acts={"Read the notes": [("search_memory", {"query": "a"})]}))
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    session, _ = rt.sessions.get(sid)  # type: ignore[misc]
+    run = rt.runs.get_run(session.run_id or "")
+    assert run is not None
+    # The deadline passes before the first invocation runs (the execution carries it in its state).
+    run.run.host_state["deadline"] = time.time() - 1
+    rt.runs.commit(run, run.run)
+    deliver(rt)
+    done = view(client, sid)
+    assert done["status"] == "deadline_exceeded" and done["error"]["code"] == "DEADLINE_EXCEEDED"
+    assert all(not t["history"] for t in done["tasks"])
+
+
+def test_the_sweep_ends_sessions_waiting_past_their_deadline(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
+    unconfirmed = create(client)["sessionId"]
+    paused = create(client)["sessionId"]
+    confirm(client, paused)
+    deliver(rt)
+    [pending] = view(client, paused)["pendingApprovals"]
+    for sid in (unconfirmed, paused):
+        rt.sessions.store.commit([rt.sessions.update_write(sid, {"deadline": time.time() - 5})])
+    assert rt.router.sweep()["recovered"] >= 2
+    for sid in (unconfirmed, paused):
+        ended = view(client, sid)
+        assert ended["status"] == "deadline_exceeded", ended
+        assert events(client, sid)[-1]["status"] == "deadline_exceeded"
+    late = client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "approve"},
+                       headers=ALICE)
+    assert late.status_code == 409
+    assert rt.users.list_memories("alice") == []
+
+
+def test_cancel_while_waiting_for_an_approval_closes_it(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    deliver(rt)
+    [pending] = view(client, sid)["pendingApprovals"]
+    resp = client.post(f"/api/agent/sessions/{sid}/cancel", headers=ALICE)
+    assert resp.status_code == 202 and resp.get_json()["status"] == "cancelled"
+    assert view(client, sid)["pendingApprovals"] == []
+    assert client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "approve"},
+                       headers=ALICE).status_code == 409
+    assert rt.users.list_memories("alice") == []
+
+
+def test_a_crash_inside_an_invocation_is_recovered_and_no_act_runs_twice(make_rt: MakeRuntime,
+                                                                         client: FlaskClient) -> None:
+    class Crash(BaseException):
+        pass
+
+    acts = {"Read the notes": [("search_memory", {"query": "a"}), ("search_memory", {"query": "b"})]}
+    script = Script(acts=acts)
+    original = script.answer
+    state = {"calls": 0}
+
+    def crashing(request: Any) -> Any:
+        state["calls"] += 1
+        if state["calls"] == 4:  # the second act's reflection: after the act ran, before its commit
+            raise Crash()
+        return original(request)
+
+    script.answer = crashing  # type: ignore[method-assign]
+    rt = make_rt(script, lease_ttl_s=0.2)
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    with pytest.raises(Crash):
+        deliver(rt)
+    time.sleep(0.3)
+    assert rt.router.sweep()["recovered"] == 1
+    deliver(rt)
+    done = view(client, sid)
+    assert done["status"] == "completed"
+    ns = [h["n"] for h in done["tasks"][0]["history"]]
+    assert ns == sorted(set(ns)) == list(range(1, len(ns) + 1))  # no gap, no duplicate
