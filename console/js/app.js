@@ -1,5 +1,5 @@
 // The console shell: the dev user (its Bearer dev:<uid> token), the views and a hash router
-// (#/chat, #/approvals, #/runs[/<runId>], #/usage, #/integrations, #/goals).
+// (#/chat, #/approvals, #/plans[/<sessionId>], #/runs[/<runId>], #/usage, #/integrations, #/goals).
 
 import {currentUser, knownUsers, setUser} from './api.js';
 import {$, clear, h} from './dom.js';
@@ -8,6 +8,7 @@ import {mountApprovals} from './views/approvals.js';
 import {mountChat} from './views/chat.js';
 import {mountGoals} from './views/goals.js';
 import {mountIntegrations} from './views/integrations.js';
+import {mountPlans} from './views/plans.js';
 import {mountRuns} from './views/runs.js';
 import {mountUsage} from './views/usage.js';
 
@@ -16,7 +17,7 @@ window.addEventListener('unhandledrejection', (e) => showError(globalErrors, e.r
 window.addEventListener('error', (e) => showError(globalErrors, e.error || e.message, 'unexpected'));
 
 const views = {
-  chat: mountChat(), approvals: mountApprovals(), runs: mountRuns(), usage: mountUsage(),
+  chat: mountChat(), approvals: mountApprovals(), plans: mountPlans(), runs: mountRuns(), usage: mountUsage(),
   integrations: mountIntegrations(), goals: mountGoals(),
 };
 

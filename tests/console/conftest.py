@@ -26,6 +26,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Turn, Usage
+from shared.models.offline import OfflineModel
 from shared.models.scripted import call
 from shared.runtime import Runtime, set_runtime
 from shared.state.sqlite_docstore import SqliteDocStore
@@ -63,12 +64,16 @@ class ConsoleModel:
     - ``slow``: calls ``search_memory`` (executes at once), then waits for the ``slow`` gate before
       answering "Finished after the reload."
     - anything else: answers "Plain answer."
+    Plan sessions: structured requests (plan drafts, refinements, reflections) get the offline
+    model's JSON; each task's first act reasons "I will look up the notes first." and calls
+    ``search_memory``, its next act ends the task; the first act of task 2 waits for the ``plan`` gate.
     A gate is opened by the test (``release``) and is re-armed by ``hold``.
     """
 
     def __init__(self) -> None:
         self._gates: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        self._offline = OfflineModel()
 
     @property
     def name(self) -> str:
@@ -91,11 +96,22 @@ class ConsoleModel:
             raise TimeoutError(f"the test never released the {kind!r} gate")
 
     def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse:
-        kind, _, rest = _prompt(request).partition(":")
+        if request.response_schema is not None:
+            return self._offline.generate(request, on_delta)
+        prompt = _prompt(request)
+        kind, _, rest = prompt.partition(":")
         kind, rest = kind.strip().lower(), rest.strip()
         results = [p.function_response for p in request.turns[-1].parts if p.function_response is not None]
         emit = on_delta or (lambda _kind, _text: None)
-        if kind == "stream":
+        if "executing a confirmed plan" in request.system_instruction:
+            if results:
+                turn = _text("Task done.", emit)
+            else:
+                if prompt.startswith("Task 2 of"):
+                    self._wait("plan")
+                turn = Turn(role="model", parts=[Part(text="I will look up the notes first."),
+                                                 call("search_memory", {"query": "notes"})])
+        elif kind == "stream":
             emit("thought", "Weighing the greeting")
             emit("text", "Hello ")
             self._wait("stream")

@@ -1,7 +1,7 @@
 """The dev console in a real headless Chromium against the dev app: a chat run streaming, an
 approval decided from its card and the resumed run followed live, a reload in the middle of a run
-catching up from the event log, the usage view, API errors shown with their code and message,
-integrations and the goals playground.
+catching up from the event log, a plan draft refined then confirmed and its tasks progressing,
+the usage view, API errors shown with their code and message, integrations and the goals playground.
 
 Each test is its own dev user, so the tests share one server and store without seeing each other.
 """
@@ -229,3 +229,54 @@ def test_goals_playground_plans_then_finalises(page: Page, console: Console) -> 
     expect(last.locator(".reply")).to_contain_text("I've created a goal for you:")
     expect(last.locator(".meta")).to_contain_text("state finalized")
     console.screenshot(page, "goals")
+
+
+def test_a_plan_is_refined_then_confirmed_and_its_tasks_progress(page: Page, console: Console) -> None:
+    gate = console.model.hold("plan")
+    open_console(page, console, "hana", view="plans")
+    page.fill("#plans-prompt", "Tidy my notes")
+    page.fill("#plans-deadline", "90")
+    page.click("#plans-form button[type=submit]")
+    review = page.locator(".review-card")
+    expect(review.locator(".plan-tasks > li")).to_have_count(3)
+    expect(review.locator("button.confirm")).to_have_text("Confirm version 1")
+    session_id = page.locator(".session").get_attribute("data-session-id")
+    assert session_id and session_id.startswith("ses_")
+    expect(page.locator(".session .countdown")).to_contain_text("left")
+
+    page.fill(".review-card textarea", "also send me a summary")
+    page.press(".review-card textarea", "Enter")  # Enter refines
+    expect(review.locator("button.confirm")).to_have_text("Confirm version 2")
+    expect(review.locator(".plan-tasks > li")).to_have_count(4)
+    expect(review.locator(".plan-tasks > li").last).to_contain_text("Follow up: also send me a summary")
+    expect(page.locator(".versions li[data-version='2']")).to_contain_text("added task")
+    console.screenshot(page, "plans-review")
+
+    review.locator("button.confirm").click()  # confirms exactly version 2
+    session = page.locator(".session")
+    tasks = session.locator(".tasks > li")
+    expect(tasks).to_have_count(4)
+    # Task 1 is done (with its ReAct history); task 2 started and its first act is held.
+    expect(tasks.nth(0)).to_have_attribute("data-status", "completed")
+    expect(tasks.nth(1)).to_have_attribute("data-status", "in_progress")
+    expect(tasks.nth(2)).to_have_attribute("data-status", "pending")
+    expect(session.locator(".facts .chip").first).to_have_text("executing")
+    console.screenshot(page, "plans-executing")
+
+    gate.set()
+    expect(session.locator(".facts .chip").first).to_have_text("completed")
+    for i in range(4):
+        expect(tasks.nth(i)).to_have_attribute("data-status", "completed")
+    first = tasks.nth(0)
+    first.locator("details.react > summary").click()
+    step = first.locator(".react-step").first
+    expect(step).to_contain_text("reason: I will look up the notes first.")
+    expect(step).to_contain_text("search_memory")
+    starts = session.locator(".timeline li.ev-task_start")
+    expect(starts).to_have_count(4)
+    expect(starts.last).to_contain_text("task 4 of 4: Follow up: also send me a summary")
+    expect(session.locator(".timeline li").last).to_contain_text("result completed")
+    view = api(console, "GET", f"/api/agent/sessions/{session_id}", "hana")
+    assert view["status"] == "completed" and view["planVersion"] == 2
+    assert [t["status"] for t in view["tasks"]] == ["completed"] * 4
+    console.screenshot(page, "plans")
