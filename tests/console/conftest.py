@@ -1,8 +1,10 @@
 """Browser fixtures: Debian's Chromium driven by Playwright, and the dev app on a loopback port.
 
-- ``browser`` (session): one headless Chromium (``/usr/bin/chromium``, installed by the Makefile).
-  Playwright never downloads a browser here; a missing or broken Chromium makes every browser test
-  ERROR with the reason, never skip.
+- ``browser`` (module): one headless Chromium (``/usr/bin/chromium``, installed by the Makefile)
+  for all the browser tests (they are one module). Not session-scoped on purpose: Playwright's sync
+  API keeps an asyncio loop running on the main thread while it is started, which would break
+  ``asyncio.run`` in the tests that come after. Playwright never downloads a browser here; a
+  missing or broken Chromium makes every browser test ERROR with the reason, never skip.
 - ``console`` (module): the dev app (``devserver.create_app``) served by werkzeug on a free
   127.0.0.1 port in a thread, over a fresh SQLite store, local auth, the inline dispatcher (an
   approval resumes the run on a background thread, as in ``make dev``) and ``ConsoleModel``.
@@ -150,13 +152,13 @@ class Console:
         return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as pw:
         yield pw
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium package "

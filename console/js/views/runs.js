@@ -39,11 +39,11 @@ export function mountRuns() {
       return;
     }
     clear(tbody);
-    if (!runs.length) tbody.append(h('tr', {}, h('td', {colspan: 7}, 'No runs yet.')));
+    if (!runs.length) tbody.append(h('tr', {}, h('td', {colspan: 8}, 'No runs yet.')));
     for (const r of runs) {
       tbody.append(h('tr', {'data-run-id': r.runId},
         h('td', {}, h('a', {href: `#/runs/${r.runId}`}, r.runId)),
-        h('td', {}, r.threadId), h('td', {}, chip(r.status)), h('td', {}, String(r.steps)),
+        h('td', {}, r.threadId), h('td', {}, r.host), h('td', {}, chip(r.status)), h('td', {}, String(r.steps)),
         h('td', {}, String(r.usage.totalTokens)), h('td', {}, when(r.createdAt)),
         h('td', {class: 'summary-cell'}, r.error ? `${r.error.code}: ${r.error.message}` : r.summary)));
     }
