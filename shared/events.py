@@ -73,6 +73,15 @@ class ResultEvent(_Event):
     result: RunResult
 
 
+class AgentStateEvent(_Event):
+    """What the loop is doing now (seed 003 §4.4), sent whenever it changes."""
+
+    type: Literal["agent_state"] = "agent_state"
+    state: Literal["thinking", "executing_tool", "executing_plan", "waiting_on_user"]
+    contextType: str
+    details: str | None = None
+
+
 class ErrorEvent(_Event):
     type: Literal["error"] = "error"
     error: str
@@ -81,7 +90,7 @@ class ErrorEvent(_Event):
 
 RunEvent = Annotated[
     StatusEvent | DeltaEvent | ThoughtDeltaEvent | ToolCallEvent | ToolResultEvent | UsageEvent | ResultEvent
-    | ErrorEvent,
+    | ErrorEvent | AgentStateEvent,
     Field(discriminator="type"),
 ]
 

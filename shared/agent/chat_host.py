@@ -7,12 +7,19 @@ the run (seed 001 semantics: ``STEP_LIMIT``, ``DEADLINE_EXCEEDED``).
 
 from __future__ import annotations
 
+import logging
+from datetime import UTC, datetime
+
+from shared.events import AgentStateEvent
 from shared.failures import FailureCode
+from shared.ids import new_id
 from shared.loop import stops
 from shared.loop.context import RunContext
 from shared.loop.host import Host
-from shared.loop.outcomes import NextStepInterruption
-from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult
+from shared.loop.outcomes import NextStepFailed, NextStepInterruption, StopOutcome
+from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult, UsageEntry, now
+
+log = logging.getLogger("agent_runtime.agent")
 
 MAX_SUMMARY_CHARS = 4000
 
@@ -32,6 +39,15 @@ def _base_result(ctx: RunContext) -> RunResult:
                      tool=last.tool if last else None, tool_args=last.args if last else None)
 
 
+def watchdog_entry(ctx: RunContext) -> UsageEntry:
+    at = now()
+    return UsageEntry(entry_id=f"{ctx.run.run_id}-{ctx.run.steps:05d}-{new_id('wd')}", uid=ctx.run.uid,
+                      unit_kind="run", unit_id=ctx.run.run_id, component="watchdog", operation_type="planner_stream",
+                      profile=ctx.run.profile, context_type=ctx.run.context_type,
+                      model=ctx.run.model, step=ctx.run.steps, outcome="error", error_code="DEADLINE_EXCEEDED",
+                      at=at, day=datetime.fromtimestamp(at, UTC).date().isoformat())
+
+
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
     tool = ctx.services.registry.get(action.tool)
     if tool is None:
@@ -39,8 +55,34 @@ def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
     return tool.preview(tool.validate(action.args))
 
 
+def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
+    """Send ``agent_state`` when the loop switches to ``state``."""
+    if ctx.run.host_state.get("agentState") == state:
+        return
+    ctx.run.host_state["agentState"] = state
+    ctx.emit(AgentStateEvent(state=state, contextType=ctx.run.context_type or "general",
+                             details=details))
+
+
 class ChatHost(Host):
     kind = "chat"
+
+    def before_step(self, ctx: RunContext) -> StopOutcome | None:
+        limit = ctx.services.settings.max_tool_calls_per_turn
+        if ctx.run.tools_called >= limit:
+            # Seed 003 §4.2: at most N tool calls per user turn in total; the incident is logged with
+            # a stable schema (component, stage) so it can be counted.
+            log.warning("tool call limit reached", extra={"fields": {
+                "component": "planner_loop", "stage": "tool_call_limit", "runId": ctx.run.run_id,
+                "toolCalls": ctx.run.tools_called, "contextType": ctx.run.context_type}})
+            return NextStepFailed(FailureCode.TOOL_CALL_LIMIT,
+                                  f"this request needed more than {limit} tool calls "
+                                  "(AGENT_MAX_TOOL_CALLS_PER_TURN); rephrase it more narrowly, or wait and ask again")
+        _state(ctx, "thinking")
+        return None
+
+    def before_tool(self, ctx: RunContext, tool: str) -> None:
+        _state(ctx, "executing_tool", tool)
 
     def finish(self, ctx: RunContext, text: str) -> None:
         run = ctx.run
@@ -65,9 +107,12 @@ class ChatHost(Host):
                            model=run.model, mode="requires_approval", action_id=first.action_id, tool=first.tool,
                            tool_args=first.args, approval=views[0], approvals=views,
                            summary=f"Waiting for approval: {views[0].preview}")
+        _state(ctx, "waiting_on_user", "approval")
         stops.pause(ctx, outcome, result=result)
 
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
+        if code == FailureCode.DEADLINE_EXCEEDED:  # the watchdog: its timeout is in the usage ledger too
+            ctx.write(ctx.services.usage.entry_write(watchdog_entry(ctx)))
         result = _base_result(ctx)
         result.ok, result.status, result.summary = False, "failed", message
         result.mode = ctx.run.mode or "assistant_text"

@@ -68,6 +68,9 @@ class Host:
         (e.g. a ReAct triplet, a reflection) and may stop the unit. None: go on."""
         return None
 
+    def before_tool(self, ctx: RunContext, tool: str) -> None:
+        """Called before a decided call runs (e.g. to tell the client a tool is executing)."""
+
     def declarations(self, ctx: RunContext) -> list[ToolDeclaration]:
         """The tools the model is offered (default: every tool of the registry)."""
         return ctx.services.registry.declarations()

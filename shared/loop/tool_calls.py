@@ -35,6 +35,7 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
     """
     s = ctx.services
     actions: list[ActionRecord] = []
+    ctx.run.tools_called += len(calls)
     for i, fc in enumerate(calls):
         action = ActionRecord(action_id=s.new_id("act"), run_id=ctx.run.run_id, uid=ctx.run.uid, tool=fc.name,
                               args=dict(fc.args), args_hash=args_hash(dict(fc.args)), turn_index=turn_index,
@@ -102,6 +103,7 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
         ctx.put_action(action)
         return
     args = tool.validate(action.args)
+    ctx.host.before_tool(ctx, tool.name)
     ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
                            status="executing"))
     move_action(action, "executing")

@@ -149,10 +149,16 @@ class RunRecord(Record):
     turn_count: int = 0
     last_seq: int = 0
     tools_executed: int = 0
+    tools_called: int = 0
+    """Tool calls the model asked for in this run (one user turn), whatever became of them."""
     usage: Usage = Field(default_factory=Usage)
     """Totals of the run's model calls; each call is its own document in the usage ledger."""
     cost_usd: float = 0.0
     """Estimated cost of the run's model calls (the ledger's price table; see docs/usage.md)."""
+    context_type: str | None = None
+    """The request's ``contextType`` (chat runs): labels every model call in the usage ledger."""
+    profile: str = "balanced"
+    entity_id: str | None = None
     host: str = "chat"
     """Which host acts on the run's stops: ``chat`` (seed 001 runs) or another registered kind."""
     host_state: dict[str, Any] = Field(default_factory=dict)
