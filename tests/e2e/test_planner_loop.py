@@ -3,12 +3,11 @@ guardrail, the watchdog in the usage ledger, and the stream as Server-Sent Event
 
 from __future__ import annotations
 
+import json
 import threading
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
-
-import json
-import urllib.request
 
 import pytest
 import sseclient
