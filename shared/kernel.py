@@ -29,9 +29,12 @@ if TYPE_CHECKING:
 
 
 def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> HostRegistry:
+    from shared.agent.plan_tool import PlanTools
     from shared.plans.host import PlanHost
 
-    return HostRegistry(ChatHost(), PlanHost(sessions), *(extra or []))
+    tools = PlanTools(sessions)
+    return HostRegistry(ChatHost({t.name: t for t in (tools.create, tools.execute)}), PlanHost(sessions),
+                        *(extra or []))
 
 
 def build_router(services: Services, sessions: SessionsRepo) -> Router:

@@ -17,6 +17,7 @@ from shared.loop import stops
 from shared.loop.context import RunContext
 from shared.loop.host import Host
 from shared.loop.outcomes import NextStepFailed, NextStepInterruption, StopOutcome
+from shared.loop.virtual import VirtualTool
 from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult, UsageEntry, now
 
 log = logging.getLogger("agent_runtime.agent")
@@ -49,6 +50,9 @@ def watchdog_entry(ctx: RunContext) -> UsageEntry:
 
 
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
+    virtual = ctx.host.virtual_tools(ctx).get(action.tool)
+    if virtual is not None:
+        return virtual.preview(virtual.validate(action.args))
     tool = ctx.services.registry.get(action.tool)
     if tool is None:
         return action.tool
@@ -66,6 +70,12 @@ def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
 
 class ChatHost(Host):
     kind = "chat"
+
+    def __init__(self, virtual: dict[str, VirtualTool] | None = None) -> None:
+        self._virtual = virtual or {}
+
+    def virtual_tools(self, ctx: RunContext) -> dict[str, VirtualTool]:
+        return self._virtual
 
     def before_step(self, ctx: RunContext) -> StopOutcome | None:
         limit = ctx.services.settings.max_tool_calls_per_turn
@@ -100,14 +110,20 @@ class ChatHost(Host):
 
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
         run = ctx.run
-        first = outcome.waiting[0]
+        approvals = [a for a in outcome.waiting if a.approval_id]
+        first = approvals[0] if approvals else outcome.waiting[0]
         views = [ApprovalView(id=a.approval_id or "", tool=a.tool, reason=a.policy_reason or "",
-                              preview=_preview_of(ctx, a)) for a in outcome.waiting]
+                              preview=_preview_of(ctx, a)) for a in approvals]
+        if views:
+            summary = f"Waiting for approval: {views[0].preview}"
+            _state(ctx, "waiting_on_user", "approval")
+        else:  # a virtual tool waits for a child unit: the plan it started runs on
+            summary = f"Executing a plan ({first.tool}); the run goes on when it ends"
+            _state(ctx, "executing_plan", str(ctx.run.host_state.get("planId", "")))
         result = RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id, status="awaiting_confirmation",
                            model=run.model, mode="requires_approval", action_id=first.action_id, tool=first.tool,
-                           tool_args=first.args, approval=views[0], approvals=views,
-                           summary=f"Waiting for approval: {views[0].preview}")
-        _state(ctx, "waiting_on_user", "approval")
+                           tool_args=first.args, approval=views[0] if views else None, approvals=views or None,
+                           summary=summary)
         stops.pause(ctx, outcome, result=result)
 
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
