@@ -174,8 +174,8 @@ def test_a_review_that_does_not_validate_is_needs_changes(sqlite_docstore: DocSt
         got.update(tool_answer(request, "agent_create_plan"))
         return text_turn("ok")
 
-    runtime(sqlite_docstore, [calls_turn(call("agent_create_plan", {"objective": "x", "execution_mode": "agent_review"})),
-                              end], reviews=["nonsense", '{"verdict": "maybe"}'])
+    first = calls_turn(call("agent_create_plan", {"objective": "x", "execution_mode": "agent_review"}))
+    runtime(sqlite_docstore, [first, end], reviews=["nonsense", '{"verdict": "maybe"}'])
     run(client, "plan and review")
     assert got["status"] == "needs_changes" and "did not validate" in got["notes"]
 
