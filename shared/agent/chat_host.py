@@ -18,6 +18,7 @@ from shared.loop.context import RunContext
 from shared.loop.host import Host
 from shared.loop.outcomes import NextStepFailed, NextStepInterruption, StopOutcome
 from shared.loop.virtual import VirtualTool
+from shared.state.docstore import Write
 from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult, UsageEntry, now
 
 log = logging.getLogger("agent_runtime.agent")
@@ -47,6 +48,12 @@ def watchdog_entry(ctx: RunContext) -> UsageEntry:
                       profile=ctx.run.profile, context_type=ctx.run.context_type,
                       model=ctx.run.model, step=ctx.run.steps, outcome="error", error_code="DEADLINE_EXCEEDED",
                       at=at, day=datetime.fromtimestamp(at, UTC).date().isoformat())
+
+
+def _release(ctx: RunContext) -> Write:
+    return ctx.services.runs.release_thread_write(
+        ctx.run.thread_id, mode=ctx.run.context_type,
+        execution_modes=list(ctx.run.host_state.get("executionModes", [])) or None)
 
 
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
@@ -106,7 +113,7 @@ class ChatHost(Host):
         message = MessageRecord(id=ctx.services.new_id("msg"), role="assistant", text=text, run_id=run.run_id)
         runs = ctx.services.runs
         stops.complete(ctx, result=result, writes=[runs.message_write(run.thread_id, message),
-                                                   runs.release_thread_write(run.thread_id)])
+                                                   _release(ctx)])
 
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
         run = ctx.run
@@ -132,5 +139,5 @@ class ChatHost(Host):
         result = _base_result(ctx)
         result.ok, result.status, result.summary = False, "failed", message
         result.mode = ctx.run.mode or "assistant_text"
-        stops.fail(ctx, code, message, writes=[ctx.services.runs.release_thread_write(ctx.run.thread_id)],
+        stops.fail(ctx, code, message, writes=[_release(ctx)],
                    result=result)

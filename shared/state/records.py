@@ -85,6 +85,10 @@ class ThreadRecord(Record):
     thread_id: str
     uid: str
     active_run_id: str | None = None
+    mode: str | None = None
+    """The planner state: the contextType of the thread's last turn."""
+    last_execution_modes: list[str] = Field(default_factory=list)
+    """The execution modes of the plans the last turn made (agent_create_plan)."""
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
     schema_version: int = SCHEMA_VERSION

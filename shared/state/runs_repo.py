@@ -80,9 +80,17 @@ class RunsRepo:
         return Write("create", paths.message(thread_id, message.id), message.to_doc())
 
     @staticmethod
-    def release_thread_write(thread_id: str) -> Write:
-        """The thread has no active run any more (its run stopped for good)."""
-        return Write("update", paths.thread(thread_id), {"activeRunId": None, "updatedAt": now()})
+    def release_thread_write(thread_id: str, *, mode: str | None = None,
+                             execution_modes: list[str] | None = None) -> Write:
+        """The thread has no active run any more (its run stopped for good). The planner state of
+        the thread (seed 003 §5.1): ``mode`` (the last turn's contextType) and the execution modes
+        its plans used, when the run says them."""
+        fields: dict[str, Any] = {"activeRunId": None, "updatedAt": now()}
+        if mode is not None:
+            fields["mode"] = mode
+        if execution_modes:
+            fields["lastExecutionModes"] = execution_modes
+        return Write("update", paths.thread(thread_id), fields)
 
     @staticmethod
     def touch_run_write(run_id: str, at: float) -> Write:

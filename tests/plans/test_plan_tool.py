@@ -252,3 +252,12 @@ def test_malformed_plan_arguments_are_told_once_then_fail(sqlite_docstore: DocSt
     body = run(client, "plan")
     assert "objective" in told["error"]
     assert body["status"] == "failed" and body["error"]["code"] == "INVALID_TOOL_ARGS"
+
+
+def test_the_thread_records_its_mode_and_execution_modes(sqlite_docstore: DocStore, client: FlaskClient) -> None:
+    rt = runtime(sqlite_docstore, [calls_turn(call("agent_create_plan", {"objective": "x",
+                                                                         "execution_mode": "draft_only"})),
+                                   text_turn("drafted")])
+    run(client, "plan it", threadId="t9", contextType="project")
+    thread = rt.runs.get_thread("t9")
+    assert thread is not None and thread.mode == "project" and thread.last_execution_modes == ["draft_only"]
