@@ -39,7 +39,7 @@ def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> Host
 
 def build_router(services: Services, sessions: SessionsRepo) -> Router:
     from shared.durable.router import Router
-    from shared.loop.resume import handle_run_message, recover_runs
+    from shared.loop.resume import close_expired_pauses, handle_run_message, recover_runs
     from shared.plans.sessions import end_past_deadline
 
     router = Router(services.outbox)
@@ -47,4 +47,5 @@ def build_router(services: Services, sessions: SessionsRepo) -> Router:
                     recover=lambda limit: recover_runs(services, limit))
     router.register(CONTINUE, lambda m: handle_run_message(services, m))
     router.add_recoverer("session_deadlines", lambda limit: end_past_deadline(services, sessions, limit))
+    router.add_recoverer("expired_pauses", lambda limit: close_expired_pauses(services, limit))
     return router

@@ -219,6 +219,32 @@ class RunsRepo:
         tokens = self.store.commit(self.unit_writes(run, turns=turns, events=events))
         return RunSnapshot(run, tokens[0])
 
+    def awaiting(self, limit: int = 50) -> list[str]:
+        """Ids of runs paused for approval, longest-waiting first (the sweep closes expired pauses)."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
+                                      order_by="updatedAt", limit=limit))
+        return [d.id for d in docs]
+
+    def close_expired_pause(self, run_id: str) -> bool:
+        """Close a pause whose open approvals all expired (the sweep; before, only the next run on the
+        thread or an approve call noticed): approvals ``expired``, actions rejected, audited, the run
+        ``failed``/``APPROVAL_EXPIRED`` and its thread released, in one transaction."""
+
+        def txn(t: Transaction) -> bool:
+            doc = t.get(paths.run(run_id))
+            if doc is None:
+                return False
+            run = RunRecord.from_doc(doc.data)
+            if pause_state(t, run) != "expired":
+                return False
+            thread = t.get(paths.thread(run.thread_id)) if run.thread_id else None
+            close_paused(t, run, doc.token, "", "expired", event_write=self.event_write, audit_write=self.audit_write)
+            if thread is not None and thread.data.get("activeRunId") == run_id:
+                t.write(self.release_thread_write(run.thread_id))
+            return True
+
+        return self.store.run_transaction(txn)
+
     def commit_step(self, snap: RunSnapshot, run: RunRecord, *, new_turns: Mapping[int, Turn],
                     actions: Sequence[ActionRecord], writes: Sequence[Write],
                     events: Sequence[dict[str, Any]]) -> RunSnapshot:
