@@ -199,14 +199,7 @@ def test_a_plan_spanning_many_invocations(sqlite_docstore: DocStore, client: Fla
     rt = runtime(sqlite_docstore, [calls_turn(call("agent_create_plan", {"objective": "go"})), text_turn("done")],
                  Script(acts=acts), plan_steps_per_invocation=1)
     body = run(client, "go")
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
-    invocations = 0
-    while msgs := d.take():
-        for m in msgs:
-            rt.router.handle(m)
-            invocations += 1
-    assert invocations >= 3
+    assert deliver(rt) >= 3  # invocations
     snap = rt.runs.get_run(body["runId"])
     assert snap is not None and snap.run.status == "completed"
 
