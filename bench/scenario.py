@@ -53,6 +53,7 @@ def step_model(request: ModelRequest) -> Turn:
 
 def bench_settings(**overrides: Any) -> Settings:
     base = Settings(state_backend="sqlite", auth_mode="local", dispatcher="none", max_loop_steps=15,
+                    max_tool_calls_per_turn=15,
                     run_deadline_s=60.0)
     return dataclasses.replace(base, **overrides)
 

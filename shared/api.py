@@ -39,6 +39,10 @@ class RunRequest(_Strict):
     attachedContext: list[AttachedContextItem] = Field(default_factory=list)
     supersede: bool = False
     """Reject the thread's pending approvals (audited) instead of answering 409 APPROVAL_PENDING."""
+    contextType: Literal["project_create", "project", "task", "project_audit", "general", "global"] = "general"
+    """What the user is doing (seed 003 §4.1): its guidance goes into the system instruction."""
+    entityId: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_/-]{1,256}$")
+    """The project (or ``projectId/taskId``) the request is about, for ``project``/``task`` contexts."""
 
     @field_validator("prompt")
     @classmethod

@@ -73,6 +73,57 @@ class ResultEvent(_Event):
     result: RunResult
 
 
+class AgentStateEvent(_Event):
+    """What the loop is doing now (seed 003 §4.4), sent whenever it changes."""
+
+    type: Literal["agent_state"] = "agent_state"
+    state: Literal["thinking", "executing_tool", "executing_plan", "waiting_on_user"]
+    contextType: str
+    details: str | None = None
+
+
+class PlanCreatedEvent(_Event):
+    """``agent_create_plan`` made a plan (a plan session ``planId``)."""
+
+    type: Literal["plan_created"] = "plan_created"
+    planId: str
+    executionMode: str
+    version: int
+    tasks: list[dict[str, Any]]
+
+
+class PlanReadyForReviewEvent(_Event):
+    type: Literal["plan_ready_for_review"] = "plan_ready_for_review"
+    planId: str
+    version: int
+    tasks: list[dict[str, Any]]
+    reasoning: str = ""
+
+
+class PlanReviewEvent(_Event):
+    type: Literal["plan_review"] = "plan_review"
+    planId: str
+    verdict: Literal["approved", "rejected", "needs_changes"]
+    notes: str = ""
+
+
+class StepStartEvent(_Event):
+    """A step (task) of the plan the run started began (the plan session's ``task_start``)."""
+
+    type: Literal["step_start"] = "step_start"
+    planId: str
+    stepId: str
+    title: str
+
+
+class StepCompleteEvent(_Event):
+    type: Literal["step_complete"] = "step_complete"
+    planId: str
+    stepId: str
+    status: str
+    summary: str = ""
+
+
 class ErrorEvent(_Event):
     type: Literal["error"] = "error"
     error: str
@@ -81,7 +132,8 @@ class ErrorEvent(_Event):
 
 RunEvent = Annotated[
     StatusEvent | DeltaEvent | ThoughtDeltaEvent | ToolCallEvent | ToolResultEvent | UsageEvent | ResultEvent
-    | ErrorEvent,
+    | ErrorEvent | AgentStateEvent | PlanCreatedEvent | PlanReadyForReviewEvent | PlanReviewEvent | StepStartEvent
+    | StepCompleteEvent,
     Field(discriminator="type"),
 ]
 

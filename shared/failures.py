@@ -28,6 +28,7 @@ class FailureCode(StrEnum):
     PLAN_TOO_LARGE = "PLAN_TOO_LARGE"
     TASK_FAILED = "TASK_FAILED"
     SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
+    TOOL_CALL_LIMIT = "TOOL_CALL_LIMIT"
     INTERNAL = "INTERNAL"
     RUN_TAKEN_OVER = "RUN_TAKEN_OVER"
     """Not stored: a live stream's last event when another invocation took its run over."""

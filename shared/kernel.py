@@ -29,14 +29,17 @@ if TYPE_CHECKING:
 
 
 def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> HostRegistry:
+    from shared.agent.plan_tool import PlanTools
     from shared.plans.host import PlanHost
 
-    return HostRegistry(ChatHost(), PlanHost(sessions), *(extra or []))
+    tools = PlanTools(sessions)
+    return HostRegistry(ChatHost({t.name: t for t in (tools.create, tools.execute)}), PlanHost(sessions),
+                        *(extra or []))
 
 
 def build_router(services: Services, sessions: SessionsRepo) -> Router:
     from shared.durable.router import Router
-    from shared.loop.resume import handle_run_message, recover_runs
+    from shared.loop.resume import close_expired_pauses, handle_run_message, recover_runs
     from shared.plans.sessions import end_past_deadline
 
     router = Router(services.outbox)
@@ -44,4 +47,5 @@ def build_router(services: Services, sessions: SessionsRepo) -> Router:
                     recover=lambda limit: recover_runs(services, limit))
     router.register(CONTINUE, lambda m: handle_run_message(services, m))
     router.add_recoverer("session_deadlines", lambda limit: end_past_deadline(services, sessions, limit))
+    router.add_recoverer("expired_pauses", lambda limit: close_expired_pauses(services, limit))
     return router

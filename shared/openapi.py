@@ -129,7 +129,9 @@ def build_openapi() -> dict[str, Any]:
         "/api/agent/run/stream": {"post": {
             "operationId": "stream", "parameters": [idem],
             "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
-            "responses": {"200": {"description": "NDJSON run events, one per line", "content": ndjson},
+            "responses": {"200": {"description": "NDJSON run events, one per line (Server-Sent Events with "
+                                                 "Accept: text/event-stream: event = type, id = seq)",
+                                  "content": {**ndjson, "text/event-stream": {"schema": {"type": "string"}}}},
                           **_errors(400, 401, 404, 409, 413, 415)}}},
         "/api/agent/runs": {"get": {
             "operationId": "listRuns",

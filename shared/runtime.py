@@ -168,7 +168,8 @@ class Runtime:
         return self._once("_services", lambda: _lazy_services_type()(
             settings=self.settings, runs=self.runs, users=self.users, registry=self._registry,
             model_factory=self.model, new_id=new_id, connectors=self.connectors, usage=self.usage,
-            outbox=self.outbox, hosts=self.hosts, registry_factory=lambda: self.registry))
+            outbox=self.outbox, hosts=self.hosts, registry_factory=lambda: self.registry,
+            profile_models=self.model_for))
 
     @property
     def agent(self) -> AgentService:
@@ -187,6 +188,19 @@ class Runtime:
             return create_model(self.settings)
 
         return self._once("_model", build)
+
+    def model_for(self, profile: str) -> Model:
+        """The model of a call profile: ``MODEL_PROFILE_<PROFILE>`` when set to another model than
+        ``GEMINI_MODEL`` (Gemini only), else the process's model (tests' injected model included)."""
+        name = self.settings.model_for(profile)  # type: ignore[arg-type]
+        if name == self.settings.gemini_model or (self._model is not None and not (
+                self.settings.gemini_api_key or self.settings.gemini_use_vertex)):
+            return self.model()
+        import dataclasses
+
+        from shared.models.factory import create_model
+
+        return create_model(dataclasses.replace(self.settings, gemini_model=name))
 
     def connectors(self) -> Connectors:
         """Per-user access to Gmail, Calendar and Slack, created on first use by a tool."""

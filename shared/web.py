@@ -132,6 +132,26 @@ def idempotency_key(request: flask.Request) -> str | None:
     return key
 
 
+def wants_sse(request: flask.Request) -> bool:
+    """The client asked for Server-Sent Events (``Accept: text/event-stream``); NDJSON otherwise."""
+    return request.accept_mimetypes.best_match(["application/x-ndjson", "text/event-stream"],
+                                               default="application/x-ndjson") == "text/event-stream"
+
+
+def sse_response(events: Iterator[dict[str, Any]]) -> flask.Response:
+    """The same events as Server-Sent Events: ``event`` = the event's type, ``id`` = its seq (a
+    client that reconnects can resume from ``Last-Event-ID`` through the events route)."""
+    def frames() -> Iterator[bytes]:
+        for ev in events:
+            data = json.dumps(ev, ensure_ascii=False, separators=(",", ":"))
+            yield f"event: {ev.get('type', 'message')}\nid: {ev.get('seq', '')}\ndata: {data}\n\n".encode()
+
+    resp = flask.Response(frames(), mimetype="text/event-stream")
+    resp.headers["Cache-Control"] = "no-store"
+    resp.headers["X-Accel-Buffering"] = "no"
+    return resp
+
+
 def ndjson_response(lines: Iterator[bytes]) -> flask.Response:
     resp = flask.Response(lines, mimetype="application/x-ndjson")
     resp.headers["Cache-Control"] = "no-store"

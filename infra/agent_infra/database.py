@@ -34,6 +34,8 @@ class IndexSpec:
 INDEXES: tuple[IndexSpec, ...] = (
     # shared/loop/resume.py recover_runs: runs in "planning"/"executing" by lease expiry.
     IndexSpec("runs", (("status", "ASCENDING"), ("leaseExpiresAt", "ASCENDING"))),
+    # shared/state/runs_repo.py awaiting: the sweep closes pauses whose approvals all expired.
+    IndexSpec("runs", (("status", "ASCENDING"), ("updatedAt", "ASCENDING"))),
     # The sweep ends plan sessions waiting past their deadline (shared/plans/sessions.py).
     IndexSpec("sessions", (("status", "ASCENDING"), ("deadline", "ASCENDING"))),
     # shared/durable/outbox.py Outbox.sweep: "pending"/"published" entries, oldest first.

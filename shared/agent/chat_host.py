@@ -7,12 +7,21 @@ the run (seed 001 semantics: ``STEP_LIMIT``, ``DEADLINE_EXCEEDED``).
 
 from __future__ import annotations
 
+import logging
+from datetime import UTC, datetime
+
+from shared.events import AgentStateEvent
 from shared.failures import FailureCode
+from shared.ids import new_id
 from shared.loop import stops
 from shared.loop.context import RunContext
 from shared.loop.host import Host
-from shared.loop.outcomes import NextStepInterruption
-from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult
+from shared.loop.outcomes import NextStepFailed, NextStepInterruption, StopOutcome
+from shared.loop.virtual import VirtualTool
+from shared.state.docstore import Write
+from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult, UsageEntry, now
+
+log = logging.getLogger("agent_runtime.agent")
 
 MAX_SUMMARY_CHARS = 4000
 
@@ -32,15 +41,65 @@ def _base_result(ctx: RunContext) -> RunResult:
                      tool=last.tool if last else None, tool_args=last.args if last else None)
 
 
+def watchdog_entry(ctx: RunContext) -> UsageEntry:
+    at = now()
+    return UsageEntry(entry_id=f"{ctx.run.run_id}-{ctx.run.steps:05d}-{new_id('wd')}", uid=ctx.run.uid,
+                      unit_kind="run", unit_id=ctx.run.run_id, component="watchdog", operation_type="planner_stream",
+                      profile=ctx.run.profile, context_type=ctx.run.context_type,
+                      model=ctx.run.model, step=ctx.run.steps, outcome="error", error_code="DEADLINE_EXCEEDED",
+                      at=at, day=datetime.fromtimestamp(at, UTC).date().isoformat())
+
+
+def _release(ctx: RunContext) -> Write:
+    return ctx.services.runs.release_thread_write(
+        ctx.run.thread_id, mode=ctx.run.context_type,
+        execution_modes=list(ctx.run.host_state.get("executionModes", [])) or None)
+
+
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
+    virtual = ctx.host.virtual_tools(ctx).get(action.tool)
+    if virtual is not None:
+        return virtual.preview(virtual.validate(action.args))
     tool = ctx.services.registry.get(action.tool)
     if tool is None:
         return action.tool
     return tool.preview(tool.validate(action.args))
 
 
+def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
+    """Send ``agent_state`` when the loop switches to ``state``."""
+    if ctx.run.host_state.get("agentState") == state:
+        return
+    ctx.run.host_state["agentState"] = state
+    ctx.emit(AgentStateEvent(state=state, contextType=ctx.run.context_type or "general",
+                             details=details))
+
+
 class ChatHost(Host):
     kind = "chat"
+
+    def __init__(self, virtual: dict[str, VirtualTool] | None = None) -> None:
+        self._virtual = virtual or {}
+
+    def virtual_tools(self, ctx: RunContext) -> dict[str, VirtualTool]:
+        return self._virtual
+
+    def before_step(self, ctx: RunContext) -> StopOutcome | None:
+        limit = ctx.services.settings.max_tool_calls_per_turn
+        if ctx.run.tools_called >= limit:
+            # Seed 003 §4.2: at most N tool calls per user turn in total; the incident is logged with
+            # a stable schema (component, stage) so it can be counted.
+            log.warning("tool call limit reached", extra={"fields": {
+                "component": "planner_loop", "stage": "tool_call_limit", "runId": ctx.run.run_id,
+                "toolCalls": ctx.run.tools_called, "contextType": ctx.run.context_type}})
+            return NextStepFailed(FailureCode.TOOL_CALL_LIMIT,
+                                  f"this request needed more than {limit} tool calls "
+                                  "(AGENT_MAX_TOOL_CALLS_PER_TURN); rephrase it more narrowly, or wait and ask again")
+        _state(ctx, "thinking")
+        return None
+
+    def before_tool(self, ctx: RunContext, tool: str) -> None:
+        _state(ctx, "executing_tool", tool)
 
     def finish(self, ctx: RunContext, text: str) -> None:
         run = ctx.run
@@ -54,22 +113,31 @@ class ChatHost(Host):
         message = MessageRecord(id=ctx.services.new_id("msg"), role="assistant", text=text, run_id=run.run_id)
         runs = ctx.services.runs
         stops.complete(ctx, result=result, writes=[runs.message_write(run.thread_id, message),
-                                                   runs.release_thread_write(run.thread_id)])
+                                                   _release(ctx)])
 
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
         run = ctx.run
-        first = outcome.waiting[0]
+        approvals = [a for a in outcome.waiting if a.approval_id]
+        first = approvals[0] if approvals else outcome.waiting[0]
         views = [ApprovalView(id=a.approval_id or "", tool=a.tool, reason=a.policy_reason or "",
-                              preview=_preview_of(ctx, a)) for a in outcome.waiting]
+                              preview=_preview_of(ctx, a)) for a in approvals]
+        if views:
+            summary = f"Waiting for approval: {views[0].preview}"
+            _state(ctx, "waiting_on_user", "approval")
+        else:  # a virtual tool waits for a child unit: the plan it started runs on
+            summary = f"Executing a plan ({first.tool}); the run goes on when it ends"
+            _state(ctx, "executing_plan", str(ctx.run.host_state.get("planId", "")))
         result = RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id, status="awaiting_confirmation",
                            model=run.model, mode="requires_approval", action_id=first.action_id, tool=first.tool,
-                           tool_args=first.args, approval=views[0], approvals=views,
-                           summary=f"Waiting for approval: {views[0].preview}")
+                           tool_args=first.args, approval=views[0] if views else None, approvals=views or None,
+                           summary=summary)
         stops.pause(ctx, outcome, result=result)
 
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
+        if code == FailureCode.DEADLINE_EXCEEDED:  # the watchdog: its timeout is in the usage ledger too
+            ctx.write(ctx.services.usage.entry_write(watchdog_entry(ctx)))
         result = _base_result(ctx)
         result.ok, result.status, result.summary = False, "failed", message
         result.mode = ctx.run.mode or "assistant_text"
-        stops.fail(ctx, code, message, writes=[ctx.services.runs.release_thread_write(ctx.run.thread_id)],
+        stops.fail(ctx, code, message, writes=[_release(ctx)],
                    result=result)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.agent.chat_host import current_result
+from shared.agent.context_types import context_type
 from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
 from shared.durable import leases
 from shared.events import StatusEvent, event_to_doc
@@ -99,9 +100,13 @@ class AgentService:
         # takes over a run whose invocation stopped renewing it.
         owner = new_id("inv")
         lease = leases.held(owner, s.settings.lease_ttl_s)
+        ctype = context_type(req.contextType)
+        instruction = "\n\n".join((build_system_instruction(user, memories, req.attachedContext),
+                                    ctype.guidance(req.entityId)))
         run = RunRecord(run_id=run_id, uid=uid, thread_id=thread_id, status="planning",
-                        model=s.model_factory().name, max_steps=s.settings.max_loop_steps,
-                        system_instruction=build_system_instruction(user, memories, req.attachedContext),
+                        model=s.model_for(ctype.profile).name, max_steps=s.settings.max_loop_steps,
+                        context_type=ctype.name, profile=ctype.profile, entity_id=req.entityId,
+                        system_instruction=instruction,
                         idempotency_key=idempotency_key, last_seq=1, lease=lease,
                         lease_expires_at=lease.expires_at)
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))

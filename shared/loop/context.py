@@ -50,6 +50,11 @@ class Services:
     hosts: HostRegistry
     connectors: Callable[[], Any] | None = None
     """Lazily built access to external services for tools (None: no connector tools)."""
+    profile_models: Callable[[str], Model] | None = None
+    """The model of a profile (``speed | balanced | quality``); None: ``model_factory`` for all."""
+
+    def model_for(self, profile: str) -> Model:
+        return self.profile_models(profile) if self.profile_models is not None else self.model_factory()
 
 
 @dataclass

@@ -24,6 +24,7 @@ from shared.loop.outcomes import (
     NextStepYield,
     StopOutcome,
 )
+from shared.loop.virtual import VirtualTool
 from shared.models.base import ToolDeclaration
 
 
@@ -68,9 +69,17 @@ class Host:
         (e.g. a ReAct triplet, a reflection) and may stop the unit. None: go on."""
         return None
 
+    def before_tool(self, ctx: RunContext, tool: str) -> None:
+        """Called before a decided call runs (e.g. to tell the client a tool is executing)."""
+
     def declarations(self, ctx: RunContext) -> list[ToolDeclaration]:
-        """The tools the model is offered (default: every tool of the registry)."""
-        return ctx.services.registry.declarations()
+        """The tools the model is offered (default: every tool of the registry and the host's
+        virtual tools)."""
+        return [*ctx.services.registry.declarations(), *(v.declaration() for v in self.virtual_tools(ctx).values())]
+
+    def virtual_tools(self, ctx: RunContext) -> dict[str, VirtualTool]:
+        """Tools this host answers itself (default: none)."""
+        return {}
 
     def allows(self, ctx: RunContext, tool: str) -> bool:
         """Whether the unit may call ``tool`` (a call to another one fails like an unknown tool)."""

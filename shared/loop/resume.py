@@ -71,6 +71,18 @@ def recover_runs(services: Services, limit: int) -> int:
     return recovered
 
 
+def close_expired_pauses(services: Services, limit: int) -> int:
+    """The sweep closes runs whose open approvals all expired (a plan session's run too: its host
+    state names the session, which ends ``deadline_exceeded`` or stays for the deadline sweep)."""
+    closed = 0
+    for run_id in services.runs.awaiting(limit):
+        try:
+            closed += services.runs.close_expired_pause(run_id)
+        except Exception:
+            log.exception("closing an expired pause failed", extra={"fields": {"runId": run_id}})
+    return closed
+
+
 def _load_user(services: Services, uid: str) -> UserRecord:
     try:
         return services.users.get_user(uid)

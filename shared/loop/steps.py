@@ -86,8 +86,11 @@ def step(ctx: RunContext) -> StepOutcome:
     request = ModelRequest(system_instruction=ctx.run.system_instruction, turns=ctx.turns,
                            tools=ctx.host.declarations(ctx), timeout_s=max(0.001, ctx.remaining()))
     call = MeteredCall(uid=ctx.run.uid, unit_kind="run", unit_id=ctx.run.run_id, component=LOOP,
-                       operation_type=ctx.host.operation_type, step=ctx.run.steps)
-    metered = metered_generate(services.model_factory(), request, call, services.settings, on_delta=on_delta)
+                       operation_type=ctx.host.operation_type, step=ctx.run.steps,
+                       profile=ctx.run.profile,  # type: ignore[arg-type]
+                       context_type=ctx.run.context_type)
+    metered = metered_generate(services.model_for(ctx.run.profile), request, call, services.settings,
+                               on_delta=on_delta)
     entry = metered.entry
     if metered.error is not None:
         ctx.write(services.usage.entry_write(entry))

@@ -16,6 +16,7 @@ from shared.errors import ToolError
 from shared.events import ToolCallEvent, ToolResultEvent
 from shared.failures import FailureCode
 from shared.loop.context import RunContext
+from shared.loop.virtual import VirtualOutcome, VirtualTool
 from shared.models.base import FunctionCall, FunctionResponse, Part, Turn
 from shared.state.records import ActionRecord, ApprovalRecord, now
 from shared.state.transitions import move_action, move_run
@@ -35,10 +36,18 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
     """
     s = ctx.services
     actions: list[ActionRecord] = []
+    ctx.run.tools_called += len(calls)
     for i, fc in enumerate(calls):
         action = ActionRecord(action_id=s.new_id("act"), run_id=ctx.run.run_id, uid=ctx.run.uid, tool=fc.name,
                               args=dict(fc.args), args_hash=args_hash(dict(fc.args)), turn_index=turn_index,
                               call_index=i, call_id=fc.id)
+        virtual = ctx.host.virtual_tools(ctx).get(fc.name)
+        if virtual is not None:
+            failed = _decide_virtual(ctx, action, virtual, dict(fc.args))
+            if failed is not None:
+                return failed
+            actions.append(action)
+            continue
         tool = s.registry.get(fc.name) if ctx.host.allows(ctx, fc.name) else None
         if tool is None:
             move_action(action, "failed")
@@ -84,6 +93,60 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
     return actions
 
 
+MALFORMED_VIRTUAL = "virtualArgErrors"
+
+
+def _decide_virtual(ctx: RunContext, action: ActionRecord, virtual: VirtualTool, raw: dict[str, Any]
+                    ) -> tuple[FailureCode, str] | None:
+    """A virtual tool needs no policy decision (it changes nothing outside by itself). Malformed
+    arguments are answered with the problems, once per run; a second malformed call fails it."""
+    try:
+        virtual.validate(raw)
+    except ToolArgsError as exc:
+        seen = int(ctx.run.host_state.get(MALFORMED_VIRTUAL, 0))
+        ctx.run.host_state[MALFORMED_VIRTUAL] = seen + 1
+        move_action(action, "failed")
+        action.outcome, action.error = "error", f"{exc}; fix the arguments and call {virtual.name} again"
+        ctx.put_action(action)
+        if seen >= 1:
+            return FailureCode.INVALID_TOOL_ARGS, f"{virtual.name} was called with malformed arguments twice: {exc}"
+        return None
+    ctx.audit(ctx.new_audit(kind="policy_decision", action_id=action.action_id, tool=virtual.name,
+                            decision="allow", reason="virtual tool (handled by the host)"))
+    ctx.put_action(action)
+    return None
+
+
+def _execute_virtual(ctx: RunContext, action: ActionRecord, virtual: VirtualTool) -> None:
+    args = virtual.validate(action.args)
+    ctx.emit(ToolCallEvent(toolName=virtual.name, preview=virtual.preview(args), actionId=action.action_id,
+                           status="executing"))
+    move_action(action, "executing")
+    action.attempts += 1
+    try:
+        outcome = virtual.run(ctx, action, args)
+    except Exception as exc:
+        log.error("virtual tool %s failed: %s", virtual.name, type(exc).__name__, exc_info=True,
+                  extra={"fields": {"runId": ctx.run.run_id, "tool": virtual.name, "component": "virtual_tool",
+                                    "stage": "execute"}})
+        outcome = VirtualOutcome(error=f"{virtual.name} failed unexpectedly ({type(exc).__name__})")
+    if outcome.waiting:
+        move_action(action, "awaiting_confirmation")
+        ctx.put_action(action)
+        return
+    if outcome.error is not None:
+        move_action(action, "failed")
+        action.outcome, action.error = "error", outcome.error
+    else:
+        move_action(action, "completed")
+        action.outcome, action.result = "success", _bounded(outcome.result or {})
+    ctx.emit(ToolResultEvent(toolName=virtual.name, actionId=action.action_id,
+                             status="completed" if action.status == "completed" else "failed",
+                             output=action.result, error=action.error))
+    ctx.last_action = action
+    ctx.put_action(action)
+
+
 def _bounded(result: dict[str, Any]) -> dict[str, Any]:
     text = json.dumps(result, ensure_ascii=False, default=str)
     if len(text) <= MAX_RESULT_CHARS:
@@ -95,6 +158,10 @@ def _bounded(result: dict[str, Any]) -> dict[str, Any]:
 def execute_action(ctx: RunContext, action: ActionRecord) -> None:
     """Run an allowed or approved action once, with exactly the arguments it was decided on."""
     s = ctx.services
+    virtual = ctx.host.virtual_tools(ctx).get(action.tool)
+    if virtual is not None:
+        _execute_virtual(ctx, action, virtual)
+        return
     tool = s.registry.get(action.tool)
     if tool is None:  # the registry changed between decision and execution (a deploy)
         move_action(action, "failed")
@@ -102,6 +169,7 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
         ctx.put_action(action)
         return
     args = tool.validate(action.args)
+    ctx.host.before_tool(ctx, tool.name)
     ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
                            status="executing"))
     move_action(action, "executing")

@@ -17,29 +17,25 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
 class CreateSessionRequest(_Strict):
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
     deadline: str | None = Field(default=None, description="RFC 3339; default now + PLAN_DEFAULT_DEADLINE_S")
     repoUrl: str | None = Field(default=None, max_length=500, pattern=r"^https://")
     tools: list[str] | None = Field(default=None, max_length=100)
 
-    @field_validator("prompt")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("prompt must not be blank")
-        return v
+    _prompt = field_validator("prompt")(_not_blank)
 
 
 class RefineRequest(_Strict):
     message: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
 
-    @field_validator("message")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("message must not be blank")
-        return v
+    _message = field_validator("message")(_not_blank)
 
 
 class ConfirmRequest(_Strict):

@@ -22,6 +22,8 @@ import time
 from typing import Any
 
 from shared.config import Settings
+from shared.durable.kinds import RESUME
+from shared.durable.messages import WorkMessage
 from shared.events import ErrorEvent, UsageEvent, _Event, event_to_doc
 from shared.failures import FailureCode
 from shared.loop import stops
@@ -52,6 +54,7 @@ from shared.session_events import (
 from shared.state.plan_records import PlanChange, PlanTask, PlanVersionRecord, ReactStep, SessionResult, SessionStatus
 from shared.state.records import RunError
 from shared.state.sessions_repo import SessionsRepo
+from shared.state.transitions import move_action
 from shared.usage.meter import MeteredCall, metered_generate
 
 log = logging.getLogger("agent_runtime.plans")
@@ -343,10 +346,33 @@ class PlanHost(Host):
             self.emit(ctx, ErrorEvent(error=message, code=code))
             extra["error"] = RunError(code=code, message=message).to_doc()
         self._session_fields(ctx, **extra)
+        entry = self._wake_parent(ctx)
         if code is None:
             stops.complete(ctx)
         else:
             stops.fail(ctx, code, message)
+        if entry is not None:
+            ctx.services.outbox.deliver(entry)
+
+    def _wake_parent(self, ctx: RunContext) -> str | None:
+        """A plan started by a chat run's ``agent_create_plan``: its end decides the waiting call (the
+        run resumes and the call answers with the plan's outcome), in this same final commit."""
+        state = ctx.run.host_state
+        parent_run, parent_action = state.get("parentRunId"), state.get("parentActionId")
+        if not parent_run or not parent_action:
+            return None
+        runs = ctx.services.runs
+        action = next((a for a in runs.list_actions(parent_run) if a.action_id == parent_action), None)
+        if action is None or action.status != "awaiting_confirmation":
+            return None
+        move_action(action, "approved")
+        action.updated_at = time.time()
+        entry = f"plan-{state['sessionId']}"
+        ctx.write(runs.action_write(action))
+        ctx.write(runs.touch_run_write(parent_run, action.updated_at))
+        ctx.write(ctx.services.outbox.record(WorkMessage(kind=RESUME, unitId=parent_run, uid=ctx.run.uid,
+                                                         entryId=entry), entry))
+        return entry
 
 
 def _bounded(data: dict[str, Any], limit: int = 8000) -> dict[str, Any]:

@@ -74,15 +74,17 @@ def check_tools(services: Services, tools: list[str] | None) -> list[str] | None
 
 def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt: str, *, deadline: float,
                    repo_url: str | None = None, tools: list[str] | None = None,
-                   repo_context: str | None = None) -> PlanOutcome:
+                   repo_context: str | None = None, session_id: str | None = None,
+                   guidance: str | None = None) -> PlanOutcome:
     """Create a session and propose its plan (``awaiting_confirmation``); a plan the model cannot
     produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``)."""
-    session = SessionRecord(session_id=new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
+    session = SessionRecord(session_id=session_id or new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
                             repo_url=repo_url, tools=tools)
     from shared.errors import ModelError
 
     try:
-        answer = planner.propose(_model(services, uid, session.session_id, "plan_generation"), prompt, repo_context,
+        context = "\n\n".join(c for c in (guidance, repo_context) if c) or None
+        answer = planner.propose(_model(services, uid, session.session_id, "plan_generation"), prompt, context,
                                  max_tasks=services.settings.plan_max_tasks,
                                  timeout_s=min(services.settings.run_deadline_s, deadline - time.time()))
     except ModelError as exc:
@@ -151,7 +153,8 @@ def refine_plan(services: Services, sessions: SessionsRepo, uid: str, session_id
     return PlanOutcome(session, plan.tasks)
 
 
-def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: str, plan_version: int) -> SessionRecord:
+def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: str, plan_version: int, *,
+            parent: tuple[str, str] | None = None) -> SessionRecord:
     """Lock in the plan the user saw (``planVersion``) and start executing it (a ``continue``
     message to the session's execution unit, recorded in the same commit)."""
     session, token = sessions.get_for(uid, session_id)
@@ -176,7 +179,8 @@ def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: st
                     system_instruction=planner.ACT_INSTRUCTION.format(objective=session.prompt[:4000]),
                     host_state={"sessionId": session_id, "objective": session.prompt, "deadline": session.deadline,
                                 "tools": session.tools, "tasks": [t.to_doc() for t in tasks], "taskId": first.id,
-                                "version": session.plan_version, "seq": session.last_seq})
+                                "version": session.plan_version, "seq": session.last_seq,
+                                **({"parentRunId": parent[0], "parentActionId": parent[1]} if parent else {})})
     opening = Turn(role="user", parts=[Part(text=f"Objective: {session.prompt}")])
     turns = [Turn(role="user", parts=[*opening.parts, *task_turn(first, 0, len(tasks)).parts])]
     entry = f"{CONTINUE}-{run_id}-{0:05d}"

@@ -79,7 +79,8 @@ def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, re
             t.write(Write("set", paths.action(run.run_id, action.action_id), action.to_doc()))
     if expired:
         code = FailureCode.APPROVAL_EXPIRED
-        message = f"its approval expired; closed when run {new_run_id} started on the thread"
+        message = (f"its approval expired; closed when run {new_run_id} started on the thread" if new_run_id
+                   else "its approvals expired; closed by the sweep")
     elif reason == "cancelled":
         code, message = FailureCode.CANCELLED, "cancelled by the user"
     elif reason == "deadline_exceeded":

@@ -85,6 +85,10 @@ class ThreadRecord(Record):
     thread_id: str
     uid: str
     active_run_id: str | None = None
+    mode: str | None = None
+    """The planner state: the contextType of the thread's last turn."""
+    last_execution_modes: list[str] = Field(default_factory=list)
+    """The execution modes of the plans the last turn made (agent_create_plan)."""
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
     schema_version: int = SCHEMA_VERSION
@@ -149,10 +153,16 @@ class RunRecord(Record):
     turn_count: int = 0
     last_seq: int = 0
     tools_executed: int = 0
+    tools_called: int = 0
+    """Tool calls the model asked for in this run (one user turn), whatever became of them."""
     usage: Usage = Field(default_factory=Usage)
     """Totals of the run's model calls; each call is its own document in the usage ledger."""
     cost_usd: float = 0.0
     """Estimated cost of the run's model calls (the ledger's price table; see docs/usage.md)."""
+    context_type: str | None = None
+    """The request's ``contextType`` (chat runs): labels every model call in the usage ledger."""
+    profile: str = "balanced"
+    entity_id: str | None = None
     host: str = "chat"
     """Which host acts on the run's stops: ``chat`` (seed 001 runs) or another registered kind."""
     host_state: dict[str, Any] = Field(default_factory=dict)

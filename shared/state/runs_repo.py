@@ -80,9 +80,17 @@ class RunsRepo:
         return Write("create", paths.message(thread_id, message.id), message.to_doc())
 
     @staticmethod
-    def release_thread_write(thread_id: str) -> Write:
-        """The thread has no active run any more (its run stopped for good)."""
-        return Write("update", paths.thread(thread_id), {"activeRunId": None, "updatedAt": now()})
+    def release_thread_write(thread_id: str, *, mode: str | None = None,
+                             execution_modes: list[str] | None = None) -> Write:
+        """The thread has no active run any more (its run stopped for good). The planner state of
+        the thread (seed 003 §5.1): ``mode`` (the last turn's contextType) and the execution modes
+        its plans used, when the run says them."""
+        fields: dict[str, Any] = {"activeRunId": None, "updatedAt": now()}
+        if mode is not None:
+            fields["mode"] = mode
+        if execution_modes:
+            fields["lastExecutionModes"] = execution_modes
+        return Write("update", paths.thread(thread_id), fields)
 
     @staticmethod
     def touch_run_write(run_id: str, at: float) -> Write:
@@ -216,6 +224,32 @@ class RunsRepo:
         """Create a unit of work (``unit_writes``) in one commit."""
         tokens = self.store.commit(self.unit_writes(run, turns=turns, events=events))
         return RunSnapshot(run, tokens[0])
+
+    def awaiting(self, limit: int = 50) -> list[str]:
+        """Ids of runs paused for approval, longest-waiting first (the sweep closes expired pauses)."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
+                                      order_by="updatedAt", limit=limit))
+        return [d.id for d in docs]
+
+    def close_expired_pause(self, run_id: str) -> bool:
+        """Close a pause whose open approvals all expired (the sweep; before, only the next run on the
+        thread or an approve call noticed): approvals ``expired``, actions rejected, audited, the run
+        ``failed``/``APPROVAL_EXPIRED`` and its thread released, in one transaction."""
+
+        def txn(t: Transaction) -> bool:
+            doc = t.get(paths.run(run_id))
+            if doc is None:
+                return False
+            run = RunRecord.from_doc(doc.data)
+            if pause_state(t, run) != "expired":
+                return False
+            thread = t.get(paths.thread(run.thread_id)) if run.thread_id else None
+            close_paused(t, run, doc.token, "", "expired", event_write=self.event_write, audit_write=self.audit_write)
+            if thread is not None and thread.data.get("activeRunId") == run_id:
+                t.write(self.release_thread_write(run.thread_id))
+            return True
+
+        return self.store.run_transaction(txn)
 
     def commit_step(self, snap: RunSnapshot, run: RunRecord, *, new_turns: Mapping[int, Turn],
                     actions: Sequence[ActionRecord], writes: Sequence[Write],

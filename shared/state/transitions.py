@@ -24,7 +24,8 @@ ACTION_TRANSITIONS: dict[str, frozenset[str]] = {
     "awaiting_confirmation": frozenset({"approved", "rejected"}),
     "approved": frozenset({"executing", "failed", "rejected"}),
     # An idempotent tool cut off by a crash goes back to planned/approved and runs again.
-    "executing": frozenset({"completed", "failed", "planned", "approved"}),
+    "executing": frozenset({"completed", "failed", "planned", "approved", "awaiting_confirmation"}),
+    # (-> awaiting_confirmation: a virtual tool waits for a child unit, e.g. the plan it started.)
     "completed": frozenset(),
     "failed": frozenset(),
     "rejected": frozenset(),

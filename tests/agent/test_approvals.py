@@ -709,6 +709,27 @@ def test_a_new_run_closes_a_pause_whose_approvals_expired(make_runtime: MakeRunt
     assert ledger.calls == []
 
 
+def test_the_sweep_closes_a_pause_whose_approvals_all_expired(make_runtime: MakeRuntime) -> None:
+    """Issue 14 item 5: not only the next run or approve call: the periodic sweep closes the pause and
+    releases the thread."""
+    ledger = Ledger()
+    rt = runtime(make_runtime, ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"}))]), ledger,
+                 approval_ttl_s=0.2)
+    first, _ = start_and_drive(rt, "send", threadId="t12")
+    assert rt.router.sweep()["recovered"] == 0  # within the TTL: someone may still decide
+    time.sleep(0.3)
+    assert rt.router.sweep()["recovered"] == 1
+    old = rt.runs.get_run(first.run_id)
+    assert old is not None and old.run.status == "failed" and old.run.error is not None
+    assert old.run.error.code == "APPROVAL_EXPIRED" and "sweep" in old.run.error.message
+    got = rt.runs.get_approval("alice", first.approval.id)
+    assert got is not None and got[0].status == "expired"
+    thread = rt.runs.get_thread("t12")
+    assert thread is not None and thread.active_run_id is None
+    assert rt.router.sweep()["recovered"] == 0  # closed once
+    assert ledger.calls == []
+
+
 def test_a_sweep_never_takes_over_a_run_that_is_just_starting(make_runtime: MakeRuntime) -> None:
     """The starting invocation holds the run's lease from its first write: a sweep during its
     first model call leaves it alone, and the model is called once per step."""

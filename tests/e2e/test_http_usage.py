@@ -85,7 +85,7 @@ def test_goals_calls_are_in_the_ledger_and_the_route_sums_everything(install: In
     by_day = client.get("/api/agent/usage?groupBy=day", headers=ALICE).get_json()
     assert [g["key"] for g in by_day["groups"]] == [datetime.now(UTC).date().isoformat()]
     by_context = client.get("/api/agent/usage?groupBy=contextType", headers=ALICE).get_json()
-    assert [g["key"] for g in by_context["groups"]] == ["(none)"]
+    assert [(g["key"], g["calls"]) for g in by_context["groups"]] == [("(none)", 1), ("general", 3)]
     # Another user sees none of it.
     bob = client.get("/api/agent/usage", headers=BOB).get_json()
     assert bob["calls"] == 0 and bob["groups"] == [] and bob["usage"]["totalTokens"] == 0

@@ -11,6 +11,8 @@ from flask.testing import FlaskClient
 
 from devserver import create_app
 from shared.state.records import UserRecord
+from shared.tools import default_registry
+from shared.tools.context import ToolContext
 from tests.plans.conftest import MakeRuntime
 from tests.plans.support import Script
 from tests.plans.test_sessions_http import ALICE, create, deliver, events
@@ -170,3 +172,47 @@ def test_a_crash_inside_an_invocation_is_recovered_and_no_act_runs_twice(make_rt
     assert done["status"] == "completed"
     ns = [h["n"] for h in done["tasks"][0]["history"]]
     assert ns == sorted(set(ns)) == list(range(1, len(ns) + 1))  # no gap, no duplicate
+
+
+def test_a_crash_inside_a_side_effect_act_is_reported_unknown_to_the_reflection(make_rt: MakeRuntime,
+                                                                               client: FlaskClient) -> None:
+    """The act was claimed, then the process died inside the (non-idempotent) tool: recovery never
+    runs it again, its outcome is ``unknown``, and the reflection is told so."""
+
+    class Crash(BaseException):
+        pass
+
+    seen: list[dict[str, Any]] = []
+    sent: list[str] = []
+
+    def reflect(prompt: dict[str, Any]) -> dict[str, Any]:
+        seen.append(prompt["lastAct"])
+        return {"taskComplete": prompt["lastAct"]["action"]["tool"] == "task_done", "taskFailed": False,
+                "summary": "noted"}
+
+    registry = default_registry()
+
+    @registry.tool(side_effect=True)
+    def send_note(ctx: ToolContext, to: str) -> dict[str, Any]:
+        """Send a note.
+
+        Args:
+            to: Recipient.
+        """
+        sent.append(to)
+        raise Crash()  # after the side effect: the runtime never learns how it went
+
+    rt = make_rt(Script(acts={"Read the notes": [("send_note", {"to": "bob"})]}, reflect=reflect), lease_ttl_s=0.2)
+    rt.registry = registry
+    rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    with pytest.raises(Crash):
+        deliver(rt)
+    time.sleep(0.3)
+    assert rt.router.sweep()["recovered"] == 1
+    deliver(rt)
+    assert sent == ["bob"]  # never run again
+    observed = next(a for a in seen if a["action"]["tool"] == "send_note")
+    assert observed["observation"]["outcome"] == "unknown"
+    assert view(client, sid)["tasks"][0]["history"][0]["observation"]["outcome"] == "unknown"

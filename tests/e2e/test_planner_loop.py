@@ -1,0 +1,113 @@
+"""Issue 11 (seed 003) in the chat loop: context types, agent_state events, the per-turn tool-call
+guardrail, the watchdog in the usage ledger, and the stream as Server-Sent Events."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sseclient
+from flask.testing import FlaskClient
+from werkzeug.serving import make_server
+
+from devserver import create_app
+from shared.models.base import ModelRequest, Turn
+from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
+from tests.e2e.conftest import ALICE, Install
+from tests.emulators import free_port
+
+
+@pytest.fixture
+def client() -> FlaskClient:
+    return create_app().test_client()
+
+
+def test_an_unknown_context_type_is_400_naming_it(install: Install, client: FlaskClient) -> None:
+    install(ScriptedModel([]))
+    resp = client.post("/api/agent/run", json={"prompt": "hi", "contextType": "weather"}, headers=ALICE)
+    assert resp.status_code == 400
+    assert "contextType" in str(resp.get_json()["error"])
+
+
+def test_context_guidance_profile_and_ledger_labels(install: Install, client: FlaskClient) -> None:
+    model = ScriptedModel([text_turn("All good.")])
+    rt = install(model)
+    body = client.post("/api/agent/run", json={"prompt": "how healthy is it?", "contextType": "project_audit",
+                                               "entityId": "proj_1"}, headers=ALICE).get_json()
+    assert body["status"] == "completed"
+    instruction = model.requests[0].system_instruction
+    assert "[CONTEXT: project_audit]" in instruction and "proj_1" in instruction
+    [entry] = rt.usage.for_unit("alice", body["runId"])
+    assert (entry.context_type, entry.profile, entry.operation_type) == ("project_audit", "quality", "planner_stream")
+    run = client.get(f"/api/agent/runs/{body['runId']}", headers=ALICE).get_json()
+    assert run["contextType"] == "project_audit" and run["entityId"] == "proj_1"
+
+
+def test_agent_state_follows_the_loop(install: Install, client: FlaskClient) -> None:
+    install(ScriptedModel([calls_turn(call("search_memory", {"query": "x"})),
+                           calls_turn(call("save_memory", {"text": "y"}))]))
+    resp = client.post("/api/agent/run/stream", json={"prompt": "go", "contextType": "task"}, headers=ALICE)
+    events = [json.loads(line) for line in resp.data.decode().splitlines() if line]
+    states = [(e["state"], e.get("details")) for e in events if e["type"] == "agent_state"]
+    assert states == [("thinking", None), ("executing_tool", "search_memory"), ("thinking", None),
+                      ("waiting_on_user", "approval")]
+    assert all(e["contextType"] == "task" for e in events if e["type"] == "agent_state")
+
+
+def test_more_tool_calls_than_the_turn_allows_end_the_run_gracefully(install: Install, client: FlaskClient) -> None:
+    def answer(request: ModelRequest) -> Turn:
+        n = sum(len(t.function_calls) for t in request.turns)
+        return calls_turn(call("search_memory", {"query": f"q{n}"}), call("search_memory", {"query": f"r{n}"}))
+
+    rt = install(FunctionModel(answer), max_tool_calls_per_turn=5, max_loop_steps=10)
+    body = client.post("/api/agent/run", json={"prompt": "dig"}, headers=ALICE).get_json()
+    assert body["status"] == "failed" and body["error"]["code"] == "TOOL_CALL_LIMIT"
+    assert "rephrase" in body["error"]["message"]
+    actions = rt.runs.list_actions(body["runId"])
+    assert len(actions) == 6 and all(a.status == "completed" for a in actions)  # 3 turns of 2: the 6th reached it
+    events = rt.runs.list_events(body["runId"])
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "TOOL_CALL_LIMIT"
+
+
+def test_the_watchdog_timeout_is_recorded_in_the_usage_ledger(install: Install, client: FlaskClient) -> None:
+    rt = install(ScriptedModel([calls_turn(call("search_memory", {"query": "x"}))]), run_deadline_s=0.0)
+    body = client.post("/api/agent/run", json={"prompt": "go"}, headers=ALICE).get_json()
+    assert body["error"]["code"] == "DEADLINE_EXCEEDED"
+    [entry] = rt.usage.for_unit("alice", body["runId"])
+    assert (entry.component, entry.outcome, entry.error_code) == ("watchdog", "error", "DEADLINE_EXCEEDED")
+
+
+@pytest.fixture
+def served(install: Install) -> Iterator[str]:
+    install(ScriptedModel([calls_turn(call("search_memory", {"query": "tea"})), text_turn("You like tea.")]))
+    port = free_port()
+    server = make_server("127.0.0.1", port, create_app(), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}"
+    server.shutdown()
+    thread.join(10)
+
+
+def test_the_stream_speaks_server_sent_events_to_a_real_client(served: str) -> None:
+    got: list[Any] = []
+    req = urllib.request.Request(f"{served}/api/agent/run/stream", method="POST",
+                                 data=json.dumps({"prompt": "what do I drink?"}).encode(),
+                                 headers={**ALICE, "Accept": "text/event-stream", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.headers["Content-Type"].startswith("text/event-stream")
+        for sse in sseclient.SSEClient(resp).events():  # a real SSE parser (sseclient-py)
+            got.append((sse.event, sse.id, json.loads(sse.data)))
+    assert got[0][0] == "status" and got[-1][0] == "result"
+    assert all(event == data["type"] and ident == str(data["seq"]) for event, ident, data in got)
+    assert [int(i) for _, i, _ in got] == list(range(1, len(got) + 1))
+    assert got[-1][2]["result"]["summary"] == "You like tea."
+    plain = urllib.request.Request(f"{served}/api/agent/run/stream", method="POST",
+                                   data=json.dumps({"prompt": "again"}).encode(),
+                                   headers={**ALICE, "Content-Type": "application/json"})
+    with urllib.request.urlopen(plain, timeout=30) as resp:  # NDJSON stays the default
+        assert resp.headers["Content-Type"].startswith("application/x-ndjson")
