@@ -1,6 +1,7 @@
 // A run drawn from its events (live stream or event log): the answer as deltas arrive, thoughts
-// in a collapsible block, each tool call as a card that its result completes, the agent state as
-// a status chip, token usage, and the approvals a pause waits for.
+// in a collapsible block, each tool call as a card that its result completes, the run's status
+// and the agent state (agent_state) as chips, token usage, plans the run made (with a link to
+// review them in Plans) and their steps, and the approvals a pause waits for.
 
 import {approvalCard} from './approval.js';
 import {chip, h, json} from './dom.js';
@@ -28,8 +29,9 @@ export class RunView {
     this.block = null; // the answer or thoughts block deltas currently append to
     this.chip = chip('starting');
     this.usage = h('span', {class: 'usage'});
+    this.agentState = h('span', {class: 'agent-state', 'aria-live': 'polite'});
     this.link = h('span', {class: 'run-id'}, runId || 'new run');
-    this.head = h('header', {class: 'run-head'}, this.chip, ' ', this.link, ' ', this.usage,
+    this.head = h('header', {class: 'run-head'}, this.chip, ' ', this.agentState, ' ', this.link, ' ', this.usage,
       h('span', {class: 'source'}, source === 'live' ? 'live stream' : 'from the event log'));
     this.body = h('div', {class: 'run-body'});
     this.el = h('article', {class: 'run', 'data-run-id': runId || '', 'data-source': source, 'aria-label': 'Run'},
@@ -49,6 +51,10 @@ export class RunView {
 
   setStatus(status) {
     this.status = status;
+    if (FINAL_STATUSES.has(status)) { // the loop is done: its last agent_state no longer holds
+      this.agentState.replaceChildren();
+      delete this.el.dataset.agentState;
+    }
     this.el.dataset.status = status;
     const next = chip(status);
     next.setAttribute('aria-label', `agent state: ${status}`);
@@ -161,6 +167,40 @@ const DRAW = {
       this.showAnswerIfSilent((r.output && r.output.text) || r.summary);
     }
   },
+  agent_state(ev) {
+    const label = `${ev.state.replace(/_/g, ' ')}${ev.details ? `: ${ev.details}` : ''}`;
+    this.agentState.replaceChildren(h('span', {class: `chip chip-agent chip-${ev.state}`, 'data-state': ev.state,
+      title: `agent state (contextType ${ev.contextType})`}, label));
+    this.el.dataset.agentState = ev.state;
+  },
+  plan_created(ev) {
+    this.block = null;
+    this.body.append(planCard(ev, `plan created (${ev.executionMode})`));
+  },
+  plan_ready_for_review(ev) {
+    this.block = null;
+    const card = planCard(ev, 'plan ready for review');
+    if (ev.reasoning) card.append(h('p', {class: 'reason'}, ev.reasoning));
+    card.append(h('p', {}, h('a', {href: `#/plans/${ev.planId}`}, 'Review, refine or confirm it in Plans')));
+    const created = this.body.querySelector(`.plan-card[data-plan-id="${CSS.escape(ev.planId)}"]`);
+    if (created) created.replaceWith(card); // the same plan: one card, now waiting for its review
+    else this.body.append(card);
+  },
+  plan_review(ev) {
+    this.block = null;
+    this.body.append(h('p', {class: 'plan-line', 'data-plan-id': ev.planId},
+      h('span', {class: 'label'}, 'review of the plan: '), chip(ev.verdict), ev.notes ? ` ${ev.notes}` : ''));
+  },
+  step_start(ev) {
+    this.block = null;
+    this.body.append(h('p', {class: 'plan-line', 'data-step-id': ev.stepId},
+      h('span', {class: 'label'}, `step ${ev.stepId} started: `), ev.title));
+  },
+  step_complete(ev) {
+    this.block = null;
+    this.body.append(h('p', {class: 'plan-line', 'data-step-id': ev.stepId},
+      h('span', {class: 'label'}, `step ${ev.stepId} `), chip(ev.status), ev.summary ? ` ${ev.summary}` : ''));
+  },
   error(ev) {
     this.block = null;
     if (ev.code !== 'RUN_TAKEN_OVER') this.setStatus('failed');
@@ -169,3 +209,10 @@ const DRAW = {
     this.body.append(box);
   },
 };
+
+function planCard(ev, title) {
+  return h('section', {class: 'card plan-card', 'data-plan-id': ev.planId, 'aria-label': title},
+    h('h4', {}, h('span', {class: 'label'}, `${title} · `), h('a', {href: `#/plans/${ev.planId}`}, ev.planId),
+      ` · version ${ev.version}`),
+    h('ol', {class: 'plan-tasks'}, (ev.tasks || []).map((t) => h('li', {}, t.title || json(t, 200)))));
+}

@@ -65,6 +65,8 @@ class ConsoleModel:
       result, answers "Saved: <rest>".
     - ``slow``: calls ``search_memory`` (executes at once), then waits for the ``slow`` gate before
       answering "Finished after the reload."
+    - ``draft``: calls ``agent_create_plan`` (``draft_only``: a plan session left for review); with its
+      result, answers "The plan is ready for your review."
     - anything else: answers "Plain answer."
     Plan sessions: structured requests (plan drafts, refinements, reflections) get the offline
     model's JSON; each task's first act reasons "I will look up the notes first." and calls
@@ -124,6 +126,11 @@ class ConsoleModel:
             turn = Turn(role="model", parts=[call("save_memory", {"text": rest})])
         elif kind == "remember":
             turn = _text(f"Saved: {rest}", emit)
+        elif kind == "draft" and not results:
+            turn = Turn(role="model", parts=[call("agent_create_plan", {"objective": rest,
+                                                                        "execution_mode": "draft_only"})])
+        elif kind == "draft":
+            turn = _text("The plan is ready for your review.", emit)
         elif kind == "slow" and not results:
             turn = Turn(role="model", parts=[call("search_memory", {"query": rest or "tea"})])
         elif kind == "slow":

@@ -18,6 +18,8 @@ from tests.console.conftest import CALL_USAGE, Console, api, open_console
 def test_a_chat_run_streams_into_the_page(page: Page, console: Console) -> None:
     gate = console.model.hold("stream")
     open_console(page, console, "alice")
+    expect(page.locator("#context-types option[value=task]")).to_be_attached()  # read from /openapi.json
+    page.fill("#chat-context-type", "task")
     page.focus("#chat-prompt")
     page.keyboard.type("stream: say hello")
     page.keyboard.press("Enter")  # Enter sends
@@ -26,6 +28,9 @@ def test_a_chat_run_streams_into_the_page(page: Page, console: Console) -> None:
     # The first delta is on the page while the model is still answering: the reply streams in.
     expect(run.locator(".answer-text")).to_have_text("Hello ")
     expect(run).to_have_attribute("data-status", "planning")
+    state = run.locator(".agent-state .chip")
+    expect(state).to_have_attribute("data-state", "thinking")  # agent_state as a chip
+    expect(state).to_have_attribute("title", "agent state (contextType task)")
     expect(run.locator(".bubble.user")).to_contain_text("stream: say hello")
     thoughts = run.locator("details.thoughts")
     expect(thoughts).not_to_have_attribute("open", "")  # collapsed until asked for
@@ -72,6 +77,7 @@ def test_an_approval_decided_from_its_card_resumes_the_run(page: Page, console: 
     paused = page.locator("#chat-transcript .run").last
     expect(paused).to_have_attribute("data-status", "awaiting_confirmation")
     expect(paused.locator(".approval-card")).to_contain_text('Remember: "I like green tea"')
+    expect(paused.locator(".agent-state .chip")).to_have_attribute("data-state", "waiting_on_user")
 
     page.click("nav >> text=Approvals")
     card = page.locator("#approvals-list .approval-card")
@@ -145,6 +151,14 @@ def test_api_errors_are_shown_with_code_and_message(page: Page, console: Console
     expect(page.locator("#chat-prompt")).to_have_value("plain: hello")  # nothing lost: fix and resend
     expect(page.locator("#chat-transcript .run")).to_have_count(0)
     console.screenshot(page, "error-chat")
+    page.click("#chat-errors .error button.dismiss")
+    expect(page.locator("#chat-errors .error")).to_have_count(0)
+    page.fill("#chat-thread", "")
+    page.fill("#chat-context-type", "nonsense")
+    page.press("#chat-prompt", "Enter")
+    expect(error).to_have_attribute("data-code", "INVALID_REQUEST")
+    expect(error.locator(".error-message")).to_have_text("invalid request: contextType")
+    expect(error.locator("details pre")).to_contain_text("Input should be 'project_create'")
 
     page.click("nav >> text=Usage")
     page.fill("#usage-from", "2026-03-10")
@@ -280,3 +294,27 @@ def test_a_plan_is_refined_then_confirmed_and_its_tasks_progress(page: Page, con
     assert view["status"] == "completed" and view["planVersion"] == 2
     assert [t["status"] for t in view["tasks"]] == ["completed"] * 4
     console.screenshot(page, "plans")
+
+
+def test_a_plan_drafted_in_chat_is_reviewed_and_confirmed_in_plans(page: Page, console: Console) -> None:
+    open_console(page, console, "ivan")
+    page.fill("#chat-context-type", "general")
+    page.fill("#chat-prompt", "draft: tidy my desk")
+    page.press("#chat-prompt", "Enter")
+    run = page.locator("#chat-transcript .run").last
+    expect(run).to_have_attribute("data-status", "completed")
+    card = run.locator(".plan-card[aria-label='plan ready for review']")
+    expect(run.locator(".plan-card")).to_have_count(1)  # plan_created, then ready for review: one card
+    expect(card.locator(".plan-tasks > li")).to_have_count(3)
+    expect(run.locator(".answer-text")).to_have_text("The plan is ready for your review.")
+    plan_id = card.get_attribute("data-plan-id")
+    assert plan_id
+    console.screenshot(page, "chat-plan-draft")
+
+    card.get_by_role("link", name="Review, refine or confirm it in Plans").click()
+    review = page.locator(f".session[data-session-id={plan_id}] .review-card")
+    expect(review.locator("button.confirm")).to_have_text("Confirm version 1")
+    review.locator("button.confirm").click()
+    session = page.locator(f".session[data-session-id={plan_id}]")
+    expect(session.locator(".facts .chip").first).to_have_text("completed")
+    expect(session.locator(".tasks > li[data-status=completed]")).to_have_count(3)

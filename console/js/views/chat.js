@@ -121,6 +121,13 @@ export function mountChat() {
     }
   }
 
+  // The values the run request accepts, from the API's own OpenAPI document (suggestions only:
+  // anything typed is sent as is and the API answers for it).
+  callJson('GET', '/openapi.json', {auth: false}).then((doc) => {
+    const field = doc.components.schemas.RunRequest.properties.contextType;
+    for (const value of (field && field.enum) || []) $('#context-types').append(h('option', {value}));
+  }).catch((err) => showError(errors, err, 'reading /openapi.json'));
+
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     send();

@@ -50,7 +50,10 @@ export function mountUsage() {
   to.value = isoDay(Date.now());
   from.value = isoDay(Date.now() - 29 * DAY_MS);
 
+  let latest = 0;
+
   async function show() {
+    const mine = ++latest; // answers can arrive out of order: only the last request's is drawn
     clear(errors);
     const params = new URLSearchParams();
     if (from.value) params.set('from', from.value);
@@ -60,10 +63,12 @@ export function mountUsage() {
     try {
       body = await callJson('GET', `/api/agent/usage?${params}`);
     } catch (err) {
+      if (mine !== latest) return;
       clear(result);
       showError(errors, err, 'usage');
       return;
     }
+    if (mine !== latest) return;
     clear(result);
     const u = body.usage;
     result.append(
