@@ -188,9 +188,12 @@ export function mountPlans() {
     }
   }
 
+  let latest = 0;
+
   async function refresh() {
+    const mine = ++latest; // answers can arrive out of order: an older one is never drawn over a newer one
     const s = await callJson('GET', `/api/agent/sessions/${encodeURIComponent(current.id)}`, {signal: loads.signal});
-    draw(s);
+    if (mine === latest) draw(s);
     return s;
   }
 
