@@ -54,6 +54,7 @@ MAX_BODY_CHARS = 8000
 MAX_COMMENT_CHARS = 2000
 MAX_COMMENTS = 20
 MAX_LIST = 50
+MAX_SCAN = 300
 MAX_FILE_CHARS = 16_000
 MAX_DIRECTORY_ENTRIES = 200
 MARKER_PREFIX = "agent-runtime:action="
@@ -165,6 +166,7 @@ class IssueView(BaseModel):
 class IssueList(BaseModel):
     issues: list[IssueView]
     more: bool = False
+    note: str | None = None
 
 
 class PullView(BaseModel):
@@ -312,12 +314,12 @@ class GitHubClient:
             raise ToolError(f"{SERVICE} could not be reached ({type(exc).__name__}){hint}") from None
 
     def _repo(self, full_name: str) -> Repository:
-        return self._gh.get_repo(full_name, lazy=True)
+        return self._gh.get_repo(full_name)
 
     # ---- reads -------------------------------------------------------------------------------------
     def repository(self, full_name: str) -> RepoInfo:
         with self._calling(f"repository {full_name}"):
-            repo = self._gh.get_repo(full_name, lazy=False)
+            repo = self._gh.get_repo(full_name)  # lazy: the first attribute read fetches it, once
             return RepoInfo(full_name=repo.full_name, description=repo.description or "", private=repo.private,
                             default_branch=repo.default_branch or "", html_url=repo.html_url or "",
                             language=repo.language, topics=list(repo.topics or []), stars=repo.stargazers_count or 0,
@@ -402,16 +404,22 @@ class GitHubClient:
 
     def issues(self, full_name: str, *, state: IssueState = "open", labels: list[str] | None = None,
                limit: int = 20, include_pull_requests: bool = False) -> IssueList:
-        """Issues, most recently created first (at most 50)."""
+        """Issues, most recently created first (at most 50).
+
+        The REST API lists pull requests among issues; unless they are wanted they are skipped, reading
+        full pages of 100 and at most ``MAX_SCAN`` items (a note says when that bound stopped the scan).
+        """
         bound = max(1, min(MAX_LIST, limit))
+        scan = bound + 1 if include_pull_requests else MAX_SCAN
         with self._calling(f"repository {full_name}"):
-            self._gh.per_page = min(100, bound + 1)
+            self._gh.per_page = bound + 1 if include_pull_requests else 100
             found = self._repo(full_name).get_issues(state=state, labels=labels) if labels else \
                 self._repo(full_name).get_issues(state=state)
             views: list[IssueView] = []
             more = False
-            # Pull requests are issues to the REST API; skip them unless asked for, bounding the scan.
-            for issue in islice(found, bound * 4 + 1):
+            scanned = 0
+            for issue in islice(found, scan):
+                scanned += 1
                 if _is_pull(issue) and not include_pull_requests:
                     continue
                 if len(views) == bound:
@@ -422,7 +430,11 @@ class GitHubClient:
                 if note:
                     view.notes = ["body trimmed to 500 characters; read the issue for all of it"]
                 views.append(view)
-            return IssueList(issues=views, more=more)
+            note = None
+            if not more and scanned == scan and not include_pull_requests:
+                note = (f"only the {scan} most recent issues and pull requests were scanned (pull requests are "
+                        "skipped); older issues may exist")
+            return IssueList(issues=views, more=more, note=note)
 
     def pull(self, full_name: str, number: int) -> PullView:
         with self._calling(f"pull request #{number} in {full_name}"):

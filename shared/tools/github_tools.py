@@ -362,6 +362,8 @@ def register(registry: ToolRegistry) -> None:
                                "count": len(found.issues)}
         if found.more:
             out["note"] = f"more issues match; only the first {len(found.issues)} are listed"
+        elif found.note:
+            out["note"] = found.note
         return out
 
     @registry.tool(side_effect=False)
