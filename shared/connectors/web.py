@@ -166,6 +166,8 @@ def html_to_text(html: str, base_url: str) -> tuple[str, str]:
     """The page's title and its text as Markdown (links resolved against ``base_url``, images dropped)."""
     found = _TITLE.search(html)
     title = " ".join(unescape(found.group(1)).split())[:300] if found else ""
+    if found:  # returned on its own; a page without <head> would otherwise repeat it as body text
+        html = html[:found.start()] + html[found.end():]
     converter = html2text.HTML2Text(baseurl=base_url, bodywidth=0)
     converter.ignore_images = True
     converter.skip_internal_links = True
@@ -206,7 +208,8 @@ class WebFetcher:
             raise ToolError(f"web_fetch: {url[:200]!r} is not a valid URL") from None
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https"):
-            raise ToolError(f"web_fetch: only http and https URLs can be fetched, not {scheme or 'a relative URL'!r}")
+            what = repr(scheme) if scheme else "a relative URL"
+            raise ToolError(f"web_fetch: only http and https URLs can be fetched, not {what}")
         if parts.username is not None or parts.password is not None:
             raise ToolError("web_fetch: URLs with credentials (user:password@) are refused")
         host = (parts.hostname or "").rstrip(".").lower()
@@ -322,7 +325,8 @@ class WebFetcher:
             if sock is not None:
                 sock.settimeout(remaining)  # no single read may outlive the caller's deadline
             try:
-                chunk = response.read(min(_CHUNK, self._max_bytes + 1 - size))
+                # read1: one socket read at most (read() would wait for the whole amount, past the deadline).
+                chunk = response.read1(min(_CHUNK, self._max_bytes + 1 - size))
             except (Urllib3Error, OSError) as exc:
                 if time.monotonic() >= deadline or isinstance(exc, (TimeoutError, socket.timeout)):
                     raise ToolError(f"web_fetch: {url[:200]!r} was still sending after the time limit") from None
