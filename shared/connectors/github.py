@@ -275,7 +275,8 @@ class GitHubClient:
         base_url: API root (default ``https://api.github.com``; a local fake in tests).
         timeout_s: Socket timeout of each request (the tools pass what is left of the caller's time).
         read_retries: Retries of a read after a 5xx or a connection failure (writes: none).
-        backoff_s: First wait between read retries (doubling).
+        backoff_s: urllib3's backoff factor between read retries (the first retry is immediate,
+            the second waits ``2 * backoff_s``).
     """
 
     def __init__(self, token: str, *, base_url: str | None = None, timeout_s: float = 30.0,
