@@ -25,6 +25,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from shared.connectors import require_connectors
+from shared.errors import ToolError
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
@@ -247,7 +248,10 @@ def _comment_preview(args: BaseModel) -> str:
 
 def _client(ctx: ToolContext) -> GitHubClient:
     conn = require_connectors(ctx.connectors)
-    return conn.github(ctx.uid, timeout_s=max(1.0, ctx.time_left(GITHUB_TIMEOUT_S)))
+    budget = ctx.time_left(GITHUB_TIMEOUT_S)
+    if budget <= 0:
+        raise ToolError("GitHub: no time is left for this call")
+    return conn.github(ctx.uid, timeout_s=budget)
 
 
 def _drop_empty(out: dict[str, Any]) -> dict[str, Any]:

@@ -4,9 +4,11 @@ against the local fake GitHub REST API: declarations, argument checks, previews,
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -239,4 +241,12 @@ def test_without_a_stored_token(registry: ToolRegistry, fake: FakeGitHub, ctx: T
     no_connectors = ToolContext(uid=UID, run_id="r", action_id="a", users=ctx.users, settings=ctx.settings)
     with pytest.raises(ConnectorError, match="integrations are not available"):
         run(registry, "github_repo_get", no_connectors, {"repo": REPO})
+    assert fake.requests == []
+
+
+def test_no_call_starts_once_the_callers_time_is_spent(registry: ToolRegistry, fake: FakeGitHub,
+                                                       ctx: ToolContext) -> None:
+    spent = dataclasses.replace(ctx, deadline=time.monotonic() - 1)
+    with pytest.raises(ToolError, match="GitHub: no time is left for this call"):
+        run(registry, "github_issue_create", spent, {"repo": REPO, "title": "late"})
     assert fake.requests == []
