@@ -52,7 +52,7 @@ class Url(_Constrained, str):
     json = {"type": "string", "maxLength": MAX_URL_CHARS, "description": "An http(s) URL."}
 
 
-class Query(_Constrained, str):
+class SearchTerms(_Constrained, str):
     schema = core_schema.str_schema(min_length=1, max_length=MAX_QUERY_CHARS, strip_whitespace=True)
     json = {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS}
 
@@ -100,7 +100,7 @@ def register(registry: ToolRegistry) -> None:
         return out
 
     @registry.tool(side_effect=False)
-    def google_web_search(ctx: ToolContext, query: Query) -> dict[str, Any]:
+    def google_web_search(ctx: ToolContext, query: SearchTerms) -> dict[str, Any]:
         """Search the web with Google and get a short answer with its sources (title and URL of each page).
 
         Args:
@@ -138,4 +138,4 @@ def register(registry: ToolRegistry) -> None:
         return out
 
 
-__all__ = ["Query", "Url", "register"]
+__all__ = ["SearchTerms", "Url", "register"]
