@@ -93,6 +93,17 @@ def _prices(name: str) -> tuple[tuple[str, float, float, float], ...]:
     return tuple((m, *p) for m, p in sorted(merged.items()))
 
 
+def _allow_hosts(raw: str, on_cloud_run: bool) -> tuple[str, ...]:
+    """``WEB_FETCH_ALLOW_HOSTS``: comma-separated host names or IP addresses ``web_fetch`` may reach
+    although they are private, loopback or on another port. A test and local-dev switch: it would
+    open the metadata server and the VPC to the model, so a deployed function refuses to start."""
+    hosts = tuple(h.strip().lower().strip("[]") for h in raw.split(",") if h.strip())
+    if hosts and on_cloud_run:
+        raise ConfigurationError("WEB_FETCH_ALLOW_HOSTS is for tests and local development only and is refused "
+                                 "on Cloud Run (K_SERVICE is set)")
+    return hosts
+
+
 def clamp_loop_steps(value: int) -> int:
     return max(1, min(15, value))
 
@@ -141,6 +152,13 @@ class Settings:
     """Model calls one invocation makes on a plan before it yields to the next one."""
     plan_yield_margin_s: float = 10.0
     """Time left (of AGENT_RUN_DEADLINE_S) below which a plan invocation yields."""
+    github_api_base_url: str | None = None
+    """GitHub REST API root (default ``https://api.github.com``; GitHub Enterprise: ``https://HOST/api/v3``)."""
+    web_fetch_timeout_s: float = 20.0
+    web_fetch_max_bytes: int = 2 * 1024 * 1024
+    web_fetch_allow_hosts: tuple[str, ...] = ()
+    """Hosts ``web_fetch`` may reach although they are private or loopback (tests and local dev only;
+    refused on Cloud Run)."""
     model_profiles: tuple[tuple[str, str], ...] = ()
     """``speed | balanced | quality`` -> model name (MODEL_PROFILE_*; each defaults to GEMINI_MODEL)."""
     model_prices: tuple[tuple[str, float, float, float], ...] = DEFAULT_MODEL_PRICES
@@ -215,6 +233,10 @@ class Settings:
             plan_max_tasks=max(1, _int("PLAN_MAX_TASKS", 30)),
             plan_steps_per_invocation=max(1, _int("PLAN_STEPS_PER_INVOCATION", 12)),
             plan_yield_margin_s=_float("PLAN_YIELD_MARGIN_S", 10.0),
+            github_api_base_url=os.environ.get("GITHUB_API_BASE_URL", "").strip().rstrip("/") or None,
+            web_fetch_timeout_s=_float("WEB_FETCH_TIMEOUT_S", 20.0),
+            web_fetch_max_bytes=_int("WEB_FETCH_MAX_BYTES", 2 * 1024 * 1024),
+            web_fetch_allow_hosts=_allow_hosts(os.environ.get("WEB_FETCH_ALLOW_HOSTS", ""), on_cloud_run),
             model_profiles=tuple((p, os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()) for p in PROFILES
                                  if os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()),
             model_prices=_prices("MODEL_PRICES"),

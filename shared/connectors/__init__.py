@@ -1,7 +1,7 @@
-"""Per-user access to external services (Gmail, Calendar, Slack) for tools.
+"""Per-user access to external services (Gmail, Calendar, Slack, GitHub) for tools.
 
 A tool receives a :class:`Connectors` as ``ctx.connectors`` and asks it for the user's
-credentials; the service adapters (``gmail.py``, ``calendar.py``, ``slack.py``, and
+credentials; the service adapters (``gmail.py``, ``calendar.py``, ``slack.py``, ``github.py``, and
 ``google_http.py``, the Google adapters' shared plumbing) are the only modules that import their
 vendor SDK (tests/connectors/test_import_boundary.py), and they are imported only when a connector
 tool runs (cold start: a function that never calls one never loads ``googleapiclient``).
@@ -11,6 +11,8 @@ conn = require_connectors(ctx.connectors)        # ConnectorError when the runti
 creds = conn.google_credentials(ctx.uid)          # google.oauth2.credentials.Credentials
 client = CalendarClient(creds, base_url=conn.settings.calendar_api_base_url)
 token = conn.slack_token(ctx.uid)
+with conn.github(ctx.uid, timeout_s=20) as gh:    # GitHubClient at GITHUB_API_BASE_URL
+    gh.repository("octo/hello")
 ```
 """
 
@@ -36,6 +38,7 @@ from shared.state.docstore import DocStore
 if TYPE_CHECKING:
     from google.oauth2.credentials import Credentials
 
+    from shared.connectors.github import GitHubClient
     from shared.connectors.gmail import GmailClient
 
 log = logging.getLogger("agent_runtime.connectors")
@@ -67,6 +70,16 @@ class Connectors:
     def slack_token(self, uid: str) -> str:
         """``uid``'s Slack token."""
         return self.vault.slack_token(uid)
+
+    def github_token(self, uid: str) -> str:
+        """``uid``'s GitHub token."""
+        return self.vault.github_token(uid)
+
+    def github(self, uid: str, *, timeout_s: float = 30.0) -> GitHubClient:
+        """A GitHub REST client acting as ``uid`` (``GITHUB_API_BASE_URL`` overrides the endpoint)."""
+        from shared.connectors.github import GitHubClient
+
+        return GitHubClient(self.github_token(uid), base_url=self.settings.github_api_base_url, timeout_s=timeout_s)
 
     def gmail(self, uid: str) -> GmailClient:
         """A Gmail v1 client acting as ``uid`` (``GMAIL_API_BASE_URL`` overrides the endpoint)."""

@@ -12,6 +12,7 @@ vault.put(uid, "google", IntegrationTokens(access_token="ya29...", refresh_token
                                            expires_at=1767225600.0, scopes=[GMAIL_SEND_SCOPE]))
 creds = vault.google_credentials(uid)   # refreshed (and stored back) when expired
 token = vault.slack_token(uid)
+token = vault.github_token(uid)
 ```
 Missing, undecryptable, expired-without-refresh or revoked credentials raise
 :class:`ConnectorError`: a ``ToolError``, so the model is told and the action ends ``failed``.
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent_runtime.connectors")
 
-Provider = Literal["google", "slack"]
-PROVIDERS: tuple[Provider, ...] = ("google", "slack")
+Provider = Literal["google", "slack", "github"]
+PROVIDERS: tuple[Provider, ...] = ("google", "slack", "github")
 SCHEMA_VERSION = 1
 KEY_BYTES = 32
 NONCE_BYTES = 12
@@ -111,7 +112,7 @@ def key_id(key: bytes) -> str:
 
 
 def _label(provider: str) -> str:
-    return {"google": "Google", "slack": "Slack"}.get(provider, provider)
+    return {"google": "Google", "slack": "Slack", "github": "GitHub"}.get(provider, provider)
 
 
 class CredentialVault:
@@ -187,6 +188,12 @@ class CredentialVault:
     def slack_token(self, uid: str) -> str:
         """``uid``'s Slack token; :class:`ConnectorError` when missing or unreadable."""
         return self.tokens(uid, "slack").access_token
+
+    def github_token(self, uid: str) -> str:
+        """``uid``'s GitHub token (a fine-grained or classic personal access token, or a GitHub App
+        user token); :class:`ConnectorError` when missing or unreadable. GitHub tokens are not
+        refreshed here: an expired one is a 401, which tells the user to reconnect GitHub."""
+        return self.tokens(uid, "github").access_token
 
     def google_credentials(self, uid: str) -> Credentials:
         """``uid``'s Google OAuth credentials, valid for at least a minute.

@@ -181,7 +181,8 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
         move_run(ctx.run, "executing")
         ctx.commit()  # the claim: from here on a crash leaves the action 'executing', never re-run
     tctx = ToolContext(uid=ctx.run.uid, run_id=ctx.run.run_id, action_id=action.action_id, users=s.users,
-                       settings=s.settings, connectors=s.connectors() if s.connectors else None)
+                       settings=s.settings, connectors=s.connectors() if s.connectors else None,
+                       usage=s.usage.record, model=s.model_factory, deadline=ctx.deadline)
     try:
         action.result = _bounded(tool.run(tctx, args))
         move_action(action, "completed")

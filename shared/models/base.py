@@ -81,6 +81,26 @@ class ModelResponse(_Wire):
     model_version: str | None = None
 
 
+class SearchSource(_Wire):
+    """A web page a grounded answer rests on (Gemini's grounding chunk)."""
+
+    title: str = ""
+    uri: str
+
+
+class GroundedAnswer(_Wire):
+    """The answer of one model call grounded with Google Search, and what it rests on."""
+
+    text: str
+    sources: list[SearchSource] = Field(default_factory=list)
+    queries: list[str] = Field(default_factory=list)
+    """The search queries the model ran."""
+    usage: Usage = Usage()
+    model_version: str | None = None
+    available: bool = True
+    """False when no search was made (the offline model); ``text`` then says why."""
+
+
 DeltaKind = Literal["text", "thought"]
 DeltaSink = Callable[[DeltaKind, str], None]
 
@@ -92,3 +112,12 @@ class Model(Protocol):
     def name(self) -> str: ...
 
     def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse: ...
+
+
+class SearchModel(Protocol):
+    """A model that can answer with Google Search grounding (``google_web_search``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def grounded_search(self, query: str, *, timeout_s: float | None = None) -> GroundedAnswer: ...

@@ -33,14 +33,19 @@ from shared.formats import b64decode_any
 from shared.models.base import (
     DeltaSink,
     FunctionCall,
+    GroundedAnswer,
     ModelRequest,
     ModelResponse,
     Part,
+    SearchSource,
     Turn,
     Usage,
 )
 
 RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+SEARCH_INSTRUCTION = ("Answer the question using Google Search. Be concise and factual, say when the sources "
+                      "disagree or do not answer it, and include dates and version numbers where they matter.")
+MAX_SEARCH_SOURCES = 10
 # A turn that ended for one of these reasons is a normal answer; any other reason is a failure.
 _NORMAL_FINISH = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
 # The model may well produce a valid call on a second try.
@@ -142,6 +147,44 @@ class GeminiModel:
                 continue
             usage = response.usage.model_copy(update={"requests": attempt})
             return response.model_copy(update={"usage": usage})
+
+    def grounded_search(self, query: str, *, timeout_s: float | None = None) -> GroundedAnswer:
+        """One model call with Gemini's built-in Google Search tool: the answer, the web pages it is
+        grounded on (``groundingMetadata.groundingChunks``) and the queries the model ran.
+
+        Same time budget and retries as :meth:`generate` (not streamed: nothing is shown until the
+        answer is complete). A ``ModelError`` when Gemini fails or answers nothing.
+        """
+        budget = timeout_s if timeout_s is not None else self._settings.model_timeout_s
+        deadline = time.monotonic() + budget
+        max_attempts = 1 + max(0, self._settings.model_max_retries)
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ModelTimeout(f"Gemini did not answer the search within {budget:g}s", retryable=True)
+            attempt += 1
+            config = types.GenerateContentConfig(
+                system_instruction=SEARCH_INSTRUCTION,
+                tools=[types.Tool(google_search=types.GoogleSearch())],
+                http_options=types.HttpOptions(
+                    timeout=max(1, math.ceil(min(self._settings.model_timeout_s, remaining) * 1000))))
+            try:
+                try:
+                    response = self._client.models.generate_content(
+                        model=self._settings.gemini_model, contents=query, config=config)
+                except Exception as exc:  # only SDK code runs here: map everything it raises
+                    raise map_error(exc) from exc
+                answer = _grounded_answer(response)
+            except ModelError as err:
+                if not err.retryable or attempt >= max_attempts:
+                    raise
+                delay = self._backoff(attempt)
+                if time.monotonic() + delay >= deadline:
+                    raise
+                time.sleep(delay)
+                continue
+            return answer.model_copy(update={"usage": answer.usage.model_copy(update={"requests": attempt})})
 
     def _backoff(self, attempt: int) -> float:
         """Full-jitter exponential backoff: uniform in [0, initial * 2^(attempt-1)], capped."""
@@ -292,6 +335,35 @@ class _TurnAssembler:
             raise ModelError(f"Gemini returned an empty response (finish_reason {reason})", retryable=True)
         return ModelResponse(turn=Turn(role="model", parts=self.parts), usage=_usage(self.usage),
                              finish_reason=reason, model_version=self.model_version)
+
+
+def _grounded_answer(response: types.GenerateContentResponse) -> GroundedAnswer:
+    """Text, sources and queries of a grounded (non-streamed) response."""
+    feedback = response.prompt_feedback
+    if not response.candidates:
+        if feedback is not None and feedback.block_reason is not None:
+            raise ModelError(f"Gemini blocked the search: {_enum_text(feedback.block_reason)}")
+        raise ModelError("Gemini returned no candidates for the search", retryable=True)
+    candidate = response.candidates[0]
+    reason = _enum_text(candidate.finish_reason) if candidate.finish_reason is not None else None
+    if reason is not None and reason not in _NORMAL_FINISH:
+        raise ModelError(f"Gemini stopped the search with finish_reason {reason}")
+    parts = candidate.content.parts if candidate.content is not None and candidate.content.parts else []
+    text = "".join(p.text for p in parts if p.text and not p.thought).strip()
+    if not text:
+        raise ModelError("Gemini returned an empty search answer", retryable=True)
+    meta = candidate.grounding_metadata
+    sources: list[SearchSource] = []
+    seen: set[str] = set()
+    for chunk in (meta.grounding_chunks or []) if meta is not None else []:
+        web = chunk.web
+        if web is None or not web.uri or web.uri in seen:
+            continue
+        seen.add(web.uri)
+        sources.append(SearchSource(title=web.title or web.domain or "", uri=web.uri))
+    queries = list(meta.web_search_queries or []) if meta is not None else []
+    return GroundedAnswer(text=text, sources=sources[:MAX_SEARCH_SOURCES], queries=queries,
+                          usage=_usage(response.usage_metadata), model_version=response.model_version)
 
 
 def _usage(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:

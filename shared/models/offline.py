@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Turn, Usage
+from shared.models.base import DeltaSink, GroundedAnswer, ModelRequest, ModelResponse, Part, Turn, Usage
 from shared.models.scripted import call
 
 LABEL = "[offline model: set GEMINI_API_KEY to use Gemini]"
@@ -31,6 +31,12 @@ class OfflineModel:
                     for i in range(0, len(p.text), 40):
                         on_delta("text", p.text[i:i + 40])
         return ModelResponse(turn=turn, usage=Usage(requests=1), finish_reason="STOP", model_version="offline")
+
+    def grounded_search(self, query: str, *, timeout_s: float | None = None) -> GroundedAnswer:
+        """No search is made offline: a clearly labelled answer saying so (``available`` false)."""
+        return GroundedAnswer(text=f"{LABEL} Web search is unavailable offline; nothing was searched for "
+                                   f"{query[:200]!r}.", usage=Usage(requests=1), model_version="offline",
+                              available=False)
 
     def _answer(self, request: ModelRequest) -> Turn:
         if request.response_schema is not None:

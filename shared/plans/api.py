@@ -38,8 +38,13 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
     services = rt.services
     deadline = engine.parse_deadline(services, req.deadline)
     tools = engine.check_tools(services, req.tools)
+    context = None
+    if req.repoUrl:
+        from shared.plans.repo_context import repo_context
+
+        context = repo_context(services.connectors() if services.connectors else None, uid, req.repoUrl)
     outcome = engine.start_planning(services, rt.sessions, uid, req.prompt, deadline=deadline, repo_url=req.repoUrl,
-                                    tools=tools)
+                                    tools=tools, repo_context=context)
     return created(outcome.session, outcome.tasks)
 
 

@@ -216,12 +216,21 @@ class SqliteDocStore:
         if not writes:
             return []
         conn = self._conn
-        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'rev'")
-        rev = int(conn.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()[0])
+        rev = int(conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'rev' RETURNING value").fetchone()[0])
         token = str(rev)
         tokens: list[str] = []
         for w in writes:
             parent, doc_id = split_doc_path(w.path)
+            if w.op == "create" and w.if_token is None:
+                # One statement: the primary key refuses an existing document (most writes of a
+                # step are creates: events, turns, ledger and audit entries).
+                try:
+                    conn.execute("INSERT INTO docs (path, parent, id, data, rev) VALUES (?, ?, ?, ?, ?)",
+                                 (w.path, parent, doc_id, _dumps(w.data), rev))
+                except sqlite3.IntegrityError:
+                    raise PreconditionFailed(f"{w.path} already exists") from None
+                tokens.append(token)
+                continue
             row = conn.execute("SELECT data, rev FROM docs WHERE path = ?", (w.path,)).fetchone()
             current = None if row is None else str(row[1])
             _check(w, current)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.config import Settings
 from shared.state.users_repo import UsersRepo
+
+if TYPE_CHECKING:
+    from shared.state.records import UsageEntry
 
 
 @dataclass(frozen=True)
@@ -19,3 +24,19 @@ class ToolContext:
     settings: Settings
     connectors: Any = None
     """Per-user access to external services (``shared.connectors.Connectors``), when configured."""
+    usage: Callable[[UsageEntry], None] | None = None
+    """Where a tool that calls a model itself (``google_web_search``) records that call in the usage
+    ledger; ``None``: not recorded (unit tests)."""
+    model: Callable[[], Any] | None = None
+    """The process's model, built on first use (``google_web_search`` asks it for a grounded answer)."""
+    deadline: float | None = None
+    """``time.monotonic()`` value after which the caller's time is spent; tools bound their own
+    timeouts by :meth:`time_left` so no call outlives it."""
+    unit_kind: str = "run"
+    """What ``run_id`` names in the usage ledger (``run``, ``session``, ``task`` ...)."""
+
+    def time_left(self, limit: float) -> float:
+        """``limit`` seconds, or less when the caller's deadline comes first (never below 0)."""
+        if self.deadline is None:
+            return limit
+        return max(0.0, min(limit, self.deadline - time.monotonic()))

@@ -4,6 +4,7 @@
 the error); the caller decides where the entry is written (the loop commits it with its step, so
 metering adds no commit). ``MeteredModel`` is the same as a ``Model`` that hands each entry to a
 sink (the goals planner and other callers outside a unit's commit write it at once).
+``metered_search`` meters a Google Search grounded call (``google_web_search``) the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from shared.config import Profile, Settings
 from shared.errors import ModelError, ModelTimeout
 from shared.ids import new_id
-from shared.models.base import DeltaSink, Model, ModelRequest, ModelResponse
+from shared.models.base import DeltaSink, GroundedAnswer, Model, ModelRequest, ModelResponse, SearchModel
 from shared.state.records import UsageEntry
 from shared.usage.figures import Usage
 
@@ -25,6 +26,7 @@ log = logging.getLogger("agent_runtime.usage")
 
 LOOP = "loop"
 GOALS_PLANNER = "goals_planner"
+WEB_SEARCH = "web_search"
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,37 @@ def metered_generate(model: Model, request: ModelRequest, call: MeteredCall, set
     entry.model = response.model_version or model.name
     entry.cost_usd = estimate_cost(settings, entry.model, entry.usage)
     return Metered(entry=entry, response=response)
+
+
+@dataclass
+class MeteredSearch:
+    entry: UsageEntry
+    answer: GroundedAnswer | None = None
+    error: ModelError | None = field(default=None)
+
+
+def metered_search(model: SearchModel, query: str, call: MeteredCall, settings: Settings, *,
+                   timeout_s: float | None = None) -> MeteredSearch:
+    """One grounded search call of ``model``, metered; a ``ModelError`` is returned, not raised."""
+    started = time.perf_counter()
+    at = time.time()
+    entry = UsageEntry(entry_id=_entry_id(call), uid=call.uid, unit_kind=call.unit_kind, unit_id=call.unit_id,
+                       component=call.component, operation_type=call.operation_type, profile=call.profile,
+                       context_type=call.context_type, model=model.name, step=call.step, at=at,
+                       day=datetime.fromtimestamp(at, UTC).date().isoformat())
+    try:
+        answer = model.grounded_search(query, timeout_s=timeout_s)
+    except ModelError as exc:
+        entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        entry.outcome = "error"
+        entry.error_code = "MODEL_TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_ERROR"
+        entry.usage = Usage(requests=1)
+        return MeteredSearch(entry=entry, error=exc)
+    entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+    entry.usage = answer.usage if answer.usage.requests >= 1 else replace_requests(answer.usage)
+    entry.model = answer.model_version or model.name
+    entry.cost_usd = estimate_cost(settings, entry.model, entry.usage)
+    return MeteredSearch(entry=entry, answer=answer)
 
 
 def replace_requests(usage: Usage) -> Usage:

@@ -265,11 +265,12 @@ def test_the_default_registry_ships_the_seed_tool_set() -> None:
 
 # Every vendor SDK of the connectors (tests/connectors/test_import_boundary.py names their modules).
 VENDOR_SDKS = ("googleapiclient", "google_auth_httplib2", "httplib2", "google.oauth2", "google.auth", "slack_sdk",
-               "cryptography")
+               "cryptography", "github", "nacl", "jwt", "html2text", "urllib3", "google.genai")
 
 
 @pytest.mark.parametrize("module", ["shared.tools.gmail_tools", "shared.tools.calendar_tools",
-                                    "shared.tools.slack_tools", "shared.tools"])
+                                    "shared.tools.slack_tools", "shared.tools.github_tools",
+                                    "shared.tools.web_tools", "shared.tools"])
 def test_importing_the_tools_does_not_load_the_vendor_sdks(module: str) -> None:
     # Cold start: a function that never runs a connector tool must not pay for the SDKs (nor for
     # google-auth or cryptography); each module in a fresh interpreter, so none hides another.

@@ -26,6 +26,8 @@ GOOGLE_HTTP = "shared/connectors/google_http.py"  # the Google adapters' shared 
 GMAIL = "shared/connectors/gmail.py"
 CALENDAR = "shared/connectors/calendar.py"
 SLACK = "shared/connectors/slack.py"
+GITHUB = "shared/connectors/github.py"
+WEB = "shared/connectors/web.py"  # web_fetch: HTML to text
 CREDENTIALS = "shared/connectors/credentials.py"  # google-auth credentials and their refresh
 AUTH = "shared/auth.py"  # Firebase ID-token verification (google.auth.jwt): user sign-in, not a connector
 
@@ -37,6 +39,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "google.auth": frozenset({GOOGLE_HTTP, GMAIL, CALENDAR, CREDENTIALS, AUTH}),
     "google.oauth2": frozenset({CREDENTIALS}),
     "slack_sdk": frozenset({SLACK}),
+    "github": frozenset({GITHUB}),  # PyGithub
+    "html2text": frozenset({WEB}),
 }
 
 
@@ -119,6 +123,8 @@ def test_the_allowlist_has_no_stale_entries() -> None:
 
 @pytest.mark.parametrize(("source", "expected"), [
     ("import slack_sdk", {"slack_sdk"}),
+    ("from github import Auth, Github", {"github"}),
+    ("def f():\n    import html2text", {"html2text"}),
     ("from googleapiclient.discovery import build", {"googleapiclient"}),
     ("from google import auth", {"google.auth"}),
     ("def f():\n    import httplib2", {"httplib2"}),

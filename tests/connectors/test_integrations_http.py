@@ -67,11 +67,28 @@ def test_connect_stores_encrypted_and_never_echoes_tokens(install: Any, client: 
     assert doc is not None and "ya29" not in json.dumps(doc.data)
     assert rt.connectors().vault.tokens("alice", "google").refresh_token == REFRESH
     status = client.get("/api/integrations", headers=ALICE).get_json()
-    assert [(i["provider"], i["connected"]) for i in status["integrations"]] == [("google", True), ("slack", False)]
+    assert [(i["provider"], i["connected"]) for i in status["integrations"]] == [
+        ("google", True), ("slack", False), ("github", False)]
     assert "ya29" not in json.dumps(status)
     slack = client.post("/api/integrations/slack", json={"accessToken": "xoxp-1", "teamId": "T1"}, headers=ALICE)
     assert slack.status_code == 200 and "xoxp" not in slack.get_data(as_text=True)
     assert rt.connectors().slack_token("alice") == "xoxp-1"
+
+
+def test_connect_github(install: Any, client: FlaskClient) -> None:
+    rt = install()
+    resp = client.post("/api/integrations/github", json={"accessToken": "github_pat_11ABC", "scopes": ["repo"]},
+                       headers=ALICE)
+    assert resp.status_code == 200 and "github_pat" not in resp.get_data(as_text=True)
+    body = resp.get_json()
+    assert (body["provider"], body["connected"], body["scopes"]) == ("github", True, ["repo"])
+    assert rt.connectors().github_token("alice") == "github_pat_11ABC"
+    doc = rt.store.get(integration_path("alice", "github"))
+    assert doc is not None and "github_pat" not in json.dumps(doc.data)
+    listed = client.get("/api/integrations/github", headers=ALICE).get_json()["integrations"]
+    assert [(i["provider"], i["connected"]) for i in listed] == [("github", True)]
+    assert client.delete("/api/integrations/github", headers=ALICE).get_json()["removed"] is True
+    assert rt.store.get(integration_path("alice", "github")) is None
 
 
 def test_disconnect(install: Any, client: FlaskClient) -> None:
@@ -93,7 +110,7 @@ def test_each_user_only_touches_their_own_tokens(install: Any, client: FlaskClie
 
 @pytest.mark.parametrize(("method", "path", "body", "headers", "status", "code"), [
     ("POST", "/api/integrations/google", TOKENS, {}, 401, "UNAUTHENTICATED"),
-    ("POST", "/api/integrations/github", TOKENS, ALICE, 404, "UNKNOWN_INTEGRATION"),
+    ("POST", "/api/integrations/gitlab", TOKENS, ALICE, 404, "UNKNOWN_INTEGRATION"),
     ("POST", "/api/integrations", TOKENS, ALICE, 400, "MISSING_PROVIDER"),
     ("PUT", "/api/integrations/google", TOKENS, ALICE, 405, "METHOD_NOT_ALLOWED"),
     ("POST", "/api/integrations/google", {}, ALICE, 400, "INVALID_REQUEST"),

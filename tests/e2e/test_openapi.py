@@ -79,7 +79,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
     assert refs(doc["paths"]) | refs(doc["components"]) <= set(doc["components"]["schemas"])
     connect = doc["paths"]["/api/integrations/{provider}"]["post"]
     assert connect["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/ConnectRequest")
-    assert connect["parameters"][0]["schema"]["enum"] == ["google", "slack"]
+    assert connect["parameters"][0]["schema"]["enum"] == ["google", "slack", "github"]
 
 
 def test_event_schemas_require_seq_and_type(client: FlaskClient) -> None:
@@ -212,12 +212,16 @@ def test_integration_responses_match_the_document(install: Install, client: Flas
     collection, one = "/api/integrations", "/api/integrations/{provider}"
     install(ScriptedModel([]), credentials_encryption_key=KEY)
     listed = check(doc, collection, "get", client.get("/api/integrations", headers=ALICE))
-    assert [(i["provider"], i["connected"]) for i in listed["integrations"]] == [("google", False), ("slack", False)]
+    assert [(i["provider"], i["connected"]) for i in listed["integrations"]] == [
+        ("google", False), ("slack", False), ("github", False)]
     connected = check(doc, one, "post", client.post("/api/integrations/google", json=TOKENS, headers=ALICE))
     assert connected["connected"] is True and connected["accountEmail"] == "alice@example.com"
     slack = check(doc, one, "post", client.post("/api/integrations/slack", json={"accessToken": "xoxp-1"},
                                                  headers=ALICE))
     assert slack["connected"] is True and slack.get("accountEmail") is None
+    github = check(doc, one, "post", client.post("/api/integrations/github", json={"accessToken": "ghp_x"},
+                                                  headers=ALICE))
+    assert (github["provider"], github["connected"]) == ("github", True)
     got = check(doc, one, "get", client.get("/api/integrations/google", headers=ALICE))
     assert [i["provider"] for i in got["integrations"]] == ["google"] and got["integrations"][0]["connected"]
     removed = check(doc, one, "delete", client.delete("/api/integrations/google", headers=ALICE))
@@ -225,8 +229,8 @@ def test_integration_responses_match_the_document(install: Install, client: Flas
     assert check(doc, one, "delete", client.delete("/api/integrations/google", headers=ALICE))["removed"] is False
     for method, path, body, headers, code in [
         ("get", "/api/integrations", None, {}, "UNAUTHENTICATED"),
-        ("get", "/api/integrations/github", None, ALICE, "UNKNOWN_INTEGRATION"),
-        ("post", "/api/integrations/github", TOKENS, ALICE, "UNKNOWN_INTEGRATION"),
+        ("get", "/api/integrations/gitlab", None, ALICE, "UNKNOWN_INTEGRATION"),
+        ("post", "/api/integrations/gitlab", TOKENS, ALICE, "UNKNOWN_INTEGRATION"),
         ("post", "/api/integrations/google", {**TOKENS, "clientSecret": "x"}, ALICE, "INVALID_REQUEST"),
         ("post", "/api/integrations/google", {}, {}, "UNAUTHENTICATED"),
         ("delete", "/api/integrations/slack", None, {}, "UNAUTHENTICATED"),

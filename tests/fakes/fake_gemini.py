@@ -71,6 +71,14 @@ def call(name: str, args: dict[str, Any] | None = None, *, id: str | None = AUTO
     return part
 
 
+def grounding(*sources: tuple[str, str], queries: list[str] | None = None) -> dict[str, Any]:
+    """A ``groundingMetadata`` object for ``sources`` (title, uri), as Google Search grounding
+    returns it: served only when the request enabled the ``googleSearch`` tool."""
+    return {"webSearchQueries": list(queries or []),
+            "groundingChunks": [{"web": {"uri": uri, "title": title}} for title, uri in sources],
+            "searchEntryPoint": {"renderedContent": "<div class=\"fake-search-chips\"></div>"}}
+
+
 def usage(prompt: int = 0, output: int = 0, thinking: int = 0) -> dict[str, int]:
     """A ``usageMetadata`` object (camelCase, as the API sends it)."""
     meta = {"promptTokenCount": prompt, "candidatesTokenCount": output, "totalTokenCount": prompt + output + thinking}
@@ -93,6 +101,7 @@ class Reply:
     candidates: bool = True
     prompt_feedback: dict[str, Any] | None = None
     model_version: str = "fake-gemini-3"
+    grounding: dict[str, Any] | None = None
 
     @staticmethod
     def text(value: str, **kwargs: Any) -> Reply:
@@ -138,6 +147,11 @@ class Received:
     def body(self) -> dict[str, Any]:
         camel: dict[str, Any] = _camelize(self.json)
         return camel
+
+    @property
+    def google_search(self) -> bool:
+        """Whether the request enables Gemini's built-in Google Search tool."""
+        return any(isinstance(t, dict) and "googleSearch" in t for t in self.body.get("tools") or [])
 
 
 class FakeGemini:
@@ -274,8 +288,9 @@ class FakeGemini:
             return "Corrupted thought signature: thought_signature does not match the one issued."
         return None
 
-    def _materialize(self, reply: Reply) -> dict[str, Any]:
-        """The complete response for ``reply``: ids and signatures issued and remembered."""
+    def _materialize(self, reply: Reply, *, google_search: bool = False) -> dict[str, Any]:
+        """The complete response for ``reply``: ids and signatures issued and remembered; its
+        grounding metadata only when the request enabled Google Search."""
         parts: list[WirePart] = []
         for raw in reply.parts:
             part = {k: v for k, v in raw.items() if k != "_unsigned"}
@@ -297,6 +312,8 @@ class FakeGemini:
             candidate: dict[str, Any] = {"finishReason": reply.finish_reason, "index": 0}
             if parts:
                 candidate["content"] = {"role": "model", "parts": parts}
+            if reply.grounding is not None and google_search:
+                candidate["groundingMetadata"] = reply.grounding
             body["candidates"] = [candidate]
         if reply.prompt_feedback is not None:
             body["promptFeedback"] = reply.prompt_feedback
@@ -324,6 +341,8 @@ class FakeGemini:
         if candidates:
             if events:
                 events[-1]["candidates"][0]["finishReason"] = candidates[0]["finishReason"]
+                if "groundingMetadata" in candidates[0]:
+                    events[-1]["candidates"][0]["groundingMetadata"] = candidates[0]["groundingMetadata"]
                 events[-1].update(last)
             else:
                 events.append({**last, "candidates": [dict(candidates[0])]})
@@ -388,7 +407,7 @@ def _handler_class(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
                 return None
             if isinstance(item, Fail):
                 return self._error(item)
-            response = fake._materialize(item)
+            response = fake._materialize(item, google_search=received.google_search)
             received.response = response
             if not received.stream:
                 return self._send(200, response)
