@@ -30,6 +30,11 @@ export function mountIntegrations() {
       return;
     }
     clear(status);
+    // The providers the API knows, as it lists them (new ones appear without a console change).
+    const select = $('#int-provider');
+    const chosen = select.value;
+    select.replaceChildren(...body.integrations.map((i) => h('option', {value: i.provider}, i.provider)));
+    if (body.integrations.some((i) => i.provider === chosen)) select.value = chosen;
     status.append(h('div', {class: 'table-wrap'}, h('table', {class: 'integrations-table'},
       h('thead', {}, h('tr', {}, ['provider', 'status', 'scopes', 'account', 'expires', 'stored', '']
         .map((c) => h('th', {scope: 'col'}, c)))),
