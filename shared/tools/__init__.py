@@ -7,11 +7,12 @@ from shared.tools.registry import ToolRegistry
 
 def default_registry() -> ToolRegistry:
     """The registry with every shipped tool."""
-    from shared.tools import calendar_tools, gmail_tools, memory, slack_tools
+    from shared.tools import calendar_tools, gmail_tools, memory, project_tools, slack_tools
 
     registry = ToolRegistry()
     memory.register(registry)
     gmail_tools.register(registry)
     calendar_tools.register(registry)
     slack_tools.register(registry)
+    project_tools.register(registry)
     return registry

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.config import Settings
 from shared.state.users_repo import UsersRepo
+
+if TYPE_CHECKING:
+    from shared.projects.service import ProjectsService
 
 
 @dataclass(frozen=True)
@@ -19,3 +22,5 @@ class ToolContext:
     settings: Settings
     connectors: Any = None
     """Per-user access to external services (``shared.connectors.Connectors``), when configured."""
+    projects: ProjectsService | None = None
+    """The user's projects workspace; ``None``: the project tools build it over ``users``' store."""
