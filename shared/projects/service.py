@@ -300,8 +300,8 @@ class ProjectsService:
         by_status = {s: sum(1 for t in tasks if t.status == s) for s in ("todo", "in_progress", "blocked", "done")}
         problems = [f"{len(xs)} {what}" for xs, what in ((overdue, "overdue"), (blocked, "blocked"), (stale, "stale"))
                     if xs]
-        summary = (f"{len(tasks)} tasks, {by_status['done']} done; " + (", ".join(problems) if problems
-                                                                         else "nothing overdue, blocked or stale"))
+        counted = f"{len(tasks)} task{'' if len(tasks) == 1 else 's'}, {by_status['done']} done"
+        summary = f"{counted}; " + (", ".join(problems) if problems else "nothing overdue, blocked or stale")
         return ProjectAudit(project_id=project.project_id, name=project.name, today=today, total_tasks=len(tasks),
                             by_status=by_status, overdue_count=len(overdue), blocked_count=len(blocked),
                             stale_count=len(stale), overdue=overdue, blocked=blocked, stale=stale,
