@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 
 from shared.state import paths
-from shared.state.docstore import DocStore
+from shared.state.docstore import DocStore, Write
 from shared.state.project_records import (
     ContextDocumentRecord,
     ProjectRecord,
@@ -124,8 +124,6 @@ def test_ids_that_are_not_plain_document_ids_never_become_paths(repo: ProjectsRe
 
 def test_a_record_from_a_newer_runtime_is_refused(repo: ProjectsRepo, docstore: DocStore) -> None:
     repo.create_project(project(), [])
-    from shared.state.docstore import Write
-
     docstore.commit([Write("update", "users/alice/projects/prj_1", {"schemaVersion": 99})])
     with pytest.raises(SchemaVersionError):
         repo.get_project("alice", "prj_1")
