@@ -38,6 +38,9 @@ INDEXES: tuple[IndexSpec, ...] = (
     IndexSpec("sessions", (("status", "ASCENDING"), ("deadline", "ASCENDING"))),
     # shared/durable/outbox.py Outbox.sweep: "pending"/"published" entries, oldest first.
     IndexSpec("outbox", (("status", "ASCENDING"), ("createdAt", "ASCENDING"))),
+    # shared/state/projects_repo.py list_tasks: a project's tasks in one status, in list order
+    # (users/{uid}/projects/{id}/tasks; the collection id "tasks" is shared with plan-session tasks).
+    IndexSpec("tasks", (("status", "ASCENDING"), ("order", "ASCENDING"))),
 )
 
 # Collection (group) ids whose documents carry an ``expireAt`` timestamp that Firestore's TTL

@@ -100,11 +100,11 @@ class ProjectsRepo:
         """The project's tasks in list order (``order``, then creation)."""
         if not is_valid_id(project_id):
             return []
-        collection = paths.project_tasks(uid, project_id)
         if status is None:
-            docs = self.store.query(Query(collection, order_by="order", limit=limit))
+            docs = self.store.query(Query(paths.project_tasks(uid, project_id), order_by="order", limit=limit))
         else:
-            docs = self.store.query(Query(collection, where=(("status", status),), order_by="order", limit=limit))
+            docs = self.store.query(Query(paths.project_tasks(uid, project_id), where=(("status", status),),
+                                          order_by="order", limit=limit))
         tasks = [ProjectTaskRecord.from_doc(d.data) for d in docs]
         return sorted(tasks, key=lambda t: (t.order, t.created_at, t.task_id))
 
