@@ -136,3 +136,35 @@ def session_events(session_id: str) -> str:
 
 def session_event(session_id: str, seq: int) -> str:
     return f"sessions/{session_id}/events/{seq:08d}"
+
+
+def templates(uid: str) -> str:
+    return f"users/{uid}/templates"
+
+
+def template(uid: str, template_id: str) -> str:
+    return f"users/{uid}/templates/{template_id}"
+
+
+def projects(uid: str) -> str:
+    return f"users/{uid}/projects"
+
+
+def project(uid: str, project_id: str) -> str:
+    return f"users/{uid}/projects/{project_id}"
+
+
+def project_tasks(uid: str, project_id: str) -> str:
+    return f"users/{uid}/projects/{project_id}/tasks"
+
+
+def project_task(uid: str, project_id: str, task_id: str) -> str:
+    return f"users/{uid}/projects/{project_id}/tasks/{task_id}"
+
+
+def project_documents(uid: str, project_id: str) -> str:
+    return f"users/{uid}/projects/{project_id}/documents"
+
+
+def project_document(uid: str, project_id: str, document_id: str) -> str:
+    return f"users/{uid}/projects/{project_id}/documents/{document_id}"

@@ -7,7 +7,7 @@ from shared.tools.registry import ToolRegistry
 
 def default_registry() -> ToolRegistry:
     """The registry with every shipped tool."""
-    from shared.tools import calendar_tools, github_tools, gmail_tools, memory, slack_tools, web_tools
+    from shared.tools import calendar_tools, github_tools, gmail_tools, memory, project_tools, slack_tools, web_tools
 
     registry = ToolRegistry()
     memory.register(registry)
@@ -16,4 +16,5 @@ def default_registry() -> ToolRegistry:
     slack_tools.register(registry)
     github_tools.register(registry)
     web_tools.register(registry)
+    project_tools.register(registry)
     return registry

@@ -11,6 +11,7 @@ from shared.config import Settings
 from shared.state.users_repo import UsersRepo
 
 if TYPE_CHECKING:
+    from shared.projects.service import ProjectsService
     from shared.state.records import UsageEntry
 
 
@@ -40,3 +41,5 @@ class ToolContext:
         if self.deadline is None:
             return limit
         return max(0.0, min(limit, self.deadline - time.monotonic()))
+    projects: ProjectsService | None = None
+    """The user's projects workspace; ``None``: the project tools build it over ``users``' store."""

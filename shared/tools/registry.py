@@ -160,7 +160,7 @@ def build_tool(fn: ToolFn, *, side_effect: bool, idempotent: bool = False, name:
     if not fn.__doc__:
         raise ConfigurationError(f"tool {tool_name!r} needs a docstring (it is the model's description)")
     summary, arg_docs = _parse_docstring(fn.__doc__)
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn, include_extras=True)  # keep Annotated constraints (lengths, validators)
     params = list(inspect.signature(fn).parameters.values())[1:]  # first parameter: ToolContext
     fields: dict[str, Any] = {}
     for p in params:

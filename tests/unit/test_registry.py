@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import StringConstraints
 
 from shared.errors import ConfigurationError
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
-from shared.tools.registry import ToolRegistry, build_tool
+from shared.tools.registry import ToolArgsError, ToolRegistry, build_tool
 
 
 def _lookup(ctx: ToolContext, key: str, limit: int = 3) -> dict[str, Any]:
@@ -78,3 +79,23 @@ def test_every_required_argument_of_a_shipped_tool_is_declared() -> None:
         assert set(decl.parameters.get("required", [])) <= set(props), decl.name
     create = next(d for d in default_registry().declarations() if d.name == "calendar_event_create")
     assert "title" in create.parameters["properties"]
+
+
+def _tag(ctx: ToolContext, label: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                                                   max_length=5)]) -> dict[str, Any]:
+    """Tag something.
+
+    Args:
+        label: A short label.
+    """
+    return {"label": label}
+
+
+def test_annotated_constraints_are_validated_and_declared() -> None:
+    # get_type_hints drops Annotated metadata unless asked to keep it: the constraints must survive.
+    tool = build_tool(_tag, side_effect=False)
+    assert tool.declaration().parameters["properties"]["label"] == {
+        "type": "string", "minLength": 1, "maxLength": 5, "description": "A short label."}
+    assert tool.validate({"label": " ok "}).label == "ok"  # type: ignore[attr-defined]
+    with pytest.raises(ToolArgsError, match="label: String should have at most 5 characters"):
+        tool.validate({"label": "too long"})
