@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 from shared.events import AgentStateEvent
 from shared.failures import FailureCode
@@ -97,6 +98,15 @@ class ChatHost(Host):
                                   "(AGENT_MAX_TOOL_CALLS_PER_TURN); rephrase it more narrowly, or wait and ask again")
         _state(ctx, "thinking")
         return None
+
+    def outside_scope(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None:
+        run = ctx.run
+        if not run.entity_id or run.context_type not in ("project", "task"):
+            return None
+        from shared.projects.scope import entity_scope
+
+        scope = entity_scope(ctx.services.users.store, run.uid, run.entity_id)
+        return "the entity is gone" if scope is None else scope.outside_reason(tool, args)
 
     def before_tool(self, ctx: RunContext, tool: str) -> None:
         _state(ctx, "executing_tool", tool)

@@ -15,6 +15,7 @@ from shared.agent.chat_host import current_result
 from shared.agent.context_types import context_type
 from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
 from shared.durable import leases
+from shared.errors import NotFound
 from shared.events import StatusEvent, event_to_doc
 from shared.ids import new_id
 from shared.instructions import build_system_instruction
@@ -101,6 +102,11 @@ class AgentService:
         owner = new_id("inv")
         lease = leases.held(owner, s.settings.lease_ttl_s)
         ctype = context_type(req.contextType)
+        if req.entityId and req.contextType in ("project", "task"):
+            from shared.projects.scope import entity_scope
+
+            if entity_scope(s.users.store, uid, req.entityId) is None:
+                raise NotFound(f"entity {req.entityId} not found", code="ENTITY_NOT_FOUND")
         instruction = "\n\n".join((build_system_instruction(user, memories, req.attachedContext),
                                     ctype.guidance(req.entityId)))
         run = RunRecord(run_id=run_id, uid=uid, thread_id=thread_id, status="planning",

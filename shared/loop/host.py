@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from shared.config import Settings
 from shared.failures import FailureCode
@@ -80,6 +81,11 @@ class Host:
     def virtual_tools(self, ctx: RunContext) -> dict[str, VirtualTool]:
         """Tools this host answers itself (default: none)."""
         return {}
+
+    def outside_scope(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None:
+        """Why a call leaves the entity the unit is scoped to (it then needs the user's confirmation,
+        whatever the trust level), or None."""
+        return None
 
     def allows(self, ctx: RunContext, tool: str) -> bool:
         """Whether the unit may call ``tool`` (a call to another one fails like an unknown tool)."""

@@ -111,3 +111,42 @@ def test_the_stream_speaks_server_sent_events_to_a_real_client(served: str) -> N
                                    headers={**ALICE, "Content-Type": "application/json"})
     with urllib.request.urlopen(plain, timeout=30) as resp:  # NDJSON stays the default
         assert resp.headers["Content-Type"].startswith("application/x-ndjson")
+
+
+def _project(rt: Any, uid: str, key: str) -> str:
+    from shared.projects.service import ProjectsService
+    from shared.state.project_records import TemplateTask
+    from shared.state.projects_repo import ProjectsRepo
+
+    service = ProjectsService(ProjectsRepo(rt.store))
+    template = service.create_template(uid, key=f"t-{key}", name="Basic", description="",
+                                       tasks=[TemplateTask(title="Kick-off")])
+    project, _, _ = service.create_project_from_template(uid, key=key, template_id=template.template_id,
+                                                         name=f"Project {key}", description=None)
+    return project.project_id
+
+
+def test_an_entity_of_another_user_is_404(install: Install, client: FlaskClient) -> None:
+    rt = install(ScriptedModel([]))
+    bobs = _project(rt, "bob", "b1")
+    resp = client.post("/api/agent/run", json={"prompt": "status?", "contextType": "project", "entityId": bobs},
+                       headers=ALICE)
+    assert resp.status_code == 404 and resp.get_json()["error"]["code"] == "ENTITY_NOT_FOUND"
+
+
+def test_a_call_outside_the_entity_in_scope_needs_confirmation(install: Install, client: FlaskClient) -> None:
+    from shared.state.records import UserRecord
+
+    model = ScriptedModel([])
+    rt = install(model)
+    rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))  # would act without approval
+    mine, other = _project(rt, "alice", "a1"), _project(rt, "alice", "a2")
+    model._script.extend([calls_turn(call("project_task_create", {"projectId": mine, "title": "Inside"})),
+                          calls_turn(call("project_task_create", {"projectId": other, "title": "Outside"}))])
+    body = client.post("/api/agent/run", json={"prompt": "add tasks", "contextType": "project", "entityId": mine},
+                       headers=ALICE).get_json()
+    assert body["status"] == "awaiting_confirmation"
+    assert body["tool"] == "project_task_create" and body["toolArgs"]["projectId"] == other
+    assert "outside the entity in scope" in body["approval"]["reason"]
+    actions = rt.runs.list_actions(body["runId"])
+    assert [(a.args["projectId"], a.status) for a in actions] == [(mine, "completed"), (other, "awaiting_confirmation")]
