@@ -30,6 +30,9 @@ from shared.usage.meter import LOOP, MeteredCall, metered_generate
 
 log = logging.getLogger("agent_runtime.loop")
 
+NO_TOOLS_REMINDER = "You currently have no tools, focus on guidance."
+"""Seed 003 §4.5: a turn with no tools available is reminded of it."""
+
 
 def drive(ctx: RunContext) -> StepOutcome:
     """Run steps until the host stopped the unit (completed, paused, failed or yielded).
@@ -83,8 +86,10 @@ def step(ctx: RunContext) -> StepOutcome:
     def on_delta(kind: DeltaKind, text: str) -> None:
         ctx.emit(ThoughtDeltaEvent(delta=text) if kind == "thought" else DeltaEvent(delta=text))
 
-    request = ModelRequest(system_instruction=ctx.run.system_instruction, turns=ctx.turns,
-                           tools=ctx.host.declarations(ctx), timeout_s=max(0.001, ctx.remaining()))
+    tools = ctx.host.declarations(ctx)
+    instruction = ctx.run.system_instruction if tools else f"{ctx.run.system_instruction}\n\n{NO_TOOLS_REMINDER}"
+    request = ModelRequest(system_instruction=instruction, turns=ctx.turns, tools=tools,
+                           timeout_s=max(0.001, ctx.remaining()))
     call = MeteredCall(uid=ctx.run.uid, unit_kind="run", unit_id=ctx.run.run_id, component=LOOP,
                        operation_type=ctx.host.operation_type, step=ctx.run.steps,
                        profile=ctx.run.profile,  # type: ignore[arg-type]

@@ -235,3 +235,14 @@ def test_every_session_response_and_event_matches_the_openapi_document(make_rt: 
     failed = check(doc, "/api/agent/sessions", "post",
                    client.post("/api/agent/sessions", json={"prompt": "   "}, headers=ALICE))
     assert failed["error"]["code"] == "INVALID_REQUEST"
+
+
+def test_a_session_without_tools_reminds_the_model(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    script = Script()
+    rt = make_rt(script)
+    sid = create(client, tools=[])["sessionId"]
+    client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1}, headers=ALICE)
+    deliver(rt)
+    acts = [r for r in script.requests if "executing a confirmed plan" in r.system_instruction]
+    assert acts and all(r.tools == [] and r.system_instruction.endswith(
+        "You currently have no tools, focus on guidance.") for r in acts)
