@@ -6,23 +6,36 @@ Not part of the deployed bundle. Refuses to run on Cloud Run (``K_SERVICE`` set)
 Routes: POST /api/agent/run, POST /api/agent/run/stream, GET /api/agent/runs, GET /api/agent/runs/{runId}[/events],
 POST /api/agent/approve, GET /api/agent/usage, /api/agent/sessions[/{id}[/refine|confirm|cancel|events]],
 POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
-GET /openapi.json, GET /healthz.
+GET /openapi.json, GET /healthz. Any other path or method, and anything the web framework would
+answer by itself, is the JSON error envelope (404 ``ROUTE_NOT_FOUND``, 405 with ``Allow``), as in the
+deployed functions.
+
+On first start it provisions a local ``CREDENTIALS_ENCRYPTION_KEY`` in ``var/`` (see
+:func:`provision_local_encryption_key`) so that ``/api/integrations`` and the connector tools work.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import logging
 import os
+import secrets
+import stat
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import flask
+from werkzeug.routing import Rule
 from werkzeug.security import safe_join
 
-from shared.errors import NotFound
+from shared.errors import MethodNotAllowed, NotFound
+from shared.http_errors import install_json_errors, shown_path
 from shared.web import error_response, json_response
 
 if TYPE_CHECKING:
@@ -31,6 +44,9 @@ if TYPE_CHECKING:
 Handler = Callable[[flask.Request], flask.Response]
 SWEEP_INTERVAL_S = 60.0
 """How often ``make dev`` runs the recovery sweep (production: the Cloud Scheduler job)."""
+
+LOCAL_KEY_FILE = Path("var") / "credentials-encryption.key"
+"""Where ``make dev`` keeps its generated ``CREDENTIALS_ENCRYPTION_KEY`` (next to the SQLite store)."""
 
 log = logging.getLogger("agent_runtime.devserver")
 
@@ -44,6 +60,43 @@ CONSOLE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-cache",
 }
+
+
+def provision_local_encryption_key(path: Path = LOCAL_KEY_FILE) -> Path | None:
+    """Give ``make dev`` a ``CREDENTIALS_ENCRYPTION_KEY`` so integrations work locally.
+
+    An explicitly set ``CREDENTIALS_ENCRYPTION_KEY`` wins (nothing is read or written: returns
+    ``None``). Otherwise the key in ``path`` is used, created on first start as base64 of 32 random
+    bytes in a file of mode 0600 (published atomically: a concurrent start reads a whole key or
+    creates none), and reused on later starts so stored tokens stay readable. Never on Cloud Run,
+    where the key comes from Secret Manager."""
+    if os.environ.get("K_SERVICE"):
+        raise SystemExit("devserver refuses to provision a local encryption key on Cloud Run (K_SERVICE is set)")
+    if os.environ.get("CREDENTIALS_ENCRYPTION_KEY", "").strip():
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(base64.b64encode(secrets.token_bytes(32)).decode() + "\n")
+            with contextlib.suppress(FileExistsError):  # another start created it first: use theirs
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+        log.warning("%s was readable by other users; restricting it to mode 0600", path)
+        path.chmod(0o600)
+    key = path.read_text().strip()
+    try:
+        valid = len(base64.b64decode(key, validate=True)) == 32
+    except (binascii.Error, ValueError):
+        valid = False
+    if not valid:
+        raise SystemExit(f"{path} does not hold base64 of 32 bytes; set CREDENTIALS_ENCRYPTION_KEY or delete the "
+                         "file to create a new key (tokens stored with the old key can no longer be read)")
+    os.environ["CREDENTIALS_ENCRYPTION_KEY"] = key
+    return path
 
 
 def console_file(path: str) -> flask.Response:
@@ -89,15 +142,14 @@ def create_app() -> flask.Flask:
         "/api/agent/usage": usage,
     }
     app = flask.Flask("agent-runtime-dev")
+    install_json_errors(app.errorhandler)
 
-    @app.route("/", defaults={"path": ""}, methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
-    @app.route("/<path:path>", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
     def dispatch(path: str) -> flask.Response:
         req = flask.request
-        if req.path == "/openapi.json":
-            return json_response(build_openapi())
-        if req.path == "/healthz":
-            return json_response({"ok": True})
+        if req.path in ("/openapi.json", "/healthz"):
+            if req.method != "GET":
+                return error_response(MethodNotAllowed(req.method, ["GET"]))
+            return json_response(build_openapi() if req.path == "/openapi.json" else {"ok": True})
         if req.method == "GET" and (req.path == "/" or req.path.startswith("/console/")):
             return console_file("index.html" if req.path == "/" else req.path.removeprefix("/console/"))
         handler = routes.get(req.path.rstrip("/") or "/")
@@ -110,9 +162,17 @@ def create_app() -> flask.Flask:
                                 or req.path.startswith("/api/integrations/")):
             handler = integrations
         if handler is None:
-            return error_response(NotFound(f"no route for {req.path}", code="ROUTE_NOT_FOUND"))
+            return error_response(NotFound(f"no route for {req.method} {shown_path(req.path)}",
+                                           code="ROUTE_NOT_FOUND"))
         return handler(req)
 
+    # Rules without methods, as functions-framework mounts a deployed function: every method reaches
+    # the handler, which answers a wrong one with its own JSON 405 (and Allow), never Flask's HTML
+    # one, and no automatic OPTIONS answer. Paths no rule matches (a newline in a segment) fall to
+    # the JSON 404 of install_json_errors.
+    app.url_map.add(Rule("/", defaults={"path": ""}, endpoint="dispatch"))
+    app.url_map.add(Rule("/<path:path>", endpoint="dispatch"))
+    app.view_functions["dispatch"] = dispatch
     return app
 
 
@@ -143,12 +203,14 @@ def main() -> None:
     from shared.logs import configure_logging
     from shared.runtime import get_runtime
 
+    key_file = provision_local_encryption_key()
     rt = get_runtime()
     configure_logging(rt.settings.google_cloud_project)
     port = int(os.environ.get("PORT", "8080"))
     model = "Gemini" if rt.settings.gemini_api_key or rt.settings.gemini_use_vertex else "offline model"
     print(f"Agent Runtime dev server on http://127.0.0.1:{port} (store: {rt.settings.state_backend}, "
-          f"model: {model}, auth: {rt.settings.auth_mode})", file=sys.stderr)
+          f"model: {model}, auth: {rt.settings.auth_mode}, "
+          f"integrations: {f'local key {key_file}' if key_file else 'CREDENTIALS_ENCRYPTION_KEY'})", file=sys.stderr)
     if rt.settings.auth_mode == "local":
         print(f"Dev console: http://127.0.0.1:{port}/ (signs in as Bearer dev:<uid>)", file=sys.stderr)
     else:

@@ -5,7 +5,9 @@ implementation in ``functions/`` on its first call, and a function loads only wh
 requests need (``runs`` never loads the agent loop, tools, connectors or goals; ``goals`` never
 loads the state store; nothing here imports a model SDK). Importing it validates the configuration
 (``Settings.from_env``), so a misconfigured function (e.g. ``AUTH_MODE=local`` on Cloud Run) fails
-to start instead of answering 500 to every request.
+to start instead of answering 500 to every request. It also makes every answer the framework
+gives by itself (no route for the path, a method no route takes, an unexpected exception) the JSON
+error envelope instead of an HTML page (``install_json_errors``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import functions_framework
 
 from shared.config import Settings
+from shared.http_errors import install_json_errors
 
 if TYPE_CHECKING:
     import flask
@@ -22,6 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["approve", "goals", "integrations", "resume", "run", "runs", "sessions", "stream", "usage"]
 
 Settings.from_env()  # raises ConfigurationError: functions-framework exits before serving
+# functions-framework points ``errorhandler`` at the app it is creating before importing this module
+# (a no-op outside it); looked up now, not imported, because it is rebound for every app.
+install_json_errors(functions_framework.errorhandler)
 
 
 def run(request: flask.Request) -> flask.Response:

@@ -14,6 +14,7 @@ import flask
 
 from functions.common import authenticated_uid
 from shared.errors import BadRequest, NotFound
+from shared.http_errors import shown_path
 from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, ndjson_response, require_method
 
@@ -36,16 +37,17 @@ def _int_arg(request: flask.Request, name: str, default: int) -> int:
 
 @http_endpoint
 def runs(request: flask.Request) -> flask.Response:
-    require_method(request, "GET")
     if _LIST.match(request.path):
+        require_method(request, "GET")
         from shared.runs_list import parse_limit, runs_list
 
         rt = get_runtime()
         uid = authenticated_uid(rt, request)
         return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args.get("limit")))).to_json())
     m = _PATH.match(request.path)
-    if m is None:
-        raise NotFound(f"no route for {request.path}", code="ROUTE_NOT_FOUND")
+    if m is None:  # before the method: a path that is no route is a 404 whatever the method
+        raise NotFound(f"no route for {request.method} {shown_path(request.path)}", code="ROUTE_NOT_FOUND")
+    require_method(request, "GET")
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
     snap = rt.runs.get_run_for(uid, m.group("run_id"))

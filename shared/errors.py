@@ -20,7 +20,7 @@ class ApiError(AgentRuntimeError):
     code: str = "BAD_REQUEST"
 
     def __init__(self, message: str, *, code: str | None = None, status: int | None = None,
-                 details: dict[str, Any] | None = None) -> None:
+                 details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -28,6 +28,8 @@ class ApiError(AgentRuntimeError):
         if status is not None:
             self.status = status
         self.details = details or {}
+        self.headers = dict(headers or {})
+        """Response headers the status calls for (``Allow`` on a 405, ``Retry-After`` on a 503...)."""
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -49,6 +51,17 @@ class Unauthenticated(ApiError):
 class NotFound(ApiError):
     status = 404
     code = "NOT_FOUND"
+
+
+class MethodNotAllowed(ApiError):
+    """405 with the ``Allow`` header listing the methods the route answers (RFC 9110 15.5.6)."""
+
+    status = 405
+    code = "METHOD_NOT_ALLOWED"
+
+    def __init__(self, method: str, allowed: tuple[str, ...] | list[str]) -> None:
+        super().__init__(f"method {method} is not allowed here; use {' or '.join(allowed)}",
+                         headers={"Allow": ", ".join(allowed)})
 
 
 class Conflict(ApiError):

@@ -3,6 +3,8 @@
 The entry points in ``functions/`` parse, authenticate, call the domain and render; these helpers
 make the parsing and rendering uniform: every error is a JSON body
 ``{"ok": false, "error": {"code", "message", "details"?}}`` with a 4xx/5xx status.
+
+What the web framework answers by itself gets the same envelope: ``shared.http_errors``.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from pydantic import BaseModel, ValidationError
 from shared.errors import (
     ApiError,
     BadRequest,
+    MethodNotAllowed,
     PayloadTooLarge,
     TransactionContention,
     Unavailable,
     UnsupportedMediaType,
 )
 from shared.formats import validation_problems
+from shared.http_errors import INTERNAL_ERROR, shown_path
+from shared.http_errors import json_response as json_response  # re-exported: the entry points render with it
 from shared.logs import log_context, trace_fields
 
 log = logging.getLogger("agent_runtime.web")
@@ -33,20 +38,9 @@ M = TypeVar("M", bound=BaseModel)
 Handler = Callable[[flask.Request], flask.Response]
 
 
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> flask.Response:
-    resp = flask.Response(
-        json.dumps(body, ensure_ascii=False, separators=(",", ":")),
-        status=status,
-        mimetype="application/json",
-    )
-    for key, value in (headers or {}).items():
-        resp.headers[key] = value
-    return resp
-
-
 def error_response(err: ApiError) -> flask.Response:
-    headers = {"Retry-After": "1"} if err.status == 503 else None
-    return json_response(err.to_json(), err.status, headers)
+    headers = {"Retry-After": "1"} if err.status == 503 else {}
+    return json_response(err.to_json(), err.status, {**headers, **err.headers})
 
 
 def read_json_body(request: flask.Request, max_bytes: int) -> dict[str, Any]:
@@ -101,21 +95,20 @@ def http_endpoint(fn: Handler) -> Handler:
             except TransactionContention as exc:
                 # Concurrent writers on the same documents outlasted the retries: nothing was
                 # written, so the client may retry the request as is.
-                log.warning("store contention serving %s %s: %s", request.method, request.path, exc)
+                log.warning("store contention serving %s %s: %s", request.method, shown_path(request.path), exc)
                 return error_response(Unavailable("too many concurrent changes to the same objects; retry",
                                                   code="CONTENTION"))
             except Exception:
-                log.exception("unhandled error serving %s %s", request.method, request.path)
-                return json_response({"ok": False, "error": {"code": "INTERNAL",
-                                                              "message": "internal error"}}, 500)
+                log.exception("unhandled error serving %s %s", request.method, shown_path(request.path))
+                return json_response(INTERNAL_ERROR, 500)
 
     return wrapper
 
 
 def require_method(request: flask.Request, *methods: str) -> None:
+    """405 (JSON, with ``Allow``) unless the request uses one of ``methods``."""
     if request.method not in methods:
-        raise ApiError(f"method {request.method} is not allowed here; use {' or '.join(methods)}",
-                       code="METHOD_NOT_ALLOWED", status=405)
+        raise MethodNotAllowed(request.method, methods)
 
 
 MAX_IDEMPOTENCY_KEY = 255
