@@ -29,13 +29,16 @@ def sessions(request: flask.Request) -> flask.Response:
     if m is None:
         raise NotFound(f"no route for {request.path}", code="ROUTE_NOT_FOUND")
     session_id, verb = m.group("id"), m.group("verb")
-    require_method(request, "GET" if (session_id and verb in (None, "events")) else "POST")
-    if session_id is None and request.method != "POST":
-        raise NotFound(f"no route for {request.method} {request.path}", code="ROUTE_NOT_FOUND")
+    if session_id is None:
+        require_method(request, "GET", "POST")
+    else:
+        require_method(request, "GET" if verb in (None, "events") else "POST")
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
     from shared.plans import api
 
+    if session_id is None and request.method == "GET":
+        return json_response(api.list_sessions(rt, uid, request.args.get("limit")).to_json())
     if session_id is None:
         body = read_json_body(request, rt.settings.max_body_bytes)
         created = api.create(rt, uid, body)

@@ -30,6 +30,7 @@ from shared.plans.contracts import (
     RefineRequest,
     SessionAccepted,
     SessionCreated,
+    SessionsList,
     SessionView,
 )
 from shared.responses import ApproveResponse, ErrorResponse
@@ -86,6 +87,7 @@ def build_openapi() -> dict[str, Any]:
         (UsageResponse, "serialization"), (RunsListResponse, "serialization"), (CreateSessionRequest, "validation"),
         (RefineRequest, "validation"), (ConfirmRequest, "validation"), (SessionCreated, "serialization"),
         (RefineResponse, "serialization"), (SessionAccepted, "serialization"), (SessionView, "serialization"),
+        (SessionsList, "serialization"),
         (GoalsRequest, "validation"), (GoalsResponse, "serialization"),
         (ConnectRequest, "validation"), (IntegrationsResponse, "serialization"),
         (IntegrationResponse, "serialization"), (IntegrationRemovedResponse, "serialization"),
@@ -147,7 +149,14 @@ def build_openapi() -> dict[str, Any]:
             "responses": {"200": {"description": "the run record and each model call's usage",
                                   "content": _json(REF.format(model="RunView"))},
                           **_errors(401, 404)}}},
-        "/api/agent/sessions": {"post": {
+        "/api/agent/sessions": {"get": {
+            "operationId": "listSessions",
+            "parameters": [{"name": "limit", "in": "query", "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 200}}],
+            "responses": {"200": {"description": "the caller's sessions, newest first",
+                                  "content": _json(REF.format(model="SessionsList"))},
+                          **_errors(400, 401)}},
+            "post": {
             "operationId": "createSession",
             "description": "Start a plan session (seed 004): the agent proposes a plan to review.",
             "requestBody": {"required": True, "content": _json(REF.format(model="CreateSessionRequest"))},

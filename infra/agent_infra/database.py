@@ -36,6 +36,8 @@ INDEXES: tuple[IndexSpec, ...] = (
     IndexSpec("runs", (("status", "ASCENDING"), ("leaseExpiresAt", "ASCENDING"))),
     # shared/state/runs_repo.py awaiting: the sweep closes pauses whose approvals all expired.
     IndexSpec("runs", (("status", "ASCENDING"), ("updatedAt", "ASCENDING"))),
+    # shared/state/sessions_repo.py list_for (GET /api/agent/sessions): a user's sessions, newest first.
+    IndexSpec("sessions", (("uid", "ASCENDING"), ("createdAt", "DESCENDING"))),
     # The sweep ends plan sessions waiting past their deadline (shared/plans/sessions.py).
     IndexSpec("sessions", (("status", "ASCENDING"), ("deadline", "ASCENDING"))),
     # shared/durable/outbox.py Outbox.sweep: "pending"/"published" entries, oldest first.

@@ -15,6 +15,8 @@ from shared.plans.contracts import (
     RefineRequest,
     SessionAccepted,
     SessionCreated,
+    SessionsList,
+    SessionSummary,
     SessionView,
 )
 from shared.plans.views import created, plan_body, session_view
@@ -46,6 +48,22 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
     outcome = engine.start_planning(services, rt.sessions, uid, req.prompt, deadline=deadline, repo_url=req.repoUrl,
                                     tools=tools, repo_context=context)
     return created(outcome.session, outcome.tasks)
+
+
+def list_sessions(rt: Runtime, uid: str, raw_limit: str | None) -> SessionsList:
+    from shared.errors import BadRequest
+    from shared.plans.views import iso
+
+    limit = 50
+    if raw_limit not in (None, ""):
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 200:
+            raise BadRequest("query parameter limit must be an integer from 1 to 200", code="INVALID_QUERY",
+                             details={"field": "limit"})
+        limit = int(raw_limit)
+    return SessionsList(sessions=[SessionSummary(sessionId=s.session_id, status=s.status, prompt=s.prompt[:500],
+                                                 deadline=iso(s.deadline), planVersion=s.plan_version,
+                                                 createdAt=s.created_at)
+                                  for s in rt.sessions.list_for(uid, limit)])
 
 
 def refine(rt: Runtime, uid: str, session_id: str, body: Any) -> RefineResponse:

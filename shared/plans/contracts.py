@@ -74,6 +74,22 @@ class SessionAccepted(ResponseBody):
     cancelRequested: bool | None = None
 
 
+class SessionSummary(ResponseBody):
+    sessionId: str
+    status: SessionStatus
+    prompt: str
+    deadline: str
+    planVersion: int
+    createdAt: float
+
+
+class SessionsList(ResponseBody):
+    """``GET /api/agent/sessions?limit=N``: the caller's sessions, newest first."""
+
+    ok: bool = True
+    sessions: list[SessionSummary]
+
+
 class TaskView(ResponseBody):
     id: str
     title: str

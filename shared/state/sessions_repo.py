@@ -47,6 +47,12 @@ class SessionsRepo:
         docs = self.store.query(Query(paths.session_events(session_id), start_after=start))
         return [{k: v for k, v in d.data.items() if k != EXPIRE_AT} for d in docs]
 
+    def list_for(self, uid: str, limit: int = 50) -> list[SessionRecord]:
+        """The user's sessions, newest first."""
+        docs = self.store.query(Query(paths.sessions(), where=(("uid", uid),), order_by="createdAt",
+                                      descending=True, limit=limit))
+        return [SessionRecord.from_doc(d.data) for d in docs]
+
     def by_status(self, status: str, limit: int = 50) -> list[SessionRecord]:
         """Sessions in ``status``, earliest deadline first (the sweep ends those past it)."""
         docs = self.store.query(Query(paths.sessions(), where=(("status", status),), order_by="deadline",

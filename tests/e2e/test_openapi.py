@@ -69,7 +69,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/runs": {"get"},
         "/api/agent/runs/{runId}": {"get"},
         "/api/agent/runs/{runId}/events": {"get"}, "/api/agent/approve": {"post"}, "/agent/run": {"post"},
-        "/api/agent/usage": {"get"}, "/api/agent/sessions": {"post"}, "/api/agent/sessions/{sessionId}": {"get"},
+        "/api/agent/usage": {"get"}, "/api/agent/sessions": {"get", "post"}, "/api/agent/sessions/{sessionId}": {"get"},
         "/api/agent/sessions/{sessionId}/refine": {"post"}, "/api/agent/sessions/{sessionId}/confirm": {"post"},
         "/api/agent/sessions/{sessionId}/cancel": {"post"}, "/api/agent/sessions/{sessionId}/events": {"get"},
         "/api/integrations": {"get"}, "/api/integrations/{provider}": {"get", "post", "delete"}}

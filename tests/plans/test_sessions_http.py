@@ -246,3 +246,17 @@ def test_a_session_without_tools_reminds_the_model(make_rt: MakeRuntime, client:
     acts = [r for r in script.requests if "executing a confirmed plan" in r.system_instruction]
     assert acts and all(r.tools == [] and r.system_instruction.endswith(
         "You currently have no tools, focus on guidance.") for r in acts)
+
+
+def test_the_callers_sessions_are_listed_newest_first(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    from tests.e2e.test_openapi import check
+
+    make_rt(Script())
+    first = create(client, prompt="first")["sessionId"]
+    second = create(client, prompt="second")["sessionId"]
+    doc = client.get("/openapi.json").get_json()
+    listed = check(doc, "/api/agent/sessions", "get", client.get("/api/agent/sessions?limit=10", headers=ALICE))
+    assert [s["sessionId"] for s in listed["sessions"]] == [second, first]
+    assert client.get("/api/agent/sessions", headers=BOB).get_json()["sessions"] == []
+    bad = check(doc, "/api/agent/sessions", "get", client.get("/api/agent/sessions?limit=0", headers=ALICE))
+    assert bad["error"]["details"]["field"] == "limit"
