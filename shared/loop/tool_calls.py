@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -129,9 +130,9 @@ def _execute_virtual(ctx: RunContext, action: ActionRecord, virtual: VirtualTool
     try:
         outcome = virtual.run(ctx, action, args)
     except Exception as exc:
-        log.error("virtual tool %s failed: %s", virtual.name, type(exc).__name__, exc_info=True,
+        log.error("virtual tool %s failed: %s", virtual.name, type(exc).__name__,
                   extra={"fields": {"runId": ctx.run.run_id, "tool": virtual.name, "component": "virtual_tool",
-                                    "stage": "execute"}})
+                                    "stage": "execute", "frames": traceback.format_tb(exc.__traceback__)}})
         outcome = VirtualOutcome(error=f"{virtual.name} failed unexpectedly ({type(exc).__name__})")
     if outcome.waiting:
         move_action(action, "awaiting_confirmation")
@@ -198,7 +199,8 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
         # The exception's text may quote argument values (user data): type and place only.
         log.error("tool %s failed unexpectedly: %s", tool.name, type(exc).__name__,
                   extra={"fields": {"runId": ctx.run.run_id, "actionId": action.action_id, "tool": tool.name,
-                                    "component": "tool", "stage": "execute"}})
+                                    "component": "tool", "stage": "execute",
+                                    "frames": traceback.format_tb(exc.__traceback__)}})
         move_action(action, "failed")
         action.outcome = "error"
         action.error = f"the tool failed unexpectedly ({type(exc).__name__})"
