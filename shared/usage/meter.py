@@ -67,31 +67,42 @@ def _entry_id(call: MeteredCall) -> str:
     return f"{call.unit_id}-{step}{new_id('mc')}"
 
 
+def _new_entry(call: MeteredCall, model_name: str) -> UsageEntry:
+    at = time.time()
+    return UsageEntry(entry_id=_entry_id(call), uid=call.uid, unit_kind=call.unit_kind, unit_id=call.unit_id,
+                      component=call.component, operation_type=call.operation_type, profile=call.profile,
+                      context_type=call.context_type, model=model_name, step=call.step, at=at,
+                      day=datetime.fromtimestamp(at, UTC).date().isoformat())
+
+
+def _failed(entry: UsageEntry, exc: ModelError, started: float) -> None:
+    entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+    entry.outcome = "error"
+    entry.error_code = "MODEL_TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_ERROR"
+    entry.usage = Usage(requests=1)
+    log.warning("model call failed", extra={"fields": {
+        "component": entry.component, "stage": entry.operation_type, "operationType": entry.operation_type,
+        "errorCode": entry.error_code, "unitId": entry.unit_id}})
+
+
+def _answered(entry: UsageEntry, usage: Usage, model: str, settings: Settings, started: float) -> None:
+    entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+    entry.usage = usage if usage.requests >= 1 else replace_requests(usage)
+    entry.model = model
+    entry.cost_usd = estimate_cost(settings, entry.model, entry.usage)
+
+
 def metered_generate(model: Model, request: ModelRequest, call: MeteredCall, settings: Settings, *,
                      on_delta: DeltaSink | None = None) -> Metered:
     """Call ``model`` once and meter it. A ``ModelError`` is returned (with its entry), not raised."""
     started = time.perf_counter()
-    at = time.time()
-    entry = UsageEntry(entry_id=_entry_id(call), uid=call.uid, unit_kind=call.unit_kind, unit_id=call.unit_id,
-                       component=call.component, operation_type=call.operation_type, profile=call.profile,
-                       context_type=call.context_type, model=model.name, step=call.step, at=at,
-                       day=datetime.fromtimestamp(at, UTC).date().isoformat())
+    entry = _new_entry(call, model.name)
     try:
         response = model.generate(request, on_delta=on_delta)
     except ModelError as exc:
-        entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
-        entry.outcome = "error"
-        entry.error_code = "MODEL_TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_ERROR"
-        entry.usage = Usage(requests=1)
-        log.warning("model call failed", extra={"fields": {
-            "component": call.component, "stage": call.operation_type, "operationType": call.operation_type,
-            "errorCode": entry.error_code, "unitId": call.unit_id}})
+        _failed(entry, exc, started)
         return Metered(entry=entry, error=exc)
-    entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
-    usage = response.usage
-    entry.usage = usage if usage.requests >= 1 else replace_requests(usage)
-    entry.model = response.model_version or model.name
-    entry.cost_usd = estimate_cost(settings, entry.model, entry.usage)
+    _answered(entry, response.usage, response.model_version or model.name, settings, started)
     return Metered(entry=entry, response=response)
 
 
@@ -106,23 +117,13 @@ def metered_search(model: SearchModel, query: str, call: MeteredCall, settings: 
                    timeout_s: float | None = None) -> MeteredSearch:
     """One grounded search call of ``model``, metered; a ``ModelError`` is returned, not raised."""
     started = time.perf_counter()
-    at = time.time()
-    entry = UsageEntry(entry_id=_entry_id(call), uid=call.uid, unit_kind=call.unit_kind, unit_id=call.unit_id,
-                       component=call.component, operation_type=call.operation_type, profile=call.profile,
-                       context_type=call.context_type, model=model.name, step=call.step, at=at,
-                       day=datetime.fromtimestamp(at, UTC).date().isoformat())
+    entry = _new_entry(call, model.name)
     try:
         answer = model.grounded_search(query, timeout_s=timeout_s)
     except ModelError as exc:
-        entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
-        entry.outcome = "error"
-        entry.error_code = "MODEL_TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_ERROR"
-        entry.usage = Usage(requests=1)
+        _failed(entry, exc, started)
         return MeteredSearch(entry=entry, error=exc)
-    entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
-    entry.usage = answer.usage if answer.usage.requests >= 1 else replace_requests(answer.usage)
-    entry.model = answer.model_version or model.name
-    entry.cost_usd = estimate_cost(settings, entry.model, entry.usage)
+    _answered(entry, answer.usage, answer.model_version or model.name, settings, started)
     return MeteredSearch(entry=entry, answer=answer)
 
 
