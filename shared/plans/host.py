@@ -52,10 +52,10 @@ from shared.session_events import (
     TaskStartEvent,
 )
 from shared.state.plan_records import PlanChange, PlanTask, PlanVersionRecord, ReactStep, SessionResult, SessionStatus
-from shared.state.records import RunError
+from shared.state.records import RunError, UsageEntry
 from shared.state.sessions_repo import SessionsRepo
 from shared.state.transitions import move_action
-from shared.usage.meter import MeteredCall, metered_generate
+from shared.usage.meter import MeteredCall, MeteredModel
 
 log = logging.getLogger("agent_runtime.plans")
 
@@ -219,30 +219,19 @@ class PlanHost(Host):
     def _reflect(self, ctx: RunContext, state: PlanState, task: PlanTask,
                  act: dict[str, Any]) -> planner.Reflection | None:
         services = ctx.services
-        entries: list[Any] = []
-
-        class Sink:
-            name = services.model_factory().name
-
-            @staticmethod
-            def generate(request: Any, on_delta: Any = None) -> Any:
-                call = MeteredCall(uid=ctx.run.uid, unit_kind="session", unit_id=state.session_id,
-                                   component="reflector", operation_type="executor", step=ctx.run.steps)
-                metered = metered_generate(services.model_factory(), request, call, services.settings)
-                entries.append(metered.entry)
-                if metered.error is not None:
-                    raise metered.error
-                return metered.response
-
+        entries: list[UsageEntry] = []  # written with the step's commit below, not one by one
+        call = MeteredCall(uid=ctx.run.uid, unit_kind="session", unit_id=state.session_id,
+                           component="reflector", operation_type="executor")
+        model = MeteredModel(services.model_factory(), call, services.settings, entries.append)
         try:
-            answer = planner.reflect(Sink(), state.objective, task, state.tasks, act,
+            answer = planner.reflect(model, state.objective, task, state.tasks, act,
                                      timeout_s=max(0.001, ctx.remaining()))
         except Exception as exc:  # a failed reflection must not lose the act: it is recorded, the task goes on
             log.warning("reflection failed: %s", type(exc).__name__, extra={"fields": {
                 "component": "reflector", "stage": "reflect", "sessionId": state.session_id}})
             answer = None
         for i, e in enumerate(entries):
-            e.entry_id = f"{state.session_id}-{ctx.run.steps:05d}-r{i}"
+            e.entry_id, e.step = f"{state.session_id}-{ctx.run.steps:05d}-r{i}", ctx.run.steps
             ctx.run.usage = ctx.run.usage + e.usage
             ctx.run.cost_usd = round(ctx.run.cost_usd + e.cost_usd, 8)
             ctx.write(services.usage.entry_write(e))
