@@ -9,7 +9,8 @@ tool runs (cold start: a function that never calls one never loads ``googleapicl
 ```python
 conn = require_connectors(ctx.connectors)        # ConnectorError when the runtime has none
 creds = conn.google_credentials(ctx.uid)          # google.oauth2.credentials.Credentials
-client = CalendarClient(creds, base_url=conn.settings.calendar_api_base_url)
+with conn.calendar(ctx.uid, timeout_s=ctx.call_budget("Google Calendar", 30), deadline=ctx.deadline) as cal:
+    cal.search(query="standup")
 token = conn.slack_token(ctx.uid)
 with conn.github(ctx.uid, timeout_s=20) as gh:    # GitHubClient at GITHUB_API_BASE_URL
     gh.repository("octo/hello")
@@ -19,6 +20,7 @@ with conn.github(ctx.uid, timeout_s=20) as gh:    # GitHubClient at GITHUB_API_B
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +40,10 @@ from shared.state.docstore import DocStore
 if TYPE_CHECKING:
     from google.oauth2.credentials import Credentials
 
+    from shared.connectors.calendar import CalendarClient
     from shared.connectors.github import GitHubClient
     from shared.connectors.gmail import GmailClient
+    from shared.connectors.slack import SlackClient
 
 log = logging.getLogger("agent_runtime.connectors")
 
@@ -81,13 +85,32 @@ class Connectors:
 
         return GitHubClient(self.github_token(uid), base_url=self.settings.github_api_base_url, timeout_s=timeout_s)
 
-    def gmail(self, uid: str) -> GmailClient:
-        """A Gmail v1 client acting as ``uid`` (``GMAIL_API_BASE_URL`` overrides the endpoint)."""
+    def gmail(self, uid: str, *, timeout_s: float = 30.0, deadline: float | None = None) -> GmailClient:
+        """A Gmail v1 client acting as ``uid`` (``GMAIL_API_BASE_URL`` overrides the endpoint); no
+        retry or backoff starts past ``deadline`` (``time.monotonic()``)."""
         from shared.connectors.gmail import GmailClient
+        from shared.connectors.google_http import RetryPolicy
 
         credentials = self.google_credentials(uid)
         sender = self.vault.status(uid, "google").account_email  # the From header, when known
-        return GmailClient(credentials, base_url=self.settings.gmail_api_base_url, sender=sender)
+        return GmailClient(credentials, base_url=self.settings.gmail_api_base_url, sender=sender,
+                           retry=RetryPolicy(deadline=deadline), timeout_s=timeout_s)
+
+    def calendar(self, uid: str, *, timeout_s: float = 30.0, deadline: float | None = None) -> CalendarClient:
+        """A Calendar v3 client acting as ``uid`` (``CALENDAR_API_BASE_URL`` overrides the endpoint)."""
+        from shared.connectors.calendar import CalendarClient
+        from shared.connectors.google_http import RetryPolicy
+
+        return CalendarClient(self.google_credentials(uid), base_url=self.settings.calendar_api_base_url,
+                              retry=RetryPolicy(deadline=deadline), timeout_s=timeout_s)
+
+    def slack(self, uid: str, *, timeout_s: float = 30.0) -> SlackClient:
+        """A Slack Web API client acting as ``uid`` (``SLACK_API_BASE_URL`` overrides the endpoint); a
+        ``Retry-After`` wait longer than ``timeout_s`` fails at once."""
+        from shared.connectors.slack import SlackClient
+
+        return SlackClient(self.slack_token(uid), base_url=self.settings.slack_api_base_url,
+                           timeout_s=max(1, math.ceil(timeout_s)), max_retry_after_s=timeout_s)
 
 
 def create_connectors(settings: Settings, store: DocStore) -> Connectors:

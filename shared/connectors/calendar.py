@@ -15,6 +15,8 @@ with CalendarClient(credentials) as client:    # google.oauth2.credentials.Crede
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -23,12 +25,19 @@ from zoneinfo import ZoneInfo
 from google.auth.credentials import Credentials
 from pydantic import BaseModel, Field
 
-from shared.connectors.google_http import HTTP_TIMEOUT_S, RetryPolicy, build_service, execute
+from shared.connectors.google_http import HTTP_TIMEOUT_S, AlreadyExists, RetryPolicy, build_service, execute
 
 SERVICE_PATH = "calendar/v3/"
 MAX_RESULTS = 50
 MAX_ATTENDEES_SHOWN = 25
 MAX_DESCRIPTION_CHARS = 500
+
+
+def event_id_for(key: str) -> str:
+    """A Calendar event id derived from ``key`` (an action id): base32hex as the API requires, so the
+    same call always asks for the same id."""
+    digest = hashlib.sha256(key.encode()).digest()[:20]
+    return "ar" + base64.b32hexencode(digest).decode().lower()
 
 
 class CalendarEvent(BaseModel):
@@ -160,10 +169,17 @@ class CalendarClient:
         events = [_event(item, tz) for item in (body.get("items") or [])[:size]]
         return EventPage(events=events, calendar_timezone=tz, more=bool(body.get("nextPageToken")))
 
-    def create(self, draft: EventDraft, *, calendar_id: str = "primary") -> CalendarEvent:
-        """Insert ``draft``; attendees get the invitation email (``sendUpdates=all``)."""
+    def create(self, draft: EventDraft, *, calendar_id: str = "primary", event_id: str | None = None
+               ) -> CalendarEvent:
+        """Insert ``draft``; attendees get the invitation email (``sendUpdates=all``).
+
+        With ``event_id`` (see :func:`event_id_for`) the insert is idempotent: a repeat finds the id
+        taken (409) and answers the existing event, so nobody is invited twice.
+        """
         body: dict[str, Any] = {"summary": draft.summary, "start": _when(draft.start, draft.time_zone),
                                 "end": _when(draft.end, draft.time_zone)}
+        if event_id is not None:
+            body["id"] = event_id
         if draft.attendees:
             body["attendees"] = [{"email": a} for a in draft.attendees]
         if draft.description:
@@ -172,8 +188,14 @@ class CalendarClient:
             body["location"] = draft.location
         request = self._service.events().insert(calendarId=calendar_id, body=body,
                                                 sendUpdates="all" if draft.attendees else "none")
-        # Not idempotent: a repeated insert makes a second event (the runtime runs it at most once).
-        raw = self._execute(request, what=f"calendar {calendar_id!r}", idempotent=False)
+        # Without an id a repeated insert makes a second event, so only an insert with one is retried.
+        try:
+            raw = self._execute(request, what=f"calendar {calendar_id!r}", idempotent=event_id is not None)
+        except AlreadyExists:
+            if event_id is None:
+                raise
+            raw = self._execute(self._service.events().get(calendarId=calendar_id, eventId=event_id),
+                                what=f"event {event_id!r} in calendar {calendar_id!r}", idempotent=True)
         return _event(raw, draft.time_zone)
 
     def update(self, event_id: str, changes: EventChanges, *, calendar_id: str = "primary") -> CalendarEvent:

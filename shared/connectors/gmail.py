@@ -26,7 +26,7 @@ from typing import Any
 from google.auth.credentials import Credentials
 from pydantic import BaseModel, Field
 
-from shared.connectors.google_http import RetryPolicy, build_service, execute
+from shared.connectors.google_http import HTTP_TIMEOUT_S, RetryPolicy, build_service, execute
 from shared.connectors.mail_text import html_to_text, reply_subject, same_subject, trim
 from shared.errors import ToolError
 from shared.formats import b64decode_any
@@ -36,6 +36,8 @@ USER = "me"
 MAX_SEARCH_RESULTS = 25
 MAX_THREAD_MESSAGES = 10
 MAX_BODY_CHARS = 4000
+MESSAGE_ID_DOMAIN = "agent-runtime.local"
+"""The right-hand side of our ``Message-ID`` when the account's address is unknown."""
 SUMMARY_HEADERS = ["From", "To", "Subject", "Date"]
 REPLY_HEADERS = ["Subject", "Message-ID", "References", "From", "To", "Cc"]
 # 7-bit output: non-ASCII headers become RFC 2047 words and bodies quoted-printable/base64.
@@ -89,6 +91,8 @@ class OutgoingMail(BaseModel):
     thread_id: str | None = None
     in_reply_to: str | None = None
     references: str | None = None
+    message_id: str | None = None
+    """The ``Message-ID`` header (:meth:`GmailClient.message_id_for`); Gmail makes one when absent."""
 
 
 class SentMessage(BaseModel):
@@ -170,6 +174,8 @@ def build_message(mail: OutgoingMail, *, sender: str | None = None) -> EmailMess
         msg["Bcc"] = ", ".join(mail.bcc)
     msg["Subject"] = mail.subject
     msg["Date"] = formatdate(usegmt=True)
+    if mail.message_id:
+        msg["Message-ID"] = mail.message_id
     if mail.in_reply_to:
         msg["In-Reply-To"] = mail.in_reply_to
         msg["References"] = mail.references or mail.in_reply_to
@@ -190,13 +196,41 @@ class GmailClient:
         base_url: Root URL of the API (default Google's); method paths start with ``gmail/v1/``.
         sender: The account's address for the ``From`` header (Gmail fills it in when absent).
         retry: Attempts and backoff for rate limiting (tests pass a recording ``sleep``).
+        timeout_s: Socket timeout of every request (tools pass their time left).
     """
 
     def __init__(self, credentials: Credentials, *, base_url: str | None = None, sender: str | None = None,
-                 retry: RetryPolicy | None = None) -> None:
-        self._service = build_service("gmail", "v1", credentials, base_url=base_url)
+                 retry: RetryPolicy | None = None, timeout_s: float = HTTP_TIMEOUT_S) -> None:
+        self._service = build_service("gmail", "v1", credentials, base_url=base_url, timeout_s=timeout_s)
         self._sender = sender
         self._retry = retry
+
+    def message_id_for(self, key: str) -> str:
+        """The ``Message-ID`` of the message sent for ``key`` (an action id): the same key always
+        names the same message, so :meth:`find_sent` can tell whether it left."""
+        domain = self._sender.rsplit("@", 1)[1] if self._sender and "@" in self._sender else MESSAGE_ID_DOMAIN
+        return f"<agent-runtime.{key}@{domain}>"
+
+    def find_sent(self, message_id: str) -> SentMessage | None:
+        """The sent message whose ``Message-ID`` is ``message_id``, or ``None`` when none was sent."""
+        page = self._run(self._service.users().messages().list(
+            userId=USER, q=f"in:sent rfc822msgid:{message_id.strip('<>')}", maxResults=1),
+            what="the sent mail", idempotent=True)
+        hits = page.get("messages") or []
+        return SentMessage(id=str(hits[0].get("id", "")), thread_id=str(hits[0].get("threadId", ""))) if hits \
+            else None
+
+    def find_draft(self, message_id: str) -> SentMessage | None:
+        """The draft whose message has ``Message-ID`` ``message_id``, or ``None``."""
+        page = self._run(self._service.users().drafts().list(
+            userId=USER, q=f"rfc822msgid:{message_id.strip('<>')}", maxResults=1),
+            what="the drafts", idempotent=True)
+        hits = page.get("drafts") or []
+        if not hits:
+            return None
+        msg = hits[0].get("message") or {}
+        return SentMessage(id=str(msg.get("id", "")), thread_id=str(msg.get("threadId", "")),
+                           draft_id=str(hits[0].get("id", "")))
 
     def close(self) -> None:
         """Close the HTTP connections (the client is not usable afterwards)."""
@@ -269,7 +303,8 @@ class GmailClient:
                            draft_id=str(out.get("id", "")))
 
     def reply_to(self, thread_id: str, *, to: list[str], body: str, cc: list[str] | None = None,
-                 bcc: list[str] | None = None, subject: str | None = None, draft: bool = False) -> SentMessage:
+                 bcc: list[str] | None = None, subject: str | None = None, draft: bool = False,
+                 message_id: str | None = None) -> SentMessage:
         """Reply in ``thread_id`` to its latest message, to exactly the given recipients.
 
         ``In-Reply-To``/``References`` follow RFC 5322. Without ``subject`` the reply's subject is
@@ -296,5 +331,5 @@ class GmailClient:
         sent_subject = reply_subject(actual if subject is None else subject)
         mail = OutgoingMail(to=to, cc=cc or [], bcc=bcc or [], subject=sent_subject, body=body,
                             thread_id=str(raw.get("id") or thread_id), in_reply_to=parent or None,
-                            references=refs)
+                            references=refs, message_id=message_id)
         return self.create_draft(mail) if draft else self.send(mail)

@@ -4,9 +4,10 @@
   shipped with the library (no network at build time), with an optional endpoint override (a local
   fake in tests) and an explicit HTTP timeout.
 - :func:`execute` runs one request and maps ``HttpError`` to our errors: 401 → ``ConnectorError``
-  (reconnect), 404 → a clear ``ToolError``, 429 → retried with backoff (``Retry-After`` honoured),
-  then a clear error; 5xx are retried only for idempotent requests (a send that failed with a 503
-  may still have happened, so it is not repeated).
+  (reconnect), 404 → a clear ``ToolError``, 409 → ``AlreadyExists`` (a client-chosen id is taken),
+  429 → retried with backoff (``Retry-After`` honoured), then a clear error; 5xx are retried only
+  for idempotent requests (a send that failed with a 503 may still have happened, so it is not
+  repeated); no backoff starts past ``RetryPolicy.deadline``.
 
 Only the adapters import this module, so ``googleapiclient`` loads when a connector tool runs.
 """
@@ -29,8 +30,13 @@ from shared.connectors.credentials import ConnectorError
 from shared.errors import ToolError
 
 HTTP_TIMEOUT_S = 30.0
+"""Socket timeout of a request when the caller gives none (tools give their time left)."""
 RETRYABLE_5XX = frozenset({500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 8.0
+
+
+class AlreadyExists(ToolError):
+    """409: a resource with the client-chosen id exists (a repeated create is recognised by it)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,11 @@ class RetryPolicy:
     first_delay_s: float = 0.5
     max_delay_s: float = 8.0
     sleep: Callable[[float], None] = time.sleep
+    deadline: float | None = None
+    """``time.monotonic()`` value past which no backoff or further attempt starts (the caller's time left)."""
+
+    def allows_wait(self, wait: float) -> bool:
+        return self.deadline is None or time.monotonic() + wait < self.deadline
 
 
 def build_service(name: str, version: str, credentials: Credentials, *, base_url: str | None = None,
@@ -94,9 +105,10 @@ def execute(request: Any, *, service: str, what: str, idempotent: bool,
         except HttpError as exc:
             status = int(exc.status_code or 0)
             retryable = status == 429 or (idempotent and status in RETRYABLE_5XX)
-            if retryable and attempt < policy.max_attempts:
-                wait = _retry_after(exc)
-                policy.sleep(delay if wait is None else wait)
+            after = _retry_after(exc)
+            wait = delay if after is None else after
+            if retryable and attempt < policy.max_attempts and policy.allows_wait(wait):
+                policy.sleep(wait)
                 delay = min(delay * 2, policy.max_delay_s)
                 continue
             if status == 401:
@@ -106,6 +118,8 @@ def execute(request: Any, *, service: str, what: str, idempotent: bool,
                 raise ToolError(f"{service} refused the request (permission denied): {_api_message(exc)}") from None
             if status == 404:
                 raise ToolError(f"{service}: {what} was not found") from None
+            if status == 409:
+                raise AlreadyExists(f"{service}: {what} already exists") from None
             if status == 400:
                 raise ToolError(f"{service} rejected the request as invalid: {_api_message(exc)}") from None
             if status == 429:
@@ -119,7 +133,7 @@ def execute(request: Any, *, service: str, what: str, idempotent: bool,
             raise ConnectorError(f"{service} rejected the Google credentials and they cannot be refreshed; ask the "
                                  "user to reconnect Google", provider=provider, reason="unauthorized") from None
         except (OSError, httplib2.HttpLib2Error) as exc:  # timeouts, refused connections
-            if idempotent and attempt < policy.max_attempts:
+            if idempotent and attempt < policy.max_attempts and policy.allows_wait(delay):
                 policy.sleep(delay)
                 delay = min(delay * 2, policy.max_delay_s)
                 continue

@@ -1,9 +1,10 @@
 """Continuing a unit of work from the store alone: after approvals, after a yield, after a crash.
 
 ``resume_run`` claims the run with a lease (a conditional write on the run document), closes the
-open model turn (runs approved and allowed calls once each, marks calls that were cut off by a
-crash as outcome ``unknown`` unless the tool is idempotent), answers every call of that turn in
-order, and drives the loop on under the run's host with a fresh invocation budget.
+open model turn (runs approved and allowed calls once each; a call a crash cut off is retried when
+the tool is idempotent, reconciled with the service when the tool can ask it, and otherwise
+recorded as outcome ``unknown``), answers every call of that turn in order, and drives the loop on
+under the run's host with a fresh invocation budget.
 
 The same claim serves three message kinds, all registered with the router by ``shared/kernel.py``:
 ``resume`` (a decision was recorded), ``continue`` (the unit yielded) and the sweep's recovery of
@@ -28,7 +29,7 @@ from shared.loop import stops
 from shared.loop.context import RunContext, Services
 from shared.loop.outcomes import NextStepInterruption, NextStepLost
 from shared.loop.steps import drive
-from shared.loop.tool_calls import execute_action, responses_turn
+from shared.loop.tool_calls import bounded_result, execute_action, responses_turn, tool_context
 from shared.state.docstore import PreconditionFailed
 from shared.state.records import ActionRecord, UserRecord
 from shared.state.transitions import move_action, move_run
@@ -193,15 +194,49 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
 
 
 def _recover_cut_off(ctx: RunContext, action: ActionRecord) -> None:
+    """A call a crash cut off: retry it when repeating is safe, ask the service when it can tell
+    (done → recorded, not done → run once), else record the outcome ``unknown`` (never re-run)."""
+    tool = ctx.services.registry.get(action.tool)
     if action.idempotent:
-        move_action(action, "planned" if action.approval_id is None else "approved")
-        ctx.audit(ctx.new_audit(kind="recovery", action_id=action.action_id, tool=action.tool,
-                                decision="retry", reason="idempotent tool cut off by a crash; retried"))
+        _rerun(ctx, action, "retry", "idempotent tool cut off by a crash; retried")
         return
+    if tool is not None and tool.reconcile_fn is not None:
+        try:
+            found = tool.reconcile_fn(tool_context(ctx, action), tool.validate(action.args))
+        except Exception as exc:  # the service could not tell: nothing is known, nothing is repeated
+            log.warning("reconciling a cut-off call failed: %s", type(exc).__name__,
+                        extra={"fields": {"runId": ctx.run.run_id, "actionId": action.action_id, "tool": action.tool,
+                                          "component": "recovery", "stage": "reconcile"}})
+            _record_unknown(ctx, action, f"{UNKNOWN_OUTCOME} (checking with the service failed: "
+                                         f"{type(exc).__name__})")
+            return
+        if found is None:
+            _rerun(ctx, action, "reconciled_not_done",
+                   "the service has no trace of this call (cut off before its side effect); run once")
+            return
+        move_action(action, "completed")
+        action.outcome, action.result = "success", bounded_result(found)
+        ctx.run.tools_executed += 1
+        ctx.put_action(action)
+        ctx.audit(ctx.new_audit(kind="recovery", action_id=action.action_id, tool=action.tool,
+                                decision="reconciled_done",
+                                reason="the service shows this call's side effect: recorded as done, not repeated"))
+        ctx.emit(ToolResultEvent(toolName=action.tool, actionId=action.action_id, status="completed",
+                                 output=action.result))
+        return
+    _record_unknown(ctx, action, UNKNOWN_OUTCOME)
+
+
+def _rerun(ctx: RunContext, action: ActionRecord, decision: str, reason: str) -> None:
+    move_action(action, "planned" if action.approval_id is None else "approved")
+    ctx.audit(ctx.new_audit(kind="recovery", action_id=action.action_id, tool=action.tool,
+                            decision=decision, reason=reason))
+
+
+def _record_unknown(ctx: RunContext, action: ActionRecord, reason: str) -> None:
     move_action(action, "failed")
-    action.outcome, action.error = "unknown", UNKNOWN_OUTCOME
+    action.outcome, action.error = "unknown", reason
     ctx.put_action(action)
     ctx.audit(ctx.new_audit(kind="recovery", action_id=action.action_id, tool=action.tool,
-                            decision="unknown", reason=UNKNOWN_OUTCOME))
-    ctx.emit(ToolResultEvent(toolName=action.tool, actionId=action.action_id, status="failed",
-                             error=UNKNOWN_OUTCOME))
+                            decision="unknown", reason=reason))
+    ctx.emit(ToolResultEvent(toolName=action.tool, actionId=action.action_id, status="failed", error=reason))

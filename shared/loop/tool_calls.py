@@ -143,7 +143,7 @@ def _execute_virtual(ctx: RunContext, action: ActionRecord, virtual: VirtualTool
         action.outcome, action.error = "error", outcome.error
     else:
         move_action(action, "completed")
-        action.outcome, action.result = "success", _bounded(outcome.result or {})
+        action.outcome, action.result = "success", bounded_result(outcome.result or {})
     ctx.emit(ToolResultEvent(toolName=virtual.name, actionId=action.action_id,
                              status="completed" if action.status == "completed" else "failed",
                              output=action.result, error=action.error))
@@ -151,12 +151,21 @@ def _execute_virtual(ctx: RunContext, action: ActionRecord, virtual: VirtualTool
     ctx.put_action(action)
 
 
-def _bounded(result: dict[str, Any]) -> dict[str, Any]:
+def bounded_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A tool's result as stored and shown to the model (long results are cut, with a note)."""
     text = json.dumps(result, ensure_ascii=False, default=str)
     if len(text) <= MAX_RESULT_CHARS:
         return json.loads(text)  # type: ignore[no-any-return]
     return {"truncated": True, "note": f"the result was {len(text)} characters; showing the start",
             "partial": text[:MAX_RESULT_CHARS]}
+
+
+def tool_context(ctx: RunContext, action: ActionRecord) -> ToolContext:
+    """What a tool (or its reconciliation) gets for ``action``: the action id is its idempotency key."""
+    s = ctx.services
+    return ToolContext(uid=ctx.run.uid, run_id=ctx.run.run_id, action_id=action.action_id, users=s.users,
+                       settings=s.settings, connectors=s.connectors() if s.connectors else None,
+                       usage=s.usage.record, model=s.model_factory, deadline=ctx.deadline)
 
 
 def execute_action(ctx: RunContext, action: ActionRecord) -> None:
@@ -184,11 +193,8 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
                                 approval_id=action.approval_id))
         move_run(ctx.run, "executing")
         ctx.commit()  # the claim: from here on a crash leaves the action 'executing', never re-run
-    tctx = ToolContext(uid=ctx.run.uid, run_id=ctx.run.run_id, action_id=action.action_id, users=s.users,
-                       settings=s.settings, connectors=s.connectors() if s.connectors else None,
-                       usage=s.usage.record, model=s.model_factory, deadline=ctx.deadline)
     try:
-        action.result = _bounded(tool.run(tctx, args))
+        action.result = bounded_result(tool.run(tool_context(ctx, action), args))
         move_action(action, "completed")
         action.outcome = "success"
         ctx.run.tools_executed += 1

@@ -1,5 +1,8 @@
 """The Google Calendar tools: ``calendar_search`` (read-only), ``calendar_event_create`` and
-``calendar_event_update`` (side effects, not idempotent: a repeated insert makes a second event).
+``calendar_event_update`` (side effects). A create asks for an event id derived from its action id,
+so a repeat after a crash finds that id taken and answers the existing event (nobody is invited
+twice): it is idempotent. An update is not (attendees would be told twice), so a crash inside one
+leaves its outcome ``unknown``.
 
 Arguments are checked when the call is planned, before any approval is asked for: times must be
 ISO 8601 date-times, the end after the start, time zones IANA names, attendees email addresses.
@@ -26,6 +29,8 @@ from shared.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from shared.connectors.calendar import CalendarClient, CalendarEvent
 
+CALENDAR_TIMEOUT_S = 30.0
+"""Socket timeout of a Calendar request, lowered to the invocation's time left."""
 MAX_TITLE_CHARS = 300
 MAX_ATTENDEES = 100
 PREVIEW_TEXT_CHARS = 240
@@ -216,10 +221,8 @@ def _update_preview(args: BaseModel) -> str:
 
 
 def _client(ctx: ToolContext) -> CalendarClient:
-    from shared.connectors.calendar import CalendarClient  # loads googleapiclient: only when a tool runs
-
-    conn = require_connectors(ctx.connectors)
-    return CalendarClient(conn.google_credentials(ctx.uid), base_url=conn.settings.calendar_api_base_url)
+    return require_connectors(ctx.connectors).calendar(
+        ctx.uid, timeout_s=ctx.call_budget("Google Calendar", CALENDAR_TIMEOUT_S), deadline=ctx.deadline)
 
 
 def _event_out(event: CalendarEvent) -> dict[str, Any]:
@@ -271,7 +274,7 @@ def register(registry: ToolRegistry) -> None:
                            "Narrow the time range or the query to see the rest.")
         return out
 
-    @registry.tool(side_effect=True, idempotent=False, preview=_create_preview)
+    @registry.tool(side_effect=True, idempotent=True, preview=_create_preview)
     def calendar_event_create(ctx: ToolContext, title: str, start: DateTimeText, end: EventEnd,
                               timezone: TimeZoneName, attendees: list[EmailAddress] | None = None,
                               description: str | None = None, location: str | None = None,
@@ -288,7 +291,7 @@ def register(registry: ToolRegistry) -> None:
             location: Optional place or meeting link.
             calendar_id: Calendar to add to; "primary" is the user's own calendar.
         """
-        from shared.connectors.calendar import EventDraft
+        from shared.connectors.calendar import EventDraft, event_id_for  # loads googleapiclient
 
         zone = _zone(timezone)
         begin, finish = _zoned(start, zone), _zoned(end, zone)
@@ -300,7 +303,8 @@ def register(registry: ToolRegistry) -> None:
                            attendees=list(dict.fromkeys(attendees or [])), description=description or None,
                            location=location or None)
         with _client(ctx) as client:
-            event = client.create(draft, calendar_id=calendar_id)
+            # The event id derives from the action id: a repeat after a crash finds it and invites nobody twice.
+            event = client.create(draft, calendar_id=calendar_id, event_id=event_id_for(ctx.action_id))
         return {"created": True, "event": _event_out(event)}
 
     @registry.tool(side_effect=True, idempotent=False, preview=_update_preview)

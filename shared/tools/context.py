@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shared.config import Settings
+from shared.errors import ToolError
 from shared.state.users_repo import UsersRepo
 
 if TYPE_CHECKING:
@@ -41,5 +42,13 @@ class ToolContext:
         if self.deadline is None:
             return limit
         return max(0.0, min(limit, self.deadline - time.monotonic()))
+
+    def call_budget(self, service: str, limit: float) -> float:
+        """The timeout of a call to ``service``: ``limit`` seconds or the time left, whichever is
+        less; a ``ToolError`` (told to the model) when no time is left at all."""
+        budget = self.time_left(limit)
+        if budget <= 0:
+            raise ToolError(f"{service}: no time is left for this call")
+        return budget
     projects: ProjectsService | None = None
     """The user's projects workspace; ``None``: the project tools build it over ``users``' store."""

@@ -10,9 +10,10 @@ Arguments are checked when the call is planned, before any approval is asked for
 positive, titles a single line, branch names valid git refs. Previews say in words what will be
 created or changed, never JSON, and do no I/O. Everything the agent creates (issues, pull requests,
 comments) carries a hidden marker naming the action (``<!-- agent-runtime:action=act_... -->``,
-see ``shared.connectors.github.marker``), so a reconciliation can find it after a crash.
-Creations and comments are not idempotent (a repeat would create a second one); updates and
-closes set absolute values and are. The GitHub adapter (and PyGithub) loads only when a tool runs.
+see ``shared.connectors.github.marker``). Creations and comments are not idempotent (a repeat
+would create a second one), so after a crash cut one off, recovery looks for its marker: found →
+recorded as done, not found → run once (``docs/recovery.md``). Updates and closes set absolute
+values and are idempotent. The GitHub adapter (and PyGithub) loads only when a tool runs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from shared.connectors import require_connectors
-from shared.errors import ToolError
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
@@ -247,11 +247,36 @@ def _comment_preview(args: BaseModel) -> str:
 # ---- results -------------------------------------------------------------------------------------
 
 def _client(ctx: ToolContext) -> GitHubClient:
-    conn = require_connectors(ctx.connectors)
-    budget = ctx.time_left(GITHUB_TIMEOUT_S)
-    if budget <= 0:
-        raise ToolError("GitHub: no time is left for this call")
-    return conn.github(ctx.uid, timeout_s=budget)
+    return require_connectors(ctx.connectors).github(ctx.uid, timeout_s=ctx.call_budget("GitHub", GITHUB_TIMEOUT_S))
+
+
+# ---- reconciliation after a crash: what carries this action's marker? ------------------------------
+
+def _reconcile_created(ctx: ToolContext, args: BaseModel, kind: str) -> dict[str, Any] | None:
+    """The result of the cut-off creation of a ``kind`` when an item carries the action's marker."""
+    repo = str(args.model_dump()["repo"])
+    with _client(ctx) as gh:
+        item = next((i for i in gh.find_marked(repo, ctx.action_id) if i.kind == kind), None)
+        if item is None:
+            return None
+        if kind == "issue" and item.number is not None:
+            return {"created": True, "issue": _issue_out(gh.issue(repo, item.number, comments=0))}
+        if kind == "pull_request" and item.number is not None:
+            return {"created": True, "pullRequest": _pull_out(gh.pull(repo, item.number))}
+    return {"created": True, kind: _drop_empty({"id": item.id, "number": item.number, "url": item.html_url,
+                                                "createdByAgentAction": ctx.action_id})}
+
+
+def _reconcile_issue(ctx: ToolContext, args: BaseModel) -> dict[str, Any] | None:
+    return _reconcile_created(ctx, args, "issue")
+
+
+def _reconcile_pull(ctx: ToolContext, args: BaseModel) -> dict[str, Any] | None:
+    return _reconcile_created(ctx, args, "pull_request")
+
+
+def _reconcile_comment(ctx: ToolContext, args: BaseModel) -> dict[str, Any] | None:
+    return _reconcile_created(ctx, args, "comment")
 
 
 def _drop_empty(out: dict[str, Any]) -> dict[str, Any]:
@@ -382,7 +407,7 @@ def register(registry: ToolRegistry) -> None:
             return _pull_out(gh.pull(repo, number))
 
     # ---- side effects ------------------------------------------------------------------------------
-    @registry.tool(side_effect=True, idempotent=False, preview=_issue_create_preview)
+    @registry.tool(side_effect=True, preview=_issue_create_preview, reconcile=_reconcile_issue)
     def github_issue_create(ctx: ToolContext, repo: RepoName, title: Title, body: Body | None = None,
                             labels: Labels | None = None, assignees: Logins | None = None) -> dict[str, Any]:
         """Create an issue in a GitHub repository.
@@ -434,7 +459,7 @@ def register(registry: ToolRegistry) -> None:
             issue = gh.close_issue(repo, number, reason=reason)
         return {"closed": True, "issue": _issue_out(issue)}
 
-    @registry.tool(side_effect=True, idempotent=False, preview=_pull_create_preview)
+    @registry.tool(side_effect=True, preview=_pull_create_preview, reconcile=_reconcile_pull)
     def github_pull_create(ctx: ToolContext, repo: RepoName, title: Title, head: Branch, base: Branch,
                            body: Body | None = None, draft: bool = False) -> dict[str, Any]:
         """Open a pull request in a GitHub repository, merging branch head into branch base.
@@ -480,7 +505,7 @@ def register(registry: ToolRegistry) -> None:
             pull = gh.close_pull(repo, number)
         return {"closed": True, "pullRequest": _pull_out(pull)}
 
-    @registry.tool(side_effect=True, idempotent=False, preview=_comment_preview)
+    @registry.tool(side_effect=True, preview=_comment_preview, reconcile=_reconcile_comment)
     def github_comment_create(ctx: ToolContext, repo: RepoName, number: Number, body: CommentBody) -> dict[str, Any]:
         """Comment on a GitHub issue or pull request.
 

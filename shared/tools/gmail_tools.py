@@ -1,5 +1,9 @@
 """The Gmail tools: ``gmail_search``, ``gmail_thread_read`` (read-only), ``gmail_draft_create``,
-``gmail_reply`` and ``gmail_send`` (side effects, never idempotent: a repeat would send twice).
+``gmail_reply`` and ``gmail_send`` (side effects, never repeated: a repeat would send twice).
+
+Every message they write carries a ``Message-ID`` derived from the action id, so after a crash cut
+a call off, recovery asks Gmail (``rfc822msgid:`` search) whether it was sent or drafted: found →
+recorded as done, not found → sent once (``docs/recovery.md``).
 
 Arguments are validated before any policy decision: recipients must be bare, well-formed
 addresses (at least one ``to``), subjects a single line. Every recipient (to, cc, bcc) is declared
@@ -24,8 +28,10 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from shared.connectors.gmail import OutgoingMail
+    from shared.connectors.gmail import GmailClient, OutgoingMail, SentMessage
 
+GMAIL_TIMEOUT_S = 30.0
+"""Socket timeout of a Gmail request, lowered to the invocation's time left."""
 MAX_RECIPIENTS = 50
 MAX_SUBJECT_CHARS = 250
 MAX_BODY_CHARS = 20_000
@@ -153,10 +159,37 @@ def _reply_preview(args: BaseModel) -> str:
 
 # ---- the tools -----------------------------------------------------------------------------------
 
-def _outgoing(to: list[str], subject: str, body: str, cc: list[str] | None, bcc: list[str] | None) -> OutgoingMail:
+def _outgoing(to: list[str], subject: str, body: str, cc: list[str] | None, bcc: list[str] | None,
+              message_id: str) -> OutgoingMail:
     from shared.connectors.gmail import OutgoingMail  # loads googleapiclient: only when a tool runs
 
-    return OutgoingMail(to=to, cc=cc or [], bcc=bcc or [], subject=subject, body=body)
+    return OutgoingMail(to=to, cc=cc or [], bcc=bcc or [], subject=subject, body=body, message_id=message_id)
+
+
+def _gmail(ctx: ToolContext) -> GmailClient:
+    return require_connectors(ctx.connectors).gmail(
+        ctx.uid, timeout_s=ctx.call_budget("Gmail", GMAIL_TIMEOUT_S), deadline=ctx.deadline)
+
+
+def _sent_out(sent: SentMessage) -> dict[str, Any]:
+    return {"sent": True, "messageId": sent.id, "threadId": sent.thread_id}
+
+
+def _drafted_out(draft: SentMessage) -> dict[str, Any]:
+    return {"drafted": True, "draftId": draft.draft_id, "messageId": draft.id, "threadId": draft.thread_id}
+
+
+def _reconcile_sent(ctx: ToolContext, args: BaseModel) -> dict[str, Any] | None:
+    """Whether the cut-off call's message left: Gmail is searched for its ``Message-ID``."""
+    with _gmail(ctx) as client:
+        found = client.find_sent(client.message_id_for(ctx.action_id))
+    return None if found is None else _sent_out(found)
+
+
+def _reconcile_draft(ctx: ToolContext, args: BaseModel) -> dict[str, Any] | None:
+    with _gmail(ctx) as client:
+        found = client.find_draft(client.message_id_for(ctx.action_id))
+    return None if found is None else _drafted_out(found)
 
 
 def register(registry: ToolRegistry) -> None:
@@ -168,7 +201,7 @@ def register(registry: ToolRegistry) -> None:
             query: A Gmail search query, e.g. "from:alice@example.com newer_than:7d" or "invoice is:unread".
             max_results: How many messages to return, newest first (1-25).
         """
-        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
+        with _gmail(ctx) as client:
             found = client.search(query, max_results=max_results)
         messages = [{"id": m.id, "threadId": m.thread_id, "from": m.sender, "subject": m.subject,
                      "date": m.date, "snippet": m.snippet} for m in found.messages]
@@ -184,7 +217,7 @@ def register(registry: ToolRegistry) -> None:
         Args:
             thread_id: The threadId of a message (from gmail_search).
         """
-        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
+        with _gmail(ctx) as client:
             thread = client.read_thread(thread_id)
         messages = [{"id": m.id, "from": m.sender, "to": m.to, "cc": m.cc, "subject": m.subject, "date": m.date,
                      "body": m.body, **({"attachments": m.attachments} if m.attachments else {}),
@@ -194,7 +227,7 @@ def register(registry: ToolRegistry) -> None:
             out["notes"] = thread.notes
         return out
 
-    @registry.tool(side_effect=True, idempotent=False, preview=_draft_preview, recipients=mail_recipients)
+    @registry.tool(side_effect=True, preview=_draft_preview, recipients=mail_recipients, reconcile=_reconcile_draft)
     def gmail_draft_create(ctx: ToolContext, to: Recipients, subject: Subject, body: Body,
                            cc: OptionalRecipients | None = None,
                            bcc: OptionalRecipients | None = None) -> dict[str, Any]:
@@ -207,11 +240,11 @@ def register(registry: ToolRegistry) -> None:
             cc: Optional copy recipients.
             bcc: Optional blind-copy recipients.
         """
-        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
-            draft = client.create_draft(_outgoing(to, subject, body, cc, bcc))
-        return {"drafted": True, "draftId": draft.draft_id, "messageId": draft.id, "threadId": draft.thread_id}
+        with _gmail(ctx) as client:
+            draft = client.create_draft(_outgoing(to, subject, body, cc, bcc, client.message_id_for(ctx.action_id)))
+        return _drafted_out(draft)
 
-    @registry.tool(side_effect=True, idempotent=False, preview=_send_preview, recipients=mail_recipients)
+    @registry.tool(side_effect=True, preview=_send_preview, recipients=mail_recipients, reconcile=_reconcile_sent)
     def gmail_send(ctx: ToolContext, to: Recipients, subject: Subject, body: Body,
                    cc: OptionalRecipients | None = None, bcc: OptionalRecipients | None = None) -> dict[str, Any]:
         """Send a new email from the user's Gmail account.
@@ -223,11 +256,11 @@ def register(registry: ToolRegistry) -> None:
             cc: Optional copy recipients.
             bcc: Optional blind-copy recipients.
         """
-        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
-            sent = client.send(_outgoing(to, subject, body, cc, bcc))
-        return {"sent": True, "messageId": sent.id, "threadId": sent.thread_id}
+        with _gmail(ctx) as client:
+            sent = client.send(_outgoing(to, subject, body, cc, bcc, client.message_id_for(ctx.action_id)))
+        return _sent_out(sent)
 
-    @registry.tool(side_effect=True, idempotent=False, preview=_reply_preview, recipients=mail_recipients)
+    @registry.tool(side_effect=True, preview=_reply_preview, recipients=mail_recipients, reconcile=_reconcile_sent)
     def gmail_reply(ctx: ToolContext, thread_id: ThreadId, to: Recipients, subject: Subject, body: Body,
                     cc: OptionalRecipients | None = None, bcc: OptionalRecipients | None = None) -> dict[str, Any]:
         """Reply in a Gmail thread (to its latest message, with a "Re:" subject), sent to exactly these recipients.
@@ -242,6 +275,7 @@ def register(registry: ToolRegistry) -> None:
             cc: Optional copy recipients.
             bcc: Optional blind-copy recipients.
         """
-        with require_connectors(ctx.connectors).gmail(ctx.uid) as client:
-            sent = client.reply_to(thread_id, to=to, cc=cc, bcc=bcc, subject=subject, body=body)
-        return {"sent": True, "messageId": sent.id, "threadId": sent.thread_id}
+        with _gmail(ctx) as client:
+            sent = client.reply_to(thread_id, to=to, cc=cc, bcc=bcc, subject=subject, body=body,
+                                   message_id=client.message_id_for(ctx.action_id))
+        return _sent_out(sent)

@@ -14,6 +14,13 @@ def save_memory(ctx: ToolContext, text: str, tags: list[str] | None = None) -> d
 ```
 The first parameter is the :class:`ToolContext`; the rest become a pydantic model (extra fields
 forbidden) whose JSON schema is the Gemini function declaration.
+
+What recovery may do with a side effect that a crash cut off (``docs/recovery.md``):
+- ``idempotent=True``: repeating it is harmless or recognised by the service (an id or key derived
+  from ``ToolContext.action_id``), so it is run again;
+- ``reconcile=fn``: ``fn(ctx, args)`` asks the service whether it happened (a marker or header
+  derived from the action id); found → recorded as done, not found → run once;
+- neither: the outcome is recorded as ``unknown`` and the call is never repeated.
 """
 
 from __future__ import annotations
@@ -39,6 +46,10 @@ if TYPE_CHECKING:
 ToolFn = Callable[..., dict[str, Any]]
 PreviewFn = Callable[[BaseModel], str]
 RecipientsFn = Callable[[BaseModel], list[str]]
+ReconcileFn = Callable[["ToolContext", BaseModel], "dict[str, Any] | None"]
+"""After a crash cut a call off: the call's result when its side effect is found at the service
+(recorded as done, never repeated), ``None`` when it surely did not happen (then it runs once); an
+exception when the service cannot tell (the outcome stays ``unknown``)."""
 
 
 class ToolArgsError(AgentRuntimeError):
@@ -96,6 +107,9 @@ class Tool:
     preview_fn: PreviewFn | None = None
     recipients_fn: RecipientsFn | None = None
     """Mail-like tools: every recipient of a call (the delegated allowlist applies to them)."""
+    reconcile_fn: ReconcileFn | None = None
+    """Side effects the service can be asked about: how recovery learns a cut-off call's true outcome
+    (``idempotent`` tools need none: their repeat is recognised by the service or harmless)."""
 
     def declaration(self) -> ToolDeclaration:
         schema = clean_json_schema(self.args_model.model_json_schema())
@@ -118,6 +132,11 @@ class Tool:
         out = self.fn(ctx, **{k: getattr(args, k) for k in type(args).model_fields})
         return out if isinstance(out, dict) else {"result": out}
 
+    @property
+    def reconcilable(self) -> bool:
+        """Whether recovery can learn a cut-off call's true outcome (never ``unknown``)."""
+        return self.idempotent or self.reconcile_fn is not None
+
 
 class ToolRegistry:
     def __init__(self) -> None:
@@ -125,11 +144,11 @@ class ToolRegistry:
         self._declarations: tuple[ToolDeclaration, ...] | None = None
 
     def tool(self, *, side_effect: bool, idempotent: bool = False, name: str | None = None,
-             preview: PreviewFn | None = None, recipients: RecipientsFn | None = None
-             ) -> Callable[[ToolFn], ToolFn]:
+             preview: PreviewFn | None = None, recipients: RecipientsFn | None = None,
+             reconcile: ReconcileFn | None = None) -> Callable[[ToolFn], ToolFn]:
         def register(fn: ToolFn) -> ToolFn:
             self.add(build_tool(fn, side_effect=side_effect, idempotent=idempotent, name=name,
-                                preview=preview, recipients=recipients))
+                                preview=preview, recipients=recipients, reconcile=reconcile))
             return fn
 
         return register
@@ -155,8 +174,11 @@ class ToolRegistry:
 
 
 def build_tool(fn: ToolFn, *, side_effect: bool, idempotent: bool = False, name: str | None = None,
-               preview: PreviewFn | None = None, recipients: RecipientsFn | None = None) -> Tool:
+               preview: PreviewFn | None = None, recipients: RecipientsFn | None = None,
+               reconcile: ReconcileFn | None = None) -> Tool:
     tool_name = name or fn.__name__
+    if reconcile is not None and not side_effect:
+        raise ConfigurationError(f"tool {tool_name!r}: only a side effect has an outcome to reconcile")
     if not fn.__doc__:
         raise ConfigurationError(f"tool {tool_name!r} needs a docstring (it is the model's description)")
     summary, arg_docs = _parse_docstring(fn.__doc__)
@@ -171,4 +193,4 @@ def build_tool(fn: ToolFn, *, side_effect: bool, idempotent: bool = False, name:
     model = create_model(
         f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
     return Tool(name=tool_name, description=summary, args_model=model, fn=fn, side_effect=side_effect,
-                idempotent=idempotent, preview_fn=preview, recipients_fn=recipients)
+                idempotent=idempotent, preview_fn=preview, recipients_fn=recipients, reconcile_fn=reconcile)

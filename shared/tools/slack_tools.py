@@ -23,6 +23,8 @@ from shared.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from shared.connectors.slack import SlackClient, SlackMessage
 
+SLACK_TIMEOUT_S = 30.0
+"""Socket timeout of a Slack request (and the longest ``Retry-After`` wait), lowered to the time left."""
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
 _SLACK_TS = re.compile(r"^\d{9,11}(\.\d{1,6})?$")
 
@@ -48,10 +50,7 @@ class SlackTime(str):
 
 
 def _client(ctx: ToolContext) -> SlackClient:
-    from shared.connectors.slack import SlackClient  # loads slack_sdk: only when a tool runs
-
-    conn = require_connectors(ctx.connectors)
-    return SlackClient(conn.slack_token(ctx.uid), base_url=conn.settings.slack_api_base_url)
+    return require_connectors(ctx.connectors).slack(ctx.uid, timeout_s=ctx.call_budget("Slack", SLACK_TIMEOUT_S))
 
 
 def _message_out(m: SlackMessage) -> dict[str, Any]:

@@ -41,11 +41,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 PREFIX = "/calendar/v3/calendars/"
+_EVENT_ID = re.compile(r"[a-v0-9]{5,1024}")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
-_REASONS = {400: "invalid", 401: "authError", 403: "forbidden", 404: "notFound", 429: "rateLimitExceeded",
-            500: "backendError", 503: "backendError"}
+                 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+_REASONS = {400: "invalid", 401: "authError", 403: "forbidden", 404: "notFound", 409: "duplicate",
+            429: "rateLimitExceeded", 500: "backendError", 503: "backendError"}
 
 
 @dataclass
@@ -242,7 +243,13 @@ class FakeCalendar:
     def _insert(self, calendar_id: str, body: dict[str, Any]) -> dict[str, Any]:
         cal = self._calendar(calendar_id)
         self._check_event(body)
-        return self._store(cal, body)
+        event_id = body.get("id")
+        if event_id is not None:  # a client-chosen id: base32hex, 5-1024 characters, unique per calendar
+            if not _EVENT_ID.fullmatch(str(event_id)):
+                raise ApiFailure(400, "Invalid resource id value.")
+            if event_id in cal.events:
+                raise ApiFailure(409, "The requested identifier already exists.")
+        return self._store(cal, {k: v for k, v in body.items() if k != "id"}, event_id)
 
     def _patch(self, calendar_id: str, event_id: str, body: dict[str, Any]) -> dict[str, Any]:
         cal = self._calendar(calendar_id)

@@ -265,17 +265,45 @@ class FakeGoogle:
         if req.method == "POST" and rest == "messages/send":
             body = req.json() or {}
             return self._accept(body, draft=False)
+        if req.method == "GET" and rest == "drafts":
+            return self._drafts_list(req)
         if req.method == "POST" and rest == "drafts":
             body = req.json() or {}
             sent = self._accept(body.get("message") or {}, draft=True)
             return {"id": sent["draftId"], "message": {k: v for k, v in sent.items() if k != "draftId"}}
         raise ApiFailure(404, f"no such method {req.method} {req.path}")
 
+    def _by_message_id(self, terms: list[str], *, drafts: bool) -> list[dict[str, Any]] | None:
+        """Gmail's ``rfc822msgid:`` search (with ``in:sent``/``in:drafts``) over what was sent and
+        drafted through the fake; ``None`` when the query has no ``rfc822msgid:`` term."""
+        wanted = next((t.split(":", 1)[1] for t in terms if t.startswith("rfc822msgid:")), None)
+        if wanted is None:
+            return None
+        pools = [self.drafts] if drafts or "in:drafts" in terms else \
+            [self.sent] if "in:sent" in terms else [self.sent, self.drafts]
+        return [{"id": e.id, "threadId": e.thread_id, "draftId": e.draft_id}
+                for pool in pools for e in reversed(pool)
+                if str(e.message.get("Message-ID", "")).strip().strip("<>").lower() == wanted.strip("<>")]
+
+    def _drafts_list(self, req: Received) -> dict[str, Any]:
+        terms = (req.param("q") or "").lower().split()
+        with self._lock:
+            hits = self._by_message_id(terms, drafts=True)
+            if hits is None:
+                hits = [{"id": e.id, "threadId": e.thread_id, "draftId": e.draft_id} for e in reversed(self.drafts)]
+        size = int(req.param("maxResults") or 100)
+        drafts = [{"id": h["draftId"], "message": {"id": h["id"], "threadId": h["threadId"]}} for h in hits[:size]]
+        return {"drafts": drafts, "resultSizeEstimate": len(hits)} if drafts else {"resultSizeEstimate": 0}
+
     def _list(self, req: Received) -> dict[str, Any]:
         terms = (req.param("q") or "").lower().split()
         size = int(req.param("maxResults") or 100)
         start = int(req.param("pageToken") or 0)
         with self._lock:
+            by_id = self._by_message_id(terms, drafts=False)
+            if by_id is not None:
+                page = [{"id": h["id"], "threadId": h["threadId"]} for h in by_id[:size]]
+                return {"messages": page, "resultSizeEstimate": len(by_id)} if page else {"resultSizeEstimate": 0}
             found = []
             for m in reversed(list(self.messages.values())):  # newest first
                 text = " ".join(f"{h['name']}:{h['value']}" for h in m["payload"]["headers"]).lower()

@@ -20,6 +20,7 @@ from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.config import Settings
 from shared.connectors import IntegrationTokens
+from shared.connectors.calendar import event_id_for
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import Model
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
@@ -74,7 +75,8 @@ def test_event_create_needs_approval_then_inserts_exactly_once(calendar: FakeCal
     [insert] = calendar.requests
     assert (insert.method, insert.path) == ("POST", "/calendar/v3/calendars/primary/events")
     assert insert.param("sendUpdates") == "all"
-    assert insert.json == {"summary": "Design review",
+    (action,) = rt.runs.list_actions(result.run_id)
+    assert insert.json == {"id": event_id_for(action.action_id), "summary": "Design review",
                            "start": {"dateTime": "2026-03-02T10:00:00+01:00", "timeZone": "Europe/Paris"},
                            "end": {"dateTime": "2026-03-02T11:30:00+01:00", "timeZone": "Europe/Paris"},
                            "attendees": [{"email": "ana@example.com"}, {"email": "bo@example.org"}],
@@ -83,7 +85,7 @@ def test_event_create_needs_approval_then_inserts_exactly_once(calendar: FakeCal
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None and snap.run.status == "completed"
     (action,) = rt.runs.list_actions(result.run_id)
-    assert (action.status, action.attempts, action.side_effect, action.idempotent) == ("completed", 1, True, False)
+    assert (action.status, action.attempts, action.side_effect, action.idempotent) == ("completed", 1, True, True)
     told = model.requests[1].turns[-1].parts[0].function_response
     assert told is not None and told.response["created"] is True
     assert told.response["event"]["start"] == "2026-03-02T10:00:00+01:00"

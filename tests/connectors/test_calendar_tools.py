@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pytest
 from shared import policy
 from shared.config import Settings
 from shared.connectors import ConnectorError, Connectors, IntegrationTokens, create_connectors
+from shared.connectors.calendar import event_id_for
 from shared.errors import ToolError
 from shared.state.records import UserRecord
 from shared.state.sqlite_docstore import SqliteDocStore
@@ -57,9 +59,10 @@ def connectors(fake: FakeCalendar, store: SqliteDocStore) -> Connectors:
     return conn
 
 
-def ctx_for(connectors: Connectors | None, store: SqliteDocStore, uid: str = UID) -> ToolContext:
+def ctx_for(connectors: Connectors | None, store: SqliteDocStore, uid: str = UID, action_id: str = "act-1"
+            ) -> ToolContext:
     settings = connectors.settings if connectors else Settings()
-    return ToolContext(uid=uid, run_id="run-1", action_id="act-1", users=UsersRepo(store), settings=settings,
+    return ToolContext(uid=uid, run_id="run-1", action_id=action_id, users=UsersRepo(store), settings=settings,
                        connectors=connectors)
 
 
@@ -81,7 +84,7 @@ CREATE = {"title": "Design review", "start": "2026-03-02T10:00", "end": "2026-03
 def test_declarations(registry: ToolRegistry) -> None:
     create, update, search = (tool(registry, n) for n in
                               ("calendar_event_create", "calendar_event_update", "calendar_search"))
-    assert (create.side_effect, create.idempotent) == (True, False)
+    assert (create.side_effect, create.idempotent) == (True, True)
     assert (update.side_effect, update.idempotent) == (True, False)
     assert search.side_effect is False
     params = create.declaration().parameters
@@ -176,7 +179,7 @@ def test_create_sends_zoned_times_and_returns_the_event(registry: ToolRegistry, 
 
     [req] = fake.requests
     assert (req.method, req.path) == ("POST", "/calendar/v3/calendars/primary/events")
-    assert req.json == {"summary": "Design review",
+    assert req.json == {"id": event_id_for("act-1"), "summary": "Design review",
                         "start": {"dateTime": "2026-03-02T10:00:00+01:00", "timeZone": "Europe/Paris"},
                         "end": {"dateTime": "2026-03-02T11:30:00+01:00", "timeZone": "Europe/Paris"},
                         "attendees": [{"email": "ana@example.com"}, {"email": "bo@example.org"}]}
@@ -186,6 +189,26 @@ def test_create_sends_zoned_times_and_returns_the_event(registry: ToolRegistry, 
         "summary": "Design review", "start": "2026-03-02T10:00:00+01:00", "end": "2026-03-02T11:30:00+01:00",
         "timezone": "Europe/Paris", "attendees": ["ana@example.com", "bo@example.org"]}
     assert fake.event("primary", event["id"])["summary"] == "Design review"
+
+
+def test_a_repeated_create_of_the_same_action_finds_its_event_and_invites_nobody_twice(
+        registry: ToolRegistry, fake: FakeCalendar, connectors: Connectors, store: SqliteDocStore) -> None:
+    first = run(registry, "calendar_event_create", ctx_for(connectors, store), CREATE)
+    again = run(registry, "calendar_event_create", ctx_for(connectors, store), CREATE)  # e.g. after a crash
+
+    assert again == first and first["event"]["id"] == event_id_for("act-1")
+    assert len(fake.calendars["primary"].events) == 1
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in fake.requests] == [
+        ("POST", "events"), ("POST", "events"), ("GET", event_id_for("act-1"))]  # 409, then the existing event
+    other = run(registry, "calendar_event_create", ctx_for(connectors, store, action_id="act-2"), CREATE)
+    assert other["event"]["id"] != first["event"]["id"] and len(fake.calendars["primary"].events) == 2
+
+
+def test_event_ids_are_what_the_calendar_api_accepts() -> None:
+    ids = {event_id_for(f"act_{i}") for i in range(200)}
+    assert len(ids) == 200
+    assert all(re.fullmatch(r"[a-v0-9]{5,1024}", i) for i in ids)
+    assert event_id_for("act_1") == event_id_for("act_1")
 
 
 def test_update_patches_and_needs_a_zone_for_new_times(registry: ToolRegistry, fake: FakeCalendar,
