@@ -3,8 +3,12 @@ dispatcher that plays Pub/Sub's part, and crash injection.
 
 Tools: ``send_note`` (side effect, no recipients: always needs approval below ``autonomous``) and
 ``notify`` (mail-like: its recipient is checked against the ``delegated`` allowlist, so a call to
-an allowlisted address runs without approval). Both count their real executions per action id in
-one ledger and honour an armed ``tool`` crash plan.
+an allowlisted address runs without approval) cannot tell what happened after a crash (their
+outcome is then ``unknown``). Two more can, as the shipped connectors do: ``file_note`` declares a
+reconciliation (the service is asked whether the action's note exists, as Gmail is asked for a
+``Message-ID``) and ``book_slot`` an idempotency key (the service recognises a repeat of the
+action's booking, as Calendar does its event id). All count their real executions per action id
+in one ledger and honour an armed ``tool`` crash plan.
 
 A crash is a ``Crash`` (a BaseException, so nothing in the runtime catches it, as when a process
 dies). It is armed per thread, so only the chosen delivery of the chosen run crashes:
@@ -30,8 +34,8 @@ from shared.tools import default_registry
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
-Scenario = Literal["single", "parallel", "chain", "mixed"]
-SCENARIOS: tuple[Scenario, ...] = ("single", "parallel", "chain", "mixed")
+Scenario = Literal["single", "parallel", "chain", "mixed", "reconciled", "keyed"]
+SCENARIOS: tuple[Scenario, ...] = ("single", "parallel", "chain", "mixed", "reconciled", "keyed")
 SCENARIO_MARK = "scenario="
 ALLOWLISTED = "bob@example.com"
 """The address the scenario user's allowlist holds (``notify`` to it runs without approval)."""
@@ -124,6 +128,36 @@ class Chaos:
             self._side_effect(ctx.action_id)
             return {"sent": True, "to": to}
 
+        def filed(ctx: ToolContext, args: BaseModel) -> dict[str, Any] | None:
+            with self._lock:
+                done = self.executions[ctx.action_id] > 0
+            return {"filed": True, "note": ctx.action_id} if done else None
+
+        @reg.tool(side_effect=True, reconcile=filed)
+        def file_note(ctx: ToolContext, to: str, body: str) -> dict[str, Any]:
+            """File a note for someone (the service can be asked whether this call's note exists).
+
+            Args:
+                to: Recipient.
+                body: Text.
+            """
+            self._side_effect(ctx.action_id)
+            return {"filed": True, "note": ctx.action_id}
+
+        @reg.tool(side_effect=True, idempotent=True)
+        def book_slot(ctx: ToolContext, to: str, body: str) -> dict[str, Any]:
+            """Book a slot with someone (keyed by the call: the service recognises a repeat).
+
+            Args:
+                to: Who to meet.
+                body: Topic.
+            """
+            with self._lock:
+                repeat = self.executions[ctx.action_id] > 0
+            if not repeat:
+                self._side_effect(ctx.action_id)
+            return {"booked": True, "slot": ctx.action_id}
+
         @reg.tool(side_effect=True, recipients=_notify_recipients)
         def notify(ctx: ToolContext, to: str, body: str) -> dict[str, Any]:
             """Mail someone a notification (not idempotent: each call sends one more mail).
@@ -154,6 +188,8 @@ def scenario_model(request: ModelRequest) -> Turn:
     if scenario == "parallel" and done == 0:
         return calls_turn(call("search_memory", {"query": tag}), call("send_note", {"to": "bob", "body": tag}),
                           call("send_note", {"to": "carol", "body": tag}))
+    if scenario in ("reconciled", "keyed") and done == 0:
+        return calls_turn(call("file_note" if scenario == "reconciled" else "book_slot", {"to": "dan", "body": tag}))
     if done == 0 or (scenario == "chain" and done == 1):
         return calls_turn(call("send_note", {"to": f"bob{done}", "body": tag}))
     return text_turn(f"Handled {tag}.")

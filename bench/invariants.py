@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.runtime import Runtime
+from shared.state.docstore import Query
 from shared.state.records import ActionRecord, now
 
 TERMINAL_ACTION_STATUSES = ("completed", "failed", "rejected")
@@ -29,6 +30,12 @@ class RunReport:
     """Sequence numbers in 1..lastSeq with no event."""
     events_duplicated: int = 0
     """Events stored twice under one seq, plus extra ``tool_result`` events of one action."""
+    recoveries: Counter[str] = field(default_factory=Counter)
+    """What recovery decided for calls a crash cut off (``retry``, ``reconciled_done``,
+    ``reconciled_not_done``, ``unknown``), from the run's audit entries."""
+    unknown: Counter[str] = field(default_factory=Counter)
+    """Side effects left with outcome ``unknown``, by whether their tool can learn the true outcome
+    (``reconcilable``: idempotent or with a reconciliation) or not (``other``)."""
 
 
 def settled(rt: Runtime, run_id: str) -> tuple[bool, str]:
@@ -104,6 +111,12 @@ def check_run(rt: Runtime, run_id: str, executions: Counter[str]) -> RunReport:
             v.append(f"{results[aid]} tool_result events for action {aid}")
         if run.terminal and action.status not in TERMINAL_ACTION_STATUSES:
             v.append(f"{action.tool} action {aid} left {action.status} in a {run.status} run")
+        tool = rt.services.registry.get(action.tool)
+        reconcilable = tool is not None and tool.reconcilable
+        if action.outcome == "unknown":
+            report.unknown["reconcilable" if reconcilable else "other"] += 1
+            if reconcilable:
+                v.append(f"{action.tool} action {aid} can learn its true outcome but was left unknown")
         if action.approval_id is None:
             _check_executed(report, action, n, report.allowed_executions, results[aid], "allowed", run.terminal)
             continue
@@ -119,6 +132,8 @@ def check_run(rt: Runtime, run_id: str, executions: Counter[str]) -> RunReport:
                 v.append(f"rejected action {aid} left {action.status}")
         v.extend(_check_answer(action, decided, responses.get(action.call_id or "")))
     v.extend(_check_turns(rt, run_id))
+    for audit in rt.runs.store.query(Query("audit", where=(("runId", run_id), ("kind", "recovery")))):
+        report.recoveries[str(audit.data.get("decision"))] += 1
     return report
 
 
@@ -202,5 +217,8 @@ def summarize(reports: list[RunReport]) -> dict[str, Any]:
             "final_status": dict(Counter(r.status if not r.error_code else f"{r.status}:{r.error_code}"
                                          for r in reports)),
             "runs_stuck": sum(1 for r in reports if r.stuck),
+            "recovery_decisions": dict(sorted(sum((r.recoveries for r in reports), Counter()).items())),
+            "unknown_outcomes": {"reconcilable": sum(r.unknown["reconcilable"] for r in reports),
+                                 "other": sum(r.unknown["other"] for r in reports)},
             "events_missing": sum(r.events_missing for r in reports),
             "events_duplicated": sum(r.events_duplicated for r in reports)}

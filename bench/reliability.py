@@ -7,15 +7,18 @@ Each iteration starts a run whose non-idempotent ``send_note`` tool stops for ap
 ``single``; ``parallel``, two approvals in one turn; ``chain``, a second pause after the first
 resume; ``mixed``, an allowed non-idempotent ``notify`` to an allowlisted address in the same turn
 as a ``send_note`` needing approval, with a crash armed in that first invocation: inside
-``notify`` or at one of its commits). Then for every approval: 2-3 concurrent approve calls
-(exactly one must succeed, the others 409), the resume message delivered 1-5 times (some
+``notify`` or at one of its commits; ``reconciled`` and ``keyed``, a ``file_note`` or ``book_slot``
+needing approval, tools that can learn their true outcome after a crash). Then for every
+approval: 2-3 concurrent approve calls (exactly one must succeed, the others 409), the resume message delivered 1-5 times (some
 concurrently), a crash injected at a random point of one delivery (at a commit, before or after it
 applies, or inside the tool, before or after the side effect; sometimes that delivery is the only
 one and the message is dead-lettered after it), and recovery as production does it:
 wait for the lease to expire, run the sweep (which resumes runs whose lease lapsed and re-publishes
 decisions whose message was not handled), deliver what it re-published, and as a last resort
 redeliver the message whose delivery crashed (Pub/Sub redelivers what was not acknowledged).
-Prints one JSON summary; exits 1 if any invariant is violated.
+Prints one JSON summary; exits 1 if any invariant is violated. ``unknown_outcomes`` counts side
+effects left ``unknown``: for tools that can learn their true outcome it must be 0 (each one is a
+violation), for the others it is reported.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ INITIAL_CRASH_POINTS = [CrashPlan("commit", w, k) for k in (1, 2) for w in ("bef
     CrashPlan("tool", "before"), CrashPlan("tool", "after")]
 """Crash points of a ``mixed`` run's first invocation: commit 1 claims ``notify``, 2 records its
 result and the pause; or inside ``notify``."""
-SCENARIO_WEIGHTS = {"single": 4, "parallel": 2, "chain": 2, "mixed": 3}
+SCENARIO_WEIGHTS = {"single": 4, "parallel": 2, "chain": 2, "mixed": 3, "reconciled": 3, "keyed": 2}
 UID = "alice"
 
 
@@ -74,6 +77,8 @@ class Options:
     delivery_crash_p: float = 0.75
     """Probability of a crash armed in one delivery of each decision's resume message."""
     delivery_crash_points: tuple[CrashPlan, ...] = tuple(CRASH_POINTS)
+    scenarios: tuple[str, ...] = ()
+    """Only these scenarios (default: all, weighted by ``SCENARIO_WEIGHTS``)."""
     dead_letter_p: float = 0.25
     """Given a crash armed in a delivery: probability that it is the only delivery and the message
     is then dead-lettered (never redelivered)."""
@@ -267,7 +272,8 @@ class Iteration:
         return run_id
 
     def __call__(self, i: int) -> RunReport | None:
-        scenario = self.rng.choices(list(SCENARIOS), weights=[SCENARIO_WEIGHTS[s] for s in SCENARIOS])[0]
+        names = list(self.opts.scenarios or SCENARIOS)
+        scenario = self.rng.choices(names, weights=[SCENARIO_WEIGHTS[s] for s in names])[0]
         self.tally.add(f"scenario_{scenario}")
         run_id = self.start(i, scenario)
         for _pause in range(6):

@@ -9,9 +9,13 @@ from typing import Any
 
 import pytest
 
-from bench.chaos import SCENARIOS, CrashPlan
+from bench.chaos import CrashPlan
 from bench.reliability import Options, run_reliability
 from shared.state.docstore import DocStore
+
+CLASSIC = ("single", "parallel", "chain", "mixed")
+"""The approval scenarios (their seeds below pick every one); the reconcilable tools' scenarios
+have their own tests."""
 
 
 def _assert_reliable(out: dict[str, Any], runs: int) -> None:
@@ -32,7 +36,7 @@ def _assert_reliable(out: dict[str, Any], runs: int) -> None:
     assert set(out["executions_per_approved_action"]) <= {"0", "1"}
     assert set(out["executions_per_allowed_action"]) <= {"0", "1"}
     counts = out["counts"]
-    for scenario in SCENARIOS:
+    for scenario in CLASSIC:
         assert counts.get(f"scenario_{scenario}", 0) >= 1, scenario
 
 
@@ -45,7 +49,8 @@ def _crashes(out: dict[str, Any]) -> tuple[set[str], set[str]]:
 def test_reliability_sqlite(sqlite_docstore: DocStore) -> None:
     # seed 20: 12 runs with every scenario; four mixed runs crash in their first invocation
     # (inside notify before and after the side effect, and before notify's claim)
-    out = run_reliability(Options(runs=12, workers=3, seed=20, lease=0.2, store="sqlite"), store=sqlite_docstore)
+    out = run_reliability(Options(runs=12, workers=3, seed=20, lease=0.2, store="sqlite", scenarios=CLASSIC),
+                          store=sqlite_docstore)
     _assert_reliable(out, 12)
     initial, deliveries = _crashes(out)
     assert len(initial) >= 2, initial
@@ -55,6 +60,36 @@ def test_reliability_sqlite(sqlite_docstore: DocStore) -> None:
     assert out["settled_by"].get("sweep_resume", 0) >= 1
     # a crash inside notify after its side effect: executed once, outcome unknown, never again
     assert out["allowed_executions_and_outcome"].get("1:unknown", 0) >= 1
+
+
+def test_reconcilable_tools_never_end_unknown_after_crashes_inside_them(sqlite_docstore: DocStore) -> None:
+    """Every delivery of a ``file_note`` (reconciliation) or ``book_slot`` (idempotency key) run
+    dies inside the tool or just before its result is recorded: recovery learns the true outcome
+    every time (issue 14 item 4), and each side effect happened exactly once."""
+    points = (CrashPlan("tool", "before"), CrashPlan("tool", "after"), CrashPlan("commit", "before", 3))
+    out = run_reliability(Options(runs=16, workers=3, seed=5, lease=0.2, store="sqlite",
+                                  scenarios=("reconciled", "keyed"), delivery_crash_p=1.0, dead_letter_p=0.0,
+                                  delivery_crash_points=points), store=sqlite_docstore)
+    assert out["ok"] is True, out["violation_samples"]
+    assert out["unknown_outcomes"] == {"reconcilable": 0, "other": 0}
+    assert set(out["executions_and_outcome"]) == {"1:success"}  # approved: done once (some are rejected)
+    assert out["executions_and_outcome"]["1:success"] >= 8
+    decisions = out["recovery_decisions"]
+    assert decisions.get("reconciled_done", 0) >= 1 and decisions.get("reconciled_not_done", 0) >= 1, decisions
+    assert decisions.get("retry", 0) >= 1 and "unknown" not in decisions, decisions
+    # most approved calls were cut off (a crash armed in a delivery that lost the claim race never fires)
+    assert sum(decisions.values()) >= out["executions_and_outcome"]["1:success"] // 2
+
+
+def test_the_same_crashes_leave_other_tools_unknown(sqlite_docstore: DocStore) -> None:
+    """The control: ``send_note`` cannot ask its service, so the same crashes leave it ``unknown``."""
+    out = run_reliability(Options(runs=6, workers=2, seed=5, lease=0.2, store="sqlite", scenarios=("single",),
+                                  delivery_crash_p=1.0, dead_letter_p=0.0,
+                                  delivery_crash_points=(CrashPlan("tool", "after"),)), store=sqlite_docstore)
+    assert out["ok"] is True, out["violation_samples"]
+    unknown = out["unknown_outcomes"]["other"]
+    assert out["unknown_outcomes"]["reconcilable"] == 0 and unknown >= 3
+    assert unknown == out["executions_and_outcome"].get("1:unknown", 0)
 
 
 def test_reliability_sweep_republishes_dead_lettered_decisions(sqlite_docstore: DocStore) -> None:
@@ -73,7 +108,7 @@ def test_reliability_sweep_republishes_dead_lettered_decisions(sqlite_docstore: 
 @pytest.mark.firestore
 def test_reliability_firestore(firestore_docstore: DocStore) -> None:
     # seed 34: 6 runs with every scenario; two mixed runs crash in their first invocation
-    out = run_reliability(Options(runs=6, workers=2, seed=34, lease=0.3, store="firestore"),
+    out = run_reliability(Options(runs=6, workers=2, seed=34, lease=0.3, store="firestore", scenarios=CLASSIC),
                           store=firestore_docstore)
     _assert_reliable(out, 6)
     initial, deliveries = _crashes(out)
