@@ -9,10 +9,11 @@ resume; ``mixed``, an allowed non-idempotent ``notify`` to an allowlisted addres
 as a ``send_note`` needing approval, with a crash armed in that first invocation: inside
 ``notify`` or at one of its commits; ``reconciled`` and ``keyed``, a ``file_note`` or ``book_slot``
 needing approval, tools that can learn their true outcome after a crash). Then for every
-approval: 2-3 concurrent approve calls (exactly one must succeed, the others 409), the resume message delivered 1-5 times (some
-concurrently), a crash injected at a random point of one delivery (at a commit, before or after it
-applies, or inside the tool, before or after the side effect; sometimes that delivery is the only
-one and the message is dead-lettered after it), and recovery as production does it:
+approval: 2-3 concurrent approve calls (exactly one must succeed, the others 409), the resume
+message delivered 1-5 times (some concurrently), a crash injected at a random point of one
+delivery (at a commit, before or after it applies, or inside the tool, before or after the side
+effect; sometimes that delivery is the only one and the message is dead-lettered after it), and
+recovery as production does it:
 wait for the lease to expire, run the sweep (which resumes runs whose lease lapsed and re-publishes
 decisions whose message was not handled), deliver what it re-published, and as a last resort
 redeliver the message whose delivery crashed (Pub/Sub redelivers what was not acknowledged).

@@ -34,6 +34,7 @@ import contextlib
 import itertools
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from email import message_from_bytes
@@ -125,6 +126,8 @@ class FakeGoogle:
     drafts: list[Sent] = field(default_factory=list)
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Gmail message resources in ``format=full`` shape, by id (insertion order = oldest first)."""
+    delay_s: float = 0.0
+    """How long every Gmail API request takes before it is answered (a slow service)."""
 
     def __post_init__(self) -> None:
         self.valid_tokens = {self.access_token}
@@ -210,6 +213,8 @@ class FakeGoogle:
 
     # ---- request handling --------------------------------------------------------------------
     def dispatch(self, req: Received) -> tuple[int, dict[str, Any], dict[str, str]]:
+        if self.delay_s and req.path.startswith(PREFIX):
+            time.sleep(self.delay_s)
         with self._lock:
             self.requests.append(req)
             for i, f in enumerate(self._fails):
