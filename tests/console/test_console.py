@@ -320,3 +320,18 @@ def test_a_plan_drafted_in_chat_is_reviewed_and_confirmed_in_plans(page: Page, c
     session = page.locator(f".session[data-session-id={plan_id}]")
     expect(session.locator(".facts .chip").first).to_have_text("completed")
     expect(session.locator(".tasks > li[data-status=completed]")).to_have_count(3)
+
+
+def test_plans_lists_the_users_own_sessions_from_the_server(page: Page, console: Console) -> None:
+    """Sessions started elsewhere (a backend, the CLI) are listed with their status; another
+    user's are not."""
+    mine = api(console, "POST", "/api/agent/sessions", "kim", body={"prompt": "Plan my week"})
+    api(console, "POST", "/api/agent/sessions", "lee", body={"prompt": "Someone else's plan"})
+    open_console(page, console, "kim", view="plans")
+    listed = page.locator("#plans-known li")
+    expect(listed).to_have_count(1)
+    item = page.locator(f"#plans-known li[data-session-id={mine['sessionId']}]")
+    expect(item).to_contain_text("Plan my week")
+    expect(item.locator(".chip")).to_have_text(mine["status"])
+    item.get_by_role("link", name=mine["sessionId"]).click()
+    expect(page.locator(f".session[data-session-id={mine['sessionId']}] .review-card")).to_be_visible()

@@ -2,21 +2,15 @@
 // words, confirm the exact version shown, cancel); an executing session shows its tasks with
 // status and ReAct history, its plan versions with what changed and why, its pending approvals
 // and a countdown to its deadline, redrawn as its events arrive (events?after=N&follow=1).
-// There is no route listing sessions: the ones started or opened here are kept in localStorage.
+// The user's sessions are listed from GET /api/agent/sessions (newest first), with their status.
 
 import {callJson, streamNdjson} from '../api.js';
 import {approvalCard} from '../approval.js';
 import {$, chip, clear, h, json, when} from '../dom.js';
 import {showError} from '../errors.js';
-import {load, save} from '../store.js';
 
 const ENDED = new Set(['completed', 'failed', 'deadline_exceeded', 'cancelled']);
-const KNOWN = 20;
-
-function remember(sessionId, prompt) {
-  const known = load('sessions', []).filter((s) => s.sessionId !== sessionId);
-  save('sessions', [{sessionId, prompt}, ...known].slice(0, KNOWN));
-}
+const LISTED = 20;
 
 function countdown(deadline) {
   const left = Math.round((Date.parse(deadline) - Date.now()) / 1000);
@@ -55,12 +49,20 @@ export function mountPlans() {
   let ticker = null;
   let current = null; // {id, lastSeq, events (ol), body (div), refreshing}
 
-  function showKnown() {
-    clear(known);
-    const list = load('sessions', []);
-    if (!list.length) return;
-    known.append(h('h3', {}, 'Sessions started or opened here'),
-      h('ul', {}, list.map((s) => h('li', {}, h('a', {href: `#/plans/${s.sessionId}`}, s.sessionId), ` ${s.prompt}`))));
+  let listing = null;
+  async function showKnown() {
+    if (listing) listing.abort();
+    listing = new AbortController();
+    try {
+      const out = await callJson('GET', `/api/agent/sessions?limit=${LISTED}`, {signal: listing.signal});
+      clear(known);
+      if (!out.sessions.length) return;
+      known.append(h('h3', {}, 'Your sessions'),
+        h('ul', {}, out.sessions.map((s) => h('li', {'data-session-id': s.sessionId},
+          h('a', {href: `#/plans/${s.sessionId}`}, s.sessionId), ' ', chip(s.status), ` ${s.prompt}`))));
+    } catch (err) {
+      if (err.name !== 'AbortError') showError(errors, err, 'list your sessions');
+    }
   }
 
   function stopTicker() {
@@ -249,8 +251,7 @@ export function mountPlans() {
     h('h3', {id: 'plan-detail-title', tabindex: '-1'}, `Session ${sessionId}`), sessionErrors, body,
     h('details', {class: 'session-events', open: true}, h('summary', {}, 'Events'), events)));
     $('#plan-detail-title').focus();
-    refresh().then((s) => {
-      remember(sessionId, s.prompt);
+    refresh().then(() => {
       showKnown();
       return follow();
     }).catch((err) => showError(sessionErrors, err, `session ${sessionId}`));
@@ -273,7 +274,6 @@ export function mountPlans() {
         showError(errors, {name: (created.error && created.error.code) || 'PLANNING_FAILED',
           message: (created.error && created.error.message) || `session ${created.sessionId} failed to plan`});
       }
-      remember(created.sessionId, body.prompt);
       form.reset();
       location.hash = `#/plans/${created.sessionId}`;
     } catch (err) {
