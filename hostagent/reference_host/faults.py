@@ -16,6 +16,10 @@ The faults of seed 002 / issue 12:
 - ``tool_execution_failed``: the call is answered ``TOOL_EXECUTION_FAILED`` TIMES times.
 - ``goal_change``: after the call's ``tool.result``, a ``user.message`` with TEXT (the user
   changes their mind) comes before the ``state.updated``.
+- ``injected_text``: host content carries TEXT, as a page or a listing written by someone else
+  would (prompt injection): the call's ``tool.result`` gets ``result.notice`` and the following
+  ``state.updated`` ``uiSpec.banner``. Nothing it says may change what the agent's safety policy
+  allows.
 
 Bad input for the agent (the reply to the matching call is replaced):
 
@@ -33,7 +37,7 @@ from typing import Literal, get_args
 
 FaultKind = Literal[
     "drop_state_update", "delay_state_update", "unknown_tool_after_schema_change", "invalid_params_first",
-    "tool_execution_failed", "goal_change",
+    "tool_execution_failed", "goal_change", "injected_text",
     "malformed_frame", "unknown_type", "wrong_version", "binary_frame", "invalid_tool_schema", "oversized_frame",
     "close_mid_call",
 ]
@@ -56,6 +60,8 @@ class Fault:
             raise ValueError(f"fault {self.kind}: times must be at least 1")
         if self.kind == "goal_change" and not self.text:
             raise ValueError("fault goal_change needs the user's new text (goal_change:TOOL:1:TEXT)")
+        if self.kind == "injected_text" and not self.text:
+            raise ValueError("fault injected_text needs the text to plant (injected_text:TOOL:1:TEXT)")
         self.remaining = 1 if self.kind in _SIZED else self.times
 
     def matches(self, tool: str) -> bool:

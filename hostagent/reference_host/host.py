@@ -136,7 +136,10 @@ class MovieHost:
             return [self._error(failure.code, failure.message, env.id)]
         if self.booking.stage != before:
             self._schema_changed = True
-        return [*self._result(env, call, result), *self._after(env, call)]
+        injected = self._fault("injected_text", call.name)
+        if injected is not None:
+            result = {**result, "notice": injected.text}
+        return [*self._result(env, call, result), *self._after(env, call, banner=injected.text if injected else None)]
 
     def _result(self, env: Envelope, call: ToolCall, result: dict[str, Any]) -> list[Out]:
         reply = envelope("tool.result", ToolResult(name=call.name, ok=True, result=result), id_prefix="h",
@@ -152,7 +155,7 @@ class MovieHost:
             return [Out(json.dumps(wire).encode())]
         return [Out(json.dumps(wire))]
 
-    def _after(self, env: Envelope, call: ToolCall) -> list[Out]:
+    def _after(self, env: Envelope, call: ToolCall, *, banner: str | None = None) -> list[Out]:
         outs: list[Out] = []
         change = self._fault("goal_change", call.name)
         if change is not None:
@@ -162,6 +165,10 @@ class MovieHost:
         if self._fault("drop_state_update", call.name):
             return outs
         state = self._send("state.updated", self._state(env.id))
+        if banner is not None:
+            wire = json.loads(str(state.text))
+            wire["payload"]["uiSpec"]["banner"] = banner
+            state = Out(json.dumps(wire))
         if self._fault("invalid_tool_schema", call.name):
             wire = json.loads(str(state.text))
             wire["payload"]["toolSchema"].append({"name": "broken_tool", "params": {"type": "nonsense"}})
