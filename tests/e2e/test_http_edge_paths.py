@@ -93,6 +93,9 @@ class CommitsFailAfter:
     def query(self, query: Query) -> list[Doc]:
         return self.inner.query(query)
 
+    def sum_of(self, query: Query, field: str) -> float:
+        return self.inner.sum_of(query, field)
+
     def commit(self, writes: Sequence[Write]) -> list[str]:
         if self.commits >= self.ok:
             self.failures += 1
