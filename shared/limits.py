@@ -16,6 +16,7 @@ nothing (no read, no write).
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -23,11 +24,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from shared.config import Settings
-from shared.errors import TooManyRequests, TransactionContention
+from shared.errors import StoreError, TooManyRequests, TransactionContention
 from shared.state.limits_repo import LimitsRepo, Slot, UnitKind
 
 if TYPE_CHECKING:
     from shared.state.usage_repo import UsageRepo
+
+log = logging.getLogger("agent_runtime.limits")
 
 WINDOW_S = 60
 RUNS_RETRY_AFTER_S = 10.0
@@ -62,6 +65,11 @@ class Limits:
             # So many concurrent requests of one user that the counter could not be moved.
             raise TooManyRequests("too many concurrent requests; retry shortly", code="RATE_LIMITED",
                                   retry_after_s=1, details={"limit": limit, "windowS": WINDOW_S}) from None
+        except StoreError:
+            # The counter cannot be written (an outage, a missing permission): the request goes on
+            # rather than every route failing with it; loudly, since abuse control is off meanwhile.
+            log.error("request limit not applied: the counter could not be written", exc_info=True)
+            return
         if not counted.admitted:
             raise TooManyRequests(f"more than {limit} requests in one minute; retry in {math.ceil(retry_after)} s",
                                   code="RATE_LIMITED", retry_after_s=retry_after,

@@ -4,10 +4,12 @@ touches only the user over the limit. Time is the limits' clock, moved by the te
 
 from __future__ import annotations
 
+import logging
 import threading
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from flask.testing import FlaskClient
 
 from shared.models.base import ModelRequest, Turn
@@ -229,3 +231,17 @@ def deliver(rt: Runtime) -> None:
     while msgs := d.take():
         for m in msgs:
             rt.router.handle(m)
+
+
+def test_a_counter_that_cannot_be_written_does_not_take_the_routes_down(
+        make_rt: MakeRuntime, client: FlaskClient, store: DocStore, caplog: pytest.LogCaptureFixture) -> None:
+    from tests.e2e.test_http_edge_paths import CommitsFailAfter
+
+    failing = CommitsFailAfter(store, ok=0)
+    make_rt(FunctionModel(remember), clock=Clock(MINUTE), limit_requests_per_minute=1).limits.repo.store = failing
+    with caplog.at_level(logging.ERROR, logger="agent_runtime.limits"):
+        for _ in range(3):  # over the limit of 1, but nothing could be counted
+            assert client.get("/api/agent/runs", headers=ALICE).status_code == 200
+    assert failing.failures == 3
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == ["request limit not applied: the counter could not be written"] * 3
