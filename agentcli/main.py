@@ -72,8 +72,11 @@ def review(api: Api, sid: str, plan: dict[str, Any], inp: TextIO, out: TextIO) -
 
 def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO) -> dict[str, Any]:
     after = 0
+    ended: dict[str, Any] | None = None
     while True:
-        for ev in api.lines(f"/api/agent/sessions/{sid}/events?after={after}&follow=1"):
+        # Once the session has ended, one more (non-following) read prints the events it committed
+        # after the last read: it can end between that read and the status check.
+        for ev in api.lines(f"/api/agent/sessions/{sid}/events?after={after}" + ("" if ended else "&follow=1")):
             after = int(ev["seq"])
             kind = ev["type"]
             if kind == "task_start":
@@ -90,9 +93,12 @@ def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO) -> dict[
                 print(f"  approval needed: {ev['preview']} ({ev['reason']}). Approve? [y/N]", file=out, flush=True)
                 decision = "approve" if inp.readline().strip().lower() in ("y", "yes") else "reject"
                 api.call("POST", "/api/agent/approve", {"approvalId": ev["approvalId"], "decision": decision})
+        if ended is not None:
+            return ended
         session = api.call("GET", f"/api/agent/sessions/{sid}")
         if session["status"] not in ("executing", "planning", "awaiting_confirmation"):
-            return session
+            ended = session
+            continue
         time.sleep(0.2)
 
 

@@ -77,6 +77,9 @@ class InstrumentedStore:
     def query(self, query: Query) -> list[Doc]:
         return self._timed("query", lambda: self.inner.query(query))
 
+    def sum_of(self, query: Query, field: str) -> float:
+        return self._timed("sum_of", lambda: self.inner.sum_of(query, field))
+
     def commit(self, writes: Sequence[Write]) -> list[str]:
         s = self._stats
         s.commits += 1

@@ -121,8 +121,11 @@ def script() -> Script:
 
 
 def settings(lease: float) -> Settings:
+    # One user stands for many here (every session is confirmed before any runs): no per-user
+    # limit on active sessions (docs/limits.md).
     return Settings(state_backend="sqlite", auth_mode="local", dispatcher="none", run_deadline_s=60.0,
-                    lease_ttl_s=lease, plan_steps_per_invocation=3, plan_yield_margin_s=0.0)
+                    lease_ttl_s=lease, plan_steps_per_invocation=3, plan_yield_margin_s=0.0,
+                    limit_active_sessions=0)
 
 
 def run(opts: argparse.Namespace, store: DocStore) -> dict[str, Any]:

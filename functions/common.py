@@ -14,7 +14,11 @@ if TYPE_CHECKING:
 
 
 def authenticated_uid(rt: Runtime, request: flask.Request) -> str:
-    return rt.authenticate(dict(request.headers.items()), dict(request.cookies.items())).uid
+    """The caller's uid (401 without valid credentials), counted against the per-user request limit
+    (429 ``RATE_LIMITED``, docs/limits.md) before anything else of the request is read."""
+    uid = rt.authenticate(dict(request.headers.items()), dict(request.cookies.items())).uid
+    rt.limits.admit_request(uid)
+    return uid
 
 
 def run_request(rt: Runtime, request: flask.Request) -> RunRequest:

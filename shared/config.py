@@ -43,6 +43,14 @@ def _bool(name: str, default: bool) -> bool:
     raise ConfigurationError(f"{name} must be true or false, got {raw!r}")
 
 
+def _limit(name: str, default: int) -> int:
+    """A per-user limit: an integer >= 0, where 0 means no limit."""
+    value = _int(name, default)
+    if value < 0:
+        raise ConfigurationError(f"{name} must be >= 0 (0: no limit), got {value}")
+    return value
+
+
 def _key32(name: str) -> str | None:
     """A base64 (standard or URL-safe) 32-byte key; refused at startup when malformed."""
     raw = os.environ.get(name, "").strip()
@@ -162,6 +170,15 @@ class Settings:
     model_profiles: tuple[tuple[str, str], ...] = ()
     """``speed | balanced | quality`` -> model name (MODEL_PROFILE_*; each defaults to GEMINI_MODEL)."""
     model_prices: tuple[tuple[str, float, float, float], ...] = DEFAULT_MODEL_PRICES
+    # Per-user limits (docs/limits.md); 0 turns a limit off.
+    limit_requests_per_minute: int = 600
+    """Authenticated API requests per user per minute (fixed one-minute windows)."""
+    limit_active_runs: int = 10
+    """Chat runs a user may have not yet completed or failed (paused for approval included)."""
+    limit_active_sessions: int = 5
+    """Plan sessions a user may have not yet ended (awaiting confirmation included)."""
+    limit_daily_tokens: int = 2_000_000
+    """Model tokens (the ledger's ``totalTokens``) per user per UTC day before new work is refused."""
 
     def model_for(self, profile: Profile) -> str:
         return dict(self.model_profiles).get(profile, self.gemini_model)
@@ -240,4 +257,8 @@ class Settings:
             model_profiles=tuple((p, os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()) for p in PROFILES
                                  if os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()),
             model_prices=_prices("MODEL_PRICES"),
+            limit_requests_per_minute=_limit("LIMIT_REQUESTS_PER_MINUTE", 600),
+            limit_active_runs=_limit("LIMIT_ACTIVE_RUNS", 10),
+            limit_active_sessions=_limit("LIMIT_ACTIVE_SESSIONS", 5),
+            limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),
         )

@@ -6,6 +6,7 @@ errors that the HTTP edge renders as 4xx JSON.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -82,6 +83,21 @@ class PayloadTooLarge(ApiError):
 class UnsupportedMediaType(ApiError):
     status = 415
     code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+class TooManyRequests(ApiError):
+    """429: a per-user limit refused the request (docs/limits.md); nothing was created. ``Retry-After``
+    says in how many seconds a retry may succeed (for the concurrency limits: a hint only)."""
+
+    status = 429
+    code = "RATE_LIMITED"
+
+    def __init__(self, message: str, *, code: str, retry_after_s: float,
+                 details: dict[str, Any] | None = None) -> None:
+        retry = max(1, math.ceil(retry_after_s))
+        super().__init__(message, code=code, details={**(details or {}), "retryAfterS": retry},
+                         headers={"Retry-After": str(retry)})
+        self.retry_after_s = retry
 
 
 class Unavailable(ApiError):

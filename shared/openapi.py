@@ -50,6 +50,24 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(c): {"description": "error", "content": _json("#/components/schemas/ErrorResponse")} for c in codes}
 
 
+LIMIT_CODES: dict[str, tuple[str, ...]] = {
+    # Which 429 codes each operation can answer (docs/limits.md); any other route: RATE_LIMITED only.
+    "run": ("TOO_MANY_ACTIVE_RUNS", "DAILY_TOKEN_LIMIT"),
+    "stream": ("TOO_MANY_ACTIVE_RUNS", "DAILY_TOKEN_LIMIT"),
+    "createSession": ("TOO_MANY_ACTIVE_SESSIONS", "DAILY_TOKEN_LIMIT"),
+    "refineSession": ("DAILY_TOKEN_LIMIT",),
+    "confirmSession": ("DAILY_TOKEN_LIMIT",),
+}
+
+
+def _too_many_requests(operation_id: str) -> dict[str, Any]:
+    codes = ", ".join(("RATE_LIMITED", *LIMIT_CODES.get(operation_id, ())))
+    return {"description": f"a per-user limit refused the request ({codes}); nothing was created",
+            "headers": {"Retry-After": {"description": "seconds until a retry may succeed",
+                                        "required": True, "schema": {"type": "integer", "minimum": 1}}},
+            "content": _json("#/components/schemas/ErrorResponse")}
+
+
 def _refs(node: Any) -> Iterator[str]:
     """Names of the component schemas ``node`` refers to."""
     if isinstance(node, dict):
@@ -252,6 +270,8 @@ def build_openapi() -> dict[str, Any]:
     for item in paths.values():
         for op in item.values():
             op["responses"].update(_errors(500))  # any route: an unexpected error, logged
+            if op.get("security") != []:  # every authenticated route counts against the request limit
+                op["responses"]["429"] = _too_many_requests(op["operationId"])
     _close_response_schemas(schemas, [op["responses"] for item in paths.values() for op in item.values()])
     return {
         "openapi": "3.1.0",

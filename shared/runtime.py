@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from shared.durable.dispatcher import Dispatcher
     from shared.durable.outbox import Outbox
     from shared.durable.router import Router
+    from shared.limits import Limits
     from shared.loop.context import Services
     from shared.loop.host import Host, HostRegistry
     from shared.models.base import Model
@@ -70,6 +71,7 @@ class Runtime:
         self._sessions: SessionsRepo | None = None
         self._services: Services | None = None
         self._agent: AgentService | None = None
+        self._limits: Limits | None = None
 
     def _once(self, attr: str, build: Callable[[], T]) -> T:
         """The collaborator in ``attr``, built by ``build`` on first use (once, under the lock)."""
@@ -118,6 +120,18 @@ class Runtime:
             return SessionsRepo(self.store, event_retention_s=self.settings.event_retention_s)
 
         return self._once("_sessions", build)
+
+    @property
+    def limits(self) -> Limits:
+        """The per-user limits (docs/limits.md): requests per minute, active runs and sessions,
+        model tokens per day."""
+        def build() -> Limits:
+            from shared.limits import Limits
+            from shared.state.limits_repo import LimitsRepo
+
+            return Limits(self.settings, LimitsRepo(self.store), lambda: self.usage)
+
+        return self._once("_limits", build)
 
     @property
     def outbox(self) -> Outbox:
@@ -169,7 +183,7 @@ class Runtime:
             settings=self.settings, runs=self.runs, users=self.users, registry=self._registry,
             model_factory=self.model, new_id=new_id, connectors=self.connectors, usage=self.usage,
             outbox=self.outbox, hosts=self.hosts, registry_factory=lambda: self.registry,
-            profile_models=self.model_for))
+            profile_models=self.model_for, limits=self.limits))
 
     @property
     def agent(self) -> AgentService:

@@ -55,8 +55,9 @@ _LOOP_SECRETS: tuple[SecretName, ...] = ("gemini", "credentials", "google_oauth"
 CATALOG: tuple[FunctionSpec, ...] = (
     FunctionSpec("run", "run", "http", "POST /api/agent/run", _LOOP_SECRETS, True, True, 0, "write"),
     FunctionSpec("stream", "stream", "http", "POST /api/agent/run/stream", _LOOP_SECRETS, True, True, 0, "write"),
-    # Reads runs and events only (functions/runs.py: the caller's runs, one run, its events).
-    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs[/{runId}[/events]]", (), False, False, 300, "read"),
+    # Reads runs and events (functions/runs.py: the caller's runs, one run, its events); writes only
+    # the caller's request counter (the per-user request limit, docs/limits.md).
+    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs[/{runId}[/events]]", (), False, False, 300, "write"),
     FunctionSpec("approve", "approve", "http", "POST /api/agent/approve", (), True, False, 60, "write"),
     FunctionSpec("resume", "resume", "pubsub", "Pub/Sub push from the resume topic", _LOOP_SECRETS,
                  True, True, 0, "write"),
@@ -68,8 +69,8 @@ CATALOG: tuple[FunctionSpec, ...] = (
     # Plan sessions (seed 004): plans with the model, writes sessions, publishes continue messages.
     FunctionSpec("sessions", "sessions", "http", "/api/agent/sessions[/{id}[/refine|confirm|cancel|events]]",
                  ("gemini",), True, True, 0, "write"),
-    # Reads the caller's usage ledger only (functions/usage.py).
-    FunctionSpec("usage", "usage", "http", "GET /api/agent/usage", (), False, False, 60, "read"),
+    # Reads the caller's usage ledger (functions/usage.py); writes only the caller's request counter.
+    FunctionSpec("usage", "usage", "http", "GET /api/agent/usage", (), False, False, 60, "write"),
 )
 
 # Secret-backed environment variables: never set as plain values.

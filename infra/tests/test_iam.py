@@ -14,16 +14,17 @@ from harness import ACCOUNT, PROJECT_NUMBER, REPO, STACKS, Declared, functions, 
 PUBLIC = ("allUsers", "allAuthenticatedUsers")
 PUBSUB_AGENT = f"serviceAccount:service-{PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com"
 # What each function does with Firestore, read from its code (see test_stateless_functions_...):
-# runs and usage only read; goals writes only its model calls' usage-ledger entries.
+# runs and usage read, and write only the caller's request counter (the per-user request limit);
+# goals writes only its model calls' usage-ledger entries.
 FIRESTORE_ROLES = {
     "run": {"roles/datastore.user"},
     "stream": {"roles/datastore.user"},
-    "runs": {"roles/datastore.viewer"},
+    "runs": {"roles/datastore.user"},
     "approve": {"roles/datastore.user"},
     "resume": {"roles/datastore.user"},
     "goals": {"roles/datastore.user"},
     "integrations": {"roles/datastore.user"},
-    "usage": {"roles/datastore.viewer"},
+    "usage": {"roles/datastore.user"},
     "sessions": {"roles/datastore.user"},
 }
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shared.errors import TooManyRequests
 from shared.events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent, StepCompleteEvent, StepStartEvent
 from shared.formats import validation_problems
 from shared.loop.context import RunContext
@@ -208,9 +209,12 @@ class AgentCreatePlan:
         modes = list(run.host_state.get("executionModes", []))
         run.host_state["executionModes"] = [*modes, intent.execution_mode][-20:]
         services = ctx.services
-        outcome = engine.start_planning(services, self.tools.sessions, run.uid, intent.objective,
-                                        deadline=time.time() + services.settings.plan_default_deadline_s,
-                                        session_id=sid, guidance=intent.guidance())
+        try:
+            outcome = engine.start_planning(services, self.tools.sessions, run.uid, intent.objective,
+                                            deadline=time.time() + services.settings.plan_default_deadline_s,
+                                            session_id=sid, guidance=intent.guidance())
+        except TooManyRequests as exc:  # the user's active plan sessions are at their limit: nothing was created
+            return VirtualOutcome(error=f"{exc.code}: {exc.message}")
         session, tasks = outcome.session, outcome.tasks
         if session.status == "failed":
             return VirtualOutcome(error=f"the plan could not be made: {session.error.message if session.error else ''}")

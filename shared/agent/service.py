@@ -77,6 +77,11 @@ class AgentService:
         """Persist a new run (or find the one an Idempotency-Key already created)."""
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
+        limits = self.services.limits
+        if limits is not None:  # before anything is read or written for the run (docs/limits.md)
+            key = idempotency_key
+            limits.check_daily_tokens(uid, replayed=(lambda: self.services.runs.used_idempotency_key(uid, key))
+                                      if key else None)
         with log_context(uid=uid, threadId=thread_id):
             started = self._start(uid, req, thread_id, idempotency_key)
             run = started.outcome.snapshot.run
@@ -118,8 +123,9 @@ class AgentService:
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
         turns = conversation_turns(conversation, req.prompt)
+        slot = s.limits.slot(uid, "runs") if s.limits is not None else None
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-                                   idempotency_key=idempotency_key, supersede=bool(req.supersede))
+                                   idempotency_key=idempotency_key, supersede=bool(req.supersede), slot=slot)
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

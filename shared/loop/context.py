@@ -27,6 +27,7 @@ from shared.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
+    from shared.limits import Limits
     from shared.loop.host import Host, HostRegistry
 
 log = logging.getLogger("agent_runtime.agent")
@@ -52,6 +53,8 @@ class Services:
     """Lazily built access to external services for tools (None: no connector tools)."""
     profile_models: Callable[[str], Model] | None = None
     """The model of a profile (``speed | balanced | quality``); None: ``model_factory`` for all."""
+    limits: Limits | None = None
+    """The per-user limits (docs/limits.md) checked when work starts; None: none (tests, tools)."""
 
     def model_for(self, profile: str) -> Model:
         return self.profile_models(profile) if self.profile_models is not None else self.model_factory()

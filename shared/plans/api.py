@@ -37,6 +37,7 @@ class RefineResponse(PlanBody):
 
 def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
     req = parse_model(CreateSessionRequest, body)
+    rt.limits.check_daily_tokens(uid)  # new model work: before the planning call (docs/limits.md)
     services = rt.services
     deadline = engine.parse_deadline(services, req.deadline)
     tools = engine.check_tools(services, req.tools)
@@ -68,6 +69,7 @@ def list_sessions(rt: Runtime, uid: str, raw_limit: str | None) -> SessionsList:
 
 def refine(rt: Runtime, uid: str, session_id: str, body: Any) -> RefineResponse:
     req = parse_model(RefineRequest, body)
+    rt.limits.check_daily_tokens(uid)
     outcome = engine.refine_plan(rt.services, rt.sessions, uid, session_id, req.message)
     plan = plan_body(outcome.session.plan_version, outcome.tasks)
     return RefineResponse(sessionId=session_id, status=outcome.session.status, version=plan.version,
@@ -76,6 +78,7 @@ def refine(rt: Runtime, uid: str, session_id: str, body: Any) -> RefineResponse:
 
 def confirm(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepted:
     req = parse_model(ConfirmRequest, body)
+    rt.limits.check_daily_tokens(uid)  # confirming starts the execution's model calls
     session = engine.confirm(rt.services, rt.sessions, uid, session_id, req.planVersion)
     return SessionAccepted(sessionId=session_id, status=session.status)
 

@@ -77,9 +77,15 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                    repo_context: str | None = None, session_id: str | None = None,
                    guidance: str | None = None) -> PlanOutcome:
     """Create a session and propose its plan (``awaiting_confirmation``); a plan the model cannot
-    produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``)."""
+    produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``). Every session
+    counts against the user's active sessions (``LIMIT_ACTIVE_SESSIONS``, also one a chat run
+    starts): 429 ``TOO_MANY_ACTIVE_SESSIONS`` before the planning call, and at the creating commit
+    for a race lost meanwhile; nothing of the session is written then."""
     session = SessionRecord(session_id=session_id or new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
                             repo_url=repo_url, tools=tools)
+    slot = services.limits.slot(uid, "sessions") if services.limits is not None else None
+    if slot is not None:
+        slot.check()  # the planning call costs tokens: refuse before it when there is no room
     from shared.errors import ModelError
 
     try:
@@ -104,7 +110,7 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
         ev.seq = i
         writes.append(sessions.event_write(session.session_id, event_to_doc(ev)))
     session.last_seq = len(events)
-    sessions.create(session, writes)
+    sessions.create(session, writes, slot=slot)
     log.info("session planned", extra={"fields": {"sessionId": session.session_id, "tasks": len(plan.tasks)}})
     return PlanOutcome(session, plan.tasks)
 

@@ -104,6 +104,12 @@ class DocStore(Protocol):
 
     def query(self, query: Query) -> list[Doc]: ...
 
+    def sum_of(self, query: Query, field: str) -> float:
+        """The sum of ``field`` over the documents ``query`` matches, computed by the store (Firestore:
+        an aggregation query, billed one read per 1,000 index entries; no document is transferred).
+        Values that are not numbers, and documents without the field, add nothing; no match sums to 0."""
+        ...
+
     def commit(self, writes: Sequence[Write]) -> list[str]:
         """Apply ``writes`` atomically (one commit); return the new token of each write
         (empty string for deletes). Raises PreconditionFailed and applies nothing if any

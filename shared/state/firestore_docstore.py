@@ -206,6 +206,25 @@ class FirestoreDocStore:
         except gexc.GoogleAPIError as exc:
             raise _read_error(exc) from exc
 
+    def sum_of(self, query: Query, field: str) -> float:
+        """One aggregation query (``sum``): billed one read per 1,000 index entries it scans. An
+        equality filter with the sum of another field needs a composite index (filter fields, then
+        ``field``): order the query by ``field`` so infra/tests/test_indexes.py declares it."""
+        if query.limit is not None and query.limit <= 0:
+            return 0
+        if query.order_by is None and query.start_after is None and query.limit is None:
+            q = self._filtered(query)  # an order by id would ask for an index Firestore cannot build
+        else:
+            q, backwards_by_id = self._build(query)
+            if backwards_by_id and query.limit is not None:
+                raise ValueError("sum_of does not take a limit with a descending id order")
+        try:
+            results = q.sum(FieldPath(field).to_api_repr(), alias="total").get()
+        except gexc.GoogleAPIError as exc:
+            raise _read_error(exc) from exc
+        value = results[0][0].value if results and results[0] else 0
+        return value if isinstance(value, int | float) else 0
+
     # -- writes ----------------------------------------------------------------------------
 
     def commit(self, writes: Sequence[Write]) -> list[str]:
@@ -309,14 +328,29 @@ class FirestoreDocStore:
         Firestore cannot scan document ids backwards without a dedicated index, so a descending
         id order reads the ascending order and reverses it in memory: keep that to small collections.
         """
-        check_collection_path(query.collection)
         if query.limit is not None and query.limit <= 0:
             return []
+        q, backwards_by_id = self._build(query)
+        docs = [d for d in (_doc(s) for s in fetch(q)) if d is not None]
+        if backwards_by_id:
+            docs.reverse()
+            docs = docs[: query.limit]
+        return docs
+
+    def _filtered(self, query: Query) -> Any:
+        """The collection of ``query`` with its equality filters (no order, cursor or limit)."""
+        check_collection_path(query.collection)
         q: Any = self.client.collection(query.collection)
         for field, value in query.where:
             if value is not None and not isinstance(value, str | int | float):
                 raise ValueError(f"query filters support str/int/float/bool/None values, got {type(value).__name__}")
             q = q.where(filter=FieldFilter(FieldPath(field).to_api_repr(), "==", value))
+        return q
+
+    def _build(self, query: Query) -> tuple[Any, bool]:
+        """The client query of ``query``, and whether it reads a descending id order forwards (then
+        without its limit: ``_run_query`` reverses and cuts)."""
+        q = self._filtered(query)
         backwards_by_id = query.order_by is None and query.descending
         if query.order_by is None:
             q = q.order_by("__name__")
@@ -330,11 +364,7 @@ class FirestoreDocStore:
                 q = q.start_after({key: query.start_after})
         if query.limit is not None and not backwards_by_id:
             q = q.limit(query.limit)
-        docs = [d for d in (_doc(s) for s in fetch(q)) if d is not None]
-        if backwards_by_id:
-            docs.reverse()
-            docs = docs[: query.limit]
-        return docs
+        return q, backwards_by_id
 
 
 def _doc(snap: Any) -> Doc | None:

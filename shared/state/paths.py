@@ -168,3 +168,9 @@ def project_documents(uid: str, project_id: str) -> str:
 
 def project_document(uid: str, project_id: str, document_id: str) -> str:
     return f"users/{uid}/projects/{project_id}/documents/{document_id}"
+
+
+def limit(uid: str, name: str) -> str:
+    """A per-user limit's state: ``requests`` (the current minute's count), ``runs`` and ``sessions``
+    (the units counted as active), see shared/state/limits_repo.py."""
+    return f"users/{uid}/limits/{name}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 from pydantic.alias_generators import to_camel
 
 from shared.errors import ApiError
@@ -300,3 +300,10 @@ class UsageEntry(Record):
     day: str = ""
     """UTC date of ``at`` (YYYY-MM-DD), for grouping by day."""
     schema_version: int = SCHEMA_VERSION
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
+    @property
+    def tokens(self) -> int:
+        """``usage.totalTokens`` at the top level of the stored entry: the store sums it per user and
+        day for the daily token limit (a nested field cannot be named in a query here)."""
+        return self.usage.total_tokens

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from shared.errors import Conflict, NotFound
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.limits_repo import Slot
 from shared.state.paused_runs import CloseReason, close_paused, pause_state
 from shared.state.records import (
     ActionRecord,
@@ -148,6 +149,10 @@ class RunsRepo:
                                       limit=limit))
         return [d.id for d in docs if float(d.data.get("leaseExpiresAt", 0)) < before]
 
+    def used_idempotency_key(self, uid: str, key: str) -> bool:
+        """Whether ``uid`` already started a run with this Idempotency-Key (a repeat is answered with it)."""
+        return self.store.get(paths.idempotency(uid, key)) is not None
+
     def get_approval(self, uid: str, approval_id: str) -> tuple[ApprovalRecord, str] | None:
         doc = self.store.get(paths.approval(uid, approval_id))
         return None if doc is None else (ApprovalRecord.from_doc(doc.data), doc.token)
@@ -155,14 +160,15 @@ class RunsRepo:
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
-                  supersede: bool = False) -> StartOutcome:
+                  supersede: bool = False, slot: Slot | None = None) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt.
 
         Raises NotFound for another user's thread and Conflict when the thread's current run is not
         finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE (working, or every
         approval decided and the resume on its way). A paused run is closed by ``close_paused``
         (inside the same transaction) instead when ``supersede`` is set ("superseded"), or when
-        every open approval of its pause has expired ("expired").
+        every open approval of its pause has expired ("expired"). ``slot``: the user's limit on
+        active runs, claimed in the same transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing written).
         """
 
         def txn(t: Transaction) -> str | None:
@@ -170,6 +176,7 @@ class RunsRepo:
                 seen = t.get(paths.idempotency(run.uid, idempotency_key))
                 if seen is not None:
                     return str(seen.data["runId"])
+            closed: list[str] = []
             thread_doc = t.get(paths.thread(run.thread_id))
             if thread_doc is not None:
                 thread = ThreadRecord.from_doc(thread_doc.data)
@@ -184,6 +191,7 @@ class RunsRepo:
                             close_paused(t, active_run, active.token, run.run_id,
                                          "expired" if pause == "expired" else "superseded",
                                          event_write=self.event_write, audit_write=self.audit_write)
+                            closed.append(active_run.run_id)
                         else:
                             _refuse_if_active(active_run, undecided=pause == "open")
                 t.write(Write("update", paths.thread(run.thread_id),
@@ -192,6 +200,8 @@ class RunsRepo:
                 t.write(Write("create", paths.thread(run.thread_id),
                               ThreadRecord(thread_id=run.thread_id, uid=run.uid,
                                            active_run_id=run.run_id).to_doc()))
+            if slot is not None:
+                slot.claim(t, run.run_id, also_ended=closed)
             t.write(Write("create", paths.run(run.run_id), run.to_doc()))
             for i, turn in enumerate(turns):
                 t.write(Write("create", paths.turn(run.run_id, i), turn_doc(turn)))

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from shared.errors import Conflict, NotFound, PreconditionFailed
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.limits_repo import Slot
 from shared.state.paused_runs import close_paused
 from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord
 from shared.state.records import AuditRecord, RunRecord, now
@@ -113,8 +114,21 @@ class SessionsRepo:
         return self.store.run_transaction(txn)
 
     # ---- commits -----------------------------------------------------------------------------
-    def create(self, session: SessionRecord, writes: Sequence[Write]) -> str:
-        return self.store.commit([Write("create", paths.session(session.session_id), session.to_doc()), *writes])[0]
+    def create(self, session: SessionRecord, writes: Sequence[Write], *, slot: Slot | None = None) -> None:
+        """Create the session with ``writes`` in one commit; with ``slot`` (the user's limit on active
+        sessions) in one transaction that claims it first (429 ``TOO_MANY_ACTIVE_SESSIONS``: nothing
+        is written)."""
+        batch = [Write("create", paths.session(session.session_id), session.to_doc()), *writes]
+        if slot is None:
+            self.store.commit(batch)
+            return
+
+        def txn(t: Transaction) -> None:
+            slot.claim(t, session.session_id)
+            for w in batch:
+                t.write(w)
+
+        self.store.run_transaction(txn)
 
     def commit(self, session: SessionRecord, token: str, writes: Sequence[Write] = ()) -> str:
         """Write ``session`` whole with ``writes`` if it is still as read (else 409 ``SESSION_BUSY``:

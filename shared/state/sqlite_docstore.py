@@ -89,6 +89,36 @@ def _equality(field: str, value: Any) -> tuple[str, list[Any]]:
     raise ValueError(f"query filters support str/int/float/bool/None values, got {type(value).__name__}")
 
 
+def _select(query: Query, columns: str) -> tuple[str, list[Any]]:
+    """The SQL selecting ``columns`` of the documents ``query`` matches, in its order, and its parameters."""
+    check_collection_path(query.collection)
+    sql = [f"SELECT {columns} FROM docs WHERE parent = ?"]
+    params: list[Any] = [query.collection]
+    for field, value in query.where:
+        clause, args = _equality(field, value)
+        sql.append(f"AND {clause}")
+        params += args
+    direction = "DESC" if query.descending else "ASC"
+    if query.order_by is None:
+        if query.start_after is not None:
+            sql.append("AND id < ?" if query.descending else "AND id > ?")
+            params.append(str(query.start_after))
+        sql.append(f"ORDER BY id {direction}")
+    else:
+        jp = _json_path(query.order_by)
+        sql.append("AND json_type(data, ?) IS NOT NULL")  # Firestore skips docs lacking the field
+        params.append(jp)
+        if query.start_after is not None:
+            sql.append("AND json_extract(data, ?) " + ("< ?" if query.descending else "> ?"))
+            params += [jp, query.start_after]
+        sql.append(f"ORDER BY json_extract(data, ?) {direction}, id {direction}")
+        params.append(jp)
+    if query.limit is not None:
+        sql.append("LIMIT ?")
+        params.append(query.limit)
+    return " ".join(sql), params
+
+
 class SqliteDocStore:
     """The DocStore on a SQLite file (``":memory:"`` for a throw-away store).
 
@@ -127,34 +157,20 @@ class SqliteDocStore:
             return [self.get(p) for p in paths]
 
     def query(self, query: Query) -> list[Doc]:
-        check_collection_path(query.collection)
-        sql = ["SELECT path, data, rev FROM docs WHERE parent = ?"]
-        params: list[Any] = [query.collection]
-        for field, value in query.where:
-            clause, args = _equality(field, value)
-            sql.append(f"AND {clause}")
-            params += args
-        direction = "DESC" if query.descending else "ASC"
-        if query.order_by is None:
-            if query.start_after is not None:
-                sql.append("AND id < ?" if query.descending else "AND id > ?")
-                params.append(str(query.start_after))
-            sql.append(f"ORDER BY id {direction}")
-        else:
-            jp = _json_path(query.order_by)
-            sql.append("AND json_type(data, ?) IS NOT NULL")  # Firestore skips docs lacking the field
-            params.append(jp)
-            if query.start_after is not None:
-                sql.append("AND json_extract(data, ?) " + ("< ?" if query.descending else "> ?"))
-                params += [jp, query.start_after]
-            sql.append(f"ORDER BY json_extract(data, ?) {direction}, id {direction}")
-            params.append(jp)
-        if query.limit is not None:
-            sql.append("LIMIT ?")
-            params.append(query.limit)
+        sql, params = _select(query, "path, data, rev")
         with self._guard():
-            rows = self._conn.execute(" ".join(sql), params).fetchall()
+            rows = self._conn.execute(sql, params).fetchall()
         return [Doc(r[0], json.loads(r[1]), str(r[2])) for r in rows]
+
+    def sum_of(self, query: Query, field: str) -> float:
+        """``SUM`` over the rows ``query`` selects; only JSON numbers count, as in Firestore."""
+        jp = _json_path(field)
+        inner, params = _select(query, "data")
+        sql = (f"SELECT TOTAL(CASE WHEN json_type(data, ?) IN ('integer', 'real') THEN json_extract(data, ?) END) "
+               f"FROM ({inner})")
+        with self._guard():
+            total = self._conn.execute(sql, [jp, jp, *params]).fetchone()[0]
+        return int(total) if float(total).is_integer() else float(total)
 
     # -- writes ----------------------------------------------------------------------------
 

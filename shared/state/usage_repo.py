@@ -31,6 +31,13 @@ class UsageRepo:
         docs = self.store.query(Query(paths.usage_entries(uid), where=(("unitId", unit_id),)))
         return sorted((UsageEntry.from_doc(d.data) for d in docs), key=lambda e: (e.at, e.entry_id))
 
+    def tokens_on(self, uid: str, day: str) -> int:
+        """The user's model tokens (``totalTokens``) of one UTC day (``YYYY-MM-DD``), summed by the
+        store: one aggregation query (Firestore bills one read per 1,000 entries; index: usage by
+        ``day``, ``tokens``), whatever the number of calls."""
+        return int(self.store.sum_of(Query(paths.usage_entries(uid), where=(("day", day),), order_by="tokens"),
+                                     "tokens"))
+
     def between(self, uid: str, start: float, end: float, *, max_entries: int = 50_000) -> list[UsageEntry]:
         """The user's entries with ``start <= at < end``, oldest first (read in pages)."""
         out: list[UsageEntry] = []

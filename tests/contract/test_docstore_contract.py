@@ -174,6 +174,21 @@ def test_query_order_by_field(people: DocStore) -> None:
                                   limit=2))) == ["cid", "ann"]
 
 
+def test_sum_of_adds_the_numbers_the_query_matches(people: DocStore) -> None:
+    assert people.sum_of(Query("people"), "age") == 30 + 25 + 41 + 25.5  # eve has no age
+    assert people.sum_of(Query("people", where=(("team", "b"),)), "age") == 25
+    assert people.sum_of(Query("people", where=(("team", "a"),), order_by="age"), "age") == 96.5
+    assert people.sum_of(Query("people", order_by="age", start_after=25.5), "age") == 71
+    assert people.sum_of(Query("people", where=(("team", "z"),)), "age") == 0
+    assert people.sum_of(Query("nothing"), "age") == 0
+    whole = people.sum_of(Query("people", where=(("team", "b"),)), "age")
+    assert isinstance(whole, int)  # integers sum to an integer (token counts stay exact)
+    people.commit([Write("set", "people/fay", {"team": "b", "age": "old"}),  # not a number: adds nothing
+                   Write("set", "people/gus", {"team": "b", "age": True})])
+    assert people.sum_of(Query("people", where=(("team", "b"),)), "age") == 25
+    assert people.sum_of(Query("people/ann/pets"), "age") == 3  # one collection, not its subcollections
+
+
 def test_query_ties_order_by_id_in_query_direction(docstore: DocStore) -> None:
     docstore.commit([Write("set", f"msgs/{k}", {"at": 1}) for k in ("b", "a", "c")])
     assert ids(docstore.query(Query("msgs", order_by="at"))) == ["a", "b", "c"]

@@ -93,6 +93,9 @@ class CommitsFailAfter:
     def query(self, query: Query) -> list[Doc]:
         return self.inner.query(query)
 
+    def sum_of(self, query: Query, field: str) -> float:
+        return self.inner.sum_of(query, field)
+
     def commit(self, writes: Sequence[Write]) -> list[str]:
         if self.commits >= self.ok:
             self.failures += 1
@@ -115,8 +118,9 @@ def test_store_failing_mid_stream_ends_the_stream_with_an_error(install: Install
     """The first step (a read-only tool) commits; then every commit fails, so the run can record
     neither its answer nor its failure: the live stream still ends with an ``error`` event."""
     store = CommitsFailAfter(sqlite_docstore, ok=1)
+    # No request limit: its counter would take the one commit that succeeds.
     install(ScriptedModel([calls_turn(call("search_memory", {"query": "tea"})), text_turn("no tea")]),
-            store_override=store)
+            store_override=store, limit_requests_per_minute=0)
     resp = client.post("/api/agent/run/stream", json={"prompt": "tea?"}, headers=ALICE)
     assert resp.status_code == 200 and resp.mimetype == "application/x-ndjson"
     events = ndjson(resp.data)  # the body was read to its end: the stream closed

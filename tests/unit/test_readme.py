@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-READ = re.compile(r'(?:environ\.get|environ\[|getenv|_int|_float|_bool|_key32)\(\s*"([A-Z][A-Z0-9_]+)"')
+READ = re.compile(r'(?:environ\.get|environ\[|getenv|_int|_float|_bool|_key32|_limit)\(\s*"([A-Z][A-Z0-9_]+)"')
 
 
 def _variables_read() -> set[str]:

@@ -1,0 +1,106 @@
+"""Per-user limits (cost and abuse control, docs/limits.md): what is checked, when, and the 429s.
+
+- ``admit_request``: every authenticated API request (``functions/common.py``) counts against
+  ``LIMIT_REQUESTS_PER_MINUTE`` in fixed one-minute windows -> 429 ``RATE_LIMITED``.
+- ``check_daily_tokens``: before new model work is started for a request (a run, a plan session,
+  a refinement, a confirmation) the user's tokens of the UTC day, summed from the usage ledger,
+  must be below ``LIMIT_DAILY_TOKENS`` -> 429 ``DAILY_TOKEN_LIMIT``.
+- ``slot``: active chat runs (``LIMIT_ACTIVE_RUNS``) and plan sessions (``LIMIT_ACTIVE_SESSIONS``):
+  the creating transaction claims a slot (``Slot.claim``) or the creation is refused -> 429
+  ``TOO_MANY_ACTIVE_RUNS`` / ``TOO_MANY_ACTIVE_SESSIONS``. Plan sessions are also checked before
+  their planning model call (``Slot.check``), so a refused session costs no tokens.
+
+Every refusal happens before anything of the unit is written. A limit set to 0 is off and costs
+nothing (no read, no write).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from shared.config import Settings
+from shared.errors import StoreError, TooManyRequests, TransactionContention
+from shared.state.limits_repo import LimitsRepo, Slot, UnitKind
+
+if TYPE_CHECKING:
+    from shared.state.usage_repo import UsageRepo
+
+log = logging.getLogger("agent_runtime.limits")
+
+WINDOW_S = 60
+RUNS_RETRY_AFTER_S = 10.0
+"""The hint of a TOO_MANY_ACTIVE_RUNS refusal: a chat run usually ends within its invocation."""
+SESSIONS_RETRY_AFTER_S = 60.0
+"""The hint of a TOO_MANY_ACTIVE_SESSIONS refusal: plan sessions run for minutes."""
+
+
+class Limits:
+    """The limits of one process; ``clock`` (epoch seconds) is replaceable so tests can move time.
+    ``usage`` gives the usage ledger on first need (counting requests never loads it)."""
+
+    def __init__(self, settings: Settings, repo: LimitsRepo, usage: Callable[[], UsageRepo],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.repo = repo
+        self.usage = usage
+        self.clock = clock
+
+    # ---- requests per minute -----------------------------------------------------------------
+    def admit_request(self, uid: str) -> None:
+        """Count one API request of ``uid``, or refuse it (429 ``RATE_LIMITED``, nothing counted)."""
+        limit = self.settings.limit_requests_per_minute
+        if limit <= 0:
+            return
+        at = self.clock()
+        window = int(at // WINDOW_S)
+        retry_after = (window + 1) * WINDOW_S - at
+        try:
+            counted = self.repo.count_request(uid, window, limit)
+        except TransactionContention:
+            # So many concurrent requests of one user that the counter could not be moved.
+            raise TooManyRequests("too many concurrent requests; retry shortly", code="RATE_LIMITED",
+                                  retry_after_s=1, details={"limit": limit, "windowS": WINDOW_S}) from None
+        except StoreError:
+            # The counter cannot be written (an outage, a missing permission): the request goes on
+            # rather than every route failing with it; loudly, since abuse control is off meanwhile.
+            log.error("request limit not applied: the counter could not be written", exc_info=True)
+            return
+        if not counted.admitted:
+            raise TooManyRequests(f"more than {limit} requests in one minute; retry in {math.ceil(retry_after)} s",
+                                  code="RATE_LIMITED", retry_after_s=retry_after,
+                                  details={"limit": limit, "windowS": WINDOW_S})
+
+    # ---- model tokens per day ----------------------------------------------------------------
+    def check_daily_tokens(self, uid: str, *, replayed: Callable[[], bool] | None = None) -> None:
+        """Refuse new work when the user's tokens of the current UTC day reached the limit (429
+        ``DAILY_TOKEN_LIMIT``, ``Retry-After`` = seconds to midnight UTC). ``replayed``: whether the
+        request repeats one that already started its work (an Idempotency-Key seen): those get their
+        earlier answer, never a refusal. One aggregation query per check."""
+        limit = self.settings.limit_daily_tokens
+        if limit <= 0:
+            return
+        at = datetime.fromtimestamp(self.clock(), UTC)
+        day = at.date()
+        used = self.usage().tokens_on(uid, day.isoformat())
+        if used < limit or (replayed is not None and replayed()):
+            return
+        midnight = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
+        raise TooManyRequests(f"{used} model tokens used today (UTC); the daily limit is {limit}",
+                              code="DAILY_TOKEN_LIMIT", retry_after_s=(midnight - at).total_seconds(),
+                              details={"limit": limit, "used": used, "day": day.isoformat(),
+                                       "resetsAt": midnight.isoformat().replace("+00:00", "Z")})
+
+    # ---- active runs and sessions ------------------------------------------------------------
+    def slot(self, uid: str, kind: UnitKind) -> Slot | None:
+        """The limit on ``uid``'s active units of ``kind``, read for the creating transaction to
+        claim (two reads); None when the limit is off."""
+        limit = self.settings.limit_active_runs if kind == "runs" else self.settings.limit_active_sessions
+        if limit <= 0:
+            return None
+        return Slot(uid=uid, limit=limit, seen=self.repo.active_units(uid, kind),
+                    retry_after_s=RUNS_RETRY_AFTER_S if kind == "runs" else SESSIONS_RETRY_AFTER_S)

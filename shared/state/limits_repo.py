@@ -1,0 +1,142 @@
+"""The state of the per-user limits (docs/limits.md): ``users/{uid}/limits/{requests|runs|sessions}``.
+
+- ``requests``: ``{window, count}``, the requests admitted in the current one-minute window. Each
+  admitted request moves it with a conditional write (the token read), so instances that share
+  nothing but the store never admit more than the limit per window; a lost race reads again.
+- ``runs`` / ``sessions``: ``{ids}``, the units this user started that were active when last looked
+  at. Creating a unit claims a slot inside the transaction that creates it (``claim``): ids whose
+  unit has ended since are dropped, the rest are counted, and the new id is added, or the whole
+  creation is refused. Two creations racing for the last slot both write this document, so one
+  of them re-runs and sees the other: the limit holds across instances, with nothing to release
+  when a unit ends (the next claim notices).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal
+
+from shared.errors import PreconditionFailed, TooManyRequests, TransactionContention
+from shared.state import paths
+from shared.state.docstore import DocStore, Transaction, Write
+
+UnitKind = Literal["runs", "sessions"]
+REQUEST_ATTEMPTS = 5
+_CODES: dict[UnitKind, str] = {"runs": "TOO_MANY_ACTIVE_RUNS", "sessions": "TOO_MANY_ACTIVE_SESSIONS"}
+_NOUNS: dict[UnitKind, str] = {"runs": "chat runs", "sessions": "plan sessions"}
+_WAITING: dict[UnitKind, str] = {"runs": "awaiting_confirmation", "sessions": "awaiting_confirmation"}
+_ADVICE: dict[UnitKind, str] = {
+    "runs": "Wait until one completes, or decide the approvals of those waiting (details.waiting).",
+    "sessions": "Wait until one ends, or confirm or cancel those awaiting confirmation (details.waiting)."}
+
+
+def _terminal(kind: UnitKind) -> frozenset[str]:
+    # Imported here: counting requests (every route) must not load the records (cold start).
+    if kind == "runs":
+        from shared.state.records import TERMINAL_RUN_STATUSES
+
+        return TERMINAL_RUN_STATUSES
+    from shared.state.plan_records import TERMINAL_SESSION_STATUSES
+
+    return TERMINAL_SESSION_STATUSES
+
+
+def _unit_path(kind: UnitKind, unit_id: str) -> str:
+    return paths.run(unit_id) if kind == "runs" else paths.session(unit_id)
+
+
+@dataclass(frozen=True)
+class RequestCount:
+    admitted: bool
+    count: int
+    """Requests admitted in the window (this one included when admitted)."""
+
+
+@dataclass(frozen=True)
+class ActiveUnits:
+    """What a user's slot document listed when read before the creating transaction, and which of
+    those units had ended by then (read outside the transaction: a unit that has ended stays ended,
+    so this can only over-count a unit that ends meanwhile, never let one too many in)."""
+
+    kind: UnitKind
+    listed: tuple[str, ...]
+    ended: frozenset[str]
+    waiting: frozenset[str]
+    """Units paused for the user (an approval, a plan confirmation): named in the refusal."""
+
+    def active(self, listed: Collection[str], *, also_ended: Collection[str] = (), new_id: str = "") -> list[str]:
+        return [i for i in listed if i not in self.ended and i not in also_ended and i != new_id]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A limit on a user's active units of one kind, ready to be claimed by the creating transaction."""
+
+    uid: str
+    limit: int
+    seen: ActiveUnits
+    retry_after_s: float
+
+    def check(self) -> None:
+        """Refuse now if the user has no room left (no transaction: a pre-check before costly work)."""
+        self._refuse_if_full(self.seen.active(self.seen.listed))
+
+    def claim(self, t: Transaction, unit_id: str, *, also_ended: Collection[str] = ()) -> None:
+        """Inside the transaction creating ``unit_id``: count the user's active units and add it, or
+        raise TooManyRequests (the transaction, and so the creation, applies nothing).
+        ``also_ended``: units this same transaction ends (a superseded pause)."""
+        path = paths.limit(self.uid, self.seen.kind)
+        doc = t.get(path)
+        listed = [str(i) for i in doc.data.get("ids", [])] if doc is not None else []
+        active = self.seen.active(listed, also_ended=also_ended, new_id=unit_id)
+        self._refuse_if_full(active)
+        t.write(Write("set", path, {"ids": [*active, unit_id], "updatedAt": time.time()}))
+
+    def _refuse_if_full(self, active: list[str]) -> None:
+        if len(active) < self.limit:
+            return
+        kind = self.seen.kind
+        raise TooManyRequests(
+            f"{len(active)} {_NOUNS[kind]} are active; the limit is {self.limit}. {_ADVICE[kind]}",
+            code=_CODES[kind], retry_after_s=self.retry_after_s,
+            details={"limit": self.limit, "active": active, "waiting": [i for i in active if i in self.seen.waiting]})
+
+
+class LimitsRepo:
+    def __init__(self, store: DocStore) -> None:
+        self.store = store
+
+    # ---- requests per minute -----------------------------------------------------------------
+    def count_request(self, uid: str, window: int, limit: int) -> RequestCount:
+        """Admit one request of ``uid`` in ``window`` (a window's number, e.g. epoch minutes) unless
+        ``limit`` requests were admitted in it already. A refused request writes nothing.
+        Raises TransactionContention when concurrent requests of the user kept winning the race."""
+        path = paths.limit(uid, "requests")
+        for _ in range(REQUEST_ATTEMPTS):
+            doc = self.store.get(path)
+            count = int(doc.data.get("count", 0)) if doc is not None and doc.data.get("window") == window else 0
+            if count >= limit:
+                return RequestCount(admitted=False, count=count)
+            data = {"window": window, "count": count + 1, "updatedAt": time.time()}
+            write = (Write("create", path, data) if doc is None else Write("set", path, data, if_token=doc.token))
+            try:
+                self.store.commit([write])
+            except PreconditionFailed:
+                continue  # another request of this user counted first: read again
+            return RequestCount(admitted=True, count=count + 1)
+        raise TransactionContention(f"the request counter of {uid} kept changing")
+
+    # ---- active runs and sessions ------------------------------------------------------------
+    def active_units(self, uid: str, kind: UnitKind) -> ActiveUnits:
+        """The user's slot document and the state of each unit it lists (two reads, no transaction)."""
+        terminal = _terminal(kind)
+        doc = self.store.get(paths.limit(uid, kind))
+        ids = [str(i) for i in doc.data.get("ids", [])] if doc is not None else []
+        units = self.store.get_many([_unit_path(kind, i) for i in ids]) if ids else []
+        ended = {i for i, u in zip(ids, units, strict=True)
+                 if u is None or u.data.get("uid") != uid or u.data.get("status") in terminal}
+        waiting = {i for i, u in zip(ids, units, strict=True)
+                   if u is not None and i not in ended and u.data.get("status") == _WAITING[kind]}
+        return ActiveUnits(kind=kind, listed=tuple(ids), ended=frozenset(ended), waiting=frozenset(waiting))
