@@ -7,7 +7,7 @@ PORT ?= 8080
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability bundle clean
+.PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability load bundle clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,9 @@ bench: $(STAMP)  ## performance figures (JSON)
 reliability: $(STAMP)  ## the approval/resume and plan-session reliability scenarios (JSON summaries)
 	$(PY) -m bench.reliability
 	$(PY) -m bench.plan_reliability --sessions 100
+
+load: $(STAMP)  ## 50 users stream runs with approvals for 60 s against make dev on the Firestore emulator (JSON)
+	$(PY) -m bench.load $(LOAD_ARGS)
 
 bundle:  ## deployable function source in dist/bundle
 	bash scripts/bundle.sh

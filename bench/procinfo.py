@@ -14,3 +14,12 @@ def rss_mib(pid: int | str = "self") -> dict[str, float]:
             if key in ("VmRSS", "VmHWM"):
                 out[key] = round(int(value.split()[0]) * 1024 / MIB, 1)
     return out
+
+
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User + system CPU time a process has used so far (its threads included, children not)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rpartition(")")[2].split()  # after the command name, which may hold spaces
+    import os
+
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

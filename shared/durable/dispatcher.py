@@ -40,12 +40,18 @@ class RecordingDispatcher:
         return out
 
 
-class InlineDispatcher:
-    """Delivers in this process on a small worker pool (local development)."""
+INLINE_WORKERS = 32
+"""Deliveries the inline dispatcher runs at once. A delivery (a resumed run) mostly waits on the
+model, as a live stream's worker does, and production runs each in its own ``resume`` invocation:
+with 2, ``make load`` (50 users approving at once) queued every resume behind the others."""
 
-    def __init__(self, deliver: Callable[[WorkMessage], None]) -> None:
+
+class InlineDispatcher:
+    """Delivers in this process on a worker pool (local development)."""
+
+    def __init__(self, deliver: Callable[[WorkMessage], None], *, workers: int = INLINE_WORKERS) -> None:
         self._deliver = deliver
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deliver")
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deliver")
 
     def publish(self, message: WorkMessage) -> None:
         def work() -> None:
