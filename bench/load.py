@@ -95,8 +95,6 @@ class Stats:
     runs_started: int = 0
     runs_done: int = 0
     decisions: Counter[str] = field(default_factory=Counter)
-    notes: Counter[str] = field(default_factory=Counter)
-    """Deviations from the documented protocol that are not errors (see ``_iteration``)."""
     first_event: list[float] = field(default_factory=list)
     start_to_pause: list[float] = field(default_factory=list)
     approve_request: list[float] = field(default_factory=list)
@@ -256,13 +254,9 @@ class User:
             done, done_at = event, at
         if done is None or done["type"] != "result" or done["result"]["status"] != "completed":
             raise Failure("protocol", f"run {run_id} ({decision}) followed to {done} instead of a completed result")
-        # A user's rejection currently emits no tool_result (docs/event-protocol.md says it would
-        # be ``rejected``): counted apart, not an error; the store check proves nothing ran.
-        if (tool_status == "completed") != (decision == "approve"):
-            raise Failure("protocol", f"run {run_id} ({decision}): tool_result {tool_status}")
-        if decision == "reject" and tool_status is None:
-            with self.stats.lock:
-                self.stats.notes["rejected_without_tool_result"] += 1
+        expected = "completed" if decision == "approve" else "rejected"
+        if tool_status != expected:
+            raise Failure("protocol", f"run {run_id} ({decision}): tool_result {tool_status}, expected {expected}")
         with self.stats.lock:
             self.stats.seen[run_id] = (self.uid, "completed")
             if self.measured:
@@ -539,7 +533,6 @@ def run_load(*, users: int, duration_s: float, latency_s: float, reject_every: i
                    "approve_request": percentiles(stats.approve_request)},
         "errors": {"total": errors, "by_kind": dict(sorted(stats.errors.items())), "samples": stats.error_samples},
         "invariant": invariant,
-        "notes": dict(sorted(stats.notes.items())),
         "machine": {"cpus": os.cpu_count(), "loadavg_1m_after": round(os.getloadavg()[0], 2), "cpu_s": cpu,
                     "devserver_cpu_ms_per_run": round(1000 * cpu["devserver"] / stats.runs_done, 1)
                     if stats.runs_done and "devserver" in cpu else None},

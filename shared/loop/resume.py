@@ -174,6 +174,11 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
             execute_action(ctx, action)
         elif action.status == "completed":
             ctx.last_action = action
+        elif action.status == "rejected" and action.approval_id is not None:
+            # Rejected by the user (or its approval expired): its tool_result is told now, when the
+            # turn is answered (a policy denial told its own when the call was decided).
+            ctx.emit(ToolResultEvent(toolName=action.tool, actionId=action.action_id, status="rejected",
+                                     error=action.error))
     waiting = [a for a in turn_actions if a.status == "awaiting_confirmation"]
     if waiting:
         # A turn that mixed allowed calls with calls needing approval was cut off before it paused

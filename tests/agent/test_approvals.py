@@ -166,6 +166,10 @@ def test_reject_tells_the_model_and_never_runs_the_tool(make_runtime: MakeRuntim
     assert fr is not None and fr.response["rejected"] is True
     (action,) = rt.runs.list_actions(result.run_id)
     assert action.status == "rejected"
+    # The stream tells the rejection too, once (docs/event-protocol.md: tool_result status rejected).
+    told = [e for e in rt.runs.list_events(result.run_id) if e["type"] == "tool_result"]
+    assert [(e["actionId"], e["status"], e["error"]) for e in told] == [
+        (action.action_id, "rejected", "rejected by the user")]
 
 
 def test_concurrent_messages_for_one_approval_run_the_tool_once(make_runtime: MakeRuntime) -> None:
