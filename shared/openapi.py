@@ -38,6 +38,7 @@ from shared.runs_list import DEFAULT_LIMIT, MAX_LIMIT, RunsListResponse
 from shared.session_events import SessionEvent
 from shared.state.records import RunResult
 from shared.usage.views import GROUP_BY, RUN_RECORD_NOT_SERVED, RunView, UsageResponse
+from shared.wire import MAX_INT64
 
 REF = "#/components/schemas/{model}"
 
@@ -112,21 +113,52 @@ def build_openapi() -> dict[str, Any]:
     bearer: list[dict[str, list[str]]] = [{"firebaseIdToken": []}, {"firebaseSession": []}]
     run_id = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
     idem = {"name": "Idempotency-Key", "in": "header", "required": False,
-            "schema": {"type": "string", "maxLength": 255}}
+            "description": "1-255 visible ASCII characters (spaces inside allowed); a repeat returns the same run",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]*[!-~][ -~]*$"}}
     provider = {"name": "provider", "in": "path", "required": True,
                 "schema": {"type": "string", "enum": list(PROVIDERS)}}
-    ndjson = {"application/x-ndjson": {"schema": {"$ref": "#/components/schemas/RunEvent"}}}
-    session_ndjson = {"application/x-ndjson": {"schema": {"$ref": "#/components/schemas/SessionEvent"}}}
+    # NDJSON: one RunEvent per line. The schema describes the whole body read as a JSON array of its
+    # lines, as OpenAPI 3.2 reads ``schema`` for sequential media types (``itemSchema`` per line), so a
+    # client (and the fuzz test's deserializer, tests/fuzz) validates every line, not only one.
+    ndjson = {"application/x-ndjson": {"schema": {"type": "array",
+                                                  "items": {"$ref": "#/components/schemas/RunEvent"}}}}
+    session_ndjson = {"application/x-ndjson": {"schema": {"type": "array",
+                                                          "items": {"$ref": "#/components/schemas/SessionEvent"}}}}
     session_id = {"name": "sessionId", "in": "path", "required": True, "schema": {"type": "string"}}
     integration_status = {"200": {"description": "whether each integration is connected (never a token)",
                                   "content": _json(REF.format(model="IntegrationsResponse"))}}
+    # OpenAPI links: how a response's ids feed the next call (clients, and the stateful phase of the
+    # fuzz test, reach approve, runs and events with real ids rather than only 404s).
+    run_links = {
+        "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
+        "getRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runId"}},
+        "approveAction": {"operationId": "approve", "description": "when the run waits for approval",
+                          "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "approve"}},
+        "rejectAction": {"operationId": "approve", "description": "when the run waits for approval",
+                         "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "reject"}},
+        "continueThread": {"operationId": "run", "description": "the next turn of the same thread",
+                           "requestBody": {"prompt": "Remember that I like tea",
+                                           "threadId": "$response.body#/threadId"}},
+    }
+    approve_links = {
+        "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
+        "followRunEvents": {"operationId": "getRunEvents",
+                            "parameters": {"runId": "$response.body#/runId", "follow": True}},
+        "decideAgain": {"operationId": "approve", "description": "a second decision: 409",
+                        "requestBody": {"approvalId": "$response.body#/approvalId", "decision": "reject"}},
+    }
+    integration_links = {
+        "getIntegration": {"operationId": "getIntegration", "parameters": {"provider": "$request.path.provider"}},
+        "disconnectIntegration": {"operationId": "disconnectIntegration",
+                                  "parameters": {"provider": "$request.path.provider"}},
+    }
     paths: dict[str, Any] = {
         "/api/agent/run": {"post": {
             "operationId": "run", "parameters": [idem],
             "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
             "responses": {"200": {"description": "the run's result (status completed, "
                                                  "awaiting_confirmation or failed)",
-                                  "content": _json(REF.format(model="RunResult"))},
+                                  "content": _json(REF.format(model="RunResult")), "links": run_links},
                           **_errors(400, 401, 404, 409, 413, 415)}}},
         "/api/agent/run/stream": {"post": {
             "operationId": "stream", "parameters": [idem],
@@ -211,7 +243,7 @@ def build_openapi() -> dict[str, Any]:
             "operationId": "getRunEvents",
             "parameters": [run_id,
                            {"name": "after", "in": "query", "required": False,
-                            "schema": {"type": "integer", "minimum": 0}},
+                            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT64}},
                            {"name": "follow", "in": "query", "required": False,
                             "schema": {"type": "boolean"}}],
             "responses": {"200": {"description": "persisted events with seq > after (NDJSON)",
@@ -221,7 +253,7 @@ def build_openapi() -> dict[str, Any]:
             "operationId": "approve",
             "requestBody": {"required": True, "content": _json(REF.format(model="ApproveRequest"))},
             "responses": {"202": {"description": "decision recorded; the run resumes asynchronously",
-                                  "content": _json(REF.format(model="ApproveResponse"))},
+                                  "content": _json(REF.format(model="ApproveResponse")), "links": approve_links},
                           **_errors(400, 401, 404, 409, 410, 503)}}},
         "/agent/run": {"post": {
             "operationId": "goals", "security": [],
@@ -241,7 +273,8 @@ def build_openapi() -> dict[str, Any]:
                                     "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY.",
                      "requestBody": {"required": True, "content": _json(REF.format(model="ConnectRequest"))},
                      "responses": {"200": {"description": "the stored connection (never a token)",
-                                           "content": _json(REF.format(model="IntegrationResponse"))},
+                                           "content": _json(REF.format(model="IntegrationResponse")),
+                                           "links": integration_links},
                                    **_errors(400, 401, 404, 413, 415, 503)}},
             "delete": {"operationId": "disconnectIntegration", "parameters": [provider],
                        "responses": {"200": {"description": "the tokens are forgotten",
