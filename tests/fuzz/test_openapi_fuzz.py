@@ -46,7 +46,7 @@ CONFIG: dict[str, Any] = {
     "generation": {"deterministic": True, "database": "none", "max-examples": 12},
     # Every check, the optional ones (negative/positive data, auth, use-after-free, methods...) too.
     "auth": {"openapi": {"firebaseIdToken": {"bearer": "dev:fuzzer"}}},
-    "phases": {"stateful": {"max-steps": 12, "generation": {"max-examples": 25}}},
+    "phases": {"stateful": {"max-steps": 12, "generation": {"max-examples": 60}}},
     # A body over MAX_BODY_BYTES is refused with 413 before it is parsed: a rejection too.
     "checks": {"enabled": True, "negative_data_rejection": {"expected-statuses": [
         400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]}},
@@ -56,11 +56,23 @@ CONFIG: dict[str, Any] = {
         "include-path": "/api/integrations/{provider}", "include-method": "GET",
         "checks": {"use_after_free": {"enabled": False}}}],
 }
-CROSS_FIELD_RULES = ("start and end must be given together", "end must be after start",
-                     "end must not be before start")
-"""The goals plan's rules between fields, which JSON Schema cannot state (a task's start/end both or
-neither and in order, a calendar event's end not before its start): a schema-valid body breaking
-one gets a 400 naming it. Only those refusals are not counted as ``positive_data_acceptance``."""
+SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
+    # The goals plan's rules between fields (a task's start/end both or neither and in order, a
+    # calendar event's end not before its start).
+    "POST /agent/run": (("INVALID_REQUEST", "start and end must be given together"),
+                        ("INVALID_REQUEST", "end must be after start"),
+                        ("INVALID_REQUEST", "end must not be before start")),
+    # A deadline in the future within PLAN_MAX_DEADLINE_S; tools this deployment registers.
+    "POST /api/agent/sessions": (("INVALID_DEADLINE", "deadline is in the past"),
+                                 ("INVALID_DEADLINE", "s away (PLAN_MAX_DEADLINE_S)"),
+                                 ("UNKNOWN_TOOLS", "unknown tool names")),
+    # from before to, at most 93 days apart.
+    "GET /api/agent/usage": (("INVALID_QUERY", "must be before to"), ("INVALID_QUERY", "is at most 93 days")),
+}
+"""Rules JSON Schema cannot state (between fields, relative to now, or about the deployment), each
+written in the operation's description in the document: a schema-valid request breaking one gets a
+400 naming it. Only those refusals are not counted as ``positive_data_acceptance`` failures; any
+other refusal of a schema-valid request is."""
 
 NDJSON_SEEN: Counter[str] = Counter()
 
@@ -104,14 +116,16 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def pausing_model() -> FunctionModel:
-    """The offline model of ``make dev``, except that about half of the prompts (chosen by a hash of
-    their text, so deterministically) are answered with a ``save_memory`` call: runs pause for
-    approval often enough for the stateful phase to approve and reject real approvals."""
+    """The offline model of ``make dev`` (which also plans, refines and executes plan sessions),
+    except that about half of the chat prompts (chosen by a hash of their text, so deterministically)
+    are answered with a ``save_memory`` call: runs and sessions pause for approval often enough for
+    the stateful phase to approve and reject real approvals."""
     offline = OfflineModel()
 
     def answer(request: ModelRequest) -> ModelResponse:
         last = request.turns[-1] if request.turns else None
-        if last is not None and last.role == "user" and not any(p.function_response for p in last.parts):
+        chat = request.response_schema is None  # plan sessions' structured requests go to the offline model
+        if chat and last is not None and last.role == "user" and not any(p.function_response for p in last.parts):
             text = last.text.strip()
             if text and hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[0] % 2 == 0:
                 turn = calls_turn(call("save_memory", {"text": text[:200]}))
@@ -141,16 +155,26 @@ def dev_server(tmp_path: Path) -> Iterator[str]:
         rt.store.close()
 
 
+def _broken_rules(body: bytes) -> list[tuple[str, str]]:
+    """``(code, message)`` of each problem a 400 names (one per field error when it lists them)."""
+    try:
+        error = json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        return []
+    details = error.get("details") or {}
+    listed = details.get("errors") if isinstance(details, dict) else None
+    if isinstance(listed, list) and listed:
+        return [(error["code"], str(e.get("message", ""))) for e in listed if isinstance(e, dict)]
+    return [(error["code"], str(error.get("message", "")))]
+
+
 def _keep_failure(ctx: schemathesis.HookContext, failure: Failure, case: schemathesis.Case,
                   response: schemathesis.Response) -> bool:
-    if case.operation.label != "POST /agent/run" or "positive_data_acceptance" not in type(failure).checks:
+    rules = SEMANTIC_RULES.get(case.operation.label)
+    if not rules or "positive_data_acceptance" not in type(failure).checks or response.status_code != 400:
         return True
-    try:
-        errors = json.loads(response.content)["error"]["details"]["errors"]
-    except (ValueError, KeyError, TypeError):
-        return True
-    return not (response.status_code == 400 and errors
-                and all(any(rule in e.get("message", "") for rule in CROSS_FIELD_RULES) for e in errors))
+    broken = _broken_rules(response.content)
+    return not (broken and all(any(code == c and text in message for c, text in rules) for code, message in broken))
 
 
 def run_fuzzer(base_url: str) -> Outcome:
@@ -203,10 +227,16 @@ def test_the_dev_server_conforms_to_its_own_openapi_document(dev_server: str) ->
     reached = {key for key in outcome.stateful_statuses}
     for wanted in [("POST /api/agent/approve", 202), ("GET /api/agent/runs/{runId}", 200),
                    ("GET /api/agent/runs/{runId}/events", 200), ("GET /api/integrations/{provider}", 200),
-                   ("DELETE /api/integrations/{provider}", 200)]:
-        assert wanted in reached, (wanted, sorted(reached))
+                   ("DELETE /api/integrations/{provider}", 200), ("GET /api/agent/sessions/{sessionId}", 200),
+                   ("POST /api/agent/sessions/{sessionId}/refine", 200),
+                   ("POST /api/agent/sessions/{sessionId}/confirm", 202),
+                   ("POST /api/agent/sessions/{sessionId}/cancel", 202),
+                   ("GET /api/agent/sessions/{sessionId}/events", 200)]:
+        assert wanted in reached, (wanted, sorted(outcome.stateful_statuses.items()))
     # NDJSON bodies went through the deserializer (and so were validated line by line).
-    assert NDJSON_SEEN["POST /api/agent/run/stream"] and NDJSON_SEEN["GET /api/agent/runs/{runId}/events"], NDJSON_SEEN
+    for ndjson_route in ("POST /api/agent/run/stream", "GET /api/agent/runs/{runId}/events",
+                         "GET /api/agent/sessions/{sessionId}/events"):
+        assert NDJSON_SEEN[ndjson_route], (ndjson_route, NDJSON_SEEN)
     # No answer was a server error, whatever it was asked (not_a_server_error is among the checks;
     # this names the statuses if it ever passes by mistake).
     assert not [key for key in outcome.statuses if key[1] >= 500], outcome.statuses
