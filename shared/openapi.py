@@ -330,6 +330,16 @@ def build_openapi() -> dict[str, Any]:
                                      **_errors(401, 404, 503)}},
         },
     }
+    # make dev's own routes (devserver.py), public: liveness and this document.
+    paths["/healthz"] = {"get": {"operationId": "health", "security": [], "description": "make dev is up",
+                                 "responses": {"200": {"description": "up", "content": {"application/json": {
+                                     "schema": {"type": "object", "properties": {"ok": {"const": True}},
+                                                "required": ["ok"], "additionalProperties": False}}}}}}}
+    paths["/openapi.json"] = {"get": {"operationId": "openapi", "security": [], "description": "this document",
+                                      "responses": {"200": {"description": "the OpenAPI 3.1 document",
+                                                            "content": {"application/json": {
+                                                                "schema": {"type": "object",
+                                                                           "required": ["openapi", "paths"]}}}}}}}
     for item in paths.values():
         for op in item.values():
             op["responses"].update(_errors(500))  # any route: an unexpected error, logged

@@ -48,9 +48,10 @@ ALICE = {"Authorization": "Bearer dev:alice"}
 BOB = {"Authorization": "Bearer dev:bob"}
 SECRET = "alice-secret-7f3a"
 """In everything A creates: B's answers must never contain it."""
-PUBLIC_OPERATIONS = {"goals"}
+PUBLIC_OPERATIONS = {"goals", "health", "openapi"}
 """Operations with ``security: []``: the goals agent is IAM-protected in production and stores
-nothing per user. Any other operation without authentication fails this test."""
+nothing per user; ``make dev``'s liveness answer and the document itself. Any other operation
+without authentication fails this test."""
 NOT_REFERENCES = {"teamId"}
 """Body fields named like references that name no object of ours (a Slack workspace id)."""
 
@@ -87,7 +88,7 @@ def _model(request: ModelRequest) -> Turn | ModelResponse:
         return calls_turn(call("template_create", {"name": f"T {SECRET}", "description": SECRET,
                                                    "tasks": [{"title": f"Kick-off {SECRET}"}]}))
     if last.text.startswith(PROBE):
-        return calls_turn(call("search_memory", {"query": SECRET}), call("projects_list", {}))
+        return calls_turn(call("search_memory", {"query": "remember"}), call("projects_list", {}))
     return calls_turn(call("save_memory", {"text": f"{last.text[:100]} {SECRET}"}))
 
 
@@ -170,7 +171,7 @@ def create_session(api: Api) -> Ref:
 def create_project(api: Api) -> Ref:
     """A project, made by A's agent from a template A's agent made (both approved by A)."""
     done = _approve_until_done(api, _paused_run(api, "make a project"))
-    project_id = done["text"].removeprefix("project ")
+    project_id = done["summary"].removeprefix("project ")
     assert re.fullmatch(r"[A-Za-z0-9_-]+", project_id), done
     return Ref(project_id, "global")
 

@@ -12,6 +12,7 @@ import jsonschema_rs
 import pytest
 from flask.testing import FlaskClient
 
+from shared.models.offline import OfflineModel
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.wire import MAX_INT64, NOT_BLANK_PATTERN, WHITESPACE, has_whitespace, is_blank
 from tests.e2e.conftest import ALICE, Install
@@ -158,3 +159,55 @@ def test_links_name_real_operations_and_fields(client: FlaskClient) -> None:
             if isinstance(value, str) and value.startswith("$response.body#/"):
                 field = value.removeprefix("$response.body#/").split("/")[0]
                 assert field in doc["components"]["schemas"][source]["properties"], (name, value)
+
+
+@pytest.mark.parametrize(("path", "field"), [
+    ("/api/agent/runs?limit=%C2%B2", "limit"),  # "²": str.isdigit() but not int(): used to be a 500
+    ("/api/agent/sessions?limit=%C2%B2", "limit"),
+    ("/api/agent/sessions?limit=", "limit"),
+    ("/api/agent/runs?limit=5&limit=6", "limit"),
+    ("/api/agent/usage?to=", "to"),  # given but empty used to mean "absent"
+    ("/api/agent/usage?from=%202026-01-01", "from"),  # not RFC 3339 (fromisoformat took it after strip)
+    ("/api/agent/usage?from=2026-01-01%2000:00:00Z", "from"),
+    ("/api/agent/usage?groupBy=", "groupBy"),
+    ("/api/agent/usage?groupBy=day&groupBy=model", "groupBy"),
+])
+def test_list_and_usage_queries_the_document_rejects_are_400(install: Install, client: FlaskClient, path: str,
+                                                             field: str) -> None:
+    install(ScriptedModel([]))
+    resp = client.get(path, headers=ALICE)
+    assert resp.status_code == 400, resp.get_data(as_text=True)
+    error = resp.get_json()["error"]
+    assert error["code"] == "INVALID_QUERY" and error["details"]["field"] == field, error
+
+
+def test_session_queries_and_paths_the_document_rejects(install: Install, client: FlaskClient) -> None:
+    install(OfflineModel())
+    sid = client.post("/api/agent/sessions", json={"prompt": "tidy my notes"}, headers=ALICE).get_json()["sessionId"]
+    for query in ("after=%C2%B2", "after=-1", "follow=yes", "follow=1&follow=0", f"after={MAX_INT64 + 1}"):
+        resp = client.get(f"/api/agent/sessions/{sid}/events?{query}", headers=ALICE)
+        assert resp.status_code == 400 and resp.get_json()["error"]["code"] == "INVALID_QUERY", (query, resp.data)
+    assert client.get(f"/api/agent/sessions/{sid}/events?after=0&follow=false", headers=ALICE).status_code == 200
+    for path in (f"/api/agent/sessions/{sid}%0A", f"/api/agent/sessions/{sid}/events%0A"):
+        resp = client.get(path, headers=ALICE)
+        assert resp.status_code == 404 and resp.get_json()["error"]["code"] == "ROUTE_NOT_FOUND", path
+
+
+@pytest.mark.parametrize("body", [
+    {"prompt": "plan", "deadline": "2099-01-01 00:00:00Z"},  # space: not RFC 3339
+    {"prompt": "plan", "deadline": "2099-01-01T00:00:00"},  # no zone
+    {"prompt": "\ufeff"},  # blank to JSON Schema
+    {"prompt": "plan", "tools": "save_memory"},  # strict: a string is not a list
+])
+def test_session_requests_the_document_rejects_are_400(install: Install, client: FlaskClient,
+                                                       body: dict[str, Any]) -> None:
+    install(OfflineModel())
+    resp = client.post("/api/agent/sessions", json=body, headers=ALICE)
+    assert resp.status_code == 400, resp.get_data(as_text=True)
+    sid = client.post("/api/agent/sessions", json={"prompt": "plan"}, headers=ALICE).get_json()["sessionId"]
+    for confirm in ({"planVersion": "1"}, {"planVersion": True}, {"planVersion": 1.5}):
+        resp = client.post(f"/api/agent/sessions/{sid}/confirm", json=confirm, headers=ALICE)
+        assert resp.status_code == 400, (confirm, resp.get_data(as_text=True))
+    # JSON Schema's integer includes 1.0: accepted, as the document says.
+    assert client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1.0},
+                       headers=ALICE).status_code == 202
