@@ -16,7 +16,6 @@ database. Bounded by counts, not time: a few examples per operation and per stat
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import threading
 from collections import Counter
@@ -117,19 +116,17 @@ class _QuietHandler(WSGIRequestHandler):
 
 def pausing_model() -> FunctionModel:
     """The offline model of ``make dev`` (which also plans, refines and executes plan sessions),
-    except that about half of the chat prompts (chosen by a hash of their text, so deterministically)
-    are answered with a ``save_memory`` call: runs and sessions pause for approval often enough for
-    the stateful phase to approve and reject real approvals."""
+    except that every chat prompt is answered with a ``save_memory`` call: every run pauses for
+    approval, so the caller's newest run is always one to approve and the stateful phase reaches
+    ``approve`` with a real id (through the runs list's links) whatever ran before it."""
     offline = OfflineModel()
 
     def answer(request: ModelRequest) -> ModelResponse:
         last = request.turns[-1] if request.turns else None
         chat = request.response_schema is None  # plan sessions' structured requests go to the offline model
         if chat and last is not None and last.role == "user" and not any(p.function_response for p in last.parts):
-            text = last.text.strip()
-            if text and hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[0] % 2 == 0:
-                turn = calls_turn(call("save_memory", {"text": text[:200]}))
-                return ModelResponse(turn=turn, usage=Usage(requests=1), finish_reason="STOP")
+            turn = calls_turn(call("save_memory", {"text": (last.text.strip() or "a note")[:200]}))
+            return ModelResponse(turn=turn, usage=Usage(requests=1), finish_reason="STOP")
         return offline.generate(request)
 
     return FunctionModel(answer, name="offline")
