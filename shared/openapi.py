@@ -182,6 +182,9 @@ def build_openapi() -> dict[str, Any]:
                             "requestBody": {"approvalId": "$response.body#/runs/0/approvals/0/id",
                                             "decision": "approve"}},
     }
+    view_run_links = {"approveAction": {
+        "operationId": "approve", "description": "when the run waits for approval",
+        "requestBody": {"approvalId": "$response.body#/result/approval/id", "decision": "approve"}}}
     list_sessions_links = {"getFirstSession": {"operationId": "getSession",
                                                "parameters": {"sessionId": "$response.body#/sessions/0/sessionId"}}}
     first_provider = {"provider": "$response.body#/integrations/0/provider"}
@@ -222,7 +225,7 @@ def build_openapi() -> dict[str, Any]:
         "/api/agent/runs/{runId}": {"get": {
             "operationId": "getRun", "parameters": [run_id],
             "responses": {"200": {"description": "the run record and each model call's usage",
-                                  "content": _json(REF.format(model="RunView"))},
+                                  "content": _json(REF.format(model="RunView")), "links": view_run_links},
                           **_errors(401, 404)}}},
         "/api/agent/sessions": {"get": {
             "operationId": "listSessions",
