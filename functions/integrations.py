@@ -3,6 +3,7 @@
 - ``POST   /api/integrations/{provider}``: store the caller's tokens (encrypted) -> 200 status
 - ``DELETE /api/integrations/{provider}``: forget them -> 200 status
 - ``GET    /api/integrations[/{provider}]``: whether each is connected -> 200
+  (``POST``/``DELETE`` on the collection itself: 405, ``Allow: GET``)
 Answers never contain a token.
 """
 
@@ -17,17 +18,21 @@ from shared.connectors.integrations_api import (
     IntegrationRemovedResponse,
     IntegrationResponse,
     IntegrationsResponse,
+    is_collection,
     provider_from_path,
     status_body,
 )
-from shared.errors import ApiError, BadRequest
+from shared.errors import ApiError
 from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, parse_model, read_json_body, require_method
 
 
 @http_endpoint
 def integrations(request: flask.Request) -> flask.Response:
-    require_method(request, "GET", "POST", "DELETE")
+    if is_collection(request.path):  # read-only: 405 with ``Allow: GET`` for anything else
+        require_method(request, "GET")
+    else:
+        require_method(request, "GET", "POST", "DELETE")
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
     provider = provider_from_path(request.path)
@@ -37,8 +42,7 @@ def integrations(request: flask.Request) -> flask.Response:
             wanted = [provider] if provider else list(PROVIDERS)
             listed = IntegrationsResponse(integrations=[status_body(vault.status(uid, p)) for p in wanted])
             return json_response(listed.to_json())
-        if provider is None:
-            raise BadRequest("name the integration: /api/integrations/{google|slack}", code="MISSING_PROVIDER")
+        assert provider is not None  # POST/DELETE on the collection answered 405 above
         if request.method == "DELETE":
             removed = vault.delete(uid, provider)
             return json_response(IntegrationRemovedResponse(provider=provider, removed=removed).to_json())

@@ -13,38 +13,27 @@ import re
 import flask
 
 from functions.common import authenticated_uid
-from shared.errors import BadRequest, NotFound
+from shared.errors import NotFound
 from shared.http_errors import shown_path
+from shared.query import bool_arg, int_arg
 from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, ndjson_response, require_method
 
-_LIST = re.compile(r"^/api/agent/runs/?$")
-_PATH = re.compile(r"^/api/agent/runs/(?P<run_id>[A-Za-z0-9_-]{1,128})(?P<events>/events)?/?$")
-
-
-def _int_arg(request: flask.Request, name: str, default: int) -> int:
-    raw = request.args.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadRequest(f"query parameter {name} must be an integer", code="INVALID_QUERY") from None
-    if value < 0:
-        raise BadRequest(f"query parameter {name} must be >= 0", code="INVALID_QUERY")
-    return value
+_LIST = re.compile(r"/api/agent/runs/?")
+_PATH = re.compile(r"/api/agent/runs/(?P<run_id>[A-Za-z0-9_-]{1,128})(?P<events>/events)?/?")
+"""Both matched with ``fullmatch``: ``$`` would also accept a trailing newline (``/runs/run_x%0A``)."""
 
 
 @http_endpoint
 def runs(request: flask.Request) -> flask.Response:
-    if _LIST.match(request.path):
+    if _LIST.fullmatch(request.path):
         require_method(request, "GET")
         from shared.runs_list import parse_limit, runs_list
 
         rt = get_runtime()
         uid = authenticated_uid(rt, request)
-        return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args.get("limit")))).to_json())
-    m = _PATH.match(request.path)
+        return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args))).to_json())
+    m = _PATH.fullmatch(request.path)
     if m is None:  # before the method: a path that is no route is a 404 whatever the method
         raise NotFound(f"no route for {request.method} {shown_path(request.path)}", code="ROUTE_NOT_FOUND")
     require_method(request, "GET")
@@ -57,7 +46,7 @@ def runs(request: flask.Request) -> flask.Response:
         return json_response(run_view(snap.run, rt.usage.for_unit(uid, snap.run.run_id)).to_json())
     from shared.agent.streaming import ndjson, replay_events
 
-    after = _int_arg(request, "after", 0)
-    follow = request.args.get("follow", "").lower() in ("1", "true", "yes")
+    after = int_arg(request.args, "after", default=0)
+    follow = bool_arg(request.args, "follow")
     events = replay_events(rt.runs, snap.run.run_id, after, follow=follow)
     return ndjson_response(ndjson(ev) for ev in events)

@@ -15,19 +15,22 @@ import re
 import flask
 
 from functions.common import authenticated_uid
-from shared.errors import BadRequest, NotFound
+from shared.errors import NotFound
+from shared.http_errors import shown_path
+from shared.query import bool_arg, int_arg
 from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, ndjson_response, read_json_body, require_method
 
-_PATH = re.compile(r"^/api/agent/sessions(?:/(?P<id>[A-Za-z0-9_-]{1,128})"
-                   r"(?:/(?P<verb>refine|confirm|cancel|events))?)?/?$")
+_PATH = re.compile(r"/api/agent/sessions(?:/(?P<id>[A-Za-z0-9_-]{1,128})"
+                   r"(?:/(?P<verb>refine|confirm|cancel|events))?)?/?")
+"""Matched with ``fullmatch``: ``$`` would also accept a trailing newline."""
 
 
 @http_endpoint
 def sessions(request: flask.Request) -> flask.Response:
-    m = _PATH.match(request.path)
+    m = _PATH.fullmatch(request.path)
     if m is None:
-        raise NotFound(f"no route for {request.path}", code="ROUTE_NOT_FOUND")
+        raise NotFound(f"no route for {request.method} {shown_path(request.path)}", code="ROUTE_NOT_FOUND")
     session_id, verb = m.group("id"), m.group("verb")
     if session_id is None:
         require_method(request, "GET", "POST")
@@ -38,7 +41,7 @@ def sessions(request: flask.Request) -> flask.Response:
     from shared.plans import api
 
     if session_id is None and request.method == "GET":
-        return json_response(api.list_sessions(rt, uid, request.args.get("limit")).to_json())
+        return json_response(api.list_sessions(rt, uid, request.args).to_json())
     if session_id is None:
         body = read_json_body(request, rt.settings.max_body_bytes)
         created = api.create(rt, uid, body)
@@ -46,12 +49,9 @@ def sessions(request: flask.Request) -> flask.Response:
     if verb is None:
         return json_response(api.view(rt, uid, session_id).to_json())
     if verb == "events":
-        after = request.args.get("after", "0")
-        if not after.isdigit():
-            raise BadRequest("query parameter after must be an integer >= 0", code="INVALID_QUERY",
-                             details={"field": "after"})
-        follow = request.args.get("follow", "").lower() in ("1", "true", "yes")
-        return ndjson_response(api.events(rt, uid, session_id, int(after), follow=follow))
+        after = int_arg(request.args, "after", default=0)
+        follow = bool_arg(request.args, "follow")
+        return ndjson_response(api.events(rt, uid, session_id, after, follow=follow))
     body = read_json_body(request, rt.settings.max_body_bytes) if verb != "cancel" or request.data else {}
     if verb == "refine":
         return json_response(api.refine(rt, uid, session_id, body).to_json())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import flask
 
 from functions.common import authenticated_uid
+from shared.query import single_values
 from shared.runtime import get_runtime
 from shared.usage.params import parse_usage_params
 from shared.usage.views import summarise
@@ -21,6 +22,6 @@ def usage(request: flask.Request) -> flask.Response:
     require_method(request, "GET")
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
-    params = parse_usage_params(dict(request.args.items()))
+    params = parse_usage_params(single_values(request.args))
     entries = rt.usage.between(uid, params.start, params.end)
     return json_response(summarise(entries, params.group_by, params.start, params.end).to_json())

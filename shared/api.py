@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from shared.wire import NOT_BLANK_PATTERN, is_blank
+
 MAX_CONVERSATION_AT_ROUTE = 40
 MAX_CONVERSATION_FOR_MODEL = 30
 MAX_ATTACHED_CONTEXT = 12
@@ -14,9 +16,11 @@ ID_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
 
 
 class _Strict(BaseModel):
-    """Unknown fields are rejected (400 naming the field) so that typos never pass silently."""
+    """Unknown fields are rejected (400 naming the field) so that typos never pass silently, and
+    values are not coerced (``"supersede": 0`` or ``"1"`` is not a boolean): what the OpenAPI
+    document calls invalid is refused."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, strict=True)
 
 
 class ConversationItem(_Strict):
@@ -33,7 +37,7 @@ class AttachedContextItem(_Strict):
 
 
 class RunRequest(_Strict):
-    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, json_schema_extra={"pattern": NOT_BLANK_PATTERN})
     threadId: str | None = Field(default=None, pattern=ID_PATTERN)
     conversation: list[ConversationItem] = Field(default_factory=list)
     attachedContext: list[AttachedContextItem] = Field(default_factory=list)
@@ -47,7 +51,7 @@ class RunRequest(_Strict):
     @field_validator("prompt")
     @classmethod
     def _prompt_not_blank(cls, v: str) -> str:
-        if not v.strip():
+        if is_blank(v):
             raise ValueError("prompt must not be blank")
         return v
 

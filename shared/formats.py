@@ -1,6 +1,8 @@
 """Small checks and conversions used across the package, each defined once (a leaf module).
 
 - :func:`is_email`: an e-mail address as the connectors accept it;
+- :func:`rfc3339_datetime` / :func:`full_date`: RFC 3339 ``date-time`` and ``full-date``, exactly
+  what the OpenAPI document's ``format`` says (``datetime.fromisoformat`` alone takes far more);
 - :func:`b64decode_any`: base64 in the standard or URL-safe alphabet, padding optional;
 - :func:`validation_problems`: a pydantic ``ValidationError`` as ``(field, message)`` pairs;
 - :func:`clean_json_schema`: a pydantic JSON schema as models and tools are shown it.
@@ -12,18 +14,44 @@ import base64
 import binascii
 import copy
 import re
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
 _EMAIL = re.compile(r"^[^@\s<>(),;:\"\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)+$")
+_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_DATE_TIME = re.compile(_DATE + r"[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})")
+_FULL_DATE = re.compile(_DATE)
 _NAME_MAPS = ("properties", "$defs", "definitions", "patternProperties")
 
 
 def is_email(text: str) -> bool:
     """``local@domain.tld`` without spaces, brackets or list separators (one address, not a list)."""
     return bool(_EMAIL.match(text))
+
+
+def rfc3339_datetime(text: str) -> datetime | None:
+    """An RFC 3339 ``date-time`` (always with a zone: ``Z`` or ``+hh:mm``) as an aware datetime;
+    ``None`` for anything else (no zone, spaces, other digits, an impossible day, a leap second)."""
+    if not _DATE_TIME.fullmatch(text):
+        return None
+    normal = text[:10] + "T" + text[11:].upper().replace("Z", "+00:00")
+    try:
+        return datetime.fromisoformat(normal)
+    except ValueError:
+        return None
+
+
+def full_date(text: str) -> date | None:
+    """An RFC 3339 ``full-date`` (``YYYY-MM-DD``); ``None`` for anything else."""
+    if not _FULL_DATE.fullmatch(text):
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
 
 
 def b64decode_any(text: str) -> bytes:

@@ -23,7 +23,7 @@ from shared.connectors.integrations_api import (
 )
 from shared.events import RunEvent
 from shared.goals.contracts import GoalsRequest, GoalsResponse
-from shared.plans.api import RefineResponse
+from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, RefineResponse
 from shared.plans.contracts import (
     ConfirmRequest,
     CreateSessionRequest,
@@ -37,7 +37,9 @@ from shared.responses import ApproveResponse, ErrorResponse
 from shared.runs_list import DEFAULT_LIMIT, MAX_LIMIT, RunsListResponse
 from shared.session_events import SessionEvent
 from shared.state.records import RunResult
+from shared.usage.params import MAX_RANGE_DAYS
 from shared.usage.views import GROUP_BY, RUN_RECORD_NOT_SERVED, RunView, UsageResponse
+from shared.wire import MAX_INT64
 
 REF = "#/components/schemas/{model}"
 
@@ -130,21 +132,97 @@ def build_openapi() -> dict[str, Any]:
     bearer: list[dict[str, list[str]]] = [{"firebaseIdToken": []}, {"firebaseSession": []}]
     run_id = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
     idem = {"name": "Idempotency-Key", "in": "header", "required": False,
-            "schema": {"type": "string", "maxLength": 255}}
+            "description": "1-255 visible ASCII characters (spaces inside allowed); a repeat returns the same run",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]*[!-~][ -~]*$"}}
     provider = {"name": "provider", "in": "path", "required": True,
                 "schema": {"type": "string", "enum": list(PROVIDERS)}}
-    ndjson = {"application/x-ndjson": {"schema": {"$ref": "#/components/schemas/RunEvent"}}}
-    session_ndjson = {"application/x-ndjson": {"schema": {"$ref": "#/components/schemas/SessionEvent"}}}
+    # NDJSON: one RunEvent per line. The schema describes the whole body read as a JSON array of its
+    # lines, as OpenAPI 3.2 reads ``schema`` for sequential media types (``itemSchema`` per line), so a
+    # client (and the fuzz test's deserializer, tests/fuzz) validates every line, not only one.
+    ndjson = {"application/x-ndjson": {"schema": {"type": "array",
+                                                  "items": {"$ref": "#/components/schemas/RunEvent"}}}}
+    session_ndjson = {"application/x-ndjson": {"schema": {"type": "array",
+                                                          "items": {"$ref": "#/components/schemas/SessionEvent"}}}}
     session_id = {"name": "sessionId", "in": "path", "required": True, "schema": {"type": "string"}}
+    instant = {"type": "string", "anyOf": [{"format": "date-time"}, {"format": "date"}]}
     integration_status = {"200": {"description": "whether each integration is connected (never a token)",
                                   "content": _json(REF.format(model="IntegrationsResponse"))}}
+    # OpenAPI links: how a response's ids feed the next call (clients, and the stateful phase of the
+    # fuzz test, reach approve, runs and events with real ids rather than only 404s).
+    run_links = {
+        "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
+        "getRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runId"}},
+        "approveAction": {"operationId": "approve", "description": "when the run waits for approval",
+                          "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "approve"}},
+        "rejectAction": {"operationId": "approve", "description": "when the run waits for approval",
+                         "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "reject"}},
+        "continueThread": {"operationId": "run", "description": "the next turn of the same thread",
+                           "requestBody": {"prompt": "Remember that I like tea",
+                                           "threadId": "$response.body#/threadId"}},
+    }
+    approve_links = {
+        "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
+        "followRunEvents": {"operationId": "getRunEvents",
+                            "parameters": {"runId": "$response.body#/runId", "follow": True}},
+        "decideAgain": {"operationId": "approve", "description": "a second decision: 409",
+                        "requestBody": {"approvalId": "$response.body#/approvalId", "decision": "reject"}},
+    }
+    by_session = {"sessionId": "$response.body#/sessionId"}
+    session_links = {
+        "getSession": {"operationId": "getSession", "parameters": by_session},
+        "getSessionEvents": {"operationId": "getSessionEvents", "parameters": by_session},
+        "refineSession": {"operationId": "refineSession", "parameters": by_session,
+                          "requestBody": {"message": "Also tidy the notes afterwards"}},
+        "cancelSession": {"operationId": "cancelSession", "parameters": by_session},
+    }
+    created_links = {**session_links, "confirmSession": {
+        "operationId": "confirmSession", "parameters": by_session,
+        "requestBody": {"planVersion": "$response.body#/plan/version"}}}
+    refined_links = {**session_links, "confirmSession": {
+        "operationId": "confirmSession", "parameters": by_session,
+        "requestBody": {"planVersion": "$response.body#/version"}}}
+    view_links = {
+        **session_links,
+        "approvePending": {"operationId": "approve", "description": "when the session's run waits for approval",
+                           "requestBody": {"approvalId": "$response.body#/pendingApprovals/0/approvalId",
+                                           "decision": "approve"}},
+        "rejectPending": {"operationId": "approve", "description": "when the session's run waits for approval",
+                          "requestBody": {"approvalId": "$response.body#/pendingApprovals/0/approvalId",
+                                          "decision": "reject"}},
+    }
+    list_runs_links = {
+        "getFirstRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runs/0/runId"}},
+        "getFirstRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runs/0/runId"}},
+        "continueNewestThread": {"operationId": "run", "description": "the next turn of the newest run's thread",
+                                 "requestBody": {"prompt": "Remember that I like tea",
+                                                 "threadId": "$response.body#/runs/0/threadId"}},
+        "approveFirstRun": {"operationId": "approve", "description": "when the newest run waits for approval",
+                            "requestBody": {"approvalId": "$response.body#/runs/0/approvals/0/id",
+                                            "decision": "approve"}},
+    }
+    view_run_links = {"approveAction": {
+        "operationId": "approve", "description": "when the run waits for approval",
+        "requestBody": {"approvalId": "$response.body#/result/approval/id", "decision": "approve"}}}
+    list_sessions_links = {"getFirstSession": {"operationId": "getSession",
+                                               "parameters": {"sessionId": "$response.body#/sessions/0/sessionId"}}}
+    first_provider = {"provider": "$response.body#/integrations/0/provider"}
+    list_integrations_links = {
+        "getIntegration": {"operationId": "getIntegration", "parameters": first_provider},
+        "connectIntegration": {"operationId": "connectIntegration", "parameters": first_provider},
+        "disconnectIntegration": {"operationId": "disconnectIntegration", "parameters": first_provider},
+    }
+    integration_links = {
+        "getIntegration": {"operationId": "getIntegration", "parameters": {"provider": "$request.path.provider"}},
+        "disconnectIntegration": {"operationId": "disconnectIntegration",
+                                  "parameters": {"provider": "$request.path.provider"}},
+    }
     paths: dict[str, Any] = {
         "/api/agent/run": {"post": {
             "operationId": "run", "parameters": [idem],
             "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
             "responses": {"200": {"description": "the run's result (status completed, "
                                                  "awaiting_confirmation or failed)",
-                                  "content": _json(REF.format(model="RunResult"))},
+                                  "content": _json(REF.format(model="RunResult")), "links": run_links},
                           **_errors(400, 401, 404, 409, 413, 415)}}},
         "/api/agent/run/stream": {"post": {
             "operationId": "stream", "parameters": [idem],
@@ -160,26 +238,27 @@ def build_openapi() -> dict[str, Any]:
                             "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                                        "default": DEFAULT_LIMIT}}],
             "responses": {"200": {"description": "one summary per run",
-                                  "content": _json(REF.format(model="RunsListResponse"))},
+                                  "content": _json(REF.format(model="RunsListResponse")), "links": list_runs_links},
                           **_errors(400, 401)}}},
         "/api/agent/runs/{runId}": {"get": {
             "operationId": "getRun", "parameters": [run_id],
             "responses": {"200": {"description": "the run record and each model call's usage",
-                                  "content": _json(REF.format(model="RunView"))},
+                                  "content": _json(REF.format(model="RunView")), "links": view_run_links},
                           **_errors(401, 404)}}},
         "/api/agent/sessions": {"get": {
             "operationId": "listSessions",
             "parameters": [{"name": "limit", "in": "query", "required": False,
-                            "schema": {"type": "integer", "minimum": 1, "maximum": 200}}],
+                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT,
+                                       "default": DEFAULT_LIST_LIMIT}}],
             "responses": {"200": {"description": "the caller's sessions, newest first",
-                                  "content": _json(REF.format(model="SessionsList"))},
+                                  "content": _json(REF.format(model="SessionsList")), "links": list_sessions_links},
                           **_errors(400, 401)}},
             "post": {
             "operationId": "createSession",
             "description": "Start a plan session (seed 004): the agent proposes a plan to review.",
             "requestBody": {"required": True, "content": _json(REF.format(model="CreateSessionRequest"))},
             "responses": {"201": {"description": "the proposed plan (status awaiting_confirmation)",
-                                  "content": _json(REF.format(model="SessionCreated"))},
+                                  "content": _json(REF.format(model="SessionCreated")), "links": created_links},
                           "200": {"description": "planning failed (ok false, status failed, error)",
                                   "content": _json(REF.format(model="SessionCreated"))},
                           **_errors(400, 401, 413, 415)}}},
@@ -187,18 +266,19 @@ def build_openapi() -> dict[str, Any]:
             "operationId": "getSession", "parameters": [session_id],
             "responses": {"200": {"description": "the session: plan, tasks with their ReAct history, plan "
                                                  "versions, pending approvals, usage, result",
-                                  "content": _json(REF.format(model="SessionView"))},
+                                  "content": _json(REF.format(model="SessionView")), "links": view_links},
                           **_errors(401, 404)}}},
         "/api/agent/sessions/{sessionId}/refine": {"post": {
             "operationId": "refineSession", "parameters": [session_id],
             "requestBody": {"required": True, "content": _json(REF.format(model="RefineRequest"))},
             "responses": {"200": {"description": "the revised plan (version + 1)",
-                                  "content": _json(REF.format(model="RefineResponse"))},
+                                  "content": _json(REF.format(model="RefineResponse")), "links": refined_links},
                           **_errors(400, 401, 404, 409, 413, 415)}}},
         "/api/agent/sessions/{sessionId}/confirm": {"post": {
             "operationId": "confirmSession", "parameters": [session_id],
             "requestBody": {"required": True, "content": _json(REF.format(model="ConfirmRequest"))},
-            "responses": {"202": {"description": "executing", "content": _json(REF.format(model="SessionAccepted"))},
+            "responses": {"202": {"description": "executing", "content": _json(REF.format(model="SessionAccepted")),
+                                  "links": session_links},
                           **_errors(400, 401, 404, 409, 413, 415)}}},
         "/api/agent/sessions/{sessionId}/cancel": {"post": {
             "operationId": "cancelSession", "parameters": [session_id],
@@ -209,7 +289,7 @@ def build_openapi() -> dict[str, Any]:
             "operationId": "getSessionEvents",
             "parameters": [session_id,
                            {"name": "after", "in": "query", "required": False,
-                            "schema": {"type": "integer", "minimum": 0}},
+                            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT64}},
                            {"name": "follow", "in": "query", "required": False, "schema": {"type": "boolean"}}],
             "responses": {"200": {"description": "the session's events with seq > after (NDJSON)",
                                   "content": session_ndjson},
@@ -217,9 +297,11 @@ def build_openapi() -> dict[str, Any]:
         "/api/agent/usage": {"get": {
             "operationId": "getUsage",
             "description": "The caller's model calls (usage ledger) in [from, to), summed per group. "
-                           "from/to: RFC 3339 or YYYY-MM-DD (UTC); default the last 30 days; at most 93 days.",
-            "parameters": [{"name": "from", "in": "query", "required": False, "schema": {"type": "string"}},
-                           {"name": "to", "in": "query", "required": False, "schema": {"type": "string"}},
+                           "from/to: RFC 3339 with a zone or YYYY-MM-DD (UTC); default the last 30 days. "
+                           f"from must be before to and at most {MAX_RANGE_DAYS} days earlier "
+                           "(400 INVALID_QUERY otherwise).",
+            "parameters": [{"name": "from", "in": "query", "required": False, "schema": instant},
+                           {"name": "to", "in": "query", "required": False, "schema": instant},
                            {"name": "groupBy", "in": "query", "required": False,
                             "schema": {"type": "string", "enum": list(GROUP_BY)}}],
             "responses": {"200": {"description": "token and cost figures per group",
@@ -229,7 +311,7 @@ def build_openapi() -> dict[str, Any]:
             "operationId": "getRunEvents",
             "parameters": [run_id,
                            {"name": "after", "in": "query", "required": False,
-                            "schema": {"type": "integer", "minimum": 0}},
+                            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT64}},
                            {"name": "follow", "in": "query", "required": False,
                             "schema": {"type": "boolean"}}],
             "responses": {"200": {"description": "persisted events with seq > after (NDJSON)",
@@ -239,7 +321,7 @@ def build_openapi() -> dict[str, Any]:
             "operationId": "approve",
             "requestBody": {"required": True, "content": _json(REF.format(model="ApproveRequest"))},
             "responses": {"202": {"description": "decision recorded; the run resumes asynchronously",
-                                  "content": _json(REF.format(model="ApproveResponse"))},
+                                  "content": _json(REF.format(model="ApproveResponse")), "links": approve_links},
                           **_errors(400, 401, 404, 409, 410, 503)}}},
         "/agent/run": {"post": {
             "operationId": "goals", "security": [],
@@ -250,7 +332,8 @@ def build_openapi() -> dict[str, Any]:
                           **_errors(400, 502, 503)}}},
         "/api/integrations": {"get": {
             "operationId": "listIntegrations",
-            "responses": {**integration_status, **_errors(401)}}},
+            "responses": {"200": {**integration_status["200"], "links": list_integrations_links},
+                          **_errors(401)}}},
         "/api/integrations/{provider}": {
             "get": {"operationId": "getIntegration", "parameters": [provider],
                     "responses": {**integration_status, **_errors(401, 404)}},
@@ -259,7 +342,8 @@ def build_openapi() -> dict[str, Any]:
                                     "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY.",
                      "requestBody": {"required": True, "content": _json(REF.format(model="ConnectRequest"))},
                      "responses": {"200": {"description": "the stored connection (never a token)",
-                                           "content": _json(REF.format(model="IntegrationResponse"))},
+                                           "content": _json(REF.format(model="IntegrationResponse")),
+                                           "links": integration_links},
                                    **_errors(400, 401, 404, 413, 415, 503)}},
             "delete": {"operationId": "disconnectIntegration", "parameters": [provider],
                        "responses": {"200": {"description": "the tokens are forgotten",
@@ -267,6 +351,16 @@ def build_openapi() -> dict[str, Any]:
                                      **_errors(401, 404, 503)}},
         },
     }
+    # make dev's own routes (devserver.py), public: liveness and this document.
+    paths["/healthz"] = {"get": {"operationId": "health", "security": [], "description": "make dev is up",
+                                 "responses": {"200": {"description": "up", "content": {"application/json": {
+                                     "schema": {"type": "object", "properties": {"ok": {"const": True}},
+                                                "required": ["ok"], "additionalProperties": False}}}}}}}
+    paths["/openapi.json"] = {"get": {"operationId": "openapi", "security": [], "description": "this document",
+                                      "responses": {"200": {"description": "the OpenAPI 3.1 document",
+                                                            "content": {"application/json": {
+                                                                "schema": {"type": "object",
+                                                                           "required": ["openapi", "paths"]}}}}}}}
     for item in paths.values():
         for op in item.values():
             op["responses"].update(_errors(500))  # any route: an unexpected error, logged

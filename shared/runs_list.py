@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from shared.errors import BadRequest
+from shared.query import Args, int_arg
 from shared.responses import ResponseBody
 from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus
 from shared.usage.figures import Usage
@@ -46,14 +46,9 @@ class RunsListResponse(ResponseBody):
     runs: list[RunSummary]
 
 
-def parse_limit(raw: str | None) -> int:
+def parse_limit(args: Args) -> int:
     """``limit`` query parameter: 1..MAX_LIMIT, default DEFAULT_LIMIT; anything else is a 400."""
-    if raw is None or raw == "":
-        return DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise BadRequest(f"query parameter limit must be an integer from 1 to {MAX_LIMIT}", code="INVALID_QUERY",
-                         details={"field": "limit"})
-    return int(raw)
+    return int_arg(args, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
 
 
 def summary(run: RunRecord) -> RunSummary:

@@ -6,16 +6,24 @@ them; ``GET`` tells whether it is connected. Answers carry only non-secret metad
 
 from __future__ import annotations
 
+import re
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 
 from shared.connectors.credentials import PROVIDERS, IntegrationStatus, IntegrationTokens, Provider
 from shared.errors import NotFound
 from shared.formats import is_email
 from shared.responses import ResponseBody
+from shared.wire import INTEGRAL, NO_WHITESPACE_PATTERN, NOT_BLANK_PATTERN, WHITESPACE_CLASS, has_whitespace, is_blank
 
+EMAIL_PATTERN = (f"^[^@{WHITESPACE_CLASS}<>(),;:\"\\[\\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+                 r"(?:\.[A-Za-z0-9-]+)+$")
+"""``shared.formats.is_email`` as a JSON Schema ``pattern``: the same whitespace on both sides
+(``shared.wire``), so the document and the server agree on every address."""
+_EMAIL = re.compile(EMAIL_PATTERN[:-1] + r"\Z")  # ``$`` would also accept a trailing newline
+MAX_SCOPE_CHARS = 300
 ROUTE_PREFIX = "/api/integrations"
 
 
@@ -26,34 +34,43 @@ class ConnectRequest(BaseModel):
     responses say), not both; Google tokens without either are refreshed only after a 401.
     """
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: "3599" is not a number of seconds and 1 is not a token (the document's types hold).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True, json_schema_extra={
+        # "not both" in the document too (null counts as absent, as in _expiry)
+        "not": {"required": ["expiresAt", "expiresIn"],
+                "properties": {"expiresAt": {"type": "number"}, "expiresIn": {"type": "number"}}}})
 
-    access_token: str = Field(alias="accessToken", min_length=1, max_length=8192)
-    refresh_token: str | None = Field(default=None, alias="refreshToken", min_length=1, max_length=8192)
+    access_token: str = Field(alias="accessToken", min_length=1, max_length=8192,
+                              json_schema_extra={"pattern": NO_WHITESPACE_PATTERN})
+    refresh_token: str | None = Field(default=None, alias="refreshToken", min_length=1, max_length=8192,
+                                      json_schema_extra={"pattern": NO_WHITESPACE_PATTERN})
     expires_at: float | None = Field(default=None, alias="expiresAt", gt=0)
-    expires_in: int | None = Field(default=None, alias="expiresIn", gt=0, le=366 * 86400)
-    scopes: list[str] = Field(default_factory=list, max_length=50)
-    account_email: str | None = Field(default=None, alias="accountEmail", max_length=320)
+    expires_in: Annotated[int, Strict(), Field(gt=0, le=366 * 86400), INTEGRAL] | None = Field(
+        default=None, alias="expiresIn")
+    scopes: list[str] = Field(default_factory=list, max_length=50, json_schema_extra={"items": {
+        "type": "string", "minLength": 1, "maxLength": MAX_SCOPE_CHARS, "pattern": NOT_BLANK_PATTERN}})
+    account_email: str | None = Field(default=None, alias="accountEmail", max_length=320,
+                                      json_schema_extra={"pattern": EMAIL_PATTERN})
     team_id: str | None = Field(default=None, alias="teamId", max_length=64)
 
     @field_validator("access_token", "refresh_token")
     @classmethod
     def _one_line(cls, value: str | None) -> str | None:
-        if value is not None and (value != value.strip() or any(c.isspace() for c in value)):
+        if value is not None and has_whitespace(value):
             raise ValueError("must be a single token without whitespace")
         return value
 
     @field_validator("scopes")
     @classmethod
     def _scopes(cls, value: list[str]) -> list[str]:
-        if any(not s.strip() or len(s) > 300 for s in value):
-            raise ValueError("each scope must be a non-empty string of at most 300 characters")
+        if any(is_blank(s) or len(s) > MAX_SCOPE_CHARS for s in value):
+            raise ValueError(f"each scope must be a non-blank string of at most {MAX_SCOPE_CHARS} characters")
         return value
 
     @field_validator("account_email")
     @classmethod
     def _email(cls, value: str | None) -> str | None:
-        if value is not None and not is_email(value):
+        if value is not None and not (is_email(value) and _EMAIL.match(value)):
             raise ValueError("not an email address")
         return value
 
@@ -72,10 +89,19 @@ class ConnectRequest(BaseModel):
                                  team_id=self.team_id)
 
 
+def _tail(path: str) -> str:
+    return path.rstrip("/").rsplit("/integrations", 1)[-1].strip("/")
+
+
+def is_collection(path: str) -> bool:
+    """``.../integrations`` itself (read-only: ``GET``), not one integration."""
+    return not _tail(path)
+
+
 def provider_from_path(path: str) -> Provider | None:
     """The ``{provider}`` of ``.../integrations/{provider}`` (``None`` for the collection itself);
     404 for an unknown provider."""
-    tail = path.rstrip("/").rsplit("/integrations", 1)[-1].strip("/")
+    tail = _tail(path)
     if not tail:
         return None
     for known in PROVIDERS:

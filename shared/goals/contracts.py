@@ -15,13 +15,27 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+
+from shared.wire import INTEGRAL, NOT_A_NUMBER, NOT_BLANK_PATTERN, is_blank
 
 Step = Literal["plan_generated", "plan_iteration", "finalized"]
 STEPS: tuple[Step, ...] = ("plan_generated", "plan_iteration", "finalized")
 
 Title = Annotated[StrictStr, Field(min_length=1, max_length=200)]
 Text = Annotated[StrictStr, Field(max_length=2000)]
+Day = Annotated[date, NOT_A_NUMBER]
+Instant = Annotated[datetime, NOT_A_NUMBER]
 
 
 class _Open(BaseModel):
@@ -34,6 +48,18 @@ class _Closed(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+def _empty_object_accepted(schema: dict[str, Any]) -> None:
+    """The JSON schema of ``proposed_plan``, whose ``{}`` means "no plan" (seed 000): documented."""
+    schema["anyOf"] = [*schema["anyOf"], {"type": "object", "maxProperties": 0}]
+
+
+def _null_accepted(schema: dict[str, Any]) -> None:
+    """The JSON schema of a field whose ``null`` a before-validator reads as its default: the
+    document says null is accepted (the OpenAPI fuzz test found it undocumented)."""
+    inner = {key: schema.pop(key) for key in list(schema) if key not in ("default", "title", "description")}
+    schema["anyOf"] = [inner, {"type": "null"}]
+
+
 # ---- GoalPreview -------------------------------------------------------------------------------
 
 class Task(_Open):
@@ -42,9 +68,9 @@ class Task(_Open):
     id: StrictStr | None = None
     title: Title
     description: Text | None = None
-    dueDate: date | None = None
-    start: datetime | None = None
-    end: datetime | None = None
+    dueDate: Day | None = None
+    start: Instant | None = None
+    end: Instant | None = None
 
     @model_validator(mode="after")
     def _times(self) -> Task:
@@ -59,7 +85,7 @@ class Milestone(_Open):
     id: StrictStr | None = None
     title: Title
     description: Text | None = None
-    dueDate: date | None = None
+    dueDate: Day | None = None
     tasks: list[Task] = Field(default_factory=list, max_length=50)
 
 
@@ -67,7 +93,7 @@ class Goal(_Open):
     id: StrictStr | None = None
     title: Title
     description: Text | None = None
-    targetDate: date | None = None
+    targetDate: Day | None = None
 
 
 class GoalPreview(_Open):
@@ -93,8 +119,8 @@ class ExistingGoal(_Closed):
 
 class CalendarEvent(_Closed):
     title: StrictStr = ""
-    start: datetime
-    end: datetime
+    start: Instant
+    end: Instant
 
     @model_validator(mode="after")
     def _order(self) -> CalendarEvent:
@@ -104,8 +130,9 @@ class CalendarEvent(_Closed):
 
 
 class GoalsContext(_Closed):
-    existingGoals: list[ExistingGoal] = Field(default_factory=list, max_length=200)
-    calendarEvents: list[CalendarEvent] = Field(default_factory=list, max_length=500)
+    existingGoals: list[ExistingGoal] = Field(default_factory=list, max_length=200, json_schema_extra=_null_accepted)
+    calendarEvents: list[CalendarEvent] = Field(default_factory=list, max_length=500,
+                                                json_schema_extra=_null_accepted)
 
     @field_validator("existingGoals", "calendarEvents", mode="before")
     @classmethod
@@ -117,9 +144,9 @@ class SessionState(_Closed):
     """The session state the backend persisted from the previous response (absent: a new session)."""
 
     step: Step | None = None
-    iteration: Annotated[StrictInt, Field(ge=0)] = 0
+    iteration: Annotated[int, Strict(), Field(ge=0), INTEGRAL] = 0
     sessionActive: StrictBool = True
-    proposed_plan: GoalPreview | None = None
+    proposed_plan: GoalPreview | None = Field(default=None, json_schema_extra=_empty_object_accepted)
 
     @model_validator(mode="before")
     @classmethod
@@ -133,9 +160,10 @@ class SessionState(_Closed):
 class GoalsRequest(_Closed):
     userId: StrictStr | None = None
     sessionId: StrictStr | None = None
-    message: Annotated[StrictStr, Field(min_length=1, max_length=4000)]
-    context: GoalsContext = Field(default_factory=GoalsContext)
-    state: SessionState = Field(default_factory=SessionState)
+    message: Annotated[StrictStr, Field(min_length=1, max_length=4000,
+                                        json_schema_extra={"pattern": NOT_BLANK_PATTERN})]
+    context: GoalsContext = Field(default_factory=GoalsContext, json_schema_extra=_null_accepted)
+    state: SessionState = Field(default_factory=SessionState, json_schema_extra=_null_accepted)
 
     @field_validator("context", "state", mode="before")
     @classmethod
@@ -146,7 +174,7 @@ class GoalsRequest(_Closed):
     @field_validator("message")
     @classmethod
     def _message_not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if is_blank(value):
             raise ValueError("message must not be blank")
         return value
 

@@ -20,6 +20,7 @@ from shared.plans.contracts import (
     SessionView,
 )
 from shared.plans.views import created, plan_body, session_view
+from shared.query import Args, int_arg
 from shared.web import parse_model
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 FOLLOW_POLL_S = 0.2
 FOLLOW_MAX_S = 60.0
+DEFAULT_LIST_LIMIT = 50
+MAX_LIST_LIMIT = 200
 
 
 class RefineResponse(PlanBody):
@@ -51,16 +54,10 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
     return created(outcome.session, outcome.tasks)
 
 
-def list_sessions(rt: Runtime, uid: str, raw_limit: str | None) -> SessionsList:
-    from shared.errors import BadRequest
+def list_sessions(rt: Runtime, uid: str, args: Args) -> SessionsList:
     from shared.plans.views import iso
 
-    limit = 50
-    if raw_limit not in (None, ""):
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 200:
-            raise BadRequest("query parameter limit must be an integer from 1 to 200", code="INVALID_QUERY",
-                             details={"field": "limit"})
-        limit = int(raw_limit)
+    limit = int_arg(args, "limit", default=DEFAULT_LIST_LIMIT, minimum=1, maximum=MAX_LIST_LIMIT)
     return SessionsList(sessions=[SessionSummary(sessionId=s.session_id, status=s.status, prompt=s.prompt[:500],
                                                  deadline=iso(s.deadline), planVersion=s.plan_version,
                                                  createdAt=s.created_at)

@@ -2,44 +2,51 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from shared.responses import ResponseBody
 from shared.state.plan_records import SessionStatus, TaskStatus
 from shared.usage.figures import Usage
+from shared.wire import INTEGRAL, MAX_INT64, NOT_BLANK_PATTERN, is_blank
 
 MAX_PROMPT_CHARS = 16_000
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown fields refused and no coercion: what the OpenAPI document calls invalid is a 400."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _not_blank(value: str) -> str:
-    if not value.strip():
+    if is_blank(value):
         raise ValueError("must not be blank")
     return value
 
 
 class CreateSessionRequest(_Strict):
-    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
-    deadline: str | None = Field(default=None, description="RFC 3339; default now + PLAN_DEFAULT_DEADLINE_S")
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, json_schema_extra={"pattern": NOT_BLANK_PATTERN})
+    deadline: str | None = Field(default=None, json_schema_extra={"format": "date-time"},
+                                 description="RFC 3339 with a zone, in the future and at most PLAN_MAX_DEADLINE_S "
+                                             "away (400 INVALID_DEADLINE otherwise); default now + "
+                                             "PLAN_DEFAULT_DEADLINE_S")
     repoUrl: str | None = Field(default=None, max_length=500, pattern=r"^https://")
-    tools: list[str] | None = Field(default=None, max_length=100)
+    tools: list[str] | None = Field(default=None, max_length=100,
+                                    description="tool names this deployment registers (400 UNKNOWN_TOOLS otherwise)")
 
     _prompt = field_validator("prompt")(_not_blank)
 
 
 class RefineRequest(_Strict):
-    message: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
+    message: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, json_schema_extra={"pattern": NOT_BLANK_PATTERN})
 
     _message = field_validator("message")(_not_blank)
 
 
 class ConfirmRequest(_Strict):
-    planVersion: int = Field(ge=1)
+    planVersion: Annotated[int, Strict(), Field(ge=1, le=MAX_INT64), INTEGRAL]
 
 
 class TaskBody(ResponseBody):

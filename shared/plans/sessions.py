@@ -7,13 +7,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime
 
 from shared.durable.kinds import CONTINUE
 from shared.durable.messages import WorkMessage
 from shared.errors import BadRequest, Conflict
 from shared.events import event_to_doc
 from shared.failures import FailureCode
+from shared.formats import rfc3339_datetime
 from shared.ids import new_id
 from shared.loop.context import Services
 from shared.models.base import Model, Part, Turn
@@ -45,14 +45,10 @@ def parse_deadline(services: Services, raw: str | None, *, now: float | None = N
     s = services.settings
     if raw is None:
         return at + s.plan_default_deadline_s
-    try:
-        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise BadRequest("deadline must be an RFC 3339 timestamp", code="INVALID_DEADLINE",
-                         details={"field": "deadline"}) from None
-    if parsed.tzinfo is None:
-        raise BadRequest("deadline needs a time zone (Z or +hh:mm)", code="INVALID_DEADLINE",
-                         details={"field": "deadline"})
+    parsed = rfc3339_datetime(raw)
+    if parsed is None:
+        raise BadRequest("deadline must be an RFC 3339 timestamp with a time zone (Z or +hh:mm)",
+                         code="INVALID_DEADLINE", details={"field": "deadline"})
     deadline = parsed.timestamp()
     if deadline <= at:
         raise BadRequest("deadline is in the past", code="INVALID_DEADLINE", details={"field": "deadline"})

@@ -94,7 +94,9 @@ class SessionsRepo:
         """A session whose execution waits for approvals ends now (``cancelled`` by the user, or
         ``deadline_exceeded`` found by the sweep): its open approvals are rejected, its run fails,
         in one transaction. False when the run is not paused (it then stops by itself before its
-        next act)."""
+        next act). ``status_event`` gets the next ``seq`` as of this transaction: the execution may
+        have appended events since ``session`` was read (its counter is the run's ``hostState.seq``),
+        and a ``seq`` taken from the earlier read would collide with one of them."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -103,6 +105,9 @@ class SessionsRepo:
             run = RunRecord.from_doc(doc.data)
             if run.status != "awaiting_confirmation":
                 return False
+            current = t.get(paths.session(session.session_id))
+            last_seq = int(current.data.get("lastSeq", 0)) if current is not None else session.last_seq
+            status_event["seq"] = max(last_seq, int(run.host_state.get("seq", 0))) + 1
             close_paused(t, run, doc.token, run_id, reason, event_write=event_write, audit_write=audit_write)
             message = "cancelled by the user" if reason == "cancelled" else "the session's deadline passed"
             t.write(self.update_write(session.session_id, {

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
 from shared.errors import BadRequest
+from shared.formats import full_date, rfc3339_datetime
 from shared.usage.views import GROUP_BY, GroupBy
 
 MAX_RANGE_DAYS = 93
@@ -23,19 +24,15 @@ class UsageParams:
 
 
 def _instant(name: str, raw: str, *, end_of_day: bool) -> float:
-    text = raw.strip()
-    try:
-        if len(text) == 10:
-            day = date.fromisoformat(text)
-            at = datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
-            return at + DAY_S if end_of_day else at
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise BadRequest(f"query parameter {name} must be an RFC 3339 timestamp or a date (YYYY-MM-DD)",
-                         code="INVALID_QUERY", details={"field": name}) from None
-    if parsed.tzinfo is None:
-        raise BadRequest(f"query parameter {name} needs a time zone (Z or +hh:mm)", code="INVALID_QUERY",
-                         details={"field": name})
+    """RFC 3339 ``date-time`` (with its zone) or ``full-date`` (UTC), as the document's formats say."""
+    day = full_date(raw)
+    if day is not None:
+        at = datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
+        return at + DAY_S if end_of_day else at
+    parsed = rfc3339_datetime(raw)
+    if parsed is None:
+        raise BadRequest(f"query parameter {name} must be an RFC 3339 timestamp with a time zone (Z or +hh:mm) "
+                         "or a date (YYYY-MM-DD)", code="INVALID_QUERY", details={"field": name})
     return parsed.timestamp()
 
 
@@ -45,14 +42,15 @@ def parse_usage_params(args: dict[str, str], *, now: float | None = None) -> Usa
         raise BadRequest(f"unknown query parameter {unknown[0]!r}; expected from, to, groupBy",
                          code="INVALID_QUERY", details={"field": unknown[0]})
     at = time.time() if now is None else now
-    end = _instant("to", args["to"], end_of_day=True) if args.get("to") else at
-    start = _instant("from", args["from"], end_of_day=False) if args.get("from") else end - DEFAULT_RANGE_DAYS * DAY_S
+    # Given but empty is not absent: the document's formats refuse "" (a 400, not the default).
+    end = _instant("to", args["to"], end_of_day=True) if "to" in args else at
+    start = _instant("from", args["from"], end_of_day=False) if "from" in args else end - DEFAULT_RANGE_DAYS * DAY_S
     if start >= end:
         raise BadRequest("query parameter from must be before to", code="INVALID_QUERY", details={"field": "from"})
     if end - start > MAX_RANGE_DAYS * DAY_S:
         raise BadRequest(f"the range from..to is at most {MAX_RANGE_DAYS} days", code="INVALID_QUERY",
                          details={"field": "from"})
-    group_by = args.get("groupBy") or "operationType"
+    group_by = args.get("groupBy", "operationType")
     if group_by not in GROUP_BY:
         raise BadRequest(f"query parameter groupBy must be one of {', '.join(GROUP_BY)}", code="INVALID_QUERY",
                          details={"field": "groupBy"})

@@ -111,7 +111,8 @@ def test_each_user_only_touches_their_own_tokens(install: Any, client: FlaskClie
 @pytest.mark.parametrize(("method", "path", "body", "headers", "status", "code"), [
     ("POST", "/api/integrations/google", TOKENS, {}, 401, "UNAUTHENTICATED"),
     ("POST", "/api/integrations/gitlab", TOKENS, ALICE, 404, "UNKNOWN_INTEGRATION"),
-    ("POST", "/api/integrations", TOKENS, ALICE, 400, "MISSING_PROVIDER"),
+    ("POST", "/api/integrations", TOKENS, ALICE, 405, "METHOD_NOT_ALLOWED"),
+    ("DELETE", "/api/integrations", None, ALICE, 405, "METHOD_NOT_ALLOWED"),
     ("PUT", "/api/integrations/google", TOKENS, ALICE, 405, "METHOD_NOT_ALLOWED"),
     ("POST", "/api/integrations/google", {}, ALICE, 400, "INVALID_REQUEST"),
     ("POST", "/api/integrations/google", {**TOKENS, "accessToken": ""}, ALICE, 400, "INVALID_REQUEST"),

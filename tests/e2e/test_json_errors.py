@@ -59,7 +59,7 @@ def test_dev_server_unmatched_paths_are_json_404(runtime: None, client: FlaskCli
     ("/api/agent/run", "GET", "POST"), ("/api/agent/run", "PUT", "POST"), ("/api/agent/run", "OPTIONS", "POST"),
     ("/api/agent/run/stream", "DELETE", "POST"), ("/api/agent/runs/run_x", "POST", "GET"),
     ("/api/agent/runs/run_x/events", "PATCH", "GET"), ("/api/agent/approve", "GET", "POST"),
-    ("/agent/run", "TRACE", "POST"), ("/api/integrations", "PUT", "GET, POST, DELETE"),
+    ("/agent/run", "TRACE", "POST"), ("/api/integrations", "PUT", "GET"), ("/api/integrations", "POST", "GET"),
     ("/api/integrations/google", "PATCH", "GET, POST, DELETE"), ("/openapi.json", "POST", "GET"),
     ("/healthz", "DELETE", "GET"), ("/api/agent/runs/run_x", "HEAD", "GET"),
 ])

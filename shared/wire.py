@@ -1,0 +1,69 @@
+"""What JSON request fields accept, stated once for the server and the OpenAPI document.
+
+Whitespace: Python's ``str.isspace`` and the JSON Schema (ECMA-262) ``\\s`` disagree: Python counts
+``\\x1c``-``\\x1f`` and ``\\x85``, ECMA-262 counts ``\\ufeff``. A field checked with ``strip()`` but
+documented with ``\\s`` would accept what its document rejects, or refuse what it allows (the
+OpenAPI fuzz test sends exactly such values). So both sides use the union of the two sets, spelled
+out as a character class every regex engine reads the same way (Python ``re``, ECMA-262, Rust).
+
+Dates: pydantic's lax ``date``/``datetime`` also take numbers (``0`` is 1970-01-01); the document
+says string, so :data:`NOT_A_NUMBER` refuses numbers (and booleans) before pydantic parses them.
+
+Integers: JSON Schema's ``integer`` includes ``3.0``; pydantic's strict ``int`` refuses it and its
+lax one also takes ``"3"``. :data:`JsonInt` takes exactly what the document calls an integer.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Strict
+
+WHITESPACE = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                       "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+"""Every character ``str.isspace`` accepts, plus U+FEFF (whitespace to ECMA-262)."""
+
+WHITESPACE_CLASS = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""``WHITESPACE`` as the inside of a regex character class, to compose patterns with."""
+NOT_BLANK_PATTERN = f"[^{WHITESPACE_CLASS}]"
+"""JSON Schema ``pattern`` (unanchored: search) of a string with at least one non-whitespace character."""
+NO_WHITESPACE_PATTERN = f"^[^{WHITESPACE_CLASS}]+$"
+"""JSON Schema ``pattern`` of a non-empty string without any whitespace."""
+
+
+def is_blank(text: str) -> bool:
+    """Empty or only whitespace (``NOT_BLANK_PATTERN`` does not match)."""
+    return all(c in WHITESPACE for c in text)
+
+
+def has_whitespace(text: str) -> bool:
+    return any(c in WHITESPACE for c in text)
+
+
+MAX_INT64 = 2**63 - 1
+"""The largest integer the stores keep (SQLite INTEGER, Firestore integer): a bound for any number
+a request hands to a query (``after``)."""
+
+
+def _integral_float_as_int(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+INTEGRAL = BeforeValidator(_integral_float_as_int)
+"""Last in an ``Annotated[int, Strict(), <constraints>, INTEGRAL]``: constraints placed after a
+validator would reach the JSON schema as pydantic's names (``ge``), not ``minimum``."""
+JsonInt = Annotated[int, Strict(), INTEGRAL]
+"""An integer as JSON Schema reads one: ``3`` and ``3.0``, never ``"3"``, ``true`` or ``3.5``."""
+
+
+def _not_a_number(value: Any) -> Any:
+    if isinstance(value, int | float):
+        raise ValueError("must be an ISO 8601 string, not a number")
+    return value
+
+
+NOT_A_NUMBER = BeforeValidator(_not_a_number)
+"""For ``Annotated[date, NOT_A_NUMBER]`` and ``Annotated[datetime, NOT_A_NUMBER]``: from JSON, a
+string; the service's own ``date`` objects still pass."""

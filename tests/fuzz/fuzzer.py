@@ -1,0 +1,234 @@
+"""The OpenAPI fuzzer of ``tests/fuzz/test_openapi_fuzz.py`` (issue 14, scope 2): schemathesis against
+the dev server through its own ``/openapi.json``, every check on, NDJSON validated line by line,
+stateful links followed. ``python -m tests.fuzz.fuzzer`` serves, fuzzes and prints the outcome as
+JSON; the test runs it in a fresh interpreter with a fixed ``PYTHONHASHSEED`` so that nothing an
+earlier test left in the process (and no hash order) changes which requests are made.
+
+The dev app (``devserver.create_app``, every function on one port, as ``make dev``) is served on a
+real loopback socket by a Werkzeug thread, over the SQLite store, the offline model, local auth, the
+inline dispatcher (approvals resume in the background as in ``make dev``) and an encryption key (so
+``/api/integrations`` is reachable). Schemathesis' engine then runs the phases its CLI runs:
+coverage (boundary values, missing auth, undeclared methods...), fuzzing (generated requests) and
+stateful (call chains along the document's OpenAPI links: run -> approve -> events with real ids).
+
+Deterministic: a fixed seed and ``deterministic`` generation (Hypothesis' derandomize), no example
+database. Bounded by counts, not time: a few examples per operation and per stateful scenario
+(schemathesis' ``max-time`` would instead keep fuzzing until it runs out), and a request timeout.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import sys
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import schemathesis
+from schemathesis.core.failures import Failure
+from schemathesis.engine import Status, events, from_schema
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from devserver import create_app
+from shared.config import Settings
+from shared.models.base import ModelRequest, ModelResponse, Usage
+from shared.models.offline import OfflineModel
+from shared.models.scripted import FunctionModel, call, calls_turn
+from shared.runtime import Runtime, set_runtime
+
+KEY = base64.b64encode(bytes(range(32))).decode()
+SEED = 20261123
+CONFIG: dict[str, Any] = {
+    "seed": SEED,
+    "request-timeout": 30,
+    "generation": {"deterministic": True, "database": "none", "max-examples": 12},
+    # Every check, the optional ones (negative/positive data, auth, use-after-free, methods...) too.
+    "auth": {"openapi": {"firebaseIdToken": {"bearer": "dev:fuzzer"}}},
+    "phases": {"stateful": {"max-steps": 12, "generation": {"max-examples": 60}}},
+    # A body over MAX_BODY_BYTES is refused with 413 before it is parsed: a rejection too.
+    "checks": {"enabled": True, "negative_data_rejection": {"expected-statuses": [
+        400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]}},
+    "operations": [{
+        # An integration's status is never deleted: DELETE forgets the tokens and GET then answers
+        # 200 {"connected": false} by design (README), not the 404 use_after_free expects.
+        "include-path": "/api/integrations/{provider}", "include-method": "GET",
+        "checks": {"use_after_free": {"enabled": False}}}],
+}
+SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
+    # The goals plan's rules between fields (a task's start/end both or neither and in order, a
+    # calendar event's end not before its start).
+    "POST /agent/run": (("INVALID_REQUEST", "start and end must be given together"),
+                        ("INVALID_REQUEST", "end must be after start"),
+                        ("INVALID_REQUEST", "end must not be before start")),
+    # A deadline in the future within PLAN_MAX_DEADLINE_S; tools this deployment registers.
+    "POST /api/agent/sessions": (("INVALID_DEADLINE", "deadline is in the past"),
+                                 ("INVALID_DEADLINE", "s away (PLAN_MAX_DEADLINE_S)"),
+                                 ("UNKNOWN_TOOLS", "unknown tool names")),
+    # from before to, at most 93 days apart.
+    "GET /api/agent/usage": (("INVALID_QUERY", "must be before to"), ("INVALID_QUERY", "is at most 93 days")),
+}
+"""Rules JSON Schema cannot state (between fields, relative to now, or about the deployment), each
+written in the operation's description in the document: a schema-valid request breaking one gets a
+400 naming it. Only those refusals are not counted as ``positive_data_acceptance`` failures; any
+other refusal of a schema-valid request is."""
+
+NDJSON_SEEN: Counter[str] = Counter()
+
+
+@schemathesis.deserializer("application/x-ndjson")
+def _ndjson(ctx: schemathesis.DeserializationContext, response: schemathesis.Response) -> list[Any]:
+    """Every line of an NDJSON body, as the JSON array the document's schema describes (one
+    ``RunEvent`` per line): each line is validated, not only the first."""
+    NDJSON_SEEN[ctx.operation.label] += 1
+    return [json.loads(line) for line in response.content.decode("utf-8").splitlines() if line.strip()]
+
+
+@dataclass
+class Finding:
+    phase: str
+    operation: str
+    check: str
+    title: str
+    message: str
+    status: int | None
+    body: str
+    curl: str
+
+    def __str__(self) -> str:
+        return (f"[{self.phase}] {self.operation}: {self.check}: {self.title}\n  {self.message[:600]}\n"
+                f"  -> {self.status} {self.body[:300]}\n  {self.curl[-600:]}")
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding]
+    errors: list[str]
+    stop_reason: str
+    stateful_statuses: Counter[tuple[str, int]]
+    statuses: Counter[tuple[str, int]]
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass  # thousands of requests: the findings say what matters
+
+
+def pausing_model() -> FunctionModel:
+    """The offline model of ``make dev`` (which also plans, refines and executes plan sessions),
+    except that every chat prompt is answered with a ``save_memory`` call: every run pauses for
+    approval, so the caller's newest run is always one to approve and the stateful phase reaches
+    ``approve`` with a real id (through the runs list's links) whatever ran before it."""
+    offline = OfflineModel()
+
+    def answer(request: ModelRequest) -> ModelResponse:
+        last = request.turns[-1] if request.turns else None
+        chat = request.response_schema is None  # plan sessions' structured requests go to the offline model
+        if chat and last is not None and last.role == "user" and not any(p.function_response for p in last.parts):
+            turn = calls_turn(call("save_memory", {"text": (last.text.strip() or "a note")[:200]}))
+            return ModelResponse(turn=turn, usage=Usage(requests=1), finish_reason="STOP")
+        return offline.generate(request)
+
+    return FunctionModel(answer, name="offline")
+
+
+@contextlib.contextmanager
+def dev_server(tmp_path: Path) -> Iterator[str]:
+    """``make dev`` on a free loopback port: its base URL."""
+    settings = Settings(sqlite_path=str(tmp_path / "dev.sqlite3"), credentials_encryption_key=KEY,
+                        dispatcher="inline", gemini_api_key=None)
+    rt = Runtime(settings, model=pausing_model())
+    set_runtime(rt)
+    server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True,
+                                          request_handler=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, name="fuzz-dev-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(30)
+        set_runtime(None)
+        rt.store.close()
+
+
+def _broken_rules(body: bytes) -> list[tuple[str, str]]:
+    """``(code, message)`` of each problem a 400 names (one per field error when it lists them)."""
+    try:
+        error = json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        return []
+    details = error.get("details") or {}
+    listed = details.get("errors") if isinstance(details, dict) else None
+    if isinstance(listed, list) and listed:
+        return [(error["code"], str(e.get("message", ""))) for e in listed if isinstance(e, dict)]
+    return [(error["code"], str(error.get("message", "")))]
+
+
+def _keep_failure(ctx: schemathesis.HookContext, failure: Failure, case: schemathesis.Case,
+                  response: schemathesis.Response) -> bool:
+    rules = SEMANTIC_RULES.get(case.operation.label)
+    if not rules or "positive_data_acceptance" not in type(failure).checks or response.status_code != 400:
+        return True
+    broken = _broken_rules(response.content)
+    return not (broken and all(any(code == c and text in message for c, text in rules) for code, message in broken))
+
+
+def run_fuzzer(base_url: str) -> Outcome:
+    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=schemathesis.Config.from_dict(CONFIG))
+    schema.hook("filter_failure")(_keep_failure)
+    findings: list[Finding] = []
+    errors: list[str] = []
+    stateful: Counter[tuple[str, int]] = Counter()
+    statuses: Counter[tuple[str, int]] = Counter()
+    stop_reason = "none"
+    for event in from_schema(schema).execute():
+        if isinstance(event, events.ScenarioFinished):
+            recorder = event.recorder
+            for case_id, node in recorder.cases.items():
+                response = recorder.find_response(case_id=case_id)
+                if response is not None:
+                    key = (node.value.operation.label, response.status_code)
+                    statuses[key] += 1
+                    if event.phase.name == "STATEFUL_TESTING":
+                        stateful[key] += 1
+            for case_id, checks in recorder.checks.items():
+                for check in checks:
+                    if check.status != Status.FAILURE or check.failure_info is None:
+                        continue
+                    info = check.failure_info
+                    response = recorder.find_response(case_id=case_id)
+                    findings.append(Finding(
+                        phase=event.phase.name, operation=recorder.cases[case_id].value.operation.label,
+                        check=check.name, title=info.failure.title, message=str(info.failure.message),
+                        status=response.status_code if response else None,
+                        body=response.content.decode("utf-8", "replace") if response else "",
+                        curl=info.code_sample))
+        elif isinstance(event, events.NonFatalError):
+            errors.append(f"{event.label}: {event.info.format()}"[:2000])
+        elif isinstance(event, events.FatalError):
+            errors.append(f"fatal: {event.exception!r}")
+        elif isinstance(event, events.EngineFinished):
+            stop_reason = event.stop_reason.value
+    return Outcome(findings, errors, stop_reason, stateful, statuses)
+
+
+def main() -> None:
+    """Serve, fuzz, and print the outcome as one JSON line (read by ``test_openapi_fuzz``)."""
+    with tempfile.TemporaryDirectory() as tmp, dev_server(Path(tmp)) as url:
+        outcome = run_fuzzer(url)
+    print(json.dumps({
+        "findings": [asdict(f) | {"text": str(f)} for f in outcome.findings],
+        "errors": outcome.errors, "stop_reason": outcome.stop_reason,
+        "stateful": [[op, status, n] for (op, status), n in sorted(outcome.stateful_statuses.items())],
+        "statuses": [[op, status, n] for (op, status), n in sorted(outcome.statuses.items())],
+        "ndjson": dict(NDJSON_SEEN)}), file=sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
