@@ -140,8 +140,12 @@ def pausing_model() -> FunctionModel:
 @contextlib.contextmanager
 def dev_server(tmp_path: Path) -> Iterator[str]:
     """``make dev`` on a free loopback port: its base URL."""
+    # The per-user limits are off: one fuzzing user sends thousands of requests and starts hundreds of
+    # runs, which would only answer 429 (the limits have their own tests in tests/limits, and every
+    # route's 429 is in the document the response checks use).
     settings = Settings(sqlite_path=str(tmp_path / "dev.sqlite3"), credentials_encryption_key=KEY,
-                        dispatcher="inline", gemini_api_key=None)
+                        dispatcher="inline", gemini_api_key=None, limit_requests_per_minute=0,
+                        limit_active_runs=0, limit_active_sessions=0, limit_daily_tokens=0)
     rt = Runtime(settings, model=pausing_model())
     set_runtime(rt)
     server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True,
