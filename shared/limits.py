@@ -6,7 +6,7 @@
   a refinement, a confirmation) the user's tokens of the UTC day, summed from the usage ledger,
   must be below ``LIMIT_DAILY_TOKENS`` -> 429 ``DAILY_TOKEN_LIMIT``.
 - ``slot``: active chat runs (``LIMIT_ACTIVE_RUNS``) and plan sessions (``LIMIT_ACTIVE_SESSIONS``):
-  the creating transaction claims a slot (``Slot.claim``) or the creation is refused -> 429
+  a slot is reserved just before the unit is created (``Slot.reserve``) or the creation is refused -> 429
   ``TOO_MANY_ACTIVE_RUNS`` / ``TOO_MANY_ACTIVE_SESSIONS``. Plan sessions are also checked before
   their planning model call (``Slot.check``), so a refused session costs no tokens.
 
@@ -97,10 +97,10 @@ class Limits:
 
     # ---- active runs and sessions ------------------------------------------------------------
     def slot(self, uid: str, kind: UnitKind) -> Slot | None:
-        """The limit on ``uid``'s active units of ``kind``, read for the creating transaction to
-        claim (two reads); None when the limit is off."""
+        """The limit on ``uid``'s active units of ``kind``, read for the creation to reserve (two
+        reads); None when the limit is off."""
         limit = self.settings.limit_active_runs if kind == "runs" else self.settings.limit_active_sessions
         if limit <= 0:
             return None
-        return Slot(uid=uid, limit=limit, seen=self.repo.active_units(uid, kind),
+        return Slot(uid=uid, limit=limit, seen=self.repo.active_units(uid, kind), store=self.repo.store,
                     retry_after_s=RUNS_RETRY_AFTER_S if kind == "runs" else SESSIONS_RETRY_AFTER_S)

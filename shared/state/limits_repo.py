@@ -3,12 +3,17 @@
 - ``requests``: ``{window, count}``, the requests admitted in the current one-minute window. Each
   admitted request moves it with a conditional write (the token read), so instances that share
   nothing but the store never admit more than the limit per window; a lost race reads again.
-- ``runs`` / ``sessions``: ``{ids}``, the units this user started that were active when last looked
-  at. Creating a unit claims a slot inside the transaction that creates it (``claim``): ids whose
-  unit has ended since are dropped, the rest are counted, and the new id is added, or the whole
-  creation is refused. Two creations racing for the last slot both write this document, so one
-  of them re-runs and sees the other: the limit holds across instances, with nothing to release
-  when a unit ends (the next claim notices).
+- ``runs`` / ``sessions``: ``{ids, reserved}``, the units this user started that were active when
+  last looked at, and when each was reserved. Creating a unit first reserves a slot (``reserve``):
+  ids whose unit has ended since are dropped, the rest are counted, and the new id is added with a
+  conditional write on this document, or the creation is refused before anything of it is written.
+  Two creations racing for the last slot both write this document, so one of them reads again and
+  sees the other: the limit holds across instances. The reservation is optimistic (no transaction
+  holds this per-user document while the unit is created: concurrent starts of one user would queue
+  on its lock, and the Firestore emulator's pessimistic locks even time out). A listed id whose unit
+  does not exist yet counts as active for ``RESERVATION_TTL_S`` (its creation may be in flight),
+  then as ended; a creation that fails releases its reservation at once (best effort). Nothing is
+  released when a unit ends: the next reservation notices.
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ from typing import Literal
 
 from shared.errors import PreconditionFailed, TooManyRequests, TransactionContention
 from shared.state import paths
-from shared.state.docstore import DocStore, Transaction, Write
+from shared.state.docstore import Doc, DocStore, Write
 
 UnitKind = Literal["runs", "sessions"]
 REQUEST_ATTEMPTS = 5
+RESERVE_ATTEMPTS = 8
+RESERVATION_TTL_S = 120.0
+"""How long a reserved id whose unit does not exist counts as active (its creating transaction may
+still be running); after that it is a creation that failed without releasing it."""
 _CODES: dict[UnitKind, str] = {"runs": "TOO_MANY_ACTIVE_RUNS", "sessions": "TOO_MANY_ACTIVE_SESSIONS"}
 _NOUNS: dict[UnitKind, str] = {"runs": "chat runs", "sessions": "plan sessions"}
 _WAITING: dict[UnitKind, str] = {"runs": "awaiting_confirmation", "sessions": "awaiting_confirmation"}
@@ -41,6 +50,11 @@ def _terminal(kind: UnitKind) -> frozenset[str]:
     from shared.state.plan_records import TERMINAL_SESSION_STATUSES
 
     return TERMINAL_SESSION_STATUSES
+
+
+def _reserved(doc: Doc | None) -> dict[str, float]:
+    raw = doc.data.get("reserved") if doc is not None else None
+    return {str(k): float(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
 def _unit_path(kind: UnitKind, unit_id: str) -> str:
@@ -72,27 +86,60 @@ class ActiveUnits:
 
 @dataclass(frozen=True)
 class Slot:
-    """A limit on a user's active units of one kind, ready to be claimed by the creating transaction."""
+    """A limit on a user's active units of one kind, to be reserved before the creating transaction."""
 
     uid: str
     limit: int
     seen: ActiveUnits
     retry_after_s: float
+    store: DocStore
 
     def check(self) -> None:
-        """Refuse now if the user has no room left (no transaction: a pre-check before costly work)."""
+        """Refuse now if the user has no room left (no write: a pre-check before costly work)."""
         self._refuse_if_full(self.seen.active(self.seen.listed))
 
-    def claim(self, t: Transaction, unit_id: str, *, also_ended: Collection[str] = ()) -> None:
-        """Inside the transaction creating ``unit_id``: count the user's active units and add it, or
-        raise TooManyRequests (the transaction, and so the creation, applies nothing).
-        ``also_ended``: units this same transaction ends (a superseded pause)."""
+    def reserve(self, unit_id: str, *, also_ended: Collection[str] = ()) -> None:
+        """Before the transaction creating ``unit_id``: count the user's active units and add it, or
+        raise TooManyRequests (nothing written). ``also_ended``: units the creation will end (a
+        superseded pause). Raises TransactionContention when concurrent creations of the user kept
+        winning the race."""
         path = paths.limit(self.uid, self.seen.kind)
-        doc = t.get(path)
-        listed = [str(i) for i in doc.data.get("ids", [])] if doc is not None else []
-        active = self.seen.active(listed, also_ended=also_ended, new_id=unit_id)
-        self._refuse_if_full(active)
-        t.write(Write("set", path, {"ids": [*active, unit_id], "updatedAt": time.time()}))
+        for _ in range(RESERVE_ATTEMPTS):
+            doc = self.store.get(path)
+            listed = [str(i) for i in doc.data.get("ids", [])] if doc is not None else []
+            reserved = _reserved(doc)
+            kept = self.seen.active(listed, new_id=unit_id)
+            # A unit the creation will end does not count, but stays listed: should the creation
+            # fail to end it, the next reservation still counts it.
+            self._refuse_if_full([i for i in kept if i not in also_ended])
+            at = time.time()
+            data = {"ids": [*kept, unit_id], "updatedAt": at,
+                    "reserved": {**{i: t for i, t in reserved.items() if i in kept and at - t <= RESERVATION_TTL_S},
+                                 unit_id: at}}
+            write = Write("create", path, data) if doc is None else Write("set", path, data, if_token=doc.token)
+            try:
+                self.store.commit([write])
+            except PreconditionFailed:
+                continue  # another creation of this user reserved first: read again
+            return
+        raise TransactionContention(f"the {self.seen.kind} slots of {self.uid} kept changing")
+
+    def release(self, unit_id: str) -> None:
+        """Give back the reservation of a unit whose creation failed (best effort: an unreleased one
+        counts until ``RESERVATION_TTL_S`` has passed)."""
+        path = paths.limit(self.uid, self.seen.kind)
+        for _ in range(3):
+            doc = self.store.get(path)
+            listed = [str(i) for i in doc.data.get("ids", [])] if doc is not None else []
+            if unit_id not in listed or doc is None:
+                return
+            reserved = {i: t for i, t in _reserved(doc).items() if i != unit_id}
+            data = {"ids": [i for i in listed if i != unit_id], "reserved": reserved, "updatedAt": time.time()}
+            try:
+                self.store.commit([Write("set", path, data, if_token=doc.token)])
+                return
+            except PreconditionFailed:
+                continue
 
     def _refuse_if_full(self, active: list[str]) -> None:
         if len(active) < self.limit:
@@ -134,9 +181,14 @@ class LimitsRepo:
         terminal = _terminal(kind)
         doc = self.store.get(paths.limit(uid, kind))
         ids = [str(i) for i in doc.data.get("ids", [])] if doc is not None else []
+        reserved = _reserved(doc)
         units = self.store.get_many([_unit_path(kind, i) for i in ids]) if ids else []
+        at = time.time()
+        # A unit not created yet may still be in its creating transaction: active while its
+        # reservation is recent (ids listed before reservations were recorded count as ended).
         ended = {i for i, u in zip(ids, units, strict=True)
-                 if u is None or u.data.get("uid") != uid or u.data.get("status") in terminal}
+                 if (u is None and at - reserved.get(i, 0.0) > RESERVATION_TTL_S)
+                 or (u is not None and (u.data.get("uid") != uid or u.data.get("status") in terminal))}
         waiting = {i for i, u in zip(ids, units, strict=True)
                    if u is not None and i not in ended and u.data.get("status") == _WAITING[kind]}
         return ActiveUnits(kind=kind, listed=tuple(ids), ended=frozenset(ended), waiting=frozenset(waiting))

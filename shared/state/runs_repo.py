@@ -168,7 +168,8 @@ class RunsRepo:
         approval decided and the resume on its way). A paused run is closed by ``close_paused``
         (inside the same transaction) instead when ``supersede`` is set ("superseded"), or when
         every open approval of its pause has expired ("expired"). ``slot``: the user's limit on
-        active runs, claimed in the same transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing written).
+        active runs, reserved just before the transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing
+        written) and released if the transaction does not create the run.
         """
 
         def txn(t: Transaction) -> str | None:
@@ -200,8 +201,6 @@ class RunsRepo:
                 t.write(Write("create", paths.thread(run.thread_id),
                               ThreadRecord(thread_id=run.thread_id, uid=run.uid,
                                            active_run_id=run.run_id).to_doc()))
-            if slot is not None:
-                slot.claim(t, run.run_id, also_ended=closed)
             t.write(Write("create", paths.run(run.run_id), run.to_doc()))
             for i, turn in enumerate(turns):
                 t.write(Write("create", paths.turn(run.run_id, i), turn_doc(turn)))
@@ -213,7 +212,19 @@ class RunsRepo:
                               {"runId": run.run_id, "uid": run.uid, "createdAt": now()}))
             return None
 
-        existing = self.store.run_transaction(txn)
+        if slot is not None:
+            if idempotency_key and self.store.get(paths.idempotency(run.uid, idempotency_key)) is not None:
+                slot = None  # a replay: the transaction answers the run it started, nothing new counts
+            else:
+                slot.reserve(run.run_id, also_ended=self._paused_on_thread(run) if supersede else ())
+        try:
+            existing = self.store.run_transaction(txn)
+        except Exception:
+            if slot is not None:
+                slot.release(run.run_id)
+            raise
+        if existing and slot is not None:
+            slot.release(run.run_id)
         run_id = existing or run.run_id
         snap = self.get_run(run_id)
         if snap is None:  # pragma: no cover - the transaction just wrote it
@@ -221,6 +232,16 @@ class RunsRepo:
         if existing and snap.run.uid != run.uid:  # pragma: no cover - keys are scoped per user
             raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
         return StartOutcome(snap, created=existing is None)
+
+    def _paused_on_thread(self, run: RunRecord) -> list[str]:
+        """The paused run a superseding start closes: it does not count against the reservation (it
+        stays listed, so it counts again should the transaction not close it)."""
+        thread = self.store.get(paths.thread(run.thread_id))
+        active_id = thread.data.get("activeRunId") if thread is not None else None
+        if not active_id:
+            return []
+        active = self.store.get(paths.run(str(active_id)))
+        return [str(active_id)] if active is not None and active.data.get("status") == "awaiting_confirmation" else []
 
     def unit_writes(self, run: RunRecord, *, turns: Sequence[Turn], events: Sequence[dict[str, Any]] = ()
                     ) -> list[Write]:

@@ -121,19 +121,17 @@ class SessionsRepo:
     # ---- commits -----------------------------------------------------------------------------
     def create(self, session: SessionRecord, writes: Sequence[Write], *, slot: Slot | None = None) -> None:
         """Create the session with ``writes`` in one commit; with ``slot`` (the user's limit on active
-        sessions) in one transaction that claims it first (429 ``TOO_MANY_ACTIVE_SESSIONS``: nothing
-        is written)."""
+        sessions) reserved first (429 ``TOO_MANY_ACTIVE_SESSIONS``: nothing is written) and released
+        if the commit fails."""
         batch = [Write("create", paths.session(session.session_id), session.to_doc()), *writes]
-        if slot is None:
+        if slot is not None:
+            slot.reserve(session.session_id)
+        try:
             self.store.commit(batch)
-            return
-
-        def txn(t: Transaction) -> None:
-            slot.claim(t, session.session_id)
-            for w in batch:
-                t.write(w)
-
-        self.store.run_transaction(txn)
+        except Exception:
+            if slot is not None:
+                slot.release(session.session_id)
+            raise
 
     def commit(self, session: SessionRecord, token: str, writes: Sequence[Write] = ()) -> str:
         """Write ``session`` whole with ``writes`` if it is still as read (else 409 ``SESSION_BUSY``:

@@ -15,6 +15,7 @@ from flask.testing import FlaskClient
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
+from shared.state import paths
 from shared.state.docstore import DocStore
 from shared.state.records import UsageEntry
 from shared.usage.figures import Usage
@@ -142,22 +143,67 @@ def test_a_repeated_idempotency_key_is_answered_even_at_the_limit(make_rt: MakeR
     refused(client, other, "TOO_MANY_ACTIVE_RUNS", path="/api/agent/run", method="post")
 
 
-def test_the_slot_is_claimed_in_the_creating_transaction(make_rt: MakeRuntime, client: FlaskClient,
-                                                         store: DocStore) -> None:
+def test_a_stale_view_cannot_reserve_one_slot_too_many(make_rt: MakeRuntime, client: FlaskClient,
+                                                       store: DocStore) -> None:
     """A view of the user's runs read before another run started (a racing request) still cannot
-    let one too many in: the claim reads the slots again inside the transaction."""
+    let one too many in: the reservation reads the slots again and writes them conditionally."""
     rt = make_rt(FunctionModel(remember), limit_active_runs=1)
     stale = rt.limits.slot("alice", "runs")
     assert stale is not None
     stale.check()  # no run yet: room
     start(client, ALICE)
     try:
-        store.run_transaction(lambda t: stale.claim(t, "run_racer"))
+        stale.reserve("run_racer")
     except Exception as exc:
         assert getattr(exc, "code", None) == "TOO_MANY_ACTIVE_RUNS" and getattr(exc, "status", None) == 429
     else:
         raise AssertionError("the stale view let a second run in")
     assert len(ids(store, "runs")) == 1
+
+
+def test_a_creation_in_flight_holds_its_slot_and_a_failed_one_gives_it_back(
+        make_rt: MakeRuntime, client: FlaskClient, store: DocStore) -> None:
+    rt = make_rt(FunctionModel(remember), limit_active_runs=1)
+    slot = rt.limits.slot("alice", "runs")
+    assert slot is not None
+    slot.reserve("run_in_flight")  # reserved, its creating transaction not committed yet
+    resp = client.post("/api/agent/run", json={"prompt": "remember tea"}, headers=ALICE)
+    refused(client, resp, "TOO_MANY_ACTIVE_RUNS", path="/api/agent/run", method="post")
+    slot.release("run_in_flight")  # that creation failed
+    first = start(client, ALICE)
+    assert first["status"] == "awaiting_confirmation"
+    # A start refused by its thread (its run still waits for a decision) gives its reservation back.
+    rt2 = make_rt(FunctionModel(remember), limit_active_runs=2)
+    busy = client.post("/api/agent/run", json={"prompt": "again", "threadId": first["threadId"]}, headers=ALICE)
+    assert busy.status_code == 409
+    listed = store.get(paths.limit("alice", "runs"))
+    assert listed is not None and listed.data["ids"] == [first["runId"]]
+    assert rt2.runs.get_run(first["runId"]) is not None
+
+
+def test_concurrent_starts_of_one_user_under_the_limit_all_go_through(
+        make_rt: MakeRuntime, client: FlaskClient, store: DocStore) -> None:
+    """Eight starts of one user at once, the limit well above: none is refused or fails on contention
+    (claiming slots inside the creating transaction made them queue on the user's slot document,
+    and the Firestore emulator's locks timed out: make reliability found it)."""
+    make_rt(FunctionModel(remember), limit_active_runs=20)
+    statuses: list[int] = []
+    lock = threading.Lock()
+    together = threading.Barrier(8)
+
+    def go(i: int) -> None:
+        together.wait()
+        resp = client.post("/api/agent/run", json={"prompt": "remember tea", "threadId": f"many-{i}"}, headers=ALICE)
+        with lock:
+            statuses.append(resp.status_code)
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert statuses == [200] * 8, statuses
+    assert len(ids(store, "runs")) == 8
 
 
 def test_racing_starts_create_at_most_the_limit(make_rt: MakeRuntime, client: FlaskClient, store: DocStore) -> None:

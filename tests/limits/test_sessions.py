@@ -1,5 +1,5 @@
 """Per-user limits on plan sessions (issue 14 item 7): active sessions (checked before the planning
-call and claimed in the creating transaction, also for a session a chat run starts) and model
+call and reserved just before the creating commit, also for a session a chat run starts) and model
 tokens per day (create, refine, confirm). Refusals create nothing and touch only that user."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_active_sessions(make_rt: MakeRuntime, client: FlaskClient, store: DocSt
 def test_a_session_losing_the_race_for_the_last_slot_creates_nothing(make_rt: MakeRuntime,
                                                                      store: DocStore) -> None:
     """The check before planning passes for two sessions planned at once; the creating transaction
-    claims the slot, so the one that finishes planning second is refused and writes nothing."""
+    reserves the slot, so the one that finishes planning second is refused and writes nothing."""
     script = Script()
     racing: list[str] = []
 
