@@ -174,11 +174,6 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
             execute_action(ctx, action)
         elif action.status == "completed":
             ctx.last_action = action
-        elif action.status == "rejected" and action.approval_id is not None:
-            # Rejected by the user (or its approval expired): its tool_result is told now, when the
-            # turn is answered (a policy denial told its own when the call was decided).
-            ctx.emit(ToolResultEvent(toolName=action.tool, actionId=action.action_id, status="rejected",
-                                     error=action.error))
     waiting = [a for a in turn_actions if a.status == "awaiting_confirmation"]
     if waiting:
         # A turn that mixed allowed calls with calls needing approval was cut off before it paused
@@ -186,6 +181,14 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
         # of answering calls nobody decided.
         ctx.host.interrupt(ctx, NextStepInterruption(last_index, waiting))
         return False
+    for action in turn_actions:
+        if action.status == "rejected" and action.approval_id is not None:
+            # Rejected by the user (or its approval expired): told in the commit that answers the
+            # turn, so exactly once (an execution's claim commit earlier in this loop may be
+            # followed by a crash and this turn closed again). A policy denial told its own when
+            # the call was decided.
+            ctx.emit(ToolResultEvent(toolName=action.tool, actionId=action.action_id, status="rejected",
+                                     error=action.error))
     ctx.run.pending_turn = None
     ctx.run.pending_approval_ids = []
     move_run(ctx.run, "planning")

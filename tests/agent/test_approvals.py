@@ -336,6 +336,28 @@ def test_parallel_calls_resume_only_when_every_approval_is_decided(make_runtime:
     assert responses[2].function_response is not None and responses[2].function_response.response["rejected"]
 
 
+def test_a_rejection_is_told_once_even_when_a_crash_cuts_the_turn_after_it(make_runtime: MakeRuntime) -> None:
+    """Reject the first of two calls, approve the second, crash inside the second: the turn is
+    closed again by the recovery, and the rejection's tool_result is still stored exactly once
+    (make reliability found it twice when it was told before the second call's claim commit)."""
+    ledger = Ledger()
+    calls = [call("send_note", {"to": "bob", "body": "1"}), call("send_note", {"to": "carol", "body": "2"})]
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Handled."), calls=calls, lease_ttl_s=0.2)
+    assert result.approvals is not None
+    approve(rt, result.approvals[0].id, "reject")
+    approve(rt, result.approvals[1].id)
+    ledger.crash_next = True
+    with pytest.raises(Crash):
+        deliver_all(rt)
+    time.sleep(0.3)  # the crashed invocation's lease expires
+    assert rt.router.sweep()["recovered"] == 1
+    rejected, cut_off = rt.runs.list_actions(result.run_id)
+    told = [(e["actionId"], e["status"]) for e in rt.runs.list_events(result.run_id) if e["type"] == "tool_result"]
+    assert sorted(told) == sorted([(rejected.action_id, "rejected"), (cut_off.action_id, "failed")])
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.status == "completed"
+
+
 def test_a_run_pauses_and_resumes_several_times(make_runtime: MakeRuntime) -> None:
     ledger = Ledger()
     rt, _, result, _ = paused(make_runtime, ledger, calls_turn(call("send_note", {"to": "carol", "body": "2"})),
