@@ -187,43 +187,38 @@ def test_concurrent_starts_of_one_user_under_the_limit_all_go_through(
     (claiming slots inside the creating transaction made them queue on the user's slot document,
     and the Firestore emulator's locks timed out: make reliability found it)."""
     make_rt(FunctionModel(remember), limit_active_runs=20)
-    statuses: list[int] = []
-    lock = threading.Lock()
-    together = threading.Barrier(8)
-
-    def go(i: int) -> None:
-        together.wait()
-        resp = client.post("/api/agent/run", json={"prompt": "remember tea", "threadId": f"many-{i}"}, headers=ALICE)
-        with lock:
-            statuses.append(resp.status_code)
-
-    threads = [threading.Thread(target=go, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    statuses = starts_at_once(client, 8)
     assert statuses == [200] * 8, statuses
     assert len(ids(store, "runs")) == 8
 
 
 def test_racing_starts_create_at_most_the_limit(make_rt: MakeRuntime, client: FlaskClient, store: DocStore) -> None:
     rt = make_rt(FunctionModel(remember), limit_active_runs=1)
+    statuses = starts_at_once(client, 3)
+    assert sorted(statuses) == [200, 429, 429], statuses
+    assert len(ids(store, "runs")) == 1 and len(ids(store, "threads")) == 1
+    assert rt.runs.list_runs_for("alice", 10)[0].status == "awaiting_confirmation"
+
+
+def starts_at_once(client: FlaskClient, n: int) -> list[int]:
+    """``n`` runs of alice started by ``n`` threads released together (each on its own thread); the
+    status codes."""
     statuses: list[int] = []
     lock = threading.Lock()
+    together = threading.Barrier(n)
 
     def go(i: int) -> None:
+        together.wait()
         resp = client.post("/api/agent/run", json={"prompt": "remember tea", "threadId": f"race-{i}"}, headers=ALICE)
         with lock:
             statuses.append(resp.status_code)
 
-    threads = [threading.Thread(target=go, args=(i,)) for i in range(3)]
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(120)
-    assert sorted(statuses) == [200, 429, 429], statuses
-    assert len(ids(store, "runs")) == 1 and len(ids(store, "threads")) == 1
-    assert rt.runs.list_runs_for("alice", 10)[0].status == "awaiting_confirmation"
+    return statuses
 
 
 # ---- model tokens per day --------------------------------------------------------------------------
