@@ -35,10 +35,12 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from tests.connectors.loopback import LoopbackServer
 
 PREFIX = "/calendar/v3/calendars/"
 _EVENT_ID = re.compile(r"[a-v0-9]{5,1024}")
@@ -112,7 +114,7 @@ def instant(when: dict[str, Any]) -> datetime:
     return value
 
 
-class FakeCalendar:
+class FakeCalendar(LoopbackServer):
     """The fake server; ``start()``/``close()`` or a context manager. See the module doc."""
 
     def __init__(self, *, token: str = "ya29.fake-calendar-token", primary_time_zone: str = "UTC") -> None:
@@ -122,38 +124,15 @@ class FakeCalendar:
         self._failures: deque[Fail] = deque()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # lifecycle ---------------------------------------------------------------------------
-    def start(self) -> FakeCalendar:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-calendar", daemon=True)
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._server = None
-
-    def __enter__(self) -> FakeCalendar:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_class(self)
 
     @property
     def base_url(self) -> str:
         """The root URL (``http://127.0.0.1:PORT/``); the API lives under ``calendar/v3/``."""
-        assert self._server is not None, "FakeCalendar is not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return self.root + "/"
 
     # scripting ---------------------------------------------------------------------------
     def add_calendar(self, calendar_id: str, *, time_zone: str = "UTC", summary: str = "") -> None:

@@ -38,9 +38,11 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+from tests.connectors.loopback import LoopbackServer
 
 DOCS = "https://docs.github.com/rest"
 LARGE_FILE_BYTES = 1024 * 1024
@@ -92,7 +94,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
 
 
-class FakeGitHub:
+class FakeGitHub(LoopbackServer):
     """The fake server; ``start()``/``close()`` or a context manager. See the module doc."""
 
     def __init__(self, *, token: str = "ghp_fakeGitHubToken0123456789", login: str = "agent-user") -> None:
@@ -108,38 +110,15 @@ class FakeGitHub:
         self._failures: deque[Fail] = deque()
         self._ids = itertools.count(1000)
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # lifecycle ---------------------------------------------------------------------------
-    def start(self) -> FakeGitHub:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-github", daemon=True)
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._server = None
-
-    def __enter__(self) -> FakeGitHub:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_class(self)
 
     @property
     def base_url(self) -> str:
         """The API root (``http://127.0.0.1:PORT``), as ``GITHUB_API_BASE_URL``."""
-        assert self._server is not None, "FakeGitHub is not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.root
 
     # scripting ---------------------------------------------------------------------------
     def add_repo(self, full_name: str, *, files: dict[str, bytes] | None = None,

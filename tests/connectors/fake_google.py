@@ -40,9 +40,11 @@ from dataclasses import dataclass, field
 from email import message_from_bytes
 from email.message import EmailMessage
 from email.policy import default as default_policy
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.connectors.loopback import LoopbackServer
 
 PREFIX = "/gmail/v1/users/me/"
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
@@ -116,7 +118,7 @@ def decode_raw(raw: str) -> EmailMessage:
 
 
 @dataclass
-class FakeGoogle:
+class FakeGoogle(LoopbackServer):
     access_token: str = "ya29.fake-access-token"
     client_id: str = "fake-client-id.apps.googleusercontent.com"
     client_secret: str = "fake-client-secret"
@@ -134,34 +136,14 @@ class FakeGoogle:
         self._fails: deque[Fail] = deque()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> FakeGoogle:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeGoogle:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_class(self)
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return self.root + "/"
 
     @property
     def token_uri(self) -> str:

@@ -25,9 +25,11 @@ import json
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.connectors.loopback import LoopbackServer
 
 
 @dataclass
@@ -78,7 +80,7 @@ def _offset(cursor: str) -> int | None:
         return None
 
 
-class FakeSlack:
+class FakeSlack(LoopbackServer):
     """The fake server; ``start()``/``close()`` or a context manager. See the module doc."""
 
     def __init__(self, *, token: str = "xoxp-fake-slack-token", max_page_size: int = 1000) -> None:
@@ -91,38 +93,15 @@ class FakeSlack:
         self._failures: deque[Fail] = deque()
         self._ts = itertools.count(1)
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # lifecycle ---------------------------------------------------------------------------
-    def start(self) -> FakeSlack:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-slack", daemon=True)
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._server = None
-
-    def __enter__(self) -> FakeSlack:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_class(self)
 
     @property
     def base_url(self) -> str:
         """The Web API base (``http://127.0.0.1:PORT/api/``), as ``WebClient(base_url=...)`` wants it."""
-        assert self._server is not None, "FakeSlack is not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/api/"
+        return self.root + "/api/"
 
     # scripting ---------------------------------------------------------------------------
     def add_channel(self, channel_id: str, name: str, **kwargs: Any) -> Channel:
