@@ -3,10 +3,8 @@
 Not part of the deployed bundle. Refuses to run on Cloud Run (``K_SERVICE`` set).
 ``/`` is the dev console (``console/``: static ES modules over the public API, served only with
 ``AUTH_MODE=local``, see docs/console.md).
-Routes: POST /api/agent/run, POST /api/agent/run/stream, GET /api/agent/runs, GET /api/agent/runs/{runId}[/events],
-POST /api/agent/approve, GET /api/agent/usage, /api/agent/sessions[/{id}[/refine|confirm|cancel|events]],
-POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
-GET /openapi.json, GET /healthz. Any other path or method, and anything the web framework would
+Routes: every route of the table (``shared/routes.py``): the deployed functions' and make dev's own
+(GET /openapi.json, GET /healthz). Any other path or method, and anything the web framework would
 answer by itself, is the JSON error envelope (404 ``ROUTE_NOT_FOUND``, 405 with ``Allow``), as in the
 deployed functions.
 
@@ -26,7 +24,7 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,14 +32,13 @@ import flask
 from werkzeug.routing import Rule
 from werkzeug.security import safe_join
 
-from shared.errors import MethodNotAllowed, NotFound
-from shared.http_errors import install_json_errors, shown_path
+from shared.errors import NotFound
+from shared.http_errors import install_json_errors
 from shared.web import error_response, json_response
 
 if TYPE_CHECKING:
     from shared.runtime import Runtime
 
-Handler = Callable[[flask.Request], flask.Response]
 SWEEP_INTERVAL_S = 60.0
 """How often ``make dev`` runs the recovery sweep (production: the Cloud Scheduler job)."""
 
@@ -121,50 +118,36 @@ def console_file(path: str) -> flask.Response:
     return resp
 
 
-def create_app() -> flask.Flask:
-    if os.environ.get("K_SERVICE"):
-        raise SystemExit("devserver refuses to run on Cloud Run (K_SERVICE is set)")
-    from functions.approve import approve
-    from functions.goals import goals
-    from functions.integrations import integrations
-    from functions.run import run
-    from functions.runs import runs
-    from functions.sessions import sessions
-    from functions.stream import stream
-    from functions.usage import usage
+def healthz(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    return json_response({"ok": True})
+
+
+def openapi_document(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.openapi import build_openapi
 
-    routes: dict[str, Handler] = {
-        "/api/agent/run": run,
-        "/api/agent/run/stream": stream,
-        "/api/agent/approve": approve,
-        "/agent/run": goals,
-        "/api/agent/usage": usage,
-    }
+    return json_response(build_openapi())
+
+
+def create_app() -> flask.Flask:
+    """Every route of the table (``shared/routes.py``), deployed function or not, on one app."""
+    if os.environ.get("K_SERVICE"):
+        raise SystemExit("devserver refuses to run on Cloud Run (K_SERVICE is set)")
+    from functions.dispatch import dispatch as dispatch_route
+    from shared import routes
+    from shared.web import http_endpoint
+
     app = flask.Flask("agent-runtime-dev")
     install_json_errors(app.errorhandler)
 
+    @http_endpoint
+    def api(request: flask.Request) -> flask.Response:
+        return dispatch_route(request, routes.ROUTES)  # read per request: the table is the only place
+
     def dispatch(path: str) -> flask.Response:
         req = flask.request
-        if req.path in ("/openapi.json", "/healthz"):
-            if req.method != "GET":
-                return error_response(MethodNotAllowed(req.method, ["GET"]))
-            return json_response(build_openapi() if req.path == "/openapi.json" else {"ok": True})
         if req.method == "GET" and (req.path == "/" or req.path.startswith("/console/")):
             return console_file("index.html" if req.path == "/" else req.path.removeprefix("/console/"))
-        handler = routes.get(req.path.rstrip("/") or "/")
-        if handler is None and (req.path.rstrip("/") == "/api/agent/runs" or req.path.startswith("/api/agent/runs/")):
-            handler = runs
-        if handler is None and (req.path.rstrip("/") == "/api/agent/sessions"
-                                or req.path.startswith("/api/agent/sessions/")):
-            handler = sessions
-        if handler is None and (req.path.rstrip("/") == "/api/integrations"
-                                or req.path.startswith("/api/integrations/")):
-            handler = integrations
-        if handler is None:
-            return error_response(NotFound(f"no route for {req.method} {shown_path(req.path)}",
-                                           code="ROUTE_NOT_FOUND"))
-        return handler(req)
+        return api(req)
 
     # Rules without methods, as functions-framework mounts a deployed function: every method reaches
     # the handler, which answers a wrong one with its own JSON 405 (and Allow), never Flask's HTML

@@ -1,9 +1,11 @@
-"""Entry points of the deployed bundle (functions-framework ``--target``).
+"""Entry points of the deployed bundle (functions-framework ``--target``), one per function of the
+route table (``shared/routes.py``).
 
-Every deployed function loads this whole module, so it stays small: each entry point imports its
-implementation in ``functions/`` on its first call, and a function loads only what its own
-requests need (``runs`` never loads the agent loop, tools, connectors or goals; ``goals`` never
-loads the state store; nothing here imports a model SDK). Importing it validates the configuration
+Every deployed function loads this whole module, so it stays small: an entry point imports the
+dispatch (``functions/dispatch.py``) on its first call, and the dispatch imports a route's handler
+in ``functions/`` on that route's first request, so a function loads only what its own requests
+need (``runs`` never loads the agent loop, tools, connectors or goals; ``goals`` never loads the
+state store; nothing here imports a model SDK). Importing it validates the configuration
 (``Settings.from_env``), so a misconfigured function (e.g. ``AUTH_MODE=local`` on Cloud Run) fails
 to start instead of answering 500 to every request. It also makes every answer the framework
 gives by itself (no route for the path, a method no route takes, an unexpected exception) the JSON
@@ -12,17 +14,17 @@ error envelope instead of an HTML page (``install_json_errors``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
 from shared.config import Settings
 from shared.http_errors import install_json_errors
+from shared.routes import FUNCTIONS, Function, resolve
 
 if TYPE_CHECKING:
     import flask
-
-__all__ = ["approve", "goals", "integrations", "resume", "run", "runs", "sessions", "stream", "usage"]
 
 Settings.from_env()  # raises ConfigurationError: functions-framework exits before serving
 # functions-framework points ``errorhandler`` at the app it is creating before importing this module
@@ -30,57 +32,25 @@ Settings.from_env()  # raises ConfigurationError: functions-framework exits befo
 install_json_errors(functions_framework.errorhandler)
 
 
-def run(request: flask.Request) -> flask.Response:
-    from functions.run import run as impl
+def _http_entry(name: str) -> Callable[[flask.Request], flask.Response]:
+    def entry(request: flask.Request) -> flask.Response:
+        from functions.dispatch import function_entry
 
-    return impl(request)
+        return function_entry(name)(request)
 
-
-def stream(request: flask.Request) -> flask.Response:
-    from functions.stream import stream as impl
-
-    return impl(request)
+    entry.__name__ = entry.__qualname__ = name
+    return entry
 
 
-def runs(request: flask.Request) -> flask.Response:
-    from functions.runs import runs as impl
-
-    return impl(request)
-
-
-def approve(request: flask.Request) -> flask.Response:
-    from functions.approve import approve as impl
-
-    return impl(request)
-
-
-@functions_framework.cloud_event
-def resume(cloud_event: Any) -> None:
+def _event_entry(fn: Function) -> Callable[[Any], None]:
     """A CloudEvent function whatever the deployment's signature type (the decorator registers it)."""
-    from functions.resume import resume as impl
+    def entry(cloud_event: Any) -> None:
+        resolve(fn.handler or f"functions.{fn.name}:{fn.name}")(cloud_event)
 
-    impl(cloud_event)
-
-
-def goals(request: flask.Request) -> flask.Response:
-    from functions.goals import goals as impl
-
-    return impl(request)
+    entry.__name__ = entry.__qualname__ = fn.name
+    return functions_framework.cloud_event(entry)
 
 
-def integrations(request: flask.Request) -> flask.Response:
-    from functions.integrations import integrations as impl
-
-    return impl(request)
-
-
-def usage(request: flask.Request) -> flask.Response:
-    from functions.usage import usage as impl
-
-    return impl(request)
-
-
-def sessions(request: flask.Request) -> flask.Response:
-    from functions.sessions import sessions as impl
-
-    return impl(request)
+for _fn in FUNCTIONS:
+    globals()[_fn.name] = _event_entry(_fn) if _fn.trigger == "pubsub" else _http_entry(_fn.name)
+__all__ = [fn.name for fn in FUNCTIONS]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import flask
 
 from functions.common import authenticated_uid
@@ -9,12 +11,10 @@ from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.responses import ApproveResponse
 from shared.runtime import get_runtime
-from shared.web import http_endpoint, json_response, parse_model, read_json_body, require_method
+from shared.web import json_response, parse_model, read_json_body
 
 
-@http_endpoint
-def approve(request: flask.Request) -> flask.Response:
-    require_method(request, "POST")
+def approve(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
     body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))

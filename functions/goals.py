@@ -7,18 +7,18 @@ created.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import flask
 
 from shared.config import Settings
 from shared.goals.contracts import GoalsRequest
 from shared.goals.service import goals_model, metered, run_goals
 from shared.runtime import get_runtime
-from shared.web import http_endpoint, json_response, parse_model, read_json_body, require_method
+from shared.web import json_response, parse_model, read_json_body
 
 
-@http_endpoint
-def goals(request: flask.Request) -> flask.Response:
-    require_method(request, "POST")
+def goals(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     settings = Settings.from_env()
     body = parse_model(GoalsRequest, read_json_body(request, settings.max_body_bytes))
     model = metered(goals_model(settings), body, settings, get_runtime().usage.record)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import flask
 
 from functions.common import authenticated_uid, run_request
 from shared.agent.runs_api import run_to_stop
 from shared.runtime import get_runtime
-from shared.web import http_endpoint, idempotency_key, json_response, require_method
+from shared.web import idempotency_key, json_response
 
 
-@http_endpoint
-def run(request: flask.Request) -> flask.Response:
-    require_method(request, "POST")
+def run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
     body = run_request(rt, request)

@@ -1,5 +1,5 @@
 """``runs``: GET /api/agent/runs?limit=N (the caller's runs, newest first), GET /api/agent/runs/{runId}
-and GET /api/agent/runs/{runId}/events?after=N[&follow=1].
+and GET /api/agent/runs/{runId}/events?after=N[&follow=1] (routes: ``shared/routes.py``).
 
 Reads only: the run record needs the store, the runs repository and the usage ledger (each model
 call); the events route loads the streaming helpers on its first request. Neither loads the tools,
@@ -8,44 +8,39 @@ connectors or a model SDK.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 
 import flask
 
 from functions.common import authenticated_uid
-from shared.errors import NotFound
-from shared.http_errors import shown_path
 from shared.query import bool_arg, int_arg
 from shared.runtime import get_runtime
-from shared.web import http_endpoint, json_response, ndjson_response, require_method
-
-_LIST = re.compile(r"/api/agent/runs/?")
-_PATH = re.compile(r"/api/agent/runs/(?P<run_id>[A-Za-z0-9_-]{1,128})(?P<events>/events)?/?")
-"""Both matched with ``fullmatch``: ``$`` would also accept a trailing newline (``/runs/run_x%0A``)."""
+from shared.web import json_response, ndjson_response
 
 
-@http_endpoint
-def runs(request: flask.Request) -> flask.Response:
-    if _LIST.fullmatch(request.path):
-        require_method(request, "GET")
-        from shared.runs_list import parse_limit, runs_list
+def list_runs(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.runs_list import parse_limit, runs_list
 
-        rt = get_runtime()
-        uid = authenticated_uid(rt, request)
-        return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args))).to_json())
-    m = _PATH.fullmatch(request.path)
-    if m is None:  # before the method: a path that is no route is a 404 whatever the method
-        raise NotFound(f"no route for {request.method} {shown_path(request.path)}", code="ROUTE_NOT_FOUND")
-    require_method(request, "GET")
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
-    snap = rt.runs.get_run_for(uid, m.group("run_id"))
-    if not m.group("events"):
-        from shared.usage.views import run_view
+    return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args))).to_json())
 
-        return json_response(run_view(snap.run, rt.usage.for_unit(uid, snap.run.run_id)).to_json())
+
+def get_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.usage.views import run_view
+
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    snap = rt.runs.get_run_for(uid, path["runId"])
+    return json_response(run_view(snap.run, rt.usage.for_unit(uid, snap.run.run_id)).to_json())
+
+
+def run_events(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.agent.streaming import ndjson, replay_events
 
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    snap = rt.runs.get_run_for(uid, path["runId"])
     after = int_arg(request.args, "after", default=0)
     follow = bool_arg(request.args, "follow")
     events = replay_events(rt.runs, snap.run.run_id, after, follow=follow)

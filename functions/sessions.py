@@ -1,4 +1,5 @@
 """``sessions``: plan sessions (seed 004) over HTTP. Every route is owner-only (404 otherwise).
+Routes: ``shared/routes.py``.
 
 - ``POST /api/agent/sessions`` -> 201 the proposed plan (200 ``ok: false`` when planning failed)
 - ``POST /api/agent/sessions/{id}/refine`` -> 200 the revised plan
@@ -10,54 +11,74 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 
 import flask
 
 from functions.common import authenticated_uid
-from shared.errors import NotFound
-from shared.http_errors import shown_path
 from shared.query import bool_arg, int_arg
 from shared.runtime import get_runtime
-from shared.web import http_endpoint, json_response, ndjson_response, read_json_body, require_method
-
-_PATH = re.compile(r"/api/agent/sessions(?:/(?P<id>[A-Za-z0-9_-]{1,128})"
-                   r"(?:/(?P<verb>refine|confirm|cancel|events))?)?/?")
-"""Matched with ``fullmatch``: ``$`` would also accept a trailing newline."""
+from shared.web import json_response, ndjson_response, read_json_body
 
 
-@http_endpoint
-def sessions(request: flask.Request) -> flask.Response:
-    m = _PATH.fullmatch(request.path)
-    if m is None:
-        raise NotFound(f"no route for {request.method} {shown_path(request.path)}", code="ROUTE_NOT_FOUND")
-    session_id, verb = m.group("id"), m.group("verb")
-    if session_id is None:
-        require_method(request, "GET", "POST")
-    else:
-        require_method(request, "GET" if verb in (None, "events") else "POST")
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.plans import api
 
-    if session_id is None and request.method == "GET":
-        return json_response(api.list_sessions(rt, uid, request.args).to_json())
-    if session_id is None:
-        body = read_json_body(request, rt.settings.max_body_bytes)
-        created = api.create(rt, uid, body)
-        return json_response(created.to_json(), status=201 if created.ok else 200)
-    if verb is None:
-        return json_response(api.view(rt, uid, session_id).to_json())
-    if verb == "events":
-        after = int_arg(request.args, "after", default=0)
-        follow = bool_arg(request.args, "follow")
-        return ndjson_response(api.events(rt, uid, session_id, after, follow=follow))
-    body = read_json_body(request, rt.settings.max_body_bytes) if verb != "cancel" or request.data else {}
-    if verb == "refine":
-        return json_response(api.refine(rt, uid, session_id, body).to_json())
-    if verb == "confirm":
-        return json_response(api.confirm(rt, uid, session_id, body).to_json(), status=202)
-    return json_response(api.cancel(rt, uid, session_id).to_json(), status=202)
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    return json_response(api.list_sessions(rt, uid, request.args).to_json())
 
 
-__all__ = ["sessions"]
+def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.plans import api
+
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    created = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes))
+    return json_response(created.to_json(), status=201 if created.ok else 200)
+
+
+def get_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.plans import api
+
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    return json_response(api.view(rt, uid, path["sessionId"]).to_json())
+
+
+def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.plans import api
+
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    after = int_arg(request.args, "after", default=0)
+    follow = bool_arg(request.args, "follow")
+    return ndjson_response(api.events(rt, uid, path["sessionId"], after, follow=follow))
+
+
+def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.plans import api
+
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    body = read_json_body(request, rt.settings.max_body_bytes)
+    return json_response(api.refine(rt, uid, path["sessionId"], body).to_json())
+
+
+def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.plans import api
+
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    body = read_json_body(request, rt.settings.max_body_bytes)
+    return json_response(api.confirm(rt, uid, path["sessionId"], body).to_json(), status=202)
+
+
+def cancel_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.plans import api
+
+    rt = get_runtime()
+    uid = authenticated_uid(rt, request)
+    if request.data:  # no body is needed; one that is sent must be a JSON object
+        read_json_body(request, rt.settings.max_body_bytes)
+    return json_response(api.cancel(rt, uid, path["sessionId"]).to_json(), status=202)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import flask
 
 from functions.common import authenticated_uid, run_request
 from shared.agent.runs_api import stream_run
 from shared.agent.streaming import ndjson
 from shared.runtime import get_runtime
-from shared.web import http_endpoint, idempotency_key, ndjson_response, require_method, sse_response, wants_sse
+from shared.web import idempotency_key, ndjson_response, sse_response, wants_sse
 
 
-@http_endpoint
-def stream(request: flask.Request) -> flask.Response:
-    require_method(request, "POST")
+def stream(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
     body = run_request(rt, request)

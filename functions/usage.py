@@ -7,6 +7,8 @@ at most 93 days apart.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import flask
 
 from functions.common import authenticated_uid
@@ -14,12 +16,10 @@ from shared.query import single_values
 from shared.runtime import get_runtime
 from shared.usage.params import parse_usage_params
 from shared.usage.views import summarise
-from shared.web import http_endpoint, json_response, require_method
+from shared.web import json_response
 
 
-@http_endpoint
-def usage(request: flask.Request) -> flask.Response:
-    require_method(request, "GET")
+def usage(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt = get_runtime()
     uid = authenticated_uid(rt, request)
     params = parse_usage_params(single_values(request.args))

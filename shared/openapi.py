@@ -1,4 +1,5 @@
-"""The OpenAPI 3.1 document of the HTTP API, generated from the pydantic contracts.
+"""The OpenAPI 3.1 document of the HTTP API: its paths from the route table (``shared/routes.py``),
+its schemas from the pydantic contracts the routes name.
 
 Response schemas are closed: every object schema reachable from a response (or an NDJSON event)
 sets ``additionalProperties: false`` unless its model deliberately keeps extra fields (the goals
@@ -13,32 +14,16 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
-from shared.api import ApproveRequest, RunRequest
+from shared import routes
 from shared.connectors.credentials import PROVIDERS
-from shared.connectors.integrations_api import (
-    ConnectRequest,
-    IntegrationRemovedResponse,
-    IntegrationResponse,
-    IntegrationsResponse,
-)
 from shared.events import RunEvent
-from shared.goals.contracts import GoalsRequest, GoalsResponse
-from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, RefineResponse
-from shared.plans.contracts import (
-    ConfirmRequest,
-    CreateSessionRequest,
-    RefineRequest,
-    SessionAccepted,
-    SessionCreated,
-    SessionsList,
-    SessionView,
-)
-from shared.responses import ApproveResponse, ErrorResponse
-from shared.runs_list import DEFAULT_LIMIT, MAX_LIMIT, RunsListResponse
+from shared.openapi_links import LINKS
+from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
+from shared.responses import ErrorResponse
+from shared.runs_list import DEFAULT_LIMIT, MAX_LIMIT
 from shared.session_events import SessionEvent
-from shared.state.records import RunResult
 from shared.usage.params import MAX_RANGE_DAYS
-from shared.usage.views import GROUP_BY, RUN_RECORD_NOT_SERVED, RunView, UsageResponse
+from shared.usage.views import GROUP_BY, RUN_RECORD_NOT_SERVED
 from shared.wire import MAX_INT64
 
 REF = "#/components/schemas/{model}"
@@ -100,18 +85,14 @@ def _close_response_schemas(schemas: dict[str, Any], responses: list[Any]) -> No
         todo.extend(_refs(schema))
 
 
-def build_openapi() -> dict[str, Any]:
-    models: list[tuple[type[BaseModel], Any]] = [
-        (RunRequest, "validation"), (ApproveRequest, "validation"), (ErrorResponse, "serialization"),
-        (ApproveResponse, "serialization"), (RunResult, "serialization"), (RunView, "serialization"),
-        (UsageResponse, "serialization"), (RunsListResponse, "serialization"), (CreateSessionRequest, "validation"),
-        (RefineRequest, "validation"), (ConfirmRequest, "validation"), (SessionCreated, "serialization"),
-        (RefineResponse, "serialization"), (SessionAccepted, "serialization"), (SessionView, "serialization"),
-        (SessionsList, "serialization"),
-        (GoalsRequest, "validation"), (GoalsResponse, "serialization"),
-        (ConnectRequest, "validation"), (IntegrationsResponse, "serialization"),
-        (IntegrationResponse, "serialization"), (IntegrationRemovedResponse, "serialization"),
-    ]
+def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
+    """Component schemas of every model the routes read or answer, and of the event streams."""
+    models: list[tuple[type[BaseModel], Any]] = [(ErrorResponse, "serialization")]
+    for route in table:
+        named = [(route.request, "validation")] + [(r.model, "serialization") for r in route.replies]
+        for target, mode in named:
+            if target is not None and (routes.resolve(target), mode) not in models:
+                models.append((routes.resolve(target), mode))
     _, defs = models_json_schema(models, ref_template=REF, by_alias=True)
     schemas: dict[str, Any] = dict(defs.get("$defs", {}))
     event_schema = TypeAdapter(RunEvent).json_schema(ref_template=REF, mode="serialization")
@@ -129,243 +110,97 @@ def build_openapi() -> dict[str, Any]:
             record["required"].remove(alias)
     if "Lease" not in set(_refs({k: v for k, v in schemas.items() if k != "Lease"})):
         schemas.pop("Lease", None)
-    bearer: list[dict[str, list[str]]] = [{"firebaseIdToken": []}, {"firebaseSession": []}]
-    run_id = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
+    return schemas
+
+
+def _after_and_follow() -> list[dict[str, Any]]:
+    return [{"name": "after", "in": "query", "required": False,
+             "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT64}},
+            {"name": "follow", "in": "query", "required": False, "schema": {"type": "boolean"}}]
+
+
+def _parameters() -> dict[str, list[dict[str, Any]]]:
+    """Query and header parameters per operationId (path parameters come from the route's path)."""
     idem = {"name": "Idempotency-Key", "in": "header", "required": False,
             "description": "1-255 visible ASCII characters (spaces inside allowed); a repeat returns the same run",
             "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]*[!-~][ -~]*$"}}
-    provider = {"name": "provider", "in": "path", "required": True,
-                "schema": {"type": "string", "enum": list(PROVIDERS)}}
-    # NDJSON: one RunEvent per line. The schema describes the whole body read as a JSON array of its
-    # lines, as OpenAPI 3.2 reads ``schema`` for sequential media types (``itemSchema`` per line), so a
-    # client (and the fuzz test's deserializer, tests/fuzz) validates every line, not only one.
-    ndjson = {"application/x-ndjson": {"schema": {"type": "array",
-                                                  "items": {"$ref": "#/components/schemas/RunEvent"}}}}
-    session_ndjson = {"application/x-ndjson": {"schema": {"type": "array",
-                                                          "items": {"$ref": "#/components/schemas/SessionEvent"}}}}
-    session_id = {"name": "sessionId", "in": "path", "required": True, "schema": {"type": "string"}}
     instant = {"type": "string", "anyOf": [{"format": "date-time"}, {"format": "date"}]}
-    integration_status = {"200": {"description": "whether each integration is connected (never a token)",
-                                  "content": _json(REF.format(model="IntegrationsResponse"))}}
-    # OpenAPI links: how a response's ids feed the next call (clients, and the stateful phase of the
-    # fuzz test, reach approve, runs and events with real ids rather than only 404s).
-    run_links = {
-        "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
-        "getRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runId"}},
-        "approveAction": {"operationId": "approve", "description": "when the run waits for approval",
-                          "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "approve"}},
-        "rejectAction": {"operationId": "approve", "description": "when the run waits for approval",
-                         "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "reject"}},
-        "continueThread": {"operationId": "run", "description": "the next turn of the same thread",
-                           "requestBody": {"prompt": "Remember that I like tea",
-                                           "threadId": "$response.body#/threadId"}},
+    return {
+        "run": [idem], "stream": [idem],
+        "listRuns": [{"name": "limit", "in": "query", "required": False,
+                      "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}}],
+        "listSessions": [{"name": "limit", "in": "query", "required": False,
+                          "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT,
+                                     "default": DEFAULT_LIST_LIMIT}}],
+        "getSessionEvents": _after_and_follow(), "getRunEvents": _after_and_follow(),
+        "getUsage": [{"name": "from", "in": "query", "required": False, "schema": instant},
+                     {"name": "to", "in": "query", "required": False, "schema": instant},
+                     {"name": "groupBy", "in": "query", "required": False,
+                      "schema": {"type": "string", "enum": list(GROUP_BY)}}],
     }
-    approve_links = {
-        "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
-        "followRunEvents": {"operationId": "getRunEvents",
-                            "parameters": {"runId": "$response.body#/runId", "follow": True}},
-        "decideAgain": {"operationId": "approve", "description": "a second decision: 409",
-                        "requestBody": {"approvalId": "$response.body#/approvalId", "decision": "reject"}},
-    }
-    by_session = {"sessionId": "$response.body#/sessionId"}
-    session_links = {
-        "getSession": {"operationId": "getSession", "parameters": by_session},
-        "getSessionEvents": {"operationId": "getSessionEvents", "parameters": by_session},
-        "refineSession": {"operationId": "refineSession", "parameters": by_session,
-                          "requestBody": {"message": "Also tidy the notes afterwards"}},
-        "cancelSession": {"operationId": "cancelSession", "parameters": by_session},
-    }
-    created_links = {**session_links, "confirmSession": {
-        "operationId": "confirmSession", "parameters": by_session,
-        "requestBody": {"planVersion": "$response.body#/plan/version"}}}
-    refined_links = {**session_links, "confirmSession": {
-        "operationId": "confirmSession", "parameters": by_session,
-        "requestBody": {"planVersion": "$response.body#/version"}}}
-    view_links = {
-        **session_links,
-        "approvePending": {"operationId": "approve", "description": "when the session's run waits for approval",
-                           "requestBody": {"approvalId": "$response.body#/pendingApprovals/0/approvalId",
-                                           "decision": "approve"}},
-        "rejectPending": {"operationId": "approve", "description": "when the session's run waits for approval",
-                          "requestBody": {"approvalId": "$response.body#/pendingApprovals/0/approvalId",
-                                          "decision": "reject"}},
-    }
-    list_runs_links = {
-        "getFirstRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runs/0/runId"}},
-        "getFirstRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runs/0/runId"}},
-        "continueNewestThread": {"operationId": "run", "description": "the next turn of the newest run's thread",
-                                 "requestBody": {"prompt": "Remember that I like tea",
-                                                 "threadId": "$response.body#/runs/0/threadId"}},
-        "approveFirstRun": {"operationId": "approve", "description": "when the newest run waits for approval",
-                            "requestBody": {"approvalId": "$response.body#/runs/0/approvals/0/id",
-                                            "decision": "approve"}},
-    }
-    view_run_links = {"approveAction": {
-        "operationId": "approve", "description": "when the run waits for approval",
-        "requestBody": {"approvalId": "$response.body#/result/approval/id", "decision": "approve"}}}
-    list_sessions_links = {"getFirstSession": {"operationId": "getSession",
-                                               "parameters": {"sessionId": "$response.body#/sessions/0/sessionId"}}}
-    first_provider = {"provider": "$response.body#/integrations/0/provider"}
-    list_integrations_links = {
-        "getIntegration": {"operationId": "getIntegration", "parameters": first_provider},
-        "connectIntegration": {"operationId": "connectIntegration", "parameters": first_provider},
-        "disconnectIntegration": {"operationId": "disconnectIntegration", "parameters": first_provider},
-    }
-    integration_links = {
-        "getIntegration": {"operationId": "getIntegration", "parameters": {"provider": "$request.path.provider"}},
-        "disconnectIntegration": {"operationId": "disconnectIntegration",
-                                  "parameters": {"provider": "$request.path.provider"}},
-    }
-    paths: dict[str, Any] = {
-        "/api/agent/run": {"post": {
-            "operationId": "run", "parameters": [idem],
-            "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
-            "responses": {"200": {"description": "the run's result (status completed, "
-                                                 "awaiting_confirmation or failed)",
-                                  "content": _json(REF.format(model="RunResult")), "links": run_links},
-                          **_errors(400, 401, 404, 409, 413, 415)}}},
-        "/api/agent/run/stream": {"post": {
-            "operationId": "stream", "parameters": [idem],
-            "requestBody": {"required": True, "content": _json(REF.format(model="RunRequest"))},
-            "responses": {"200": {"description": "NDJSON run events, one per line (Server-Sent Events with "
-                                                 "Accept: text/event-stream: event = type, id = seq)",
-                                  "content": {**ndjson, "text/event-stream": {"schema": {"type": "string"}}}},
-                          **_errors(400, 401, 404, 409, 413, 415)}}},
-        "/api/agent/runs": {"get": {
-            "operationId": "listRuns",
-            "description": "The caller's runs, newest first (other users' runs are never listed).",
-            "parameters": [{"name": "limit", "in": "query", "required": False,
-                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                                       "default": DEFAULT_LIMIT}}],
-            "responses": {"200": {"description": "one summary per run",
-                                  "content": _json(REF.format(model="RunsListResponse")), "links": list_runs_links},
-                          **_errors(400, 401)}}},
-        "/api/agent/runs/{runId}": {"get": {
-            "operationId": "getRun", "parameters": [run_id],
-            "responses": {"200": {"description": "the run record and each model call's usage",
-                                  "content": _json(REF.format(model="RunView")), "links": view_run_links},
-                          **_errors(401, 404)}}},
-        "/api/agent/sessions": {"get": {
-            "operationId": "listSessions",
-            "parameters": [{"name": "limit", "in": "query", "required": False,
-                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT,
-                                       "default": DEFAULT_LIST_LIMIT}}],
-            "responses": {"200": {"description": "the caller's sessions, newest first",
-                                  "content": _json(REF.format(model="SessionsList")), "links": list_sessions_links},
-                          **_errors(400, 401)}},
-            "post": {
-            "operationId": "createSession",
-            "description": "Start a plan session (seed 004): the agent proposes a plan to review.",
-            "requestBody": {"required": True, "content": _json(REF.format(model="CreateSessionRequest"))},
-            "responses": {"201": {"description": "the proposed plan (status awaiting_confirmation)",
-                                  "content": _json(REF.format(model="SessionCreated")), "links": created_links},
-                          "200": {"description": "planning failed (ok false, status failed, error)",
-                                  "content": _json(REF.format(model="SessionCreated"))},
-                          **_errors(400, 401, 413, 415)}}},
-        "/api/agent/sessions/{sessionId}": {"get": {
-            "operationId": "getSession", "parameters": [session_id],
-            "responses": {"200": {"description": "the session: plan, tasks with their ReAct history, plan "
-                                                 "versions, pending approvals, usage, result",
-                                  "content": _json(REF.format(model="SessionView")), "links": view_links},
-                          **_errors(401, 404)}}},
-        "/api/agent/sessions/{sessionId}/refine": {"post": {
-            "operationId": "refineSession", "parameters": [session_id],
-            "requestBody": {"required": True, "content": _json(REF.format(model="RefineRequest"))},
-            "responses": {"200": {"description": "the revised plan (version + 1)",
-                                  "content": _json(REF.format(model="RefineResponse")), "links": refined_links},
-                          **_errors(400, 401, 404, 409, 413, 415)}}},
-        "/api/agent/sessions/{sessionId}/confirm": {"post": {
-            "operationId": "confirmSession", "parameters": [session_id],
-            "requestBody": {"required": True, "content": _json(REF.format(model="ConfirmRequest"))},
-            "responses": {"202": {"description": "executing", "content": _json(REF.format(model="SessionAccepted")),
-                                  "links": session_links},
-                          **_errors(400, 401, 404, 409, 413, 415)}}},
-        "/api/agent/sessions/{sessionId}/cancel": {"post": {
-            "operationId": "cancelSession", "parameters": [session_id],
-            "responses": {"202": {"description": "cancelled, or cancelling before the next act",
-                                  "content": _json(REF.format(model="SessionAccepted"))},
-                          **_errors(401, 404, 409)}}},
-        "/api/agent/sessions/{sessionId}/events": {"get": {
-            "operationId": "getSessionEvents",
-            "parameters": [session_id,
-                           {"name": "after", "in": "query", "required": False,
-                            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT64}},
-                           {"name": "follow", "in": "query", "required": False, "schema": {"type": "boolean"}}],
-            "responses": {"200": {"description": "the session's events with seq > after (NDJSON)",
-                                  "content": session_ndjson},
-                          **_errors(400, 401, 404)}}},
-        "/api/agent/usage": {"get": {
-            "operationId": "getUsage",
-            "description": "The caller's model calls (usage ledger) in [from, to), summed per group. "
-                           "from/to: RFC 3339 with a zone or YYYY-MM-DD (UTC); default the last 30 days. "
-                           f"from must be before to and at most {MAX_RANGE_DAYS} days earlier "
-                           "(400 INVALID_QUERY otherwise).",
-            "parameters": [{"name": "from", "in": "query", "required": False, "schema": instant},
-                           {"name": "to", "in": "query", "required": False, "schema": instant},
-                           {"name": "groupBy", "in": "query", "required": False,
-                            "schema": {"type": "string", "enum": list(GROUP_BY)}}],
-            "responses": {"200": {"description": "token and cost figures per group",
-                                  "content": _json(REF.format(model="UsageResponse"))},
-                          **_errors(400, 401)}}},
-        "/api/agent/runs/{runId}/events": {"get": {
-            "operationId": "getRunEvents",
-            "parameters": [run_id,
-                           {"name": "after", "in": "query", "required": False,
-                            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT64}},
-                           {"name": "follow", "in": "query", "required": False,
-                            "schema": {"type": "boolean"}}],
-            "responses": {"200": {"description": "persisted events with seq > after (NDJSON)",
-                                  "content": ndjson},
-                          **_errors(400, 401, 404)}}},
-        "/api/agent/approve": {"post": {
-            "operationId": "approve",
-            "requestBody": {"required": True, "content": _json(REF.format(model="ApproveRequest"))},
-            "responses": {"202": {"description": "decision recorded; the run resumes asynchronously",
-                                  "content": _json(REF.format(model="ApproveResponse")), "links": approve_links},
-                          **_errors(400, 401, 404, 409, 410, 503)}}},
-        "/agent/run": {"post": {
-            "operationId": "goals", "security": [],
-            "description": "Goal-planning agent (seed 000), called by the backend only (IAM in production).",
-            "requestBody": {"required": True, "content": _json(REF.format(model="GoalsRequest"))},
-            "responses": {"200": {"description": "reply, action and state",
-                                  "content": _json(REF.format(model="GoalsResponse"))},
-                          **_errors(400, 502, 503)}}},
-        "/api/integrations": {"get": {
-            "operationId": "listIntegrations",
-            "responses": {"200": {**integration_status["200"], "links": list_integrations_links},
-                          **_errors(401)}}},
-        "/api/integrations/{provider}": {
-            "get": {"operationId": "getIntegration", "parameters": [provider],
-                    "responses": {**integration_status, **_errors(401, 404)}},
-            "post": {"operationId": "connectIntegration", "parameters": [provider],
-                     "description": "Store (replace) the caller's tokens for the provider, encrypted. "
-                                    "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY.",
-                     "requestBody": {"required": True, "content": _json(REF.format(model="ConnectRequest"))},
-                     "responses": {"200": {"description": "the stored connection (never a token)",
-                                           "content": _json(REF.format(model="IntegrationResponse")),
-                                           "links": integration_links},
-                                   **_errors(400, 401, 404, 413, 415, 503)}},
-            "delete": {"operationId": "disconnectIntegration", "parameters": [provider],
-                       "responses": {"200": {"description": "the tokens are forgotten",
-                                             "content": _json(REF.format(model="IntegrationRemovedResponse"))},
-                                     **_errors(401, 404, 503)}},
-        },
-    }
-    # make dev's own routes (devserver.py), public: liveness and this document.
-    paths["/healthz"] = {"get": {"operationId": "health", "security": [], "description": "make dev is up",
-                                 "responses": {"200": {"description": "up", "content": {"application/json": {
-                                     "schema": {"type": "object", "properties": {"ok": {"const": True}},
-                                                "required": ["ok"], "additionalProperties": False}}}}}}}
-    paths["/openapi.json"] = {"get": {"operationId": "openapi", "security": [], "description": "this document",
-                                      "responses": {"200": {"description": "the OpenAPI 3.1 document",
-                                                            "content": {"application/json": {
-                                                                "schema": {"type": "object",
-                                                                           "required": ["openapi", "paths"]}}}}}}}
-    for item in paths.values():
-        for op in item.values():
-            op["responses"].update(_errors(500))  # any route: an unexpected error, logged
-            if op.get("security") != []:  # every authenticated route counts against the request limit
-                op["responses"]["429"] = _too_many_requests(op["operationId"])
+
+
+PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum": list(PROVIDERS)}}
+"""Path parameters that are not plain strings (ids)."""
+
+DESCRIPTIONS = {
+    "getUsage": "The caller's model calls (usage ledger) in [from, to), summed per group. "
+                "from/to: RFC 3339 with a zone or YYYY-MM-DD (UTC); default the last 30 days. "
+                f"from must be before to and at most {MAX_RANGE_DAYS} days earlier (400 INVALID_QUERY otherwise).",
+}
+"""Descriptions that quote a limit of the code (the table holds the others)."""
+
+
+def _reply(reply: routes.Reply) -> dict[str, Any]:
+    content: dict[str, Any]
+    if reply.model is not None:
+        content = _json(REF.format(model=routes.resolve(reply.model).__name__))
+    elif reply.stream is not None:
+        # NDJSON: one event per line. The schema describes the whole body read as a JSON array of its
+        # lines, as OpenAPI 3.2 reads ``schema`` for sequential media types (``itemSchema`` per line), so
+        # a client (and the fuzz test's deserializer, tests/fuzz) validates every line, not only one.
+        content = {"application/x-ndjson": {"schema": {"type": "array", "items": {"$ref": REF.format(
+            model=reply.stream)}}}}
+        if reply.sse:
+            content["text/event-stream"] = {"schema": {"type": "string"}}
+    else:
+        content = {"application/json": {"schema": dict(reply.schema or {})}}
+    return {"description": reply.description, "content": content}
+
+
+def _operation(route: routes.Route, parameters: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    op: dict[str, Any] = {"operationId": route.operation_id}
+    if route.public:
+        op["security"] = []
+    description = DESCRIPTIONS.get(route.operation_id, route.description)
+    if description:
+        op["description"] = description
+    params = [{"name": name, "in": "path", "required": True, "schema": PATH_SCHEMAS.get(name, {"type": "string"})}
+              for name in route.path_params] + parameters.get(route.operation_id, [])
+    if params:
+        op["parameters"] = params
+    if route.request is not None:
+        op["requestBody"] = {"required": True,
+                             "content": _json(REF.format(model=routes.resolve(route.request).__name__))}
+    responses = {str(r.status): _reply(r) for r in route.replies}
+    links = LINKS.get(route.operation_id)
+    if links:
+        responses[str(route.replies[0].status)]["links"] = links
+    op["responses"] = {**responses, **_errors(*route.errors), **_errors(500)}  # 500: any route, logged
+    if not route.public:  # every authenticated route counts against the request limit
+        op["responses"]["429"] = _too_many_requests(route.operation_id)
+    return op
+
+
+def build_openapi() -> dict[str, Any]:
+    """The document of every route of the table (``shared/routes.py``), schemas from the pydantic models."""
+    table = routes.ROUTES
+    schemas = _components(table)
+    bearer: list[dict[str, list[str]]] = [{"firebaseIdToken": []}, {"firebaseSession": []}]
+    parameters = _parameters()
+    paths: dict[str, Any] = {}
+    for route in table:
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, parameters)
     _close_response_schemas(schemas, [op["responses"] for item in paths.values() for op in item.values()])
     return {
         "openapi": "3.1.0",

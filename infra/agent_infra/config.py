@@ -1,7 +1,8 @@
 """The function catalog and the per-stack settings read from ``Pulumi.<stack>.yaml``.
 
-The catalog says what each deployed function is and what it may touch (the source of the
-least-privilege grants); the stack config says how big, how many and with which settings it
+The catalog (``catalog.py``, derived from the runtime's route table ``shared/routes.py``) says
+what each deployed function is and what it may touch (the source of the least-privilege grants);
+the stack config says how big, how many and with which settings it
 runs in one environment. Nothing here creates resources.
 """
 
@@ -10,9 +11,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pulumi
+
+from agent_infra.catalog import CATALOG, FunctionSpec, SecretName
+from agent_infra.catalog import FirestoreAccess as FirestoreAccess  # re-exported: iam.py reads it here
 
 NAMESPACE = "agent-runtime"
 PYTHON_RUNTIME = "python311"
@@ -20,58 +24,6 @@ PYTHON_RUNTIME = "python311"
 # Seconds a deadline-bound function gets beyond AGENT_RUN_DEADLINE_S: the loop stops at the
 # deadline, then persists its state and answers; the platform must not kill it first.
 DEADLINE_MARGIN_S = 30
-
-SecretName = Literal["gemini", "credentials", "google_oauth"]
-# What a function does with Firestore: the source of its project role (iam.FIRESTORE_ROLES).
-FirestoreAccess = Literal["none", "read", "write"]
-
-
-@dataclass(frozen=True)
-class FunctionSpec:
-    """One entry point of the bundle and the access it needs.
-
-    ``deadline_bound`` functions drive the agent loop, so their timeout follows the run deadline.
-    ``trigger`` "http" functions are invoked by the backend; "pubsub" by the resume push subscription.
-    ``firestore`` is what the function's code does with the store (none / read / write).
-    """
-
-    name: str
-    entry_point: str
-    trigger: Literal["http", "pubsub"]
-    route: str
-    secrets: tuple[SecretName, ...]
-    publishes_resume: bool
-    deadline_bound: bool
-    default_timeout_s: int
-    firestore: FirestoreAccess
-
-
-# The functions that run the agent loop execute connector tools (Gmail, Calendar, Slack), so
-# they read the stored tokens (credentials key) and refresh Google ones (OAuth client secret).
-_LOOP_SECRETS: tuple[SecretName, ...] = ("gemini", "credentials", "google_oauth")
-
-# One list for every function of the bundle: its names are exactly main.py's ``__all__``
-# (infra/tests/test_catalog.py checks it).
-CATALOG: tuple[FunctionSpec, ...] = (
-    FunctionSpec("run", "run", "http", "POST /api/agent/run", _LOOP_SECRETS, True, True, 0, "write"),
-    FunctionSpec("stream", "stream", "http", "POST /api/agent/run/stream", _LOOP_SECRETS, True, True, 0, "write"),
-    # Reads runs and events (functions/runs.py: the caller's runs, one run, its events); writes only
-    # the caller's request counter (the per-user request limit, docs/limits.md).
-    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs[/{runId}[/events]]", (), False, False, 300, "write"),
-    FunctionSpec("approve", "approve", "http", "POST /api/agent/approve", (), True, False, 60, "write"),
-    FunctionSpec("resume", "resume", "pubsub", "Pub/Sub push from the resume topic", _LOOP_SECRETS,
-                 True, True, 0, "write"),
-    # Stateless for goals; writes only the usage ledger entries of its model calls (issue 9).
-    FunctionSpec("goals", "goals", "http", "POST /agent/run (backend only)", ("gemini",), False, False, 120, "write"),
-    # Stores (encrypted), deletes and reports users' tokens; never refreshes them.
-    FunctionSpec("integrations", "integrations", "http", "GET|POST|DELETE /api/integrations[/{provider}]",
-                 ("credentials",), False, False, 60, "write"),
-    # Plan sessions (seed 004): plans with the model, writes sessions, publishes continue messages.
-    FunctionSpec("sessions", "sessions", "http", "/api/agent/sessions[/{id}[/refine|confirm|cancel|events]]",
-                 ("gemini",), True, True, 0, "write"),
-    # Reads the caller's usage ledger (functions/usage.py); writes only the caller's request counter.
-    FunctionSpec("usage", "usage", "http", "GET /api/agent/usage", (), False, False, 60, "write"),
-)
 
 # Secret-backed environment variables: never set as plain values.
 SECRET_ENV: dict[SecretName, str] = {

@@ -1,6 +1,8 @@
-"""The function catalog is the bundle's entry points, and each stack sizes every function.
+"""The function catalog is the route table's functions (main.py's entry points), and each stack
+sizes every function.
 
-main.py is read with ``ast``: this environment cannot import the runtime (protobuf < 7 here).
+The runtime's modules are read with ``ast`` and its route table loaded by path: this environment
+cannot import the runtime (protobuf < 7 here).
 """
 
 from __future__ import annotations
@@ -9,52 +11,56 @@ import ast
 from pathlib import Path
 
 import pytest
+from agent_infra.catalog import catalog, load_route_table
 from agent_infra.config import CATALOG
 from harness import REPO, STACKS, deploy, stack_config
 
 
-def main_all() -> list[str]:
-    """``__all__`` of the bundle's main.py, the names functions-framework can target."""
-    tree = ast.parse((REPO / "main.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            value = ast.literal_eval(node.value)
-            assert isinstance(value, list | tuple)
-            return [str(v) for v in value]
-    raise AssertionError("main.py has no __all__")
+def defined_functions(module: str) -> set[str]:
+    """Names of the functions defined at the top of ``module`` (a file under the repository)."""
+    tree = ast.parse((REPO / Path(*module.split("."))).with_suffix(".py").read_text())
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
-def main_implementations() -> dict[str, str]:
-    """Exported name -> the module of its implementation: main.py either imports it at the top
-    (``from functions.run import run``) or defines a wrapper importing it on first call."""
-    tree = ast.parse((REPO / "main.py").read_text())
-    out: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom):
-            out.update({a.asname or a.name: node.module or "" for a in node.names})
-        elif isinstance(node, ast.FunctionDef):
-            modules = {n.module for n in ast.walk(node) if isinstance(n, ast.ImportFrom)
-                       and (n.module or "").startswith("functions.")}
-            if len(modules) == 1:
-                out[node.name] = modules.pop() or ""
-    return out
-
-
-def test_catalog_is_exactly_main_all() -> None:
-    exported = main_all()
-    assert sorted(exported) == sorted(s.entry_point for s in CATALOG)
-    assert sorted(exported) == sorted(s.name for s in CATALOG)
+def test_catalog_is_exactly_the_route_tables_functions() -> None:
+    """main.py exports one entry point per function of the table (tests/unit/test_entry_point_imports.py)."""
+    table = load_route_table()
+    assert [s.name for s in CATALOG] == [f.name for f in table.FUNCTIONS]
+    assert [s.entry_point for s in CATALOG] == [f.name for f in table.FUNCTIONS]
     assert len({s.name for s in CATALOG}) == len(CATALOG)
-    assert {"integrations", "goals", "resume"} <= set(exported)
+    assert {"integrations", "goals", "resume"} <= {s.name for s in CATALOG}
+    assert "FUNCTIONS" in (REPO / "main.py").read_text()
 
 
 def test_every_entry_point_is_a_function_module() -> None:
-    # infra/tests/test_iam.py reads functions/<entry point>.py to check the Firestore roles.
-    implementations = main_implementations()
+    # infra/tests/test_iam.py reads functions/<entry point>.py to check the Firestore roles, so every
+    # handler of a function lives in that module.
+    table = load_route_table()
     for spec in CATALOG:
-        module = implementations.get(spec.entry_point)
-        assert module == f"functions.{spec.entry_point}", (spec.entry_point, module)
-        assert (REPO / Path(*module.split("."))).with_suffix(".py").is_file(), module
+        handlers = [r.handler for r in table.ROUTES if r.function == spec.name]
+        event = [f.handler for f in table.FUNCTIONS if f.name == spec.name and f.handler]
+        assert handlers or event, spec.name
+        for target in handlers + event:
+            module, _, attribute = target.partition(":")
+            assert module == f"functions.{spec.entry_point}", (spec.name, target)
+            assert attribute in defined_functions(module), target
+
+
+def test_an_http_functions_description_lists_its_routes() -> None:
+    runs = next(s for s in CATALOG if s.name == "runs")
+    assert runs.route == "GET /api/agent/runs, GET /api/agent/runs/{runId}, GET /api/agent/runs/{runId}/events"
+
+
+def test_a_function_added_to_the_table_is_in_the_catalog() -> None:
+    table = load_route_table()
+    extra_fn = table.Function("hello", secrets=("gemini",), firestore="none", default_timeout_s=30)
+    extra_route = table.Route("GET", "/api/hello", "hello", "hello", "functions.hello:hello",
+                              replies=(table.Reply(200, "hi"),))
+    (spec,) = [s for s in catalog((*table.FUNCTIONS, extra_fn), (*table.ROUTES, extra_route)) if s.name == "hello"]
+    assert (spec.entry_point, spec.trigger, spec.route, spec.secrets, spec.firestore) == (
+        "hello", "http", "GET /api/hello", ("gemini",), "none")
+    with pytest.raises(ValueError, match="serves no route"):
+        catalog((*table.FUNCTIONS, extra_fn), table.ROUTES)
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -24,7 +24,6 @@ EMAIL_PATTERN = (f"^[^@{WHITESPACE_CLASS}<>(),;:\"\\[\\]]+@[A-Za-z0-9](?:[A-Za-z
 (``shared.wire``), so the document and the server agree on every address."""
 _EMAIL = re.compile(EMAIL_PATTERN[:-1] + r"\Z")  # ``$`` would also accept a trailing newline
 MAX_SCOPE_CHARS = 300
-ROUTE_PREFIX = "/api/integrations"
 
 
 class ConnectRequest(BaseModel):
@@ -89,25 +88,12 @@ class ConnectRequest(BaseModel):
                                  team_id=self.team_id)
 
 
-def _tail(path: str) -> str:
-    return path.rstrip("/").rsplit("/integrations", 1)[-1].strip("/")
-
-
-def is_collection(path: str) -> bool:
-    """``.../integrations`` itself (read-only: ``GET``), not one integration."""
-    return not _tail(path)
-
-
-def provider_from_path(path: str) -> Provider | None:
-    """The ``{provider}`` of ``.../integrations/{provider}`` (``None`` for the collection itself);
-    404 for an unknown provider."""
-    tail = _tail(path)
-    if not tail:
-        return None
+def provider_named(segment: str) -> Provider:
+    """The ``{provider}`` of ``/api/integrations/{provider}``; 404 for an unknown provider."""
     for known in PROVIDERS:
-        if tail == known:
+        if segment == known:
             return known
-    raise NotFound(f"unknown integration {tail[:40]!r}; expected one of {', '.join(PROVIDERS)}",
+    raise NotFound(f"unknown integration {segment[:40]!r}; expected one of {', '.join(PROVIDERS)}",
                    code="UNKNOWN_INTEGRATION")
 
 

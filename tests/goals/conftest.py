@@ -43,7 +43,7 @@ def ledger_store(tmp_path: Path) -> Iterator[SqliteDocStore]:
 @pytest.fixture
 def goals_client(ledger_store: SqliteDocStore) -> FlaskClient:
     """The goals entry point exactly as functions-framework deploys it (``--target goals``)."""
-    return create_app("goals", "functions/goals.py", "http").test_client()
+    return create_app("goals", "main.py", "http").test_client()
 
 
 TODAY = date(2025, 11, 1)  # the spec's examples are in November 2025

@@ -1,0 +1,92 @@
+"""OpenAPI links of the HTTP API: how a response's ids feed the next call.
+
+Clients, and the stateful phase of the fuzz test (tests/fuzz), follow them to reach approve, runs
+and events with real ids rather than only 404s. :data:`LINKS` maps an operationId (a route of
+``shared/routes.py``) to the links of its first success response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+run_links: dict[str, Any] = {
+    "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
+    "getRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runId"}},
+    "approveAction": {"operationId": "approve", "description": "when the run waits for approval",
+                      "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "approve"}},
+    "rejectAction": {"operationId": "approve", "description": "when the run waits for approval",
+                     "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "reject"}},
+    "continueThread": {"operationId": "run", "description": "the next turn of the same thread",
+                       "requestBody": {"prompt": "Remember that I like tea",
+                                       "threadId": "$response.body#/threadId"}},
+}
+approve_links = {
+    "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
+    "followRunEvents": {"operationId": "getRunEvents",
+                        "parameters": {"runId": "$response.body#/runId", "follow": True}},
+    "decideAgain": {"operationId": "approve", "description": "a second decision: 409",
+                    "requestBody": {"approvalId": "$response.body#/approvalId", "decision": "reject"}},
+}
+by_session = {"sessionId": "$response.body#/sessionId"}
+session_links = {
+    "getSession": {"operationId": "getSession", "parameters": by_session},
+    "getSessionEvents": {"operationId": "getSessionEvents", "parameters": by_session},
+    "refineSession": {"operationId": "refineSession", "parameters": by_session,
+                      "requestBody": {"message": "Also tidy the notes afterwards"}},
+    "cancelSession": {"operationId": "cancelSession", "parameters": by_session},
+}
+created_links = {**session_links, "confirmSession": {
+    "operationId": "confirmSession", "parameters": by_session,
+    "requestBody": {"planVersion": "$response.body#/plan/version"}}}
+refined_links = {**session_links, "confirmSession": {
+    "operationId": "confirmSession", "parameters": by_session,
+    "requestBody": {"planVersion": "$response.body#/version"}}}
+view_links = {
+    **session_links,
+    "approvePending": {"operationId": "approve", "description": "when the session's run waits for approval",
+                       "requestBody": {"approvalId": "$response.body#/pendingApprovals/0/approvalId",
+                                       "decision": "approve"}},
+    "rejectPending": {"operationId": "approve", "description": "when the session's run waits for approval",
+                      "requestBody": {"approvalId": "$response.body#/pendingApprovals/0/approvalId",
+                                      "decision": "reject"}},
+}
+list_runs_links = {
+    "getFirstRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runs/0/runId"}},
+    "getFirstRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runs/0/runId"}},
+    "continueNewestThread": {"operationId": "run", "description": "the next turn of the newest run's thread",
+                             "requestBody": {"prompt": "Remember that I like tea",
+                                             "threadId": "$response.body#/runs/0/threadId"}},
+    "approveFirstRun": {"operationId": "approve", "description": "when the newest run waits for approval",
+                        "requestBody": {"approvalId": "$response.body#/runs/0/approvals/0/id",
+                                        "decision": "approve"}},
+}
+view_run_links = {"approveAction": {
+    "operationId": "approve", "description": "when the run waits for approval",
+    "requestBody": {"approvalId": "$response.body#/result/approval/id", "decision": "approve"}}}
+list_sessions_links = {"getFirstSession": {"operationId": "getSession",
+                                           "parameters": {"sessionId": "$response.body#/sessions/0/sessionId"}}}
+first_provider = {"provider": "$response.body#/integrations/0/provider"}
+list_integrations_links = {
+    "getIntegration": {"operationId": "getIntegration", "parameters": first_provider},
+    "connectIntegration": {"operationId": "connectIntegration", "parameters": first_provider},
+    "disconnectIntegration": {"operationId": "disconnectIntegration", "parameters": first_provider},
+}
+integration_links = {
+    "getIntegration": {"operationId": "getIntegration", "parameters": {"provider": "$request.path.provider"}},
+    "disconnectIntegration": {"operationId": "disconnectIntegration",
+                              "parameters": {"provider": "$request.path.provider"}},
+}
+
+LINKS: dict[str, dict[str, Any]] = {
+    "run": run_links,
+    "listRuns": list_runs_links,
+    "getRun": view_run_links,
+    "listSessions": list_sessions_links,
+    "createSession": created_links,
+    "getSession": view_links,
+    "refineSession": refined_links,
+    "confirmSession": session_links,
+    "approve": approve_links,
+    "listIntegrations": list_integrations_links,
+    "connectIntegration": integration_links,
+}

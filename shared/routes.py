@@ -1,0 +1,277 @@
+"""The route table: every deployed function and every HTTP route, written once.
+
+Everything that used to repeat the routes is derived from :data:`FUNCTIONS` and :data:`ROUTES`:
+``main.py``'s entry points, each deployed function's dispatch (``functions/dispatch.py``), the
+dev server (``devserver.py``), the ``paths`` of the OpenAPI document (``shared/openapi.py``), the
+infra catalogue (``infra/agent_infra/catalog.py``) and the entry-point tests. Adding a route is one
+:class:`Route` entry here (and its handler); adding a function is one :class:`Function` entry
+(docs/architecture.md, "Adding a route").
+
+Pure data and the standard library only: ``main.py`` imports this module at cold start, and the
+infra program (which cannot import the runtime) loads it by path. Handlers and models are named
+by import path (``"module:attribute"``) and loaded on first use, so a deployed function still
+imports only what its own requests need.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Trigger = Literal["http", "pubsub"]
+FirestoreAccess = Literal["none", "read", "write"]
+SecretName = Literal["gemini", "credentials", "google_oauth"]
+
+ID_SEGMENT = r"[A-Za-z0-9_-]{1,128}"
+"""What a ``{name}`` path parameter matches unless the route says otherwise (ids)."""
+ANY_SEGMENT = r"[^/]+"
+"""One path segment of any content: the handler answers a bad value itself (after authentication)."""
+
+
+@dataclass(frozen=True)
+class Function:
+    """One deployed function: an entry point of ``main.py`` implemented by ``functions/<name>.py``,
+    and what the infra catalogue needs to deploy it with least privilege.
+
+    ``handler`` is the implementation of an event function (``pubsub``); an HTTP function serves
+    the routes whose ``function`` is its name. ``secrets``: the secret-backed settings it reads.
+    ``publishes_resume``: it publishes to the resume topic. ``deadline_bound``: it drives the agent
+    loop, so its timeout follows the run deadline. ``firestore``: what its code does with the store.
+    """
+
+    name: str
+    trigger: Trigger = "http"
+    secrets: tuple[SecretName, ...] = ()
+    publishes_resume: bool = False
+    deadline_bound: bool = False
+    default_timeout_s: int = 60
+    firestore: FirestoreAccess = "write"
+    handler: str | None = None
+    summary: str = ""
+    """What the function is (infra: the Cloud Function's description for an event function)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A success response of a route: its status, what it says, and its body: ``model`` (a pydantic
+    model, ``"module:Class"``), ``stream`` (NDJSON lines of a component of the OpenAPI document,
+    e.g. ``"RunEvent"``; ``sse`` also as Server-Sent Events) or an inline JSON ``schema``."""
+
+    status: int
+    description: str
+    model: str | None = None
+    stream: str | None = None
+    sse: bool = False
+    schema: Mapping[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class Route:
+    """One method on one path.
+
+    ``function``: the deployed function that serves it (``None``: only ``make dev`` serves it).
+    ``handler``: ``"module:attribute"``, called as ``handler(request, path_params)``; it parses,
+    authenticates (unless ``public``), calls ``shared/`` and renders. ``request``: the JSON body's
+    model, if the route takes one. ``errors``: the 4xx/5xx statuses it can answer besides 500 and,
+    unless ``public``, 429 (documented for every route). ``segments``: a pattern for a path
+    parameter other than an id (:data:`ID_SEGMENT`).
+    """
+
+    method: str
+    path: str
+    operation_id: str
+    function: str | None
+    handler: str
+    replies: tuple[Reply, ...]
+    request: str | None = None
+    errors: tuple[int, ...] = ()
+    public: bool = False
+    description: str | None = None
+    segments: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def path_params(self) -> list[str]:
+        return re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", self.path)
+
+
+_LOOP_SECRETS: tuple[SecretName, ...] = ("gemini", "credentials", "google_oauth")
+"""The functions that run the agent loop execute connector tools (Gmail, Calendar, Slack), so they
+read the stored tokens (credentials key) and refresh Google ones (OAuth client secret)."""
+
+FUNCTIONS: tuple[Function, ...] = (
+    Function("run", secrets=_LOOP_SECRETS, publishes_resume=True, deadline_bound=True, default_timeout_s=0,
+             summary="start a run, drive it to its stop, answer the result"),
+    Function("stream", secrets=_LOOP_SECRETS, publishes_resume=True, deadline_bound=True, default_timeout_s=0,
+             summary="same, streaming NDJSON events while it works"),
+    # Reads runs and events; writes only the caller's request counter (the per-user request limit).
+    Function("runs", default_timeout_s=300, summary="the caller's runs; one run; its events"),
+    Function("approve", publishes_resume=True, summary="record a decision, publish a resume message (outbox)"),
+    Function("resume", trigger="pubsub", secrets=_LOOP_SECRETS, publishes_resume=True, deadline_bound=True,
+             default_timeout_s=0, handler="functions.resume:resume",
+             summary="Pub/Sub push from the resume topic"),
+    # Stateless for goals; writes only the usage ledger entries of its model calls (issue 9).
+    Function("goals", secrets=("gemini",), default_timeout_s=120, summary="the goal-planning agent (backend only)"),
+    # Stores (encrypted), deletes and reports users' tokens; never refreshes them.
+    Function("integrations", secrets=("credentials",), summary="a user's connector tokens"),
+    # Plan sessions (seed 004): plans with the model, writes sessions, publishes continue messages.
+    Function("sessions", secrets=("gemini",), publishes_resume=True, deadline_bound=True, default_timeout_s=0,
+             summary="plan sessions"),
+    # Reads the caller's usage ledger; writes only the caller's request counter.
+    Function("usage", summary="the caller's model calls, summed per group"),
+)
+
+_BODY = (400, 401, 404, 409, 413, 415)
+"""A route that reads a JSON body about a caller's object."""
+
+ROUTES: tuple[Route, ...] = (
+    Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
+          replies=(Reply(200, "the run's result (status completed, awaiting_confirmation or failed)",
+                         model="shared.state.records:RunResult"),), errors=_BODY),
+    Route("POST", "/api/agent/run/stream", "stream", "stream", "functions.stream:stream",
+          request="shared.api:RunRequest",
+          replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
+                              "event = type, id = seq)", stream="RunEvent", sse=True),), errors=_BODY),
+    Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
+          description="The caller's runs, newest first (other users' runs are never listed).",
+          replies=(Reply(200, "one summary per run", model="shared.runs_list:RunsListResponse"),), errors=(400, 401)),
+    Route("GET", "/api/agent/runs/{runId}", "getRun", "runs", "functions.runs:get_run",
+          replies=(Reply(200, "the run record and each model call's usage", model="shared.usage.views:RunView"),),
+          errors=(401, 404)),
+    Route("GET", "/api/agent/sessions", "listSessions", "sessions", "functions.sessions:list_sessions",
+          replies=(Reply(200, "the caller's sessions, newest first", model="shared.plans.contracts:SessionsList"),),
+          errors=(400, 401)),
+    Route("POST", "/api/agent/sessions", "createSession", "sessions", "functions.sessions:create_session",
+          description="Start a plan session (seed 004): the agent proposes a plan to review.",
+          request="shared.plans.contracts:CreateSessionRequest",
+          replies=(Reply(201, "the proposed plan (status awaiting_confirmation)",
+                         model="shared.plans.contracts:SessionCreated"),
+                   Reply(200, "planning failed (ok false, status failed, error)",
+                         model="shared.plans.contracts:SessionCreated")),
+          errors=(400, 401, 413, 415)),
+    Route("GET", "/api/agent/sessions/{sessionId}", "getSession", "sessions", "functions.sessions:get_session",
+          replies=(Reply(200, "the session: plan, tasks with their ReAct history, plan versions, pending approvals, "
+                              "usage, result", model="shared.plans.contracts:SessionView"),), errors=(401, 404)),
+    Route("POST", "/api/agent/sessions/{sessionId}/refine", "refineSession", "sessions",
+          "functions.sessions:refine_session", request="shared.plans.contracts:RefineRequest",
+          replies=(Reply(200, "the revised plan (version + 1)", model="shared.plans.api:RefineResponse"),),
+          errors=_BODY),
+    Route("POST", "/api/agent/sessions/{sessionId}/confirm", "confirmSession", "sessions",
+          "functions.sessions:confirm_session", request="shared.plans.contracts:ConfirmRequest",
+          replies=(Reply(202, "executing", model="shared.plans.contracts:SessionAccepted"),), errors=_BODY),
+    Route("POST", "/api/agent/sessions/{sessionId}/cancel", "cancelSession", "sessions",
+          "functions.sessions:cancel_session",
+          replies=(Reply(202, "cancelled, or cancelling before the next act",
+                         model="shared.plans.contracts:SessionAccepted"),), errors=(401, 404, 409)),
+    Route("GET", "/api/agent/sessions/{sessionId}/events", "getSessionEvents", "sessions",
+          "functions.sessions:session_events",
+          replies=(Reply(200, "the session's events with seq > after (NDJSON)", stream="SessionEvent"),),
+          errors=(400, 401, 404)),
+    Route("GET", "/api/agent/usage", "getUsage", "usage", "functions.usage:usage",
+          replies=(Reply(200, "token and cost figures per group", model="shared.usage.views:UsageResponse"),),
+          errors=(400, 401)),
+    Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
+          replies=(Reply(200, "persisted events with seq > after (NDJSON)", stream="RunEvent"),),
+          errors=(400, 401, 404)),
+    Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
+          request="shared.api:ApproveRequest",
+          replies=(Reply(202, "decision recorded; the run resumes asynchronously",
+                         model="shared.responses:ApproveResponse"),), errors=(400, 401, 404, 409, 410, 503)),
+    Route("POST", "/agent/run", "goals", "goals", "functions.goals:goals", public=True,
+          description="Goal-planning agent (seed 000), called by the backend only (IAM in production).",
+          request="shared.goals.contracts:GoalsRequest",
+          replies=(Reply(200, "reply, action and state", model="shared.goals.contracts:GoalsResponse"),),
+          errors=(400, 502, 503)),
+    Route("GET", "/api/integrations", "listIntegrations", "integrations", "functions.integrations:list_integrations",
+          replies=(Reply(200, "whether each integration is connected (never a token)",
+                         model="shared.connectors.integrations_api:IntegrationsResponse"),), errors=(401,)),
+    Route("GET", "/api/integrations/{provider}", "getIntegration", "integrations",
+          "functions.integrations:get_integration", segments={"provider": ANY_SEGMENT},
+          replies=(Reply(200, "whether each integration is connected (never a token)",
+                         model="shared.connectors.integrations_api:IntegrationsResponse"),), errors=(401, 404)),
+    Route("POST", "/api/integrations/{provider}", "connectIntegration", "integrations",
+          "functions.integrations:connect_integration", segments={"provider": ANY_SEGMENT},
+          description="Store (replace) the caller's tokens for the provider, encrypted. "
+                      "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY.",
+          request="shared.connectors.integrations_api:ConnectRequest",
+          replies=(Reply(200, "the stored connection (never a token)",
+                         model="shared.connectors.integrations_api:IntegrationResponse"),),
+          errors=(400, 401, 404, 413, 415, 503)),
+    Route("DELETE", "/api/integrations/{provider}", "disconnectIntegration", "integrations",
+          "functions.integrations:disconnect_integration", segments={"provider": ANY_SEGMENT},
+          replies=(Reply(200, "the tokens are forgotten",
+                         model="shared.connectors.integrations_api:IntegrationRemovedResponse"),),
+          errors=(401, 404, 503)),
+    # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
+    Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
+          replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},
+                                            "required": ["ok"], "additionalProperties": False}),)),
+    Route("GET", "/openapi.json", "openapi", None, "devserver:openapi_document", public=True,
+          description="this document",
+          replies=(Reply(200, "the OpenAPI 3.1 document",
+                         schema={"type": "object", "required": ["openapi", "paths"]}),)),
+)
+
+
+@functools.lru_cache(maxsize=256)
+def resolve(target: str) -> Any:
+    """The object a ``"module:attribute"`` path of the table names (a handler, a model), imported on
+    first use."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def function_named(name: str) -> Function:
+    for fn in FUNCTIONS:
+        if fn.name == name:
+            return fn
+    raise KeyError(f"no function {name!r} in shared/routes.py")
+
+
+def routes_of(function: str) -> list[Route]:
+    """The routes the deployed function ``function`` serves, in table order."""
+    return [r for r in ROUTES if r.function == function]
+
+
+@functools.lru_cache(maxsize=512)
+def _pattern(path: str, segments: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    special = dict(segments)
+    parts = re.split(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", path)
+    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>{special.get(p, ID_SEGMENT)})"
+                    for i, p in enumerate(parts))
+    return re.compile(regex)
+
+
+def _matches(route: Route, path: str) -> dict[str, str] | None:
+    # fullmatch: ``$`` would also accept a trailing newline (``/runs/run_x%0A``).
+    m = _pattern(route.path, tuple(sorted(route.segments.items()))).fullmatch(path)
+    return None if m is None else m.groupdict()
+
+
+@dataclass(frozen=True)
+class Match:
+    """What the table says about one request: the route and its path parameters, or the methods the
+    path answers (a 405 with ``Allow`` when the method is not among them; a 404 when there are none)."""
+
+    route: Route | None
+    params: dict[str, str]
+    allowed: tuple[str, ...]
+
+
+def match(method: str, path: str, routes: Iterable[Route]) -> Match:
+    """Route ``method path`` among ``routes``. One trailing slash is ignored (``/api/agent/runs/``)."""
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    allowed: list[str] = []
+    for route in routes:
+        params = _matches(route, path)
+        if params is None:
+            continue
+        if route.method == method:
+            return Match(route, params, ())
+        if route.method not in allowed:
+            allowed.append(route.method)
+    return Match(None, {}, tuple(allowed))
