@@ -34,7 +34,8 @@ from werkzeug.security import safe_join
 
 from shared.errors import NotFound
 from shared.http_errors import install_json_errors
-from shared.web import error_response, json_response
+from shared.web import dispatch as dispatch_route
+from shared.web import error_response, http_endpoint, json_response
 
 if TYPE_CHECKING:
     from shared.runtime import Runtime
@@ -132,9 +133,7 @@ def create_app() -> flask.Flask:
     """Every route of the table (``shared/routes.py``), deployed function or not, on one app."""
     if os.environ.get("K_SERVICE"):
         raise SystemExit("devserver refuses to run on Cloud Run (K_SERVICE is set)")
-    from functions.dispatch import dispatch as dispatch_route
     from shared import routes
-    from shared.web import http_endpoint
 
     app = flask.Flask("agent-runtime-dev")
     install_json_errors(app.errorhandler)

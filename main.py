@@ -2,7 +2,7 @@
 route table (``shared/routes.py``).
 
 Every deployed function loads this whole module, so it stays small: an entry point imports the
-dispatch (``functions/dispatch.py``) on its first call, and the dispatch imports a route's handler
+dispatch (``shared/web.py`` ``function_entry``) on its first call, and the dispatch imports a route's handler
 in ``functions/`` on that route's first request, so a function loads only what its own requests
 need (``runs`` never loads the agent loop, tools, connectors or goals; ``goals`` never loads the
 state store; nothing here imports a model SDK). Importing it validates the configuration
@@ -34,7 +34,7 @@ install_json_errors(functions_framework.errorhandler)
 
 def _http_entry(name: str) -> Callable[[flask.Request], flask.Response]:
     def entry(request: flask.Request) -> flask.Response:
-        from functions.dispatch import function_entry
+        from shared.web import function_entry
 
         return function_entry(name)(request)
 

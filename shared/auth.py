@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from shared.errors import ApiError, ConfigurationError, Unauthenticated
+from shared.errors import ConfigurationError, Unauthenticated, Unavailable
 from shared.formats import b64decode_any
 
 if TYPE_CHECKING:
@@ -110,8 +110,7 @@ class LocalAuthenticator:
         return Principal(uid=uid, claims=MappingProxyType({"sub": uid, "dev": True}))
 
 
-class _CertsUnavailable(ApiError):
-    status = 503
+class _CertsUnavailable(Unavailable):
     code = "AUTH_UNAVAILABLE"
 
 

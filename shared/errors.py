@@ -1,7 +1,9 @@
 """Error families of the runtime.
 
-Two families, as in pydantic-ai: control-flow signals and run failures, plus API
-errors that the HTTP edge renders as 4xx JSON.
+Two families, as in pydantic-ai: control-flow signals and run failures, plus domain errors a
+caller is told about (:class:`DomainError`: a code, a message, details). What a domain error means
+on the wire (an HTTP status, ``Allow``/``Retry-After`` headers) is decided in one place at the
+edge, ``shared/web.py`` (``http_status``); nothing here knows HTTP.
 """
 
 from __future__ import annotations
@@ -14,23 +16,19 @@ class AgentRuntimeError(Exception):
     """Base class of every error this package raises on purpose."""
 
 
-class ApiError(AgentRuntimeError):
-    """An error the HTTP edge renders as ``{"ok": false, "error": {...}}`` with ``status``."""
+class DomainError(AgentRuntimeError):
+    """An error the caller is told about: ``{"ok": false, "error": {"code", "message", "details"?}}``.
 
-    status: int = 400
+    Subclasses say what kind of refusal it is; ``code`` says which one (``INVALID_QUERY``...)."""
+
     code: str = "BAD_REQUEST"
 
-    def __init__(self, message: str, *, code: str | None = None, status: int | None = None,
-                 details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
-        if status is not None:
-            self.status = status
         self.details = details or {}
-        self.headers = dict(headers or {})
-        """Response headers the status calls for (``Allow`` on a 405, ``Retry-After`` on a 503...)."""
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -39,72 +37,88 @@ class ApiError(AgentRuntimeError):
         return {"ok": False, "error": body}
 
 
-class BadRequest(ApiError):
-    status = 400
+class InvalidInput(DomainError):
+    """The request (body, query, an argument) is not acceptable as sent; ``details`` names what."""
+
     code = "BAD_REQUEST"
 
 
-class Unauthenticated(ApiError):
-    status = 401
+class Unauthenticated(DomainError):
     code = "UNAUTHENTICATED"
 
 
-class NotFound(ApiError):
-    status = 404
+class NotFound(DomainError):
+    """No such object for this caller (another user's objects are not found either)."""
+
     code = "NOT_FOUND"
 
 
-class MethodNotAllowed(ApiError):
-    """405 with the ``Allow`` header listing the methods the route answers (RFC 9110 15.5.6)."""
+class MethodNotAllowed(DomainError):
+    """The operation exists, but not with this method; ``allowed`` lists those that do."""
 
-    status = 405
     code = "METHOD_NOT_ALLOWED"
 
     def __init__(self, method: str, allowed: tuple[str, ...] | list[str]) -> None:
-        super().__init__(f"method {method} is not allowed here; use {' or '.join(allowed)}",
-                         headers={"Allow": ", ".join(allowed)})
+        super().__init__(f"method {method} is not allowed here; use {' or '.join(allowed)}")
+        self.allowed = tuple(allowed)
 
 
-class Conflict(ApiError):
-    status = 409
+class Conflict(DomainError):
+    """The object's state does not allow the operation now (already decided, already ended...)."""
+
     code = "CONFLICT"
 
 
-class Gone(ApiError):
-    status = 410
+class Gone(DomainError):
+    """The object existed but can no longer be acted on (an expired approval)."""
+
     code = "GONE"
 
 
-class PayloadTooLarge(ApiError):
-    status = 413
+class PayloadTooLarge(DomainError):
     code = "PAYLOAD_TOO_LARGE"
 
 
-class UnsupportedMediaType(ApiError):
-    status = 415
+class UnsupportedMediaType(DomainError):
     code = "UNSUPPORTED_MEDIA_TYPE"
 
 
-class TooManyRequests(ApiError):
-    """429: a per-user limit refused the request (docs/limits.md); nothing was created. ``Retry-After``
+class LimitExceeded(DomainError):
+    """A per-user limit refused the request (docs/limits.md); nothing was created. ``retry_after_s``
     says in how many seconds a retry may succeed (for the concurrency limits: a hint only)."""
 
-    status = 429
     code = "RATE_LIMITED"
 
     def __init__(self, message: str, *, code: str, retry_after_s: float,
                  details: dict[str, Any] | None = None) -> None:
         retry = max(1, math.ceil(retry_after_s))
-        super().__init__(message, code=code, details={**(details or {}), "retryAfterS": retry},
-                         headers={"Retry-After": str(retry)})
+        super().__init__(message, code=code, details={**(details or {}), "retryAfterS": retry})
         self.retry_after_s = retry
 
 
-class Unavailable(ApiError):
-    """A transient condition (e.g. store contention): the request may be retried as is."""
+class Unavailable(DomainError):
+    """A transient condition (e.g. store contention, a dependency down): the request may be retried
+    as is."""
 
-    status = 503
     code = "UNAVAILABLE"
+
+
+class UpstreamFailed(DomainError):
+    """A dependency (the model) refused or failed in a way a retry will not fix."""
+
+    code = "UPSTREAM_FAILED"
+
+
+class Internal(DomainError):
+    """This deployment cannot serve the request (e.g. a record written by a newer version); logged."""
+
+    code = "INTERNAL"
+
+
+# The former, HTTP-flavoured names, while other branches still raise them.
+ApiError = DomainError
+BadRequest = InvalidInput
+TooManyRequests = LimitExceeded
 
 
 class StoreError(AgentRuntimeError):

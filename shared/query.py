@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from shared.errors import BadRequest
+from shared.errors import InvalidInput
 from shared.wire import MAX_INT64
 
 
@@ -24,8 +24,8 @@ class Args(Protocol):
     def __iter__(self) -> Iterator[str]: ...
 
 
-def _invalid(name: str, message: str) -> BadRequest:
-    return BadRequest(f"query parameter {name} {message}", code="INVALID_QUERY", details={"field": name})
+def _invalid(name: str, message: str) -> InvalidInput:
+    return InvalidInput(f"query parameter {name} {message}", code="INVALID_QUERY", details={"field": name})
 
 
 def one_arg(args: Args, name: str) -> str | None:

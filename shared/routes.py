@@ -1,7 +1,7 @@
 """The route table: every deployed function and every HTTP route, written once.
 
 Everything that used to repeat the routes is derived from :data:`FUNCTIONS` and :data:`ROUTES`:
-``main.py``'s entry points, each deployed function's dispatch (``functions/dispatch.py``), the
+``main.py``'s entry points, each deployed function's dispatch (``shared/web.py``), the
 dev server (``devserver.py``), the ``paths`` of the OpenAPI document (``shared/openapi.py``), the
 infra catalogue (``infra/agent_infra/catalog.py``) and the entry-point tests. Adding a route is one
 :class:`Route` entry here (and its handler); adding a function is one :class:`Function` entry

@@ -12,20 +12,28 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar, cast
 
 import flask
 from pydantic import BaseModel, ValidationError
 
+from shared import routes
 from shared.errors import (
-    ApiError,
-    BadRequest,
+    Conflict,
+    DomainError,
+    Gone,
+    Internal,
+    InvalidInput,
+    LimitExceeded,
     MethodNotAllowed,
+    NotFound,
     PayloadTooLarge,
     TransactionContention,
+    Unauthenticated,
     Unavailable,
     UnsupportedMediaType,
+    UpstreamFailed,
 )
 from shared.formats import validation_problems
 from shared.http_errors import INTERNAL_ERROR, shown_path
@@ -38,9 +46,31 @@ M = TypeVar("M", bound=BaseModel)
 Handler = Callable[[flask.Request], flask.Response]
 
 
-def error_response(err: ApiError) -> flask.Response:
-    headers = {"Retry-After": "1"} if err.status == 503 else {}
-    return json_response(err.to_json(), err.status, {**headers, **err.headers})
+HTTP_STATUS: dict[type[DomainError], int] = {
+    DomainError: 400, InvalidInput: 400, Unauthenticated: 401, NotFound: 404, MethodNotAllowed: 405,
+    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, LimitExceeded: 429,
+    Internal: 500, UpstreamFailed: 502, Unavailable: 503,
+}
+"""The one mapping of domain errors to HTTP: a subclass answers as its nearest listed ancestor."""
+
+
+def http_status(err: DomainError) -> tuple[int, dict[str, str]]:
+    """The status and headers ``err`` answers with: ``Allow`` on a 405 (RFC 9110 15.5.6),
+    ``Retry-After`` on a 429 (the limit's own delay) and a 503 (one second)."""
+    status = next(HTTP_STATUS[cls] for cls in type(err).__mro__ if cls in HTTP_STATUS)
+    headers: dict[str, str] = {}
+    if isinstance(err, MethodNotAllowed):
+        headers["Allow"] = ", ".join(err.allowed)
+    if isinstance(err, LimitExceeded):
+        headers["Retry-After"] = str(err.retry_after_s)
+    elif status == 503:
+        headers["Retry-After"] = "1"
+    return status, headers
+
+
+def error_response(err: DomainError) -> flask.Response:
+    status, headers = http_status(err)
+    return json_response(err.to_json(), status, headers)
 
 
 def read_json_body(request: flask.Request, max_bytes: int) -> dict[str, Any]:
@@ -55,13 +85,13 @@ def read_json_body(request: flask.Request, max_bytes: int) -> dict[str, Any]:
     if raw and mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise UnsupportedMediaType(f"expected Content-Type application/json, got {mimetype}")
     if not raw.strip():
-        raise BadRequest("request body is empty; expected a JSON object", code="INVALID_JSON")
+        raise InvalidInput("request body is empty; expected a JSON object", code="INVALID_JSON")
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest(f"request body is not valid JSON: {exc}", code="INVALID_JSON") from None
+        raise InvalidInput(f"request body is not valid JSON: {exc}", code="INVALID_JSON") from None
     if not isinstance(data, dict):
-        raise BadRequest("request body must be a JSON object", code="INVALID_JSON")
+        raise InvalidInput("request body must be a JSON object", code="INVALID_JSON")
     return data
 
 
@@ -76,22 +106,24 @@ def parse_model(model: type[M], data: Any) -> M:
     except ValidationError as exc:
         details = validation_details(exc)
         fields = ", ".join(d["field"] for d in details)
-        raise BadRequest(f"invalid request: {fields}", code="INVALID_REQUEST",
+        raise InvalidInput(f"invalid request: {fields}", code="INVALID_REQUEST",
                          details={"errors": details}) from None
 
 
 def http_endpoint(fn: Handler) -> Handler:
-    """Render ApiError as its JSON error; log anything unexpected and answer a 500 JSON error."""
+    """Render a DomainError as its JSON error (:func:`http_status`); log anything unexpected and answer
+    a 500 JSON error."""
 
     @functools.wraps(fn)
     def wrapper(request: flask.Request) -> flask.Response:
         with log_context(**trace_fields(dict(request.headers.items()))):
             try:
                 return fn(request)
-            except ApiError as err:
-                if err.status >= 500:
+            except DomainError as err:
+                response = error_response(err)
+                if response.status_code >= 500:
                     log.error("%s: %s", err.code, err.message)
-                return error_response(err)
+                return response
             except TransactionContention as exc:
                 # Concurrent writers on the same documents outlasted the retries: nothing was
                 # written, so the client may retry the request as is.
@@ -103,6 +135,37 @@ def http_endpoint(fn: Handler) -> Handler:
                 return json_response(INTERNAL_ERROR, 500)
 
     return wrapper
+
+
+RouteHandler = Callable[[flask.Request, Mapping[str, str]], flask.Response]
+"""What a route's handler in the table is: ``handler(request, path_params)``."""
+
+
+def dispatch(request: flask.Request, table: Iterable[routes.Route]) -> flask.Response:
+    """Serve ``request`` by the route table (``shared/routes.py``): a path no route matches is a 404
+    ``ROUTE_NOT_FOUND`` whatever the method, a path some route matches with another method a 405
+    with ``Allow``; otherwise the route's handler is imported (on its first request) and called with
+    the path parameters. One dispatch for every deployed function and the dev server."""
+    found = routes.match(request.method, request.path, table)
+    if found.route is None:
+        if found.allowed:
+            raise MethodNotAllowed(request.method, found.allowed)
+        raise NotFound(f"no route for {request.method} {shown_path(request.path)}", code="ROUTE_NOT_FOUND")
+    handler = cast(RouteHandler, routes.resolve(found.route.handler))
+    return handler(request, found.params)
+
+
+@functools.lru_cache(maxsize=64)
+def function_entry(name: str) -> Handler:
+    """The HTTP entry point of the deployed function ``name`` (main.py): its routes in the table, read
+    per request, so the table is the only place a route is added."""
+
+    @http_endpoint
+    def entry(request: flask.Request) -> flask.Response:
+        return dispatch(request, routes.routes_of(name))
+
+    entry.__name__ = entry.__qualname__ = name
+    return entry
 
 
 def require_method(request: flask.Request, *methods: str) -> None:
@@ -121,7 +184,7 @@ def idempotency_key(request: flask.Request) -> str | None:
         return None
     key = key.strip()
     if not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isascii() or not key.isprintable():
-        raise BadRequest("Idempotency-Key must be 1-255 visible ASCII characters", code="INVALID_IDEMPOTENCY_KEY")
+        raise InvalidInput("Idempotency-Key must be 1-255 visible ASCII characters", code="INVALID_IDEMPOTENCY_KEY")
     return key
 
 

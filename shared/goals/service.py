@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from shared.config import Settings
-from shared.errors import ApiError, ModelError
+from shared.errors import ModelError, Unavailable, UpstreamFailed
 from shared.goals.contracts import GoalsRequest, GoalsResponse
 from shared.goals.workflow import GoalPlanningWorkflow
 from shared.ids import new_id
@@ -49,9 +49,11 @@ def metered(model: Model, request: GoalsRequest, settings: Settings,
 
 
 def run_goals(request: GoalsRequest, model: Model, settings: Settings) -> GoalsResponse:
-    """One conversational step; raises ``ApiError`` (502/503) when the model cannot be reached."""
+    """One conversational step; raises ``Unavailable`` (the model may answer a retry) or ``UpstreamFailed``
+    when the model cannot be reached."""
     try:
         return GoalPlanningWorkflow(model, timeout_s=settings.run_deadline_s).run(request)
     except ModelError as err:
-        raise ApiError(f"the planning model failed: {err}", code="MODEL_UNAVAILABLE" if err.retryable
-                       else "MODEL_ERROR", status=503 if err.retryable else 502) from err
+        if err.retryable:
+            raise Unavailable(f"the planning model failed: {err}", code="MODEL_UNAVAILABLE") from err
+        raise UpstreamFailed(f"the planning model failed: {err}", code="MODEL_ERROR") from err

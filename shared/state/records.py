@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 from pydantic.alias_generators import to_camel
 
-from shared.errors import ApiError
+from shared.errors import Internal
 from shared.usage.figures import Usage
 
 SCHEMA_VERSION = 1
@@ -31,12 +31,11 @@ TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
 TERMINAL_ACTION_STATUSES: frozenset[str] = frozenset({"completed", "failed", "rejected"})
 
 
-class SchemaVersionError(ApiError):
+class SchemaVersionError(Internal):
     """A stored record was written by a newer version of the runtime (read by an older instance,
     e.g. after a rollback). Nothing is written; the HTTP edge logs it and answers 500
     ``SCHEMA_VERSION_UNSUPPORTED`` with this message instead of an anonymous internal error."""
 
-    status = 500
     code = "SCHEMA_VERSION_UNSUPPORTED"
 
 

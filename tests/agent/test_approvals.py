@@ -266,7 +266,7 @@ def test_an_approve_call_contended_on_every_try_answers_503(make_runtime: MakeRu
     loser = contended(rt, None, times=CONTENTION_ATTEMPTS)
     with pytest.raises(Unavailable) as err:
         approve(loser, result.approval.id)
-    assert err.value.status == 503 and err.value.code == "CONTENTION"
+    assert err.value.code == "CONTENTION"  # Unavailable: 503 at the edge
     approval = rt.runs.store.get(paths.approval("alice", result.approval.id))
     assert approval is not None and approval.data["status"] == "pending"  # nothing half-written
     assert dispatcher(rt).take() == []

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from shared.config import Settings
-from shared.errors import ApiError, ModelError
+from shared.errors import DomainError, ModelError
 from shared.goals.contracts import GoalsRequest
 from shared.goals.service import run_goals
 from shared.goals.workflow import (
@@ -24,6 +24,7 @@ from shared.goals.workflow import (
 )
 from shared.models.base import ModelRequest
 from shared.models.scripted import ScriptedModel
+from shared.web import http_status
 from tests.goals.plans import (
     PORTFOLIO_PLAN,
     add,
@@ -294,12 +295,12 @@ def test_the_model_can_flag_a_duplicate_the_words_do_not_show() -> None:
     assert "already have" not in unrelated["reply"]
 
 
-def test_model_failures_are_api_errors() -> None:
+def test_model_failures_are_domain_errors_answering_502_or_503() -> None:
     body = GoalsRequest.model_validate(request("I want to learn Kotlin.", step=None))
     for err, status in ((ModelError("down", status=503, retryable=True), 503), (ModelError("blocked"), 502)):
-        with pytest.raises(ApiError) as caught:
+        with pytest.raises(DomainError) as caught:
             run_goals(body, ScriptedModel([err]), Settings())
-        assert caught.value.status == status
+        assert http_status(caught.value)[0] == status
 
 
 @pytest.mark.parametrize("empty", [None, {}])

@@ -24,7 +24,8 @@ from shared.auth import (
     create_authenticator,
 )
 from shared.config import Settings
-from shared.errors import ApiError, ConfigurationError, Unauthenticated
+from shared.errors import ConfigurationError, Unauthenticated, Unavailable
+from shared.web import http_status
 from tests.fakes.firebase_keys import ID_TOKEN_PATH, SESSION_PATH, FirebaseKeys, SigningKey
 
 PROJECT = "demo-auth-test"
@@ -66,7 +67,7 @@ def rejected(auth: FirebaseAuthenticator, headers: dict[str, str] | None = None,
              cookies: dict[str, str] | None = None) -> str:
     with pytest.raises(Unauthenticated) as info:
         auth.authenticate(headers or {}, cookies or {})
-    assert info.value.status == 401
+    assert http_status(info.value)[0] == 401
     return info.value.message
 
 
@@ -295,9 +296,9 @@ def _closed_port_url() -> str:
 
 def test_unreachable_certificates_are_a_503_not_a_401(keys: FirebaseKeys) -> None:
     auth = FirebaseAuthenticator(PROJECT, id_token_certs_url=_closed_port_url())
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(Unavailable) as info:
         auth.authenticate(bearer(keys.id_token("alice")), {})
-    assert info.value.status == 503 and not isinstance(info.value, Unauthenticated)
+    assert http_status(info.value)[0] == 503 and not isinstance(info.value, Unauthenticated)
     assert "certificates" in info.value.message
 
 
