@@ -1,1 +1,2 @@
-"""Thin entry points, one per deployed function: parse, authenticate, call the domain, render."""
+"""Thin route handlers, one module per deployed function (``shared/routes.py``): parse, authenticate, call
+the domain, render."""

@@ -224,13 +224,6 @@ def resolve(target: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-def function_named(name: str) -> Function:
-    for fn in FUNCTIONS:
-        if fn.name == name:
-            return fn
-    raise KeyError(f"no function {name!r} in shared/routes.py")
-
-
 def routes_of(function: str) -> list[Route]:
     """The routes the deployed function ``function`` serves, in table order."""
     return [r for r in ROUTES if r.function == function]

@@ -1,8 +1,11 @@
-"""HTTP edge helpers shared by the function entry points: JSON bodies, errors, responses.
+"""The HTTP edge: dispatch by the route table, JSON bodies, errors, responses.
 
-The entry points in ``functions/`` parse, authenticate, call the domain and render; these helpers
-make the parsing and rendering uniform: every error is a JSON body
-``{"ok": false, "error": {"code", "message", "details"?}}`` with a 4xx/5xx status.
+:func:`dispatch` serves a request by the route table (``shared/routes.py``) for every deployed
+function (:func:`function_entry`) and the dev server. The handlers in ``functions/`` parse,
+authenticate, call the domain and render; these helpers make the parsing and rendering uniform:
+every error is a JSON body ``{"ok": false, "error": {"code", "message", "details"?}}``, its status
+and headers given by :func:`http_status`, the one mapping of domain errors (``shared/errors.py``)
+to HTTP.
 
 What the web framework answers by itself gets the same envelope: ``shared.http_errors``.
 """
@@ -166,12 +169,6 @@ def function_entry(name: str) -> Handler:
 
     entry.__name__ = entry.__qualname__ = name
     return entry
-
-
-def require_method(request: flask.Request, *methods: str) -> None:
-    """405 (JSON, with ``Allow``) unless the request uses one of ``methods``."""
-    if request.method not in methods:
-        raise MethodNotAllowed(request.method, methods)
 
 
 MAX_IDEMPOTENCY_KEY = 255
