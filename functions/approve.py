@@ -6,17 +6,15 @@ from collections.abc import Mapping
 
 import flask
 
-from functions.common import authenticated_uid
+from functions.common import caller
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.responses import ApproveResponse
-from shared.runtime import get_runtime
 from shared.web import json_response, parse_model, read_json_body
 
 
 def approve(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
     decision = decide(rt.services, rt.dispatcher, uid, body)
     answer = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,

@@ -1,4 +1,4 @@
-"""What every HTTP entry point does first: authenticate the caller, read the request contract."""
+"""What every route handler does first: authenticate the caller, read the request contract."""
 
 from __future__ import annotations
 
@@ -19,6 +19,14 @@ def authenticated_uid(rt: Runtime, request: flask.Request) -> str:
     uid = rt.authenticate(dict(request.headers.items()), dict(request.cookies.items())).uid
     rt.limits.admit_request(uid)
     return uid
+
+
+def caller(request: flask.Request) -> tuple[Runtime, str]:
+    """The runtime and the authenticated caller's uid (:func:`authenticated_uid`)."""
+    from shared.runtime import get_runtime
+
+    rt = get_runtime()
+    return rt, authenticated_uid(rt, request)
 
 
 def run_request(rt: Runtime, request: flask.Request) -> RunRequest:

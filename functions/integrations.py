@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import flask
 
-from functions.common import authenticated_uid
+from functions.common import caller
 from shared.connectors import PROVIDERS, ConnectorError, CredentialVault
 from shared.connectors.credentials import Provider
 from shared.connectors.integrations_api import (
@@ -26,7 +26,6 @@ from shared.connectors.integrations_api import (
     status_body,
 )
 from shared.errors import Unavailable
-from shared.runtime import get_runtime
 from shared.web import json_response, parse_model, read_json_body
 
 
@@ -44,23 +43,20 @@ def _statuses(vault: CredentialVault, uid: str, wanted: list[Provider]) -> flask
 
 
 def list_integrations(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     with _configured():
         return _statuses(rt.connectors().vault, uid, list(PROVIDERS))
 
 
 def get_integration(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     provider = provider_named(path["provider"])
     with _configured():
         return _statuses(rt.connectors().vault, uid, [provider])
 
 
 def disconnect_integration(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     provider = provider_named(path["provider"])
     with _configured():
         removed = rt.connectors().vault.delete(uid, provider)
@@ -68,8 +64,7 @@ def disconnect_integration(request: flask.Request, path: Mapping[str, str]) -> f
 
 
 def connect_integration(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     provider = provider_named(path["provider"])
     with _configured():
         vault = rt.connectors().vault

@@ -6,15 +6,13 @@ from collections.abc import Mapping
 
 import flask
 
-from functions.common import authenticated_uid, run_request
+from functions.common import caller, run_request
 from shared.agent.runs_api import run_to_stop
-from shared.runtime import get_runtime
 from shared.web import idempotency_key, json_response
 
 
 def run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     body = run_request(rt, request)
     result, replayed = run_to_stop(rt.agent, uid, body, idempotency_key=idempotency_key(request))
     headers = {"Idempotent-Replayed": "true"} if replayed else None

@@ -12,25 +12,22 @@ from collections.abc import Mapping
 
 import flask
 
-from functions.common import authenticated_uid
+from functions.common import caller
 from shared.query import bool_arg, int_arg
-from shared.runtime import get_runtime
 from shared.web import json_response, ndjson_response
 
 
 def list_runs(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.runs_list import parse_limit, runs_list
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args))).to_json())
 
 
 def get_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.usage.views import run_view
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     snap = rt.runs.get_run_for(uid, path["runId"])
     return json_response(run_view(snap.run, rt.usage.for_unit(uid, snap.run.run_id)).to_json())
 
@@ -38,8 +35,7 @@ def get_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
 def run_events(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.agent.streaming import ndjson, replay_events
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     snap = rt.runs.get_run_for(uid, path["runId"])
     after = int_arg(request.args, "after", default=0)
     follow = bool_arg(request.args, "follow")

@@ -15,25 +15,22 @@ from collections.abc import Mapping
 
 import flask
 
-from functions.common import authenticated_uid
+from functions.common import caller
 from shared.query import bool_arg, int_arg
-from shared.runtime import get_runtime
 from shared.web import json_response, ndjson_response, read_json_body
 
 
 def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.plans import api
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     return json_response(api.list_sessions(rt, uid, request.args).to_json())
 
 
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.plans import api
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     created = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes))
     return json_response(created.to_json(), status=201 if created.ok else 200)
 
@@ -41,16 +38,14 @@ def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 def get_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.plans import api
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     return json_response(api.view(rt, uid, path["sessionId"]).to_json())
 
 
 def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.plans import api
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     after = int_arg(request.args, "after", default=0)
     follow = bool_arg(request.args, "follow")
     return ndjson_response(api.events(rt, uid, path["sessionId"], after, follow=follow))
@@ -59,8 +54,7 @@ def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.plans import api
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
     return json_response(api.refine(rt, uid, path["sessionId"], body).to_json())
 
@@ -68,8 +62,7 @@ def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.plans import api
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
     return json_response(api.confirm(rt, uid, path["sessionId"], body).to_json(), status=202)
 
@@ -77,8 +70,7 @@ def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Re
 def cancel_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.plans import api
 
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     if request.data:  # no body is needed; one that is sent must be a JSON object
         read_json_body(request, rt.settings.max_body_bytes)
     return json_response(api.cancel(rt, uid, path["sessionId"]).to_json(), status=202)

@@ -6,16 +6,14 @@ from collections.abc import Mapping
 
 import flask
 
-from functions.common import authenticated_uid, run_request
+from functions.common import caller, run_request
 from shared.agent.runs_api import stream_run
 from shared.agent.streaming import ndjson
-from shared.runtime import get_runtime
 from shared.web import idempotency_key, ndjson_response, sse_response, wants_sse
 
 
 def stream(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     body = run_request(rt, request)
     # Start (and validate, claim the thread) before the first byte, so refusals are plain 4xx JSON.
     events = stream_run(rt.agent, uid, body, idempotency_key=idempotency_key(request))

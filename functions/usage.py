@@ -11,17 +11,15 @@ from collections.abc import Mapping
 
 import flask
 
-from functions.common import authenticated_uid
+from functions.common import caller
 from shared.query import single_values
-from shared.runtime import get_runtime
 from shared.usage.params import parse_usage_params
 from shared.usage.views import summarise
 from shared.web import json_response
 
 
 def usage(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt = get_runtime()
-    uid = authenticated_uid(rt, request)
+    rt, uid = caller(request)
     params = parse_usage_params(single_values(request.args))
     entries = rt.usage.between(uid, params.start, params.end)
     return json_response(summarise(entries, params.group_by, params.start, params.end).to_json())
