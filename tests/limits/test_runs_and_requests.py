@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from shared.errors import LimitExceeded
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
@@ -79,7 +80,7 @@ def test_concurrent_requests_never_exceed_the_limit(make_rt: MakeRuntime, client
         try:
             rt.limits.admit_request("alice")
             outcomes.append("admitted")
-        except Exception as exc:  # the 429 (RATE_LIMITED) is an ApiError
+        except Exception as exc:  # the 429 (RATE_LIMITED) is a LimitExceeded
             outcomes.append(getattr(exc, "code", repr(exc)))
 
     threads = [threading.Thread(target=go) for _ in range(5)]
@@ -155,7 +156,7 @@ def test_a_stale_view_cannot_reserve_one_slot_too_many(make_rt: MakeRuntime, cli
     try:
         stale.reserve("run_racer")
     except Exception as exc:
-        assert getattr(exc, "code", None) == "TOO_MANY_ACTIVE_RUNS" and getattr(exc, "status", None) == 429
+        assert isinstance(exc, LimitExceeded) and exc.code == "TOO_MANY_ACTIVE_RUNS"
     else:
         raise AssertionError("the stale view let a second run in")
     assert len(ids(store, "runs")) == 1
