@@ -49,7 +49,7 @@ def load_route_table(path: Path = ROUTE_TABLE) -> ModuleType:
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load the route table {path}")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is created
+    sys.modules[name] = module  # as an import would: its classes name their module
     spec.loader.exec_module(module)
     return module
 
