@@ -19,7 +19,7 @@ from shared.durable import leases
 from shared.events import RunEvent, event_to_doc
 from shared.models.base import Model, Turn
 from shared.state.docstore import Write
-from shared.state.records import ActionRecord, AuditRecord, RunRecord, UserRecord, now
+from shared.state.records import ActionRecord, AuditRecord, RunRecord, UsageEntry, UserRecord, now
 from shared.state.runs_repo import RunSnapshot, RunsRepo
 from shared.state.usage_repo import UsageRepo
 from shared.state.users_repo import UsersRepo
@@ -129,6 +129,13 @@ class RunContext:
 
     def write(self, write: Write) -> None:
         self.pending.append(write)
+
+    def charge(self, entry: UsageEntry) -> None:
+        """Add a metered model call to the run's usage and cost, and queue its ledger entry: the one
+        way a unit's model calls are accounted (the loop's own and its host's)."""
+        self.run.usage = self.run.usage + entry.usage
+        self.run.cost_usd = round(self.run.cost_usd + entry.cost_usd, 8)
+        self.write(self.services.usage.entry_write(entry))
 
     def put_action(self, action: ActionRecord) -> None:
         """Queue the action's current state (written whole at the next commit)."""

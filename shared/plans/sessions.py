@@ -18,7 +18,7 @@ from shared.ids import new_id
 from shared.loop.context import Services
 from shared.models.base import Model, Part, Turn
 from shared.plans import planner
-from shared.plans.host import KIND, task_turn
+from shared.plans.plan_state import KIND, task_turn
 from shared.session_events import PlanUpdatedEvent, SessionStatusEvent
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
 from shared.state.records import RunError, RunRecord
