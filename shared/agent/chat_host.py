@@ -18,9 +18,9 @@ from shared.loop import stops
 from shared.loop.context import RunContext
 from shared.loop.host import Host
 from shared.loop.outcomes import NextStepFailed, NextStepInterruption, StopOutcome
-from shared.loop.virtual import VirtualTool
 from shared.state.docstore import Write
 from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult, UsageEntry, now
+from shared.tools.registry import Tool
 
 log = logging.getLogger("agent_runtime.agent")
 
@@ -79,10 +79,10 @@ def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
 class ChatHost(Host):
     kind = "chat"
 
-    def __init__(self, virtual: dict[str, VirtualTool] | None = None) -> None:
+    def __init__(self, virtual: dict[str, Tool] | None = None) -> None:
         self._virtual = virtual or {}
 
-    def virtual_tools(self, ctx: RunContext) -> dict[str, VirtualTool]:
+    def virtual_tools(self, ctx: RunContext) -> dict[str, Tool]:
         return self._virtual
 
     def before_step(self, ctx: RunContext) -> StopOutcome | None:
