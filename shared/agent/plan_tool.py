@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.agent.chat_host import chat_state
 from shared.errors import TooManyRequests
 from shared.events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent, StepCompleteEvent, StepStartEvent
 from shared.loop.context import RunContext
@@ -180,8 +181,8 @@ class AgentCreatePlan:
                             thread_id=run.thread_id, run_id=run.run_id, entity_id=run.entity_id,
                             execution_mode=args.mode, requested_outputs=args.requested_outputs,
                             priority_entities=args.priority_entities)
-        modes = list(run.host_state.get("executionModes", []))
-        run.host_state["executionModes"] = [*modes, intent.execution_mode][-20:]
+        chat = chat_state(ctx)
+        chat.execution_modes = [*chat.execution_modes, intent.execution_mode][-20:]
         services = ctx.services
         try:
             outcome = engine.start_planning(services, self.tools.sessions, run.uid, intent.objective,
@@ -207,11 +208,11 @@ class AgentCreatePlan:
         live = _tasks(tasks)
         ctx.emit(PlanCreatedEvent(planId=sid, executionMode=intent.execution_mode, version=session.plan_version,
                                   tasks=live))
-        run.host_state["planId"] = sid
+        chat.plan_id = sid
         if intent.execution_mode == "draft_only":
             ctx.emit(PlanReadyForReviewEvent(planId=sid, version=session.plan_version, tasks=live,
                                              reasoning=f"{len(live)} steps for: {intent.objective[:300]}"))
-            run.host_state["pendingPlanId"] = sid
+            chat.pending_plan_id = sid
             return VirtualOutcome(result={
                 "status": "pending_review", "planId": sid, "version": session.plan_version, "tasks": live,
                 "note": "Execution is paused until the user reviews the plan: explain it and ask whether to run it "
@@ -220,7 +221,7 @@ class AgentCreatePlan:
             verdict, notes = self.review(ctx, intent, live)
             ctx.emit(PlanReviewEvent(planId=sid, verdict=verdict, notes=notes))
             if verdict != "approved":
-                run.host_state["pendingPlanId"] = sid
+                chat.pending_plan_id = sid
                 return VirtualOutcome(result={"status": verdict, "planId": sid, "notes": notes, "tasks": live,
                                               "note": "The reviewer did not approve the plan: revise it "
                                                       "(agent_create_plan again) or explain to the user."})
@@ -264,7 +265,7 @@ class AgentExecutePlan:
         if got is None or got[0].uid != ctx.run.uid:
             return VirtualOutcome(error=f"plan {args.planId} not found")
         session = got[0]
-        if session.run_id is not None and ctx.run.host_state.get("executing") == args.planId:
+        if session.run_id is not None and chat_state(ctx).executing == args.planId:
             return self.tools.outcome(ctx, args.planId)  # resumed after it ended
         if session.status != "awaiting_confirmation":
             return VirtualOutcome(error=f"plan {args.planId} is {session.status}: it was already executed or "
@@ -276,5 +277,5 @@ class AgentExecutePlan:
                                          args.changes).session.plan_version
         engine.confirm(services, self.tools.sessions, ctx.run.uid, args.planId, version,
                        parent=(ctx.run.run_id, action.action_id))
-        ctx.run.host_state["executing"] = args.planId
+        chat_state(ctx).executing = args.planId
         return VirtualOutcome(waiting=True)

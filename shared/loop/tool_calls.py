@@ -107,7 +107,6 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
 
 
 VIRTUAL_REASON = "virtual tool (handled by the host)"
-MALFORMED_VIRTUAL = "virtualArgErrors"
 
 
 def _malformed(ctx: RunContext, action: ActionRecord, tool: Tool, exc: ToolArgsError
@@ -119,8 +118,8 @@ def _malformed(ctx: RunContext, action: ActionRecord, tool: Tool, exc: ToolArgsE
     if not tool.host:
         ctx.put_action(action)
         return FailureCode.INVALID_TOOL_ARGS, str(exc)
-    seen = int(ctx.run.host_state.get(MALFORMED_VIRTUAL, 0))
-    ctx.run.host_state[MALFORMED_VIRTUAL] = seen + 1
+    seen = ctx.run.virtual_arg_errors
+    ctx.run.virtual_arg_errors = seen + 1
     action.error = f"{exc}; fix the arguments and call {tool.name} again"
     ctx.put_action(action)
     if seen >= 1:

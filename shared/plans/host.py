@@ -37,7 +37,7 @@ from shared.loop.outcomes import (
 from shared.models.base import ToolDeclaration
 from shared.plans import plan_edits, planner, react
 from shared.plans.parent import wake_parent
-from shared.plans.plan_state import KIND, PlanState, task_turn
+from shared.plans.plan_state import KIND, plan_state, task_turn
 from shared.plans.reflect import reflect
 from shared.plans.session_sync import SessionSync
 from shared.session_events import (
@@ -47,11 +47,12 @@ from shared.session_events import (
     SessionStatusEvent,
     TaskCompleteEvent,
 )
+from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanTask, SessionResult, SessionStatus
 from shared.state.records import RunError
 from shared.state.sessions_repo import SessionsRepo
 
-__all__ = ["KIND", "STOP_STATUS", "PlanHost", "PlanState", "task_turn"]
+__all__ = ["KIND", "STOP_STATUS", "PlanHost", "plan_state", "task_turn"]
 
 STOP_STATUS: dict[str, SessionStatus] = {FailureCode.DEADLINE_EXCEEDED: "deadline_exceeded",
                                          FailureCode.CANCELLED: "cancelled"}
@@ -74,12 +75,12 @@ class PlanHost(Host):
                       max_steps=settings.plan_steps_per_invocation, yield_margin_s=settings.plan_yield_margin_s)
 
     def budget_spent(self, ctx: RunContext, why: BudgetSpent) -> StopOutcome:
-        if time.time() >= PlanState(ctx).deadline:
+        if time.time() >= plan_state(ctx).deadline:
             return NextStepFailed(FailureCode.DEADLINE_EXCEEDED, "the session's deadline passed")
         return NextStepYield(why)
 
     def before_step(self, ctx: RunContext) -> StopOutcome | None:
-        state = PlanState(ctx)
+        state = plan_state(ctx)
         got = self.sessions.get(state.session_id)
         if got is None:
             return NextStepFailed(FailureCode.SESSION_NOT_FOUND, "the session is gone")
@@ -98,12 +99,12 @@ class PlanHost(Host):
 
     # ---- tools -------------------------------------------------------------------------------
     def declarations(self, ctx: RunContext) -> list[ToolDeclaration]:
-        allowed = ctx.run.host_state.get("tools")
+        allowed = plan_state(ctx).tools
         every = ctx.services.registry.declarations()
         return every if allowed is None else [d for d in every if d.name in allowed]
 
     def allows(self, ctx: RunContext, tool: str) -> bool:
-        allowed = ctx.run.host_state.get("tools")
+        allowed = plan_state(ctx).tools
         return allowed is None or tool in allowed
 
     def emit(self, ctx: RunContext, event: _Event) -> None:
@@ -115,8 +116,8 @@ class PlanHost(Host):
         return self._after_act(ctx, model_turn.text.strip(), react.acts_of_last_turn(ctx))
 
     def finish(self, ctx: RunContext, text: str) -> None:
-        state = PlanState(ctx)
-        if state.raw.get("finished"):
+        state = plan_state(ctx)
+        if state.finished:
             self._end(ctx, "completed", None, "")
             return
         stop = self._after_act(ctx, "", [react.task_done(text)], task_done=True)
@@ -127,7 +128,7 @@ class PlanHost(Host):
 
     def _after_act(self, ctx: RunContext, reason: str, acts: list[react.Act], *,
                    task_done: bool = False) -> StopOutcome | None:
-        state = PlanState(ctx)
+        state = plan_state(ctx)
         task = state.current
         if task is None:
             return NextStepFailed(FailureCode.INCONSISTENT_STATE, "no current task")
@@ -136,7 +137,7 @@ class PlanHost(Host):
         tasks = [task if t.id == task.id else t for t in state.tasks]
         return self._settle(ctx, state, tasks, task, reflection, task_done)
 
-    def _settle(self, ctx: RunContext, state: PlanState, tasks: list[PlanTask], task: PlanTask,
+    def _settle(self, ctx: RunContext, state: PlanRunState, tasks: list[PlanTask], task: PlanTask,
                 reflection: planner.Reflection | None, task_done: bool) -> StopOutcome | None:
         """What the reflection means: plan edits, then the task completed, failed or going on."""
         settings = ctx.services.settings
@@ -146,39 +147,39 @@ class PlanHost(Host):
         self.emit(ctx, ReflectEvent(taskId=task.id, taskComplete=complete, taskFailed=failed, summary=summary,
                                     modifications=len(reflection.modifications) if reflection else 0))
         if reflection is not None and reflection.modifications:
-            tasks, changes = plan_edits.modify(tasks, reflection.modifications, int(state.raw.get("version", 1)) + 1)
+            tasks, changes = plan_edits.modify(tasks, reflection.modifications, state.plan_version + 1)
         else:
             changes = []
         if plan_edits.live_count(tasks) > settings.plan_max_tasks:
-            state.set_tasks(tasks)
+            state.tasks = tasks
             return NextStepFailed(FailureCode.PLAN_TOO_LARGE,
                                   f"the plan would exceed {settings.plan_max_tasks} tasks (PLAN_MAX_TASKS)")
         plan_edits.record_version(ctx, self.sync, state, tasks, changes, summary, task.id)
         current = next(t for t in tasks if t.id == task.id)
         if failed:
             current.status, current.summary = "failed", summary
-            state.set_tasks(tasks)
+            state.tasks = tasks
             ctx.write(self.sessions.task_write(state.session_id, current))
             return NextStepFailed(FailureCode.TASK_FAILED, f"task {current.id} failed: {summary}"[:1000])
         if complete:
             current.status, current.summary = "completed", summary
             ctx.write(self.sessions.task_write(state.session_id, current))
             self.emit(ctx, TaskCompleteEvent(taskId=current.id, status="completed", summary=summary))
-            state.set_tasks(tasks)
+            state.tasks = tasks
             nxt = plan_edits.start_next(ctx, self.sync, state)
             self.sync.fields(ctx)
             if nxt is None:
-                state.raw["finished"] = True
+                state.finished = True
                 return NextStepFinalOutput("every task of the plan is completed")
             return None
         ctx.write(self.sessions.task_write(state.session_id, current))
-        state.set_tasks(tasks)
+        state.tasks = tasks
         self.sync.fields(ctx)
         return None
 
     # ---- stops -------------------------------------------------------------------------------
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
-        task = PlanState(ctx).current
+        task = plan_state(ctx).current
         for a in outcome.waiting:
             self.emit(ctx, ApprovalRequiredEvent(taskId=task.id if task else "", approvalId=a.approval_id or "",
                                                  tool=a.tool, preview=react.preview(ctx, a.tool, a.args),
@@ -188,18 +189,18 @@ class PlanHost(Host):
 
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
         status = STOP_STATUS.get(code, "failed")
-        state = PlanState(ctx)
+        state = plan_state(ctx)
         task = state.current
         if task is not None and status == "failed" and task.status == "in_progress":
             task.status, task.summary = "failed", message
             ctx.write(self.sessions.task_write(state.session_id, task))
-            state.set_tasks([task if t.id == task.id else t for t in state.tasks])
+            state.tasks = [task if t.id == task.id else t for t in state.tasks]
             self.emit(ctx, TaskCompleteEvent(taskId=task.id, status="failed", summary=message[:1000]))
         self._end(ctx, status, code, message)
 
     def _end(self, ctx: RunContext, status: SessionStatus, code: FailureCode | None, message: str) -> None:
         self.emit(ctx, UsageEvent(usage=ctx.run.usage))
-        self.emit(ctx, SessionStatusEvent(status=status, sessionId=PlanState(ctx).session_id))
+        self.emit(ctx, SessionStatusEvent(status=status, sessionId=plan_state(ctx).session_id))
         result = SessionResult(status=status)
         self.emit(ctx, SessionResultEvent(result=result))
         extra: dict[str, Any] = {"status": status, "result": result.to_doc()}

@@ -8,14 +8,15 @@ import time
 from shared.durable.kinds import RESUME
 from shared.durable.messages import WorkMessage
 from shared.loop.context import RunContext
+from shared.plans.plan_state import plan_state
 from shared.state.transitions import move_action
 
 
 def wake_parent(ctx: RunContext) -> str | None:
     """Queue, in the plan's final commit, the parent's approved call and a ``resume`` message.
     Returns the outbox entry to deliver after that commit (None: no parent waits)."""
-    state = ctx.run.host_state
-    parent_run, parent_action = state.get("parentRunId"), state.get("parentActionId")
+    state = plan_state(ctx)
+    parent_run, parent_action = state.parent_run_id, state.parent_action_id
     if not parent_run or not parent_action:
         return None
     runs = ctx.services.runs
@@ -24,7 +25,7 @@ def wake_parent(ctx: RunContext) -> str | None:
         return None
     move_action(action, "approved")
     action.updated_at = time.time()
-    entry = f"plan-{state['sessionId']}"
+    entry = f"plan-{state.session_id}"
     ctx.write(runs.action_write(action))
     ctx.write(runs.touch_run_write(parent_run, action.updated_at))
     ctx.write(ctx.services.outbox.record(WorkMessage(kind=RESUME, unitId=parent_run, uid=ctx.run.uid,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from shared.loop.context import RunContext
 from shared.plans import planner
-from shared.plans.plan_state import PlanState, task_turn
+from shared.plans.plan_state import task_turn
 from shared.plans.session_sync import SessionSync
 from shared.session_events import PlanUpdatedEvent, TaskStartEvent
+from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanChange, PlanTask, PlanVersionRecord
 
 
@@ -48,12 +49,12 @@ def live_count(tasks: list[PlanTask]) -> int:
     return len([t for t in tasks if t.status != "obsolete"])
 
 
-def record_version(ctx: RunContext, sync: SessionSync, state: PlanState, tasks: list[PlanTask],
+def record_version(ctx: RunContext, sync: SessionSync, state: PlanRunState, tasks: list[PlanTask],
                    changes: list[PlanChange], reason: str, current_id: str) -> None:
     """Queue a new plan version for ``changes`` (only refused ones: an event, the plan stays)."""
     if any(c.op in ("add", "modify", "obsolete") for c in changes):
-        version = int(state.raw.get("version", 1)) + 1
-        state.raw["version"] = version
+        state.plan_version += 1
+        version = state.plan_version
         for t in tasks:  # orders may have moved: the task documents follow the new version
             if t.id != current_id:
                 ctx.write(sync.sessions.task_write(state.session_id, t))
@@ -61,21 +62,20 @@ def record_version(ctx: RunContext, sync: SessionSync, state: PlanState, tasks: 
             version=version, tasks=tasks, changes=changes, reason=reason)))
         sync.emit(ctx, PlanUpdatedEvent(version=version, changes=changes, reason=reason, tasks=tasks))
     elif changes:
-        sync.emit(ctx, PlanUpdatedEvent(version=int(state.raw.get("version", 1)), changes=changes,
+        sync.emit(ctx, PlanUpdatedEvent(version=state.plan_version, changes=changes,
                                         reason="refused", tasks=tasks))
 
 
-def start_next(ctx: RunContext, sync: SessionSync, state: PlanState) -> PlanTask | None:
+def start_next(ctx: RunContext, sync: SessionSync, state: PlanRunState) -> PlanTask | None:
     """Start the first pending task (its turn, record and event); None when none is left."""
     tasks = state.tasks
     pending = [t for t in tasks if t.status == "pending"]
     if not pending:
-        state.raw["taskId"] = None
+        state.task_id = None
         return None
     nxt = pending[0]
     nxt.status = "in_progress"
-    state.raw["taskId"] = nxt.id
-    state.set_tasks([nxt if t.id == nxt.id else t for t in tasks])
+    state.task_id = nxt.id
     ctx.write(sync.sessions.task_write(state.session_id, nxt))
     live = [t for t in tasks if t.status != "obsolete"]
     index = next(i for i, t in enumerate(live) if t.id == nxt.id)

@@ -7,8 +7,8 @@ import logging
 
 from shared.loop.context import RunContext
 from shared.plans import planner
-from shared.plans.plan_state import PlanState
 from shared.plans.react import Act
+from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanTask
 from shared.state.records import UsageEntry
 from shared.usage.meter import MeteredCall, MeteredModel
@@ -18,7 +18,7 @@ log = logging.getLogger("agent_runtime.plans")
 COMPONENT = "reflector"
 
 
-def reflect(ctx: RunContext, state: PlanState, task: PlanTask, act: Act) -> planner.Reflection | None:
+def reflect(ctx: RunContext, state: PlanRunState, task: PlanTask, act: Act) -> planner.Reflection | None:
     """The reflection on ``act`` (None when the model failed: the act stays recorded, the task goes on)."""
     services = ctx.services
     entries: list[UsageEntry] = []  # charged with the step's commit, not one by one

@@ -7,7 +7,7 @@ from typing import Any
 
 from shared.events import _Event, event_to_doc
 from shared.loop.context import RunContext
-from shared.plans.plan_state import PlanState
+from shared.plans.plan_state import plan_state
 from shared.state.sessions_repo import SessionsRepo
 
 
@@ -17,15 +17,15 @@ class SessionSync:
 
     def emit(self, ctx: RunContext, event: _Event) -> None:
         """Give ``event`` the session's next sequence number and queue it for the next commit."""
-        state = ctx.run.host_state
-        state["seq"] = int(state.get("seq", 0)) + 1
-        event.seq = state["seq"]
-        ctx.write(self.sessions.event_write(state["sessionId"], event_to_doc(event)))
+        state = plan_state(ctx)
+        state.seq += 1
+        event.seq = state.seq
+        ctx.write(self.sessions.event_write(state.session_id, event_to_doc(event)))
 
     def fields(self, ctx: RunContext, **extra: Any) -> None:
         """Queue the session's summary (current task, plan version, last event, usage) and ``extra``."""
-        state = PlanState(ctx)
+        state = plan_state(ctx)
         ctx.write(self.sessions.update_write(state.session_id, {
-            "currentTaskId": state.raw.get("taskId"), "planVersion": state.raw.get("version", 1),
-            "lastSeq": state.raw.get("seq", 0), "usage": ctx.run.usage.model_dump(by_alias=True),
+            "currentTaskId": state.task_id, "planVersion": state.plan_version,
+            "lastSeq": state.seq, "usage": ctx.run.usage.model_dump(by_alias=True),
             "costUsd": ctx.run.cost_usd, **extra}))

@@ -20,6 +20,7 @@ from shared.models.base import Model, Part, Turn
 from shared.plans import planner
 from shared.plans.plan_state import KIND, task_turn
 from shared.session_events import PlanUpdatedEvent, SessionStatusEvent
+from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
 from shared.state.records import RunError, RunRecord
 from shared.state.sessions_repo import SessionsRepo
@@ -179,10 +180,11 @@ def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: st
                     model=services.model_factory().name,
                     max_steps=services.settings.plan_max_acts_per_task * services.settings.plan_max_tasks * 2,
                     system_instruction=planner.ACT_INSTRUCTION.format(objective=session.prompt[:4000]),
-                    host_state={"sessionId": session_id, "objective": session.prompt, "deadline": session.deadline,
-                                "tools": session.tools, "tasks": [t.to_doc() for t in tasks], "taskId": first.id,
-                                "version": session.plan_version, "seq": session.last_seq,
-                                **({"parentRunId": parent[0], "parentActionId": parent[1]} if parent else {})})
+                    host_state=PlanRunState(session_id=session_id, objective=session.prompt, deadline=session.deadline,
+                                            tools=session.tools, tasks=tasks, task_id=first.id,
+                                            plan_version=session.plan_version, seq=session.last_seq,
+                                            parent_run_id=parent[0] if parent else None,
+                                            parent_action_id=parent[1] if parent else None))
     opening = Turn(role="user", parts=[Part(text=f"Objective: {session.prompt}")])
     turns = [Turn(role="user", parts=[*opening.parts, *task_turn(first, 0, len(tasks)).parts])]
     entry = f"{CONTINUE}-{run_id}-{0:05d}"

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from shared.errors import Conflict, NotFound, PreconditionFailed
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.host_states import PlanRunState
 from shared.state.limits_repo import Slot
 from shared.state.paused_runs import close_paused
 from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord
@@ -107,7 +108,8 @@ class SessionsRepo:
                 return False
             current = t.get(paths.session(session.session_id))
             last_seq = int(current.data.get("lastSeq", 0)) if current is not None else session.last_seq
-            status_event["seq"] = max(last_seq, int(run.host_state.get("seq", 0))) + 1
+            run_seq = run.host_state.seq if isinstance(run.host_state, PlanRunState) else 0
+            status_event["seq"] = max(last_seq, run_seq) + 1
             close_paused(t, run, doc.token, run_id, reason, event_write=event_write, audit_write=audit_write)
             message = "cancelled by the user" if reason == "cancelled" else "the session's deadline passed"
             t.write(self.update_write(session.session_id, {

@@ -10,6 +10,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from devserver import create_app
+from shared.state.host_states import PlanRunState
 from shared.state.records import UserRecord
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
@@ -101,7 +102,8 @@ def test_no_act_starts_after_the_deadline(make_rt: MakeRuntime, client: FlaskCli
     run = rt.runs.get_run(session.run_id or "")
     assert run is not None
     # The deadline passes before the first invocation runs (the execution carries it in its state).
-    run.run.host_state["deadline"] = time.time() - 1
+    assert isinstance(run.run.host_state, PlanRunState)
+    run.run.host_state.deadline = time.time() - 1
     rt.runs.commit(run, run.run)
     deliver(rt)
     done = view(client, sid)
@@ -239,3 +241,27 @@ def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_i
     seqs = [e["seq"] for e in events(client, sid)]
     assert seqs == list(range(1, len(seqs) + 1)) and seqs[-1] > stale.last_seq + 1
     assert events(client, sid)[-1]["status"] == "cancelled" and view(client, sid)["status"] == "cancelled"
+
+
+def test_a_run_stored_with_the_untyped_host_state_of_version_1_executes_to_its_end(make_rt: MakeRuntime,
+                                                                                  client: FlaskClient) -> None:
+    from shared.state import paths
+    from shared.state.docstore import Write
+
+    rt = make_rt(Script(acts={"Read the notes": [("search_memory", {"query": "a"})]}))
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    session, _ = rt.sessions.get(sid)  # type: ignore[misc]
+    path = paths.run(session.run_id or "")
+    doc = rt.store.get(path)
+    assert doc is not None and doc.data["hostState"]["kind"] == "plan"
+    typed = doc.data["hostState"]
+    legacy = {k: v for k, v in typed.items() if k not in ("kind", "schemaVersion", "planVersion")}
+    legacy.update(version=typed["planVersion"], virtualArgErrors=0)  # as the previous runtime wrote it
+    rt.store.commit([Write("set", path, {**doc.data, "hostState": legacy})])
+    deliver(rt)
+    assert view(client, sid)["status"] == "completed"
+    stored = rt.store.get(path)
+    assert stored is not None
+    assert stored.data["hostState"]["kind"] == "plan" and stored.data["hostState"]["schemaVersion"] == 2
+    assert "virtualArgErrors" not in stored.data["hostState"] and "version" not in stored.data["hostState"]
