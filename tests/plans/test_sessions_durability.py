@@ -225,7 +225,7 @@ def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_i
     """Found by the OpenAPI fuzz test (a 500): ``cancel`` read the session, the execution appended
     events and paused, then the cancel's status event took a ``seq`` from its stale read and collided
     with one of them. The status event takes the next ``seq`` as of its own transaction."""
-    from shared.events import event_to_doc
+    from shared.plans.sessions import end_paused
     from shared.session_events import SessionStatusEvent
 
     rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
@@ -236,8 +236,7 @@ def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_i
     assert view(client, sid)["pendingApprovals"]
     assert stale.run_id is not None
     ev = SessionStatusEvent(status="cancelled", sessionId=sid, seq=stale.last_seq + 1)
-    assert rt.sessions.end_paused(stale, stale.run_id, event_to_doc(ev), reason="cancelled",
-                                  event_write=rt.services.runs.event_write, audit_write=rt.services.runs.audit_write)
+    assert end_paused(rt.services, rt.sessions, stale, stale.run_id, ev, "cancelled")
     seqs = [e["seq"] for e in events(client, sid)]
     assert seqs == list(range(1, len(seqs) + 1)) and seqs[-1] > stale.last_seq + 1
     assert events(client, sid)[-1]["status"] == "cancelled" and view(client, sid)["status"] == "cancelled"

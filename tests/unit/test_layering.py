@@ -4,6 +4,8 @@
   ``if TYPE_CHECKING:`` and under ``if __name__ == "__main__":`` too — a cycle a type checker or a
   script walks is a cycle of the design); ``package_cycles`` takes any package root (``hostagent/``);
 - the durability and state packages import nothing of the agent domain;
+- the state package only performs writes: it imports no events, no failure decisions of units
+  (``shared.failures``: the loop's stops decide why a unit fails) and nothing of HTTP;
 - plans sit below the chat agent (it starts them): ``shared.plans`` imports nothing of ``shared.agent``;
 - no module outside ``shared/state/`` builds a ``Write`` or a document path (``paths``);
 - ``functions/`` holds no business rule: it reaches the store only through ``shared``.
@@ -147,6 +149,40 @@ def test_durability_and_state_import_nothing_of_the_agent_domain() -> None:
            for i in imports if i.startswith(DOMAIN)}
     assert bad == set()
     assert any(m.startswith("shared.durable.") for m in edges) and any(m.startswith("shared.state.") for m in edges)
+
+
+STATE_MUST_NOT_IMPORT = ("shared.events", "shared.session_events", "shared.failures", "shared.web",
+                         "shared.http_errors", "flask", "werkzeug")
+
+
+def state_decisions(edges: dict[str, set[str]], imported: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(module, import) pairs where a module of ``shared.state`` imports events, failure decisions or HTTP."""
+    return {(m, i) for m in edges if m.startswith("shared.state") for i in imported[m]
+            if any(i == p or i.startswith(p + ".") for p in STATE_MUST_NOT_IMPORT)}
+
+
+def all_imports(top: str) -> dict[str, set[str]]:
+    """Every import of every module of ``top`` (outside modules too)."""
+    out: dict[str, set[str]] = {}
+    for path in (ROOT / top).rglob("*.py"):
+        name = module_name(path)
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        out[name] = imports(ast.parse(path.read_text()), package)
+    return out
+
+
+def test_the_state_package_decides_no_stop() -> None:
+    imported = all_imports("shared")
+    assert state_decisions(graph("shared"), imported) == set()
+    assert any(m.startswith("shared.state.") for m in imported)
+
+
+def test_the_state_check_can_fail() -> None:
+    edges = {"shared.state.x": set(), "shared.loop.y": set()}
+    imported = {"shared.state.x": {"shared.events", "shared.failures.FailureCode", "shared.state.paths"},
+                "shared.loop.y": {"shared.events"}}
+    assert state_decisions(edges, imported) == {("shared.state.x", "shared.events"),
+                                                ("shared.state.x", "shared.failures.FailureCode")}
 
 
 def test_plans_import_nothing_of_the_agent() -> None:
