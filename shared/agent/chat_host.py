@@ -18,9 +18,10 @@ from shared.loop import stops
 from shared.loop.context import RunContext
 from shared.loop.host import Host
 from shared.loop.outcomes import NextStepFailed, NextStepInterruption, StopOutcome
-from shared.loop.virtual import VirtualTool
 from shared.state.docstore import Write
+from shared.state.host_states import ChatState, expect
 from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult, UsageEntry, now
+from shared.tools.registry import Tool
 
 log = logging.getLogger("agent_runtime.agent")
 
@@ -51,10 +52,15 @@ def watchdog_entry(ctx: RunContext) -> UsageEntry:
                       at=at, day=datetime.fromtimestamp(at, UTC).date().isoformat())
 
 
+def chat_state(ctx: RunContext) -> ChatState:
+    """The chat host's state of the run (``state/host_states.py``)."""
+    return expect(ctx.run.host_state, ChatState)
+
+
 def _release(ctx: RunContext) -> Write:
     return ctx.services.runs.release_thread_write(
         ctx.run.thread_id, mode=ctx.run.context_type,
-        execution_modes=list(ctx.run.host_state.get("executionModes", [])) or None)
+        execution_modes=list(chat_state(ctx).execution_modes) or None)
 
 
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
@@ -69,9 +75,10 @@ def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
 
 def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
     """Send ``agent_state`` when the loop switches to ``state``."""
-    if ctx.run.host_state.get("agentState") == state:
+    chat = chat_state(ctx)
+    if chat.agent_state == state:
         return
-    ctx.run.host_state["agentState"] = state
+    chat.agent_state = state
     ctx.emit(AgentStateEvent(state=state, contextType=ctx.run.context_type or "general",
                              details=details))
 
@@ -79,10 +86,10 @@ def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
 class ChatHost(Host):
     kind = "chat"
 
-    def __init__(self, virtual: dict[str, VirtualTool] | None = None) -> None:
+    def __init__(self, virtual: dict[str, Tool] | None = None) -> None:
         self._virtual = virtual or {}
 
-    def virtual_tools(self, ctx: RunContext) -> dict[str, VirtualTool]:
+    def virtual_tools(self, ctx: RunContext) -> dict[str, Tool]:
         return self._virtual
 
     def before_step(self, ctx: RunContext) -> StopOutcome | None:
@@ -136,7 +143,7 @@ class ChatHost(Host):
             _state(ctx, "waiting_on_user", "approval")
         else:  # a virtual tool waits for a child unit: the plan it started runs on
             summary = f"Executing a plan ({first.tool}); the run goes on when it ends"
-            _state(ctx, "executing_plan", str(ctx.run.host_state.get("planId", "")))
+            _state(ctx, "executing_plan", chat_state(ctx).plan_id or "")
         result = RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id, status="awaiting_confirmation",
                            model=run.model, mode="requires_approval", action_id=first.action_id, tool=first.tool,
                            tool_args=first.args, approval=views[0] if views else None, approvals=views or None,

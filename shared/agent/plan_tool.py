@@ -20,42 +20,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from shared.agent.chat_host import chat_state
 from shared.errors import TooManyRequests
 from shared.events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent, StepCompleteEvent, StepStartEvent
-from shared.formats import validation_problems
 from shared.loop.context import RunContext
-from shared.loop.virtual import VirtualOutcome
-from shared.models.base import ToolDeclaration
+from shared.loop.virtual import HostCall, VirtualOutcome, host_tool
 from shared.plans import sessions as engine
 from shared.plans.structured import Refused, ask
 from shared.state.plan_records import PlanTask
 from shared.state.records import ActionRecord
 from shared.state.sessions_repo import SessionsRepo
-from shared.tools.registry import ToolArgsError
 from shared.usage.meter import MeteredCall, MeteredModel
 
 ExecutionMode = Literal["auto_execute", "draft_only", "agent_review"]
-
-CREATE_PLAN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "objective": {"type": "string", "description": "What you want to accomplish end-to-end."},
-        "execution_mode": {"type": "string", "enum": ["auto_execute", "draft_only", "agent_review"],
-                           "description": "Default is auto_execute. Use draft_only to return the plan without "
-                                          "running it, or agent_review to have another agent critique the plan "
-                                          "before execution."},
-        "auto_execute": {"type": "boolean", "description": "Legacy alias for execution_mode === auto_execute; "
-                                                           "retained for prompt compatibility."},
-        "requested_outputs": {"type": "array", "items": {"type": "string"},
-                              "description": "Specific deliverables the user expects."},
-        "priority_entities": {"type": "array", "items": {"type": "string"},
-                              "description": "IDs or slugs the plan must focus on."},
-    },
-    "required": ["objective"],
-}
-"""Exactly the seed's parameter schema (§4.3)."""
 
 PROJECT_CREATE_ORDER = ("template", "project", "context")
 PROJECT_CREATE_FIX = ("For a project_create request the plan must contain, in this order: template discovery "
@@ -64,12 +43,19 @@ PROJECT_CREATE_FIX = ("For a project_create request the plan must contain, in th
 
 
 class CreatePlanArgs(BaseModel):
+    """Generate an execution plan for multi-step objectives, optionally executing it or pausing for review."""
+
     model_config = ConfigDict(extra="forbid")
-    objective: str = Field(min_length=1, max_length=4000)
-    execution_mode: ExecutionMode | None = None
-    auto_execute: bool | None = None
-    requested_outputs: list[str] = Field(default_factory=list, max_length=20)
-    priority_entities: list[str] = Field(default_factory=list, max_length=20)
+    objective: str = Field(min_length=1, max_length=4000, description="What you want to accomplish end-to-end.")
+    execution_mode: ExecutionMode | None = Field(
+        default=None, description="Default is auto_execute. Use draft_only to return the plan without running it, "
+                                  "or agent_review to have another agent critique the plan before execution.")
+    auto_execute: bool | None = Field(default=None, description="Legacy alias for execution_mode === auto_execute; "
+                                                                "retained for prompt compatibility.")
+    requested_outputs: list[str] = Field(default_factory=list, max_length=20,
+                                         description="Specific deliverables the user expects.")
+    priority_entities: list[str] = Field(default_factory=list, max_length=20,
+                                         description="IDs or slugs the plan must focus on.")
 
     @property
     def mode(self) -> ExecutionMode:
@@ -79,9 +65,12 @@ class CreatePlanArgs(BaseModel):
 
 
 class ExecutePlanArgs(BaseModel):
+    """Run a plan the user reviewed (a draft from agent_create_plan), optionally revising it first with the
+    user's changes."""
+
     model_config = ConfigDict(extra="forbid")
-    planId: str = Field(pattern=r"^[A-Za-z0-9_-]{1,160}$")
-    changes: str | None = Field(default=None, max_length=4000)
+    planId: str = Field(pattern=r"^[A-Za-z0-9_-]{1,160}$", description="The planId of the draft.")
+    changes: str | None = Field(default=None, max_length=4000, description="What to change first, in words.")
 
 
 @dataclass(frozen=True)
@@ -121,13 +110,6 @@ objective safely and without needless side effects. Answer with one JSON object 
 response schema: verdict approved | rejected | needs_changes, and notes (what to change, or why)."""
 
 
-def _validate(model: type[BaseModel], name: str, args: dict[str, Any]) -> BaseModel:
-    try:
-        return model.model_validate(args)
-    except ValidationError as exc:
-        raise ToolArgsError(name, [f"{f}: {m}" for f, m in validation_problems(exc, root="(args)")]) from None
-
-
 def session_id_for(action: ActionRecord) -> str:
     """The plan session an ``agent_create_plan`` call makes (one per call: a retried call finds it)."""
     return f"ses_{action.action_id}"
@@ -150,12 +132,14 @@ def project_create_order_ok(tasks: list[PlanTask]) -> bool:
 
 
 class PlanTools:
-    """Both meta tools for one runtime (the plan engine needs the sessions repository)."""
+    """Both meta tools for one runtime (the plan engine needs the sessions repository), declared as
+    virtual tools (shared/loop/virtual.py) by their arguments models."""
 
     def __init__(self, sessions: SessionsRepo) -> None:
         self.sessions = sessions
-        self.create = AgentCreatePlan(self)
-        self.execute = AgentExecutePlan(self)
+        create, execute = AgentCreatePlan(self), AgentExecutePlan(self)
+        self.create = host_tool(create.name, CreatePlanArgs, create.run, preview=create.preview)
+        self.execute = host_tool(execute.name, ExecutePlanArgs, execute.run, preview=execute.preview)
 
     def outcome(self, ctx: RunContext, sid: str) -> VirtualOutcome:
         """The answer of a call whose plan ended: status, insights, references; the plan's steps are
@@ -184,20 +168,11 @@ class AgentCreatePlan:
     def __init__(self, tools: PlanTools) -> None:
         self.tools = tools
 
-    def declaration(self) -> ToolDeclaration:
-        return ToolDeclaration(name=self.name, parameters=CREATE_PLAN_SCHEMA,
-                               description="Generate an execution plan for multi-step objectives, optionally executing "
-                                           "it or pausing for review.")
-
-    def validate(self, args: dict[str, Any]) -> BaseModel:
-        return _validate(CreatePlanArgs, self.name, args)
-
-    def preview(self, args: BaseModel) -> str:
-        assert isinstance(args, CreatePlanArgs)
+    def preview(self, args: CreatePlanArgs) -> str:
         return f"Plan ({args.mode}): {args.objective[:200]}"
 
-    def run(self, ctx: RunContext, action: ActionRecord, args: BaseModel) -> VirtualOutcome:
-        assert isinstance(args, CreatePlanArgs)
+    def run(self, call: HostCall, args: CreatePlanArgs) -> VirtualOutcome:
+        ctx, action = call.ctx, call.action
         sid = session_id_for(action)
         if self.tools.sessions.get(sid) is not None:  # resumed after the plan ended (or a retried call)
             return self.tools.outcome(ctx, sid)
@@ -206,8 +181,8 @@ class AgentCreatePlan:
                             thread_id=run.thread_id, run_id=run.run_id, entity_id=run.entity_id,
                             execution_mode=args.mode, requested_outputs=args.requested_outputs,
                             priority_entities=args.priority_entities)
-        modes = list(run.host_state.get("executionModes", []))
-        run.host_state["executionModes"] = [*modes, intent.execution_mode][-20:]
+        chat = chat_state(ctx)
+        chat.execution_modes = [*chat.execution_modes, intent.execution_mode][-20:]
         services = ctx.services
         try:
             outcome = engine.start_planning(services, self.tools.sessions, run.uid, intent.objective,
@@ -233,11 +208,11 @@ class AgentCreatePlan:
         live = _tasks(tasks)
         ctx.emit(PlanCreatedEvent(planId=sid, executionMode=intent.execution_mode, version=session.plan_version,
                                   tasks=live))
-        run.host_state["planId"] = sid
+        chat.plan_id = sid
         if intent.execution_mode == "draft_only":
             ctx.emit(PlanReadyForReviewEvent(planId=sid, version=session.plan_version, tasks=live,
                                              reasoning=f"{len(live)} steps for: {intent.objective[:300]}"))
-            run.host_state["pendingPlanId"] = sid
+            chat.pending_plan_id = sid
             return VirtualOutcome(result={
                 "status": "pending_review", "planId": sid, "version": session.plan_version, "tasks": live,
                 "note": "Execution is paused until the user reviews the plan: explain it and ask whether to run it "
@@ -246,7 +221,7 @@ class AgentCreatePlan:
             verdict, notes = self.review(ctx, intent, live)
             ctx.emit(PlanReviewEvent(planId=sid, verdict=verdict, notes=notes))
             if verdict != "approved":
-                run.host_state["pendingPlanId"] = sid
+                chat.pending_plan_id = sid
                 return VirtualOutcome(result={"status": verdict, "planId": sid, "notes": notes, "tasks": live,
                                               "note": "The reviewer did not approve the plan: revise it "
                                                       "(agent_create_plan again) or explain to the user."})
@@ -281,28 +256,16 @@ class AgentExecutePlan:
     def __init__(self, tools: PlanTools) -> None:
         self.tools = tools
 
-    def declaration(self) -> ToolDeclaration:
-        return ToolDeclaration(name=self.name, description="Run a plan the user reviewed (a draft from "
-                               "agent_create_plan), optionally revising it first with the user's changes.",
-                               parameters={"type": "object", "properties": {
-                                   "planId": {"type": "string", "description": "The planId of the draft."},
-                                   "changes": {"type": "string", "description": "What to change first, in words."}},
-                                   "required": ["planId"]})
-
-    def validate(self, args: dict[str, Any]) -> BaseModel:
-        return _validate(ExecutePlanArgs, self.name, args)
-
-    def preview(self, args: BaseModel) -> str:
-        assert isinstance(args, ExecutePlanArgs)
+    def preview(self, args: ExecutePlanArgs) -> str:
         return f"Run plan {args.planId}" + (f" after: {args.changes[:150]}" if args.changes else "")
 
-    def run(self, ctx: RunContext, action: ActionRecord, args: BaseModel) -> VirtualOutcome:
-        assert isinstance(args, ExecutePlanArgs)
+    def run(self, call: HostCall, args: ExecutePlanArgs) -> VirtualOutcome:
+        ctx, action = call.ctx, call.action
         got = self.tools.sessions.get(args.planId)
         if got is None or got[0].uid != ctx.run.uid:
             return VirtualOutcome(error=f"plan {args.planId} not found")
         session = got[0]
-        if session.run_id is not None and ctx.run.host_state.get("executing") == args.planId:
+        if session.run_id is not None and chat_state(ctx).executing == args.planId:
             return self.tools.outcome(ctx, args.planId)  # resumed after it ended
         if session.status != "awaiting_confirmation":
             return VirtualOutcome(error=f"plan {args.planId} is {session.status}: it was already executed or "
@@ -314,5 +277,5 @@ class AgentExecutePlan:
                                          args.changes).session.plan_version
         engine.confirm(services, self.tools.sessions, ctx.run.uid, args.planId, version,
                        parent=(ctx.run.run_id, action.action_id))
-        ctx.run.host_state["executing"] = args.planId
+        chat_state(ctx).executing = args.planId
         return VirtualOutcome(waiting=True)

@@ -20,6 +20,7 @@ from shared.events import StatusEvent, event_to_doc
 from shared.ids import new_id
 from shared.instructions import build_system_instruction
 from shared.logs import log_context
+from shared.loop import stops
 from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
@@ -125,7 +126,8 @@ class AgentService:
         turns = conversation_turns(conversation, req.prompt)
         slot = s.limits.slot(uid, "runs") if s.limits is not None else None
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-                                   idempotency_key=idempotency_key, supersede=bool(req.supersede), slot=slot)
+                                   idempotency_key=idempotency_key, supersede=bool(req.supersede), slot=slot,
+                                   fail_paused=stops.close_paused)
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

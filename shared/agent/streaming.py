@@ -8,7 +8,6 @@ after a sequence number and can follow the run until it stops (completes, fails 
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 import queue
 import threading
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from shared.events import ErrorEvent, event_to_doc
 from shared.failures import FailureCode
 from shared.logs import iterate_in_context
+from shared.ndjson import ndjson as ndjson  # the edge frames chat streams with it (functions/)
 
 if TYPE_CHECKING:
     from shared.loop.context import RunContext
@@ -29,10 +29,6 @@ log = logging.getLogger("agent_runtime.streaming")
 
 _DONE = object()
 STOP_STATUSES = frozenset({"completed", "failed", "awaiting_confirmation"})
-
-
-def ndjson(event: dict[str, Any]) -> bytes:
-    return (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 def live_events(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -4,36 +4,79 @@ A ``RunContext`` holds the run as last committed (its snapshot token), the verba
 writes and events produced since the last commit, the invocation's budget and the host that acts
 on the loop's stops. ``commit()`` writes them in one atomic batch conditioned on the run's token:
 one commit per step.
+
+The host is seen here only as :class:`UnitHost` (what the loop asks of it); ``loop/host.py``'s
+``Host`` implements it, so this module imports no module of the loop (no cycle, not even for types).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shared.config import Settings
 from shared.durable import leases
 from shared.events import RunEvent, event_to_doc
-from shared.models.base import Model, Turn
+from shared.failures import FailureCode
+from shared.loop.outcomes import BudgetSpent, NextStepInterruption, StopOutcome
+from shared.models.base import Model, ToolDeclaration, Turn
 from shared.state.docstore import Write
-from shared.state.records import ActionRecord, AuditRecord, RunRecord, UserRecord, now
+from shared.state.records import ActionRecord, AuditRecord, RunRecord, UsageEntry, UserRecord, now
 from shared.state.runs_repo import RunSnapshot, RunsRepo
 from shared.state.usage_repo import UsageRepo
 from shared.state.users_repo import UsersRepo
-from shared.tools.registry import ToolRegistry
+from shared.tools.registry import Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
     from shared.limits import Limits
-    from shared.loop.host import Host, HostRegistry
 
 log = logging.getLogger("agent_runtime.agent")
 
 EventListener = Callable[[dict[str, Any]], None]
 SENT_AFTER_COMMIT = frozenset({"usage", "result", "error"})
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one invocation may spend on a unit: until ``deadline`` (``time.monotonic()``) minus
+    ``yield_margin_s``, and ``max_steps`` model calls (None: the run's own ``maxSteps``)."""
+
+    deadline: float
+    max_steps: int | None = None
+    yield_margin_s: float = 0.0
+
+
+class UnitHost(Protocol):
+    """What the loop asks of the host of a unit (``loop/host.py`` documents each hook)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def operation_type(self) -> str: ...
+    def budget(self, settings: Settings) -> Budget: ...
+    def budget_spent(self, ctx: RunContext, why: BudgetSpent) -> StopOutcome: ...
+    def before_step(self, ctx: RunContext) -> StopOutcome | None: ...
+    def after_tools(self, ctx: RunContext) -> StopOutcome | None: ...
+    def before_tool(self, ctx: RunContext, tool: str) -> None: ...
+    def declarations(self, ctx: RunContext) -> list[ToolDeclaration]: ...
+    def virtual_tools(self, ctx: RunContext) -> Mapping[str, Tool]: ...
+    def outside_scope(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None: ...
+    def allows(self, ctx: RunContext, tool: str) -> bool: ...
+    def act(self, ctx: RunContext, outcome: StopOutcome) -> None: ...
+    def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None: ...
+    def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None: ...
+
+
+class HostLookup(Protocol):
+    """The hosts by kind (``loop/host.py``'s ``HostRegistry``)."""
+
+    @property
+    def fallback(self) -> UnitHost: ...
+    def get(self, kind: str) -> UnitHost | None: ...
 
 
 @dataclass
@@ -48,7 +91,7 @@ class Services:
     new_id: Callable[[str], str]
     usage: UsageRepo
     outbox: Outbox
-    hosts: HostRegistry
+    hosts: HostLookup
     connectors: Callable[[], Any] | None = None
     """Lazily built access to external services for tools (None: no connector tools)."""
     profile_models: Callable[[str], Model] | None = None
@@ -69,7 +112,7 @@ class RunContext:
     deadline: float
     """time.monotonic() value after which the invocation's time budget is spent."""
     owner: str
-    host: Host
+    host: UnitHost
     listener: EventListener | None = None
     max_steps: int | None = None
     """Model calls this invocation may make (default: the run's ``maxSteps``)."""
@@ -129,6 +172,13 @@ class RunContext:
 
     def write(self, write: Write) -> None:
         self.pending.append(write)
+
+    def charge(self, entry: UsageEntry) -> None:
+        """Add a metered model call to the run's usage and cost, and queue its ledger entry: the one
+        way a unit's model calls are accounted (the loop's own and its host's)."""
+        self.run.usage = self.run.usage + entry.usage
+        self.run.cost_usd = round(self.run.cost_usd + entry.cost_usd, 8)
+        self.write(self.services.usage.entry_write(entry))
 
     def put_action(self, action: ActionRecord) -> None:
         """Queue the action's current state (written whole at the next commit)."""

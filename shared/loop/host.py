@@ -10,13 +10,12 @@ and touches neither the loop nor the durability layer.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from shared.config import Settings
 from shared.failures import FailureCode
 from shared.loop import stops
-from shared.loop.context import RunContext
+from shared.loop.context import Budget, RunContext
 from shared.loop.outcomes import (
     BudgetSpent,
     NextStepFailed,
@@ -25,18 +24,10 @@ from shared.loop.outcomes import (
     NextStepYield,
     StopOutcome,
 )
-from shared.loop.virtual import VirtualTool
 from shared.models.base import ToolDeclaration
+from shared.tools.registry import Tool
 
-
-@dataclass(frozen=True)
-class Budget:
-    """What one invocation may spend on a unit: until ``deadline`` (``time.monotonic()``) minus
-    ``yield_margin_s``, and ``max_steps`` model calls (None: the run's own ``maxSteps``)."""
-
-    deadline: float
-    max_steps: int | None = None
-    yield_margin_s: float = 0.0
+__all__ = ["Budget", "Host", "HostRegistry"]
 
 
 class Host:
@@ -78,8 +69,8 @@ class Host:
         virtual tools)."""
         return [*ctx.services.registry.declarations(), *(v.declaration() for v in self.virtual_tools(ctx).values())]
 
-    def virtual_tools(self, ctx: RunContext) -> dict[str, VirtualTool]:
-        """Tools this host answers itself (default: none)."""
+    def virtual_tools(self, ctx: RunContext) -> dict[str, Tool]:
+        """Tools this host answers itself (``loop/virtual.py``; default: none)."""
         return {}
 
     def outside_scope(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None:

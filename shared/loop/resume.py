@@ -78,7 +78,7 @@ def close_expired_pauses(services: Services, limit: int) -> int:
     closed = 0
     for run_id in services.runs.awaiting(limit):
         try:
-            closed += services.runs.close_expired_pause(run_id)
+            closed += services.runs.close_expired_pause(run_id, stops.close_paused)
         except Exception:
             log.exception("closing an expired pause failed", extra={"fields": {"runId": run_id}})
     return closed

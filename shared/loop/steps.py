@@ -103,16 +103,13 @@ def step(ctx: RunContext) -> StepOutcome:
             return NextStepFailed(FailureCode.MODEL_TIMEOUT, f"the model did not answer in time: {metered.error}")
         return NextStepFailed(FailureCode.MODEL_ERROR, f"the model call failed: {metered.error}")
     assert metered.response is not None
-    response = metered.response
-    ctx.run.usage = ctx.run.usage + entry.usage
-    ctx.run.cost_usd = round(ctx.run.cost_usd + entry.cost_usd, 8)
-    turn = response.turn
+    turn = metered.response.turn
     if turn.role != "model" or not turn.parts:
-        ctx.write(services.usage.entry_write(entry))
+        ctx.charge(entry)
         return NextStepFailed(FailureCode.MALFORMED_MODEL_OUTPUT, "the model returned an empty answer")
     turn_index = ctx.add_turn(turn)
     entry.turn_index = turn_index
-    ctx.write(services.usage.entry_write(entry))
+    ctx.charge(entry)
     calls = turn.function_calls
     if not calls:
         text = turn.text

@@ -1,22 +1,26 @@
 """How a unit of work stops, whatever its host: each stop is one commit.
 
 Hosts call these and add what the stop means for them (a thread message, a task record, a
-seed-001 result) through ``writes`` and ``result``. ``fail`` is the one way to fail a unit.
+seed-001 result) through ``writes`` and ``result``. ``fail`` is the one way to fail a unit an
+invocation holds; ``close_paused`` ends a paused unit no invocation holds, inside another
+transaction (the state package performs its writes).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 from shared.durable.kinds import CONTINUE, continue_entry_id
 from shared.durable.messages import WorkMessage
-from shared.events import ErrorEvent, ResultEvent, StatusEvent, UsageEvent
+from shared.events import ErrorEvent, ResultEvent, StatusEvent, UsageEvent, event_to_doc
 from shared.failures import FailureCode
 from shared.loop.context import RunContext
 from shared.loop.outcomes import NextStepInterruption, NextStepYield
 from shared.state.docstore import Write
-from shared.state.records import RunError, RunResult
+from shared.state.paused_runs import CloseReason
+from shared.state.records import RunError, RunRecord, RunResult, now
 from shared.state.transitions import move_run
 
 log = logging.getLogger("agent_runtime.agent")
@@ -62,11 +66,15 @@ def pause(ctx: RunContext, outcome: NextStepInterruption, *, result: RunResult |
     log_stop(ctx, "run paused for approval", approvals=len(outcome.waiting))
 
 
+def _failed(run: RunRecord, code: FailureCode, message: str) -> None:
+    move_run(run, "failed")
+    run.error = RunError(code=code, message=message)
+
+
 def fail(ctx: RunContext, code: FailureCode, message: str, *, writes: Iterable[Write] = (),
          result: RunResult | None = None) -> None:
     run = ctx.run
-    move_run(run, "failed")
-    run.error = RunError(code=code, message=message)
+    _failed(run, code, message)
     if result is not None:
         result.error = run.error
     run.result = result
@@ -90,3 +98,35 @@ def park(ctx: RunContext, outcome: NextStepYield) -> str:
     log_stop(ctx, "run yielded", reason=outcome.reason)
     outbox.deliver(entry_id)
     return entry_id
+
+
+def close_reason(reason: CloseReason, by_run: str) -> tuple[FailureCode, str]:
+    """Why a paused unit closed by someone else fails."""
+    if reason == "expired":
+        return FailureCode.APPROVAL_EXPIRED, (
+            f"its approval expired; closed when run {by_run} started on the thread" if by_run
+            else "its approvals expired; closed by the sweep")
+    if reason == "cancelled":
+        return FailureCode.CANCELLED, "cancelled by the user"
+    if reason == "deadline_exceeded":
+        return FailureCode.DEADLINE_EXCEEDED, "the session's deadline passed while it waited"
+    return FailureCode.SUPERSEDED, f"superseded by run {by_run} on the same thread"
+
+
+def close_paused(run: RunRecord, reason: CloseReason, by_run: str) -> dict[str, Any]:
+    """End a paused unit no invocation holds (``state.paused_runs.FailPaused``): it fails for
+    ``reason`` (``APPROVAL_EXPIRED``, ``SUPERSEDED``, ``CANCELLED``, ``DEADLINE_EXCEEDED``), its
+    pause and lease are dropped, its result says so; returns its ``error`` event. The caller's
+    transaction writes the run and the event."""
+    code, message = close_reason(reason, by_run)
+    _failed(run, code, message)
+    run.updated_at = now()
+    run.lease, run.lease_expires_at = None, 0.0
+    run.pending_approval_ids, run.pending_turn = [], None
+    if run.result is not None:
+        run.result = run.result.model_copy(update={"ok": False, "status": "failed", "summary": message,
+                                                   "error": run.error})
+    run.last_seq += 1
+    log.warning("paused run closed: %s", code, extra={"fields": {"runId": run.run_id, "host": run.host,
+                                                                  "code": code, "reason": reason}})
+    return event_to_doc(ErrorEvent(seq=run.last_seq, error=message, code=code))

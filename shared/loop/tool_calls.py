@@ -12,28 +12,37 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from shared import policy
 from shared.errors import ToolError
 from shared.events import ToolCallEvent, ToolResultEvent
 from shared.failures import FailureCode
 from shared.loop.context import RunContext
-from shared.loop.virtual import VirtualOutcome, VirtualTool
+from shared.loop.virtual import VirtualOutcome, run_virtual
 from shared.models.base import FunctionCall, FunctionResponse, Part, Turn
 from shared.state.records import ActionRecord, ApprovalRecord, now
 from shared.state.transitions import move_action, move_run
 from shared.tools.context import ToolContext
-from shared.tools.registry import ToolArgsError, args_hash
+from shared.tools.registry import Tool, ToolArgsError, args_hash
 
 log = logging.getLogger("agent_runtime.tools")
 
 MAX_RESULT_CHARS = 20_000
 
 
+def lookup(ctx: RunContext, name: str) -> Tool | None:
+    """The tool a call names: the host's virtual tool of that name, else the registry's."""
+    return ctx.host.virtual_tools(ctx).get(name) or ctx.services.registry.get(name)
+
+
 def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                  ) -> list[ActionRecord] | tuple[FailureCode, str]:
     """One action per call, decided under policy; ``(code, message)`` when the unit must fail.
 
-    Nothing executes before every call of the turn is known to be valid.
+    Nothing executes before every call of the turn is known to be valid. Virtual tools
+    (``loop/virtual.py``) take the same path: no policy decision of their own, and a malformed
+    call is answered with its problems once per run instead of failing it.
     """
     s = ctx.services
     actions: list[ActionRecord] = []
@@ -42,14 +51,9 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
         action = ActionRecord(action_id=s.new_id("act"), run_id=ctx.run.run_id, uid=ctx.run.uid, tool=fc.name,
                               args=dict(fc.args), args_hash=args_hash(dict(fc.args)), turn_index=turn_index,
                               call_index=i, call_id=fc.id)
-        virtual = ctx.host.virtual_tools(ctx).get(fc.name)
-        if virtual is not None:
-            failed = _decide_virtual(ctx, action, virtual, dict(fc.args))
-            if failed is not None:
-                return failed
-            actions.append(action)
-            continue
-        tool = s.registry.get(fc.name) if ctx.host.allows(ctx, fc.name) else None
+        tool = lookup(ctx, fc.name)
+        if tool is not None and not tool.host and not ctx.host.allows(ctx, fc.name):
+            tool = None
         if tool is None:
             move_action(action, "failed")
             action.outcome, action.error = "error", f"unknown tool {fc.name!r}"
@@ -59,27 +63,32 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
         try:
             args = tool.validate(dict(fc.args))
         except ToolArgsError as exc:
-            move_action(action, "failed")
-            action.outcome, action.error = "error", str(exc)
-            ctx.put_action(action)
-            return FailureCode.INVALID_TOOL_ARGS, str(exc)
-        decision = policy.decide(tool_name=tool.name, side_effect=tool.side_effect, args=args, user=ctx.user,
-                                 side_effects_enabled=s.settings.side_effects_enabled,
-                                 recipients=tool.recipients_fn)
-        outside = ctx.host.outside_scope(ctx, tool.name, dict(fc.args)) if decision.verdict == "allow" else None
-        if outside is not None:
-            decision = policy.PolicyDecision("require_approval", f"outside the entity in scope: {outside}")
-        action.policy_reason = decision.reason
+            failed = _malformed(ctx, action, tool, exc)
+            if failed is not None:
+                return failed
+            actions.append(action)
+            continue
+        if tool.host:
+            decision = policy.PolicyDecision("allow", VIRTUAL_REASON)
+        else:
+            decision = policy.decide(tool_name=tool.name, side_effect=tool.side_effect, args=args, user=ctx.user,
+                                     side_effects_enabled=s.settings.side_effects_enabled,
+                                     recipients=tool.recipients_fn)
+            outside = ctx.host.outside_scope(ctx, tool.name, dict(fc.args)) if decision.verdict == "allow" else None
+            if outside is not None:
+                decision = policy.PolicyDecision("require_approval", f"outside the entity in scope: {outside}")
+            action.policy_reason = decision.reason
         ctx.audit(ctx.new_audit(kind="policy_decision", action_id=action.action_id, tool=tool.name,
                                 decision=decision.verdict, reason=decision.reason))
-        preview = tool.preview(args)
         if decision.verdict == "deny":
             move_action(action, "rejected")
             action.outcome, action.error = "rejected", f"denied by policy: {decision.reason}"
-            ctx.emit(ToolCallEvent(toolName=tool.name, preview=preview, actionId=action.action_id, status="rejected"))
+            ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
+                                   status="rejected"))
             ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id, status="rejected",
                                      error=action.error))
         elif decision.verdict == "require_approval":
+            preview = tool.preview(args)
             approval = ApprovalRecord(approval_id=s.new_id("apr"), uid=ctx.run.uid, run_id=ctx.run.run_id,
                                       action_id=action.action_id, tool=tool.name, args_hash=action.args_hash,
                                       reason=decision.reason, preview=preview,
@@ -97,58 +106,25 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
     return actions
 
 
-MALFORMED_VIRTUAL = "virtualArgErrors"
+VIRTUAL_REASON = "virtual tool (handled by the host)"
 
 
-def _decide_virtual(ctx: RunContext, action: ActionRecord, virtual: VirtualTool, raw: dict[str, Any]
-                    ) -> tuple[FailureCode, str] | None:
-    """A virtual tool needs no policy decision (it changes nothing outside by itself). Malformed
-    arguments are answered with the problems, once per run; a second malformed call fails it."""
-    try:
-        virtual.validate(raw)
-    except ToolArgsError as exc:
-        seen = int(ctx.run.host_state.get(MALFORMED_VIRTUAL, 0))
-        ctx.run.host_state[MALFORMED_VIRTUAL] = seen + 1
-        move_action(action, "failed")
-        action.outcome, action.error = "error", f"{exc}; fix the arguments and call {virtual.name} again"
+def _malformed(ctx: RunContext, action: ActionRecord, tool: Tool, exc: ToolArgsError
+               ) -> tuple[FailureCode, str] | None:
+    """A call whose arguments do not match the declaration fails the unit; a virtual tool's is
+    answered with the problems, once per run (a second malformed call fails it)."""
+    move_action(action, "failed")
+    action.outcome, action.error = "error", str(exc)
+    if not tool.host:
         ctx.put_action(action)
-        if seen >= 1:
-            return FailureCode.INVALID_TOOL_ARGS, f"{virtual.name} was called with malformed arguments twice: {exc}"
-        return None
-    ctx.audit(ctx.new_audit(kind="policy_decision", action_id=action.action_id, tool=virtual.name,
-                            decision="allow", reason="virtual tool (handled by the host)"))
+        return FailureCode.INVALID_TOOL_ARGS, str(exc)
+    seen = ctx.run.virtual_arg_errors
+    ctx.run.virtual_arg_errors = seen + 1
+    action.error = f"{exc}; fix the arguments and call {tool.name} again"
     ctx.put_action(action)
+    if seen >= 1:
+        return FailureCode.INVALID_TOOL_ARGS, f"{tool.name} was called with malformed arguments twice: {exc}"
     return None
-
-
-def _execute_virtual(ctx: RunContext, action: ActionRecord, virtual: VirtualTool) -> None:
-    args = virtual.validate(action.args)
-    ctx.emit(ToolCallEvent(toolName=virtual.name, preview=virtual.preview(args), actionId=action.action_id,
-                           status="executing"))
-    move_action(action, "executing")
-    action.attempts += 1
-    try:
-        outcome = virtual.run(ctx, action, args)
-    except Exception as exc:
-        log.error("virtual tool %s failed: %s", virtual.name, type(exc).__name__,
-                  extra={"fields": {"runId": ctx.run.run_id, "tool": virtual.name, "component": "virtual_tool",
-                                    "stage": "execute", "frames": traceback.format_tb(exc.__traceback__)}})
-        outcome = VirtualOutcome(error=f"{virtual.name} failed unexpectedly ({type(exc).__name__})")
-    if outcome.waiting:
-        move_action(action, "awaiting_confirmation")
-        ctx.put_action(action)
-        return
-    if outcome.error is not None:
-        move_action(action, "failed")
-        action.outcome, action.error = "error", outcome.error
-    else:
-        move_action(action, "completed")
-        action.outcome, action.result = "success", bounded_result(outcome.result or {})
-    ctx.emit(ToolResultEvent(toolName=virtual.name, actionId=action.action_id,
-                             status="completed" if action.status == "completed" else "failed",
-                             output=action.result, error=action.error))
-    ctx.last_action = action
-    ctx.put_action(action)
 
 
 def bounded_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -170,23 +146,58 @@ def tool_context(ctx: RunContext, action: ActionRecord) -> ToolContext:
 
 def execute_action(ctx: RunContext, action: ActionRecord) -> None:
     """Run an allowed or approved action once, with exactly the arguments it was decided on."""
-    s = ctx.services
-    virtual = ctx.host.virtual_tools(ctx).get(action.tool)
-    if virtual is not None:
-        _execute_virtual(ctx, action, virtual)
-        return
-    tool = s.registry.get(action.tool)
+    tool = lookup(ctx, action.tool)
     if tool is None:  # the registry changed between decision and execution (a deploy)
         move_action(action, "failed")
         action.outcome, action.error = "error", f"tool {action.tool!r} is not available"
         ctx.put_action(action)
         return
     args = tool.validate(action.args)
-    ctx.host.before_tool(ctx, tool.name)
+    if not tool.host:
+        ctx.host.before_tool(ctx, tool.name)
     ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
                            status="executing"))
     move_action(action, "executing")
     action.attempts += 1
+    if tool.host:
+        outcome = _answer(ctx, action, tool, args)
+        if outcome is None:  # the turn waits for the child unit the call started
+            return
+    else:
+        _run(ctx, action, tool, args)
+    ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id,
+                             status="completed" if action.status == "completed" else "failed",
+                             output=action.result, error=action.error))
+    if not tool.host:
+        move_run(ctx.run, "planning")
+    ctx.last_action = action
+    ctx.put_action(action)
+
+
+def _answer(ctx: RunContext, action: ActionRecord, tool: Tool, args: BaseModel) -> VirtualOutcome | None:
+    """A virtual tool's answer on ``action``; None when the call waits for a child unit."""
+    try:
+        outcome = run_virtual(tool, ctx, action, args)
+    except Exception as exc:
+        log.error("virtual tool %s failed: %s", tool.name, type(exc).__name__,
+                  extra={"fields": {"runId": ctx.run.run_id, "tool": tool.name, "component": "virtual_tool",
+                                    "stage": "execute", "frames": traceback.format_tb(exc.__traceback__)}})
+        outcome = VirtualOutcome(error=f"{tool.name} failed unexpectedly ({type(exc).__name__})")
+    if outcome.waiting:
+        move_action(action, "awaiting_confirmation")
+        ctx.put_action(action)
+        return None
+    if outcome.error is not None:
+        move_action(action, "failed")
+        action.outcome, action.error = "error", outcome.error
+    else:
+        move_action(action, "completed")
+        action.outcome, action.result = "success", bounded_result(outcome.result or {})
+    return outcome
+
+
+def _run(ctx: RunContext, action: ActionRecord, tool: Tool, args: BaseModel) -> None:
+    """A registry tool's run on ``action``; a side effect is claimed (committed) first and audited."""
     ctx.put_action(action)
     if tool.side_effect:
         ctx.audit(ctx.new_audit(kind="side_effect_attempt", action_id=action.action_id, tool=tool.name,
@@ -213,12 +224,6 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
     if tool.side_effect:
         ctx.audit(ctx.new_audit(kind="side_effect_result", action_id=action.action_id, tool=tool.name,
                                 decision=action.outcome, reason=action.error))
-    ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id,
-                             status="completed" if action.status == "completed" else "failed",
-                             output=action.result, error=action.error))
-    move_run(ctx.run, "planning")
-    ctx.last_action = action
-    ctx.put_action(action)
 
 
 def function_response(action: ActionRecord) -> dict[str, Any]:

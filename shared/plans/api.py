@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from shared.agent.streaming import ndjson
+from shared.ndjson import ndjson
 from shared.plans import sessions as engine
 from shared.plans.contracts import (
     ConfirmRequest,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from shared.durable.kinds import CONTINUE
 from shared.durable.messages import WorkMessage
@@ -15,11 +16,13 @@ from shared.events import event_to_doc
 from shared.failures import FailureCode
 from shared.formats import rfc3339_datetime
 from shared.ids import new_id
+from shared.loop import stops
 from shared.loop.context import Services
 from shared.models.base import Model, Part, Turn
 from shared.plans import planner
-from shared.plans.host import KIND, task_turn
+from shared.plans.plan_state import KIND, task_turn
 from shared.session_events import PlanUpdatedEvent, SessionStatusEvent
+from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
 from shared.state.records import RunError, RunRecord
 from shared.state.sessions_repo import SessionsRepo
@@ -179,10 +182,11 @@ def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: st
                     model=services.model_factory().name,
                     max_steps=services.settings.plan_max_acts_per_task * services.settings.plan_max_tasks * 2,
                     system_instruction=planner.ACT_INSTRUCTION.format(objective=session.prompt[:4000]),
-                    host_state={"sessionId": session_id, "objective": session.prompt, "deadline": session.deadline,
-                                "tools": session.tools, "tasks": [t.to_doc() for t in tasks], "taskId": first.id,
-                                "version": session.plan_version, "seq": session.last_seq,
-                                **({"parentRunId": parent[0], "parentActionId": parent[1]} if parent else {})})
+                    host_state=PlanRunState(session_id=session_id, objective=session.prompt, deadline=session.deadline,
+                                            tools=session.tools, tasks=tasks, task_id=first.id,
+                                            plan_version=session.plan_version, seq=session.last_seq,
+                                            parent_run_id=parent[0] if parent else None,
+                                            parent_action_id=parent[1] if parent else None))
     opening = Turn(role="user", parts=[Part(text=f"Objective: {session.prompt}")])
     turns = [Turn(role="user", parts=[*opening.parts, *task_turn(first, 0, len(tasks)).parts])]
     entry = f"{CONTINUE}-{run_id}-{0:05d}"
@@ -215,10 +219,23 @@ def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str
     session.cancel_requested = True
     if session.run_id:
         ev = SessionStatusEvent(status="cancelled", sessionId=session_id, seq=session.last_seq + 1)
-        if sessions.end_paused(session, session.run_id, event_to_doc(ev), reason="cancelled",
-                               event_write=services.runs.event_write, audit_write=services.runs.audit_write):
+        if end_paused(services, sessions, session, session.run_id, ev, "cancelled"):
             session.status = "cancelled"
     return session
+
+
+PAUSED_END: dict[str, RunError] = {
+    "cancelled": RunError(code=FailureCode.CANCELLED, message="cancelled by the user"),
+    "deadline_exceeded": RunError(code=FailureCode.DEADLINE_EXCEEDED, message="the session's deadline passed")}
+
+
+def end_paused(services: Services, sessions: SessionsRepo, session: SessionRecord, run_id: str,
+               status: SessionStatusEvent, reason: Literal["cancelled", "deadline_exceeded"]) -> bool:
+    """End a session whose execution waits for approvals (its run fails through the loop's
+    ``stops.close_paused``); False when the run is not paused (it stops by itself before its next act)."""
+    return sessions.end_paused(session, run_id, event_to_doc(status), reason=reason, error=PAUSED_END[reason],
+                               fail=stops.close_paused, event_write=services.runs.event_write,
+                               audit_write=services.runs.audit_write)
 
 
 def execute_plan(services: Services, sessions: SessionsRepo, uid: str, session_id: str, *,
@@ -266,9 +283,8 @@ def end_past_deadline(services: Services, sessions: SessionsRepo, limit: int = 5
                                              message="the deadline passed before the plan was confirmed")
                     sessions.commit(session, token, [sessions.event_write(session.session_id, event_to_doc(ev))])
                     ended += 1
-                elif session.run_id and sessions.end_paused(
-                        session, session.run_id, event_to_doc(ev), reason="deadline_exceeded",
-                        event_write=services.runs.event_write, audit_write=services.runs.audit_write):
+                elif session.run_id and end_paused(services, sessions, session, session.run_id, ev,
+                                                   "deadline_exceeded"):
                     ended += 1
             except Conflict:
                 continue  # changed meanwhile: the next sweep looks again

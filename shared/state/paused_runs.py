@@ -1,24 +1,27 @@
-"""Closing a run paused for approval when a new run starts on its thread (inside that start's
-transaction): superseded (the request set ``supersede``) or expired (nobody decided within
-``APPROVAL_TTL_S``). A repository operation, so the layout of approvals, actions, audit entries
-and events stays in this package."""
+"""Closing a run paused for approval inside another transaction: a new run starts on its thread
+(superseded, or expired: nobody decided within ``APPROVAL_TTL_S``), the sweep finds its approvals
+expired, or its plan session is cancelled or past its deadline. The writes are a repository
+operation (the layout of approvals, actions, audit entries and events stays in this package); what
+the stop means for the run (failure code, message, event) is decided by the loop's stops
+(``loop/stops.close_paused``), handed in as ``fail``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Literal
 
-from shared.events import ErrorEvent, event_to_doc
-from shared.failures import FailureCode
 from shared.ids import new_id
 from shared.state import paths
 from shared.state.docstore import Transaction, Write
-from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunError, RunRecord, now
-from shared.state.transitions import move_action, move_run
+from shared.state.records import ActionRecord, ApprovalRecord, AuditRecord, RunRecord, now
+from shared.state.transitions import move_action
 
 CloseReason = Literal["superseded", "expired", "cancelled", "deadline_exceeded"]
 """Why a run paused for approval is closed when a new run starts on its thread."""
 PauseState = Literal["open", "expired", "decided"]
+FailPaused = Callable[[RunRecord, CloseReason, str], dict[str, Any]]
+"""``fail(run, reason, by_run)``: ends the paused ``run`` (as read) in place, failed for ``reason``
+(closed by run ``by_run``, or "" for the sweep or the session), and returns the event to append."""
 
 
 def pause_state(t: Transaction, run: RunRecord) -> PauseState | None:
@@ -40,12 +43,12 @@ def pause_state(t: Transaction, run: RunRecord) -> PauseState | None:
 
 
 def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, reason: CloseReason, *,
-                 event_write: Callable[[str, dict[str, Any]], Write],
+                 fail: FailPaused, event_write: Callable[[str, dict[str, Any]], Write],
                  audit_write: Callable[[AuditRecord], Write]) -> None:
     """Close ``run`` (as read in ``t`` with ``token``): its open approvals are closed (rejected, or
     expired), the actions of its pause that have not run (awaiting a decision, or approved but not
-    yet resumed) are rejected, every one audited, and the run ends ``failed`` (``SUPERSEDED`` /
-    ``APPROVAL_EXPIRED``) with an ``error`` event."""
+    yet resumed) are rejected, every one audited, and the run is written as ``fail`` ended it, with
+    the event it returned, conditioned on ``token``."""
     at = now()
     expired = reason == "expired"
     approvals = [t.get(paths.approval(run.uid, a)) for a in run.pending_approval_ids]
@@ -77,23 +80,6 @@ def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, re
             action.outcome, action.error = "rejected", action_error
             action.updated_at = at
             t.write(Write("set", paths.action(run.run_id, action.action_id), action.to_doc()))
-    if expired:
-        code = FailureCode.APPROVAL_EXPIRED
-        message = (f"its approval expired; closed when run {new_run_id} started on the thread" if new_run_id
-                   else "its approvals expired; closed by the sweep")
-    elif reason == "cancelled":
-        code, message = FailureCode.CANCELLED, "cancelled by the user"
-    elif reason == "deadline_exceeded":
-        code, message = FailureCode.DEADLINE_EXCEEDED, "the session's deadline passed while it waited"
-    else:
-        code, message = FailureCode.SUPERSEDED, f"superseded by run {new_run_id} on the same thread"
-    move_run(run, "failed")
-    run.error, run.updated_at = RunError(code=code.value, message=message), at
-    run.lease, run.lease_expires_at = None, 0.0
-    run.pending_approval_ids, run.pending_turn = [], None
-    if run.result is not None:
-        run.result = run.result.model_copy(update={"ok": False, "status": "failed", "summary": message,
-                                                   "error": run.error})
-    run.last_seq += 1
-    t.write(event_write(run.run_id, event_to_doc(ErrorEvent(seq=run.last_seq, error=message, code=code.value))))
+    event = fail(run, reason, new_run_id)
+    t.write(event_write(run.run_id, event))
     t.write(Write("set", paths.run(run.run_id), run.to_doc(), if_token=token))

@@ -13,27 +13,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from shared.state.plan_tasks import PlanTask as PlanTask
+from shared.state.plan_tasks import TaskStatus as TaskStatus
 from shared.state.records import SCHEMA_VERSION, Record, RunError, now
 from shared.usage.figures import Usage
 
 SessionStatus = Literal["planning", "awaiting_confirmation", "executing", "completed", "failed",
                         "deadline_exceeded", "cancelled"]
-TaskStatus = Literal["pending", "in_progress", "completed", "failed", "obsolete"]
 TERMINAL_SESSION_STATUSES: frozenset[str] = frozenset({"completed", "failed", "deadline_exceeded", "cancelled"})
-
-
-class PlanTask(Record):
-    id: str
-    title: str
-    description: str = ""
-    status: TaskStatus = "pending"
-    order: int = 0
-    acts: int = 0
-    summary: str | None = None
-    """What the task achieved (or why it failed), from its last reflection."""
-    created_in_version: int = 1
-    updated_at: float = Field(default_factory=now)
-    schema_version: int = SCHEMA_VERSION
 
 
 class PlanChange(Record):

@@ -6,17 +6,16 @@ outlives a request carries ``schemaVersion``; a reader refuses a newer version t
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
-from pydantic.alias_generators import to_camel
+from pydantic import Field, computed_field, model_validator
 
-from shared.errors import Internal
+from shared.state.host_states import LEGACY_ARG_ERRORS, ChatState, HostState, initial, migrate
+from shared.state.record_base import SCHEMA_VERSION as SCHEMA_VERSION
+from shared.state.record_base import Record as Record
+from shared.state.record_base import SchemaVersionError as SchemaVersionError
+from shared.state.record_base import now as now
 from shared.usage.figures import Usage
-
-SCHEMA_VERSION = 1
-"""Versions: 1 = first layout (runs with a turns subcollection, actions, events, approvals)."""
 
 RunStatus = Literal["queued", "planning", "awaiting_confirmation", "executing", "completed", "failed"]
 """``planning`` means the loop is working on the run (calling the model); it is not a plan session's
@@ -29,33 +28,6 @@ TrustLevel = Literal["supervised", "delegated", "autonomous"]
 
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
 TERMINAL_ACTION_STATUSES: frozenset[str] = frozenset({"completed", "failed", "rejected"})
-
-
-class SchemaVersionError(Internal):
-    """A stored record was written by a newer version of the runtime (read by an older instance,
-    e.g. after a rollback). Nothing is written; the HTTP edge logs it and answers 500
-    ``SCHEMA_VERSION_UNSUPPORTED`` with this message instead of an anonymous internal error."""
-
-    code = "SCHEMA_VERSION_UNSUPPORTED"
-
-
-def now() -> float:
-    return time.time()
-
-
-class Record(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-    def to_doc(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-    @classmethod
-    def from_doc(cls, data: dict[str, Any]) -> Any:
-        version = data.get("schemaVersion")
-        if isinstance(version, int) and version > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"{cls.__name__} has schemaVersion {version}; this runtime knows up to {SCHEMA_VERSION}")
-        return cls.model_validate(data)
 
 
 class UserProfile(Record):
@@ -164,8 +136,11 @@ class RunRecord(Record):
     entity_id: str | None = None
     host: str = "chat"
     """Which host acts on the run's stops: ``chat`` (seed 001 runs) or another registered kind."""
-    host_state: dict[str, Any] = Field(default_factory=dict)
-    """The host's own durable state, committed with every step (e.g. a plan's current task)."""
+    host_state: HostState = Field(default_factory=ChatState)
+    """The host's own durable state, committed with every step (e.g. a plan's current task): typed
+    by host kind and versioned (``state/host_states.py``)."""
+    virtual_arg_errors: int = 0
+    """Malformed virtual-tool calls in this run (the first is answered, the second fails the run)."""
     lease: Lease | None = None
     lease_expires_at: float = 0.0
     """Top-level copy of ``lease.expiresAt`` (0 without a lease) so recovery can query by it."""
@@ -182,6 +157,22 @@ class RunRecord(Record):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_RUN_STATUSES
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_host_state(cls, data: Any) -> Any:
+        """The host state as its kind's model (a version 1 dict is migrated; a newer one refused)."""
+        if not isinstance(data, dict):
+            return data
+        host = str(data.get("host") or "chat")
+        key = "host_state" if "host_state" in data else "hostState"
+        raw = data.get(key)
+        out = dict(data)
+        if isinstance(raw, dict) and LEGACY_ARG_ERRORS in raw and not any(
+                k in data for k in ("virtualArgErrors", "virtual_arg_errors")):
+            out["virtualArgErrors"] = raw[LEGACY_ARG_ERRORS]
+        out[key] = initial(host) if raw is None else migrate(raw, host)
+        return out
 
 
 class ActionRecord(Record):

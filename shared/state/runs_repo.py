@@ -14,7 +14,7 @@ from shared.errors import Conflict, NotFound
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Slot
-from shared.state.paused_runs import CloseReason, close_paused, pause_state
+from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
 from shared.state.records import (
     ActionRecord,
     ApprovalRecord,
@@ -28,7 +28,7 @@ from shared.state.records import (
 if TYPE_CHECKING:
     from shared.models.base import Turn
 
-__all__ = ["CloseReason", "RunSnapshot", "RunsRepo", "StartOutcome"]
+__all__ = ["CloseReason", "FailPaused", "RunSnapshot", "RunsRepo", "StartOutcome"]
 
 
 @dataclass(frozen=True)
@@ -160,14 +160,15 @@ class RunsRepo:
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
-                  supersede: bool = False, slot: Slot | None = None) -> StartOutcome:
+                  supersede: bool = False, slot: Slot | None = None, fail_paused: FailPaused) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt.
 
         Raises NotFound for another user's thread and Conflict when the thread's current run is not
         finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE (working, or every
         approval decided and the resume on its way). A paused run is closed by ``close_paused``
         (inside the same transaction) instead when ``supersede`` is set ("superseded"), or when
-        every open approval of its pause has expired ("expired"). ``slot``: the user's limit on
+        every open approval of its pause has expired ("expired"); ``fail_paused`` (the loop's stop)
+        says what that means for it. ``slot``: the user's limit on
         active runs, reserved just before the transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing
         written) and released if the transaction does not create the run.
         """
@@ -190,7 +191,7 @@ class RunsRepo:
                         pause = pause_state(t, active_run)
                         if pause == "expired" or (pause == "open" and supersede):
                             close_paused(t, active_run, active.token, run.run_id,
-                                         "expired" if pause == "expired" else "superseded",
+                                         "expired" if pause == "expired" else "superseded", fail=fail_paused,
                                          event_write=self.event_write, audit_write=self.audit_write)
                             closed.append(active_run.run_id)
                         else:
@@ -262,10 +263,10 @@ class RunsRepo:
                                       order_by="updatedAt", limit=limit))
         return [d.id for d in docs]
 
-    def close_expired_pause(self, run_id: str) -> bool:
+    def close_expired_pause(self, run_id: str, fail: FailPaused) -> bool:
         """Close a pause whose open approvals all expired (the sweep; before, only the next run on the
         thread or an approve call noticed): approvals ``expired``, actions rejected, audited, the run
-        ``failed``/``APPROVAL_EXPIRED`` and its thread released, in one transaction."""
+        ended by ``fail`` (the loop's stop) and its thread released, in one transaction."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -275,7 +276,8 @@ class RunsRepo:
             if pause_state(t, run) != "expired":
                 return False
             thread = t.get(paths.thread(run.thread_id)) if run.thread_id else None
-            close_paused(t, run, doc.token, "", "expired", event_write=self.event_write, audit_write=self.audit_write)
+            close_paused(t, run, doc.token, "", "expired", fail=fail, event_write=self.event_write,
+                         audit_write=self.audit_write)
             if thread is not None and thread.data.get("activeRunId") == run_id:
                 t.write(self.release_thread_write(run.thread_id))
             return True

@@ -8,10 +8,11 @@ from typing import Any, Literal
 from shared.errors import Conflict, NotFound, PreconditionFailed
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.host_states import PlanRunState
 from shared.state.limits_repo import Slot
-from shared.state.paused_runs import close_paused
+from shared.state.paused_runs import FailPaused, close_paused
 from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord
-from shared.state.records import AuditRecord, RunRecord, now
+from shared.state.records import AuditRecord, RunError, RunRecord, now
 
 EXPIRE_AT = "expireAt"
 
@@ -88,15 +89,16 @@ class SessionsRepo:
         self.store.commit([self.update_write(session_id, {"cancelRequested": True})])
 
     def end_paused(self, session: SessionRecord, run_id: str, status_event: dict[str, Any], *,
-                   reason: Literal["cancelled", "deadline_exceeded"],
+                   reason: Literal["cancelled", "deadline_exceeded"], error: RunError, fail: FailPaused,
                    event_write: Callable[[str, dict[str, Any]], Write],
                    audit_write: Callable[[AuditRecord], Write]) -> bool:
         """A session whose execution waits for approvals ends now (``cancelled`` by the user, or
-        ``deadline_exceeded`` found by the sweep): its open approvals are rejected, its run fails,
-        in one transaction. False when the run is not paused (it then stops by itself before its
-        next act). ``status_event`` gets the next ``seq`` as of this transaction: the execution may
-        have appended events since ``session`` was read (its counter is the run's ``hostState.seq``),
-        and a ``seq`` taken from the earlier read would collide with one of them."""
+        ``deadline_exceeded`` found by the sweep): its open approvals are rejected, its run is ended
+        by ``fail`` (the loop's stop), the session records ``error``, in one transaction. False when
+        the run is not paused (it then stops by itself before its next act). ``status_event`` gets
+        the next ``seq`` as of this transaction: the execution may have appended events since
+        ``session`` was read (its counter is the run's ``hostState.seq``), and a ``seq`` taken
+        from the earlier read would collide with one of them."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -107,12 +109,13 @@ class SessionsRepo:
                 return False
             current = t.get(paths.session(session.session_id))
             last_seq = int(current.data.get("lastSeq", 0)) if current is not None else session.last_seq
-            status_event["seq"] = max(last_seq, int(run.host_state.get("seq", 0))) + 1
-            close_paused(t, run, doc.token, run_id, reason, event_write=event_write, audit_write=audit_write)
-            message = "cancelled by the user" if reason == "cancelled" else "the session's deadline passed"
+            run_seq = run.host_state.seq if isinstance(run.host_state, PlanRunState) else 0
+            status_event["seq"] = max(last_seq, run_seq) + 1
+            close_paused(t, run, doc.token, run_id, reason, fail=fail, event_write=event_write,
+                         audit_write=audit_write)
             t.write(self.update_write(session.session_id, {
                 "status": reason, "lastSeq": int(status_event["seq"]), "result": {"status": reason, "log": []},
-                "error": {"code": reason.upper(), "message": message}}))
+                "error": error.to_doc()}))
             t.write(self.event_write(session.session_id, status_event))
             return True
 

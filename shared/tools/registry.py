@@ -101,7 +101,8 @@ class Tool:
     name: str
     description: str
     args_model: type[BaseModel]
-    fn: ToolFn
+    fn: Callable[..., Any]
+    """``fn(ctx: ToolContext, **args)``; of a ``host`` tool ``fn(call, args)`` (shared/loop/virtual.py)."""
     side_effect: bool
     idempotent: bool
     preview_fn: PreviewFn | None = None
@@ -110,9 +111,12 @@ class Tool:
     reconcile_fn: ReconcileFn | None = None
     """Side effects the service can be asked about: how recovery learns a cut-off call's true outcome
     (``idempotent`` tools need none: their repeat is recognised by the service or harmless)."""
+    host: bool = False
+    """A virtual tool: answered by the unit's host (shared/loop/virtual.py), not run with a ToolContext."""
 
     def declaration(self) -> ToolDeclaration:
         schema = clean_json_schema(self.args_model.model_json_schema())
+        schema.pop("description", None)  # an arguments model's docstring is the tool's description
         return ToolDeclaration(name=self.name, description=self.description, parameters=schema)
 
     def validate(self, args: dict[str, Any]) -> BaseModel:
@@ -129,6 +133,7 @@ class Tool:
         return f"{self.name}(" + ", ".join(parts)[:300] + ")"
 
     def run(self, ctx: ToolContext, args: BaseModel) -> dict[str, Any]:
+        assert not self.host, f"{self.name} is answered by its host"
         out = self.fn(ctx, **{k: getattr(args, k) for k in type(args).model_fields})
         return out if isinstance(out, dict) else {"result": out}
 

@@ -254,3 +254,24 @@ def test_the_thread_records_its_mode_and_execution_modes(sqlite_docstore: DocSto
     run(client, "plan it", threadId="t9", contextType="project")
     thread = rt.runs.get_thread("t9")
     assert thread is not None and thread.mode == "project" and thread.last_execution_modes == ["draft_only"]
+
+
+def test_the_meta_tools_are_declared_by_their_arguments_models() -> None:
+    """Seed 003 §4.3's parameters, derived from the model that also validates the call."""
+    from shared.agent.plan_tool import PlanTools
+    from shared.tools.registry import ToolArgsError
+
+    tools = PlanTools(sessions=None)  # type: ignore[arg-type]  # declaring needs no store
+    create = tools.create.declaration()
+    assert create.name == "agent_create_plan" and create.description.startswith("Generate an execution plan")
+    props = create.parameters["properties"]
+    assert list(props) == ["objective", "execution_mode", "auto_execute", "requested_outputs", "priority_entities"]
+    assert create.parameters["required"] == ["objective"]
+    assert props["execution_mode"]["anyOf"][0]["enum"] == ["auto_execute", "draft_only", "agent_review"]
+    assert props["objective"]["description"] == "What you want to accomplish end-to-end."
+    assert "description" not in create.parameters  # the docstring is the tool's description, said once
+    assert tools.create.host and tools.execute.host and not tools.create.side_effect
+    with pytest.raises(ToolArgsError) as bad:
+        tools.create.validate({"objective": "x", "execution_mode": "sometimes"})
+    assert "execution_mode" in str(bad.value)
+    assert tools.execute.declaration().parameters["required"] == ["planId"]

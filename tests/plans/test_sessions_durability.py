@@ -10,6 +10,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from devserver import create_app
+from shared.state.host_states import PlanRunState
 from shared.state.records import UserRecord
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
@@ -101,7 +102,8 @@ def test_no_act_starts_after_the_deadline(make_rt: MakeRuntime, client: FlaskCli
     run = rt.runs.get_run(session.run_id or "")
     assert run is not None
     # The deadline passes before the first invocation runs (the execution carries it in its state).
-    run.run.host_state["deadline"] = time.time() - 1
+    assert isinstance(run.run.host_state, PlanRunState)
+    run.run.host_state.deadline = time.time() - 1
     rt.runs.commit(run, run.run)
     deliver(rt)
     done = view(client, sid)
@@ -223,7 +225,7 @@ def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_i
     """Found by the OpenAPI fuzz test (a 500): ``cancel`` read the session, the execution appended
     events and paused, then the cancel's status event took a ``seq`` from its stale read and collided
     with one of them. The status event takes the next ``seq`` as of its own transaction."""
-    from shared.events import event_to_doc
+    from shared.plans.sessions import end_paused
     from shared.session_events import SessionStatusEvent
 
     rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
@@ -234,8 +236,31 @@ def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_i
     assert view(client, sid)["pendingApprovals"]
     assert stale.run_id is not None
     ev = SessionStatusEvent(status="cancelled", sessionId=sid, seq=stale.last_seq + 1)
-    assert rt.sessions.end_paused(stale, stale.run_id, event_to_doc(ev), reason="cancelled",
-                                  event_write=rt.services.runs.event_write, audit_write=rt.services.runs.audit_write)
+    assert end_paused(rt.services, rt.sessions, stale, stale.run_id, ev, "cancelled")
     seqs = [e["seq"] for e in events(client, sid)]
     assert seqs == list(range(1, len(seqs) + 1)) and seqs[-1] > stale.last_seq + 1
     assert events(client, sid)[-1]["status"] == "cancelled" and view(client, sid)["status"] == "cancelled"
+
+
+def test_a_run_stored_with_the_untyped_host_state_of_version_1_executes_to_its_end(make_rt: MakeRuntime,
+                                                                                  client: FlaskClient) -> None:
+    from shared.state import paths
+    from shared.state.docstore import Write
+
+    rt = make_rt(Script(acts={"Read the notes": [("search_memory", {"query": "a"})]}))
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    session, _ = rt.sessions.get(sid)  # type: ignore[misc]
+    path = paths.run(session.run_id or "")
+    doc = rt.store.get(path)
+    assert doc is not None and doc.data["hostState"]["kind"] == "plan"
+    typed = doc.data["hostState"]
+    legacy = {k: v for k, v in typed.items() if k not in ("kind", "schemaVersion", "planVersion")}
+    legacy.update(version=typed["planVersion"], virtualArgErrors=0)  # as the previous runtime wrote it
+    rt.store.commit([Write("set", path, {**doc.data, "hostState": legacy})])
+    deliver(rt)
+    assert view(client, sid)["status"] == "completed"
+    stored = rt.store.get(path)
+    assert stored is not None
+    assert stored.data["hostState"]["kind"] == "plan" and stored.data["hostState"]["schemaVersion"] == 2
+    assert "virtualArgErrors" not in stored.data["hostState"] and "version" not in stored.data["hostState"]

@@ -1,8 +1,12 @@
 """The layering of issue 9 (docs/architecture.md, "Layers"), enforced on the source:
 
-- ``shared/`` has no import cycle (every import counts, also those inside functions; only
-  ``if TYPE_CHECKING:`` blocks are left out, they never run);
+- ``shared/`` has no import cycle (every import counts: those inside functions, under
+  ``if TYPE_CHECKING:`` and under ``if __name__ == "__main__":`` too — a cycle a type checker or a
+  script walks is a cycle of the design); ``package_cycles`` takes any package root (``hostagent/``);
 - the durability and state packages import nothing of the agent domain;
+- the state package only performs writes: it imports no events, no failure decisions of units
+  (``shared.failures``: the loop's stops decide why a unit fails) and nothing of HTTP;
+- plans sit below the chat agent (it starts them): ``shared.plans`` imports nothing of ``shared.agent``;
 - no module outside ``shared/state/`` builds a ``Write`` or a document path (``paths``);
 - ``functions/`` holds no business rule: it reaches the store only through ``shared``.
 """
@@ -21,8 +25,8 @@ DOMAIN = ("shared.agent", "shared.loop", "shared.tools", "shared.models.gemini",
           "shared.auth", "shared.web", "shared.usage.meter", "shared.usage.views", "shared.usage.params")
 
 
-def module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
+def module_name(path: Path, base: Path = ROOT) -> str:
+    rel = path.relative_to(base).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -35,12 +39,13 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def runtime_imports(tree: ast.AST, package: str) -> set[str]:
-    """Modules imported by code that can run (TYPE_CHECKING blocks excluded)."""
+def imports(tree: ast.AST, package: str, *, type_checking: bool = True) -> set[str]:
+    """Modules imported anywhere in the module (``type_checking=False``: only by code that can
+    run, ``if TYPE_CHECKING:`` blocks left out)."""
     out: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if not type_checking and isinstance(node, ast.If) and _is_type_checking(node):
             for child in node.orelse:
                 visit(child)
             return
@@ -60,14 +65,27 @@ def runtime_imports(tree: ast.AST, package: str) -> set[str]:
     return out
 
 
-def graph(top: str) -> dict[str, set[str]]:
-    files = {module_name(p): p for p in (ROOT / top).rglob("*.py")}
+def runtime_imports(tree: ast.AST, package: str) -> set[str]:
+    """Modules imported by code that can run (TYPE_CHECKING blocks excluded)."""
+    return imports(tree, package, type_checking=False)
+
+
+def graph(root: Path | str) -> dict[str, set[str]]:
+    """The import graph of the package at ``root`` (a directory; a name is taken under the repo),
+    every import counted (TYPE_CHECKING included)."""
+    top = ROOT / root if isinstance(root, str) else root
+    files = {module_name(p, top.parent): p for p in top.rglob("*.py")}
     edges: dict[str, set[str]] = {}
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        imported = runtime_imports(ast.parse(path.read_text()), package)
+        imported = imports(ast.parse(path.read_text()), package)
         edges[name] = {m for m in imported if m in files and m != name}
     return edges
+
+
+def package_cycles(root: Path | str) -> list[list[str]]:
+    """The import cycles inside the package at ``root`` (TYPE_CHECKING and ``__main__`` imports included)."""
+    return cycles(graph(root))
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -106,13 +124,23 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_shared_has_no_import_cycle() -> None:
-    edges = graph("shared")
-    assert len(edges) > 60  # the scan sees the package
-    assert cycles(edges) == []
+    assert len(graph("shared")) > 60  # the scan sees the package
+    assert package_cycles("shared") == []
 
 
 def test_the_cycle_check_can_fail() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_the_cycle_check_sees_type_checking_and_main_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import b\n")
+    (pkg / "b.py").write_text("import pkg.a\n")
+    (pkg / "c.py").write_text("if __name__ == '__main__':\n    from pkg.d import x\n")
+    (pkg / "d.py").write_text("from pkg import c\n")
+    assert package_cycles(pkg) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"]]
 
 
 def test_durability_and_state_import_nothing_of_the_agent_domain() -> None:
@@ -121,6 +149,49 @@ def test_durability_and_state_import_nothing_of_the_agent_domain() -> None:
            for i in imports if i.startswith(DOMAIN)}
     assert bad == set()
     assert any(m.startswith("shared.durable.") for m in edges) and any(m.startswith("shared.state.") for m in edges)
+
+
+STATE_MUST_NOT_IMPORT = ("shared.events", "shared.session_events", "shared.failures", "shared.web",
+                         "shared.http_errors", "flask", "werkzeug")
+
+
+def state_decisions(edges: dict[str, set[str]], imported: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(module, import) pairs where a module of ``shared.state`` imports events, failure decisions or HTTP."""
+    return {(m, i) for m in edges if m.startswith("shared.state") for i in imported[m]
+            if any(i == p or i.startswith(p + ".") for p in STATE_MUST_NOT_IMPORT)}
+
+
+def all_imports(top: str) -> dict[str, set[str]]:
+    """Every import of every module of ``top`` (outside modules too)."""
+    out: dict[str, set[str]] = {}
+    for path in (ROOT / top).rglob("*.py"):
+        name = module_name(path)
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        out[name] = imports(ast.parse(path.read_text()), package)
+    return out
+
+
+def test_the_state_package_decides_no_stop() -> None:
+    imported = all_imports("shared")
+    assert state_decisions(graph("shared"), imported) == set()
+    assert any(m.startswith("shared.state.") for m in imported)
+
+
+def test_the_state_check_can_fail() -> None:
+    edges = {"shared.state.x": set(), "shared.loop.y": set()}
+    imported = {"shared.state.x": {"shared.events", "shared.failures.FailureCode", "shared.state.paths"},
+                "shared.loop.y": {"shared.events"}}
+    assert state_decisions(edges, imported) == {("shared.state.x", "shared.events"),
+                                                ("shared.state.x", "shared.failures.FailureCode")}
+
+
+def test_plans_import_nothing_of_the_agent() -> None:
+    edges = graph("shared")
+    bad = {(m, i) for m, imports in edges.items() if m.startswith("shared.plans")
+           for i in imports if i.startswith("shared.agent")}
+    assert bad == set()
+    assert any(i.startswith("shared.plans") for m, imports in edges.items() if m.startswith("shared.agent")
+               for i in imports)  # the other way round is the expected direction
 
 
 def layout_violations(top: str) -> list[str]:

@@ -1,0 +1,79 @@
+"""Act: the ReAct records of one act (reason, action, observation), as events and triplet documents."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.loop.context import RunContext
+from shared.plans.session_sync import SessionSync
+from shared.session_events import ActEvent, ObserveEvent, ReasonEvent
+from shared.state.plan_records import PlanTask, ReactStep
+
+TASK_DONE = "task_done"
+"""The action of a text answer without a tool call: it ends the task."""
+
+
+@dataclass
+class Act:
+    tool: str
+    args: dict[str, Any] | None = None
+    preview: str = ""
+    observation: dict[str, Any] = field(default_factory=dict)
+
+    def action(self) -> dict[str, Any]:
+        if self.args is None:
+            return {"tool": self.tool}
+        return {"tool": self.tool, "args": self.args, "preview": self.preview}
+
+    def to_reflect(self) -> dict[str, Any]:
+        """What the reflection is shown of the act."""
+        return {"action": self.action(), "observation": self.observation}
+
+
+def preview(ctx: RunContext, name: str, args: dict[str, Any]) -> str:
+    """The tool's one-line preview of a call (the tool's name when it has none)."""
+    tool = ctx.services.registry.get(name)
+    if tool is None:
+        return name
+    try:
+        return tool.preview(tool.validate(args))
+    except Exception:
+        return name
+
+
+def acts_of_last_turn(ctx: RunContext) -> list[Act]:
+    """The acts of the last model turn, each with its answer (the turn after it)."""
+    model_turn, answers = ctx.turns[-2], ctx.turns[-1]
+    acts: list[Act] = []
+    for call, answer in zip(model_turn.function_calls, answers.parts, strict=False):
+        response = answer.function_response.response if answer.function_response else {}
+        args = dict(call.args)
+        acts.append(Act(tool=call.name, args=args, preview=preview(ctx, call.name, args), observation=response))
+    return acts
+
+
+def task_done(text: str) -> Act:
+    return Act(tool=TASK_DONE, observation={"text": text})
+
+
+def record(ctx: RunContext, sync: SessionSync, session_id: str, task: PlanTask, reason: str,
+           acts: list[Act]) -> None:
+    """Count the task's acts and queue their events and ``{reason, action, observation}`` triplets."""
+    if reason:
+        sync.emit(ctx, ReasonEvent(taskId=task.id, text=reason[:4000]))
+    for act in acts:
+        task.acts += 1
+        if act.tool != TASK_DONE:
+            sync.emit(ctx, ActEvent(taskId=task.id, tool=act.tool, preview=act.preview))
+            outcome = "error" if "error" in act.observation else "ok"
+            sync.emit(ctx, ObserveEvent(taskId=task.id, tool=act.tool, outcome=outcome,
+                                        observation=bounded(act.observation)))
+        ctx.write(sync.sessions.react_write(session_id, ReactStep(
+            n=task.acts, task_id=task.id, reason=reason, action=act.action(), observation=bounded(act.observation))))
+
+
+def bounded(data: dict[str, Any], limit: int = 8000) -> dict[str, Any]:
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return data if len(text) <= limit else {"truncated": True, "partial": text[:limit]}
