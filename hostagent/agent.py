@@ -26,7 +26,8 @@ from hostagent.event_bus import EventBus
 from hostagent.executor import Executor
 from hostagent.memory import AgentMemory, WorkingMemory
 from hostagent.perception import observe, perceive
-from hostagent.plans import NavigationPlan, PlannedAction, Planner, PlannerError
+from hostagent.planner import Planner
+from hostagent.plans import NavigationPlan, PlannedAction, PlannerError
 from hostagent.policies.retry import PROTOCOL_CODES, Recovery, RetryPolicy, adjust_params
 from hostagent.policies.safety import SafetyPolicy
 from hostagent.protocol import ErrorPayload, RelayJoin, SessionEnded, SessionStart, envelope, new_id

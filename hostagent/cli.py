@@ -26,7 +26,7 @@ from typing import TextIO
 from urllib.parse import urlsplit
 
 from hostagent.agent import AgentConfig, HostAgent, SessionResult
-from hostagent.plans import Planner
+from hostagent.planner import Planner
 from hostagent.rules_planner import RulesPlanner
 from hostagent.session_log import LogRecord, SessionLog
 from shared.config import Settings

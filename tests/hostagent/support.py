@@ -13,7 +13,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from hostagent.agent import AgentConfig, HostAgent, SessionResult
-from hostagent.plans import Planner
+from hostagent.planner import Planner
 from hostagent.reference_host.faults import Fault, parse_fault
 from hostagent.reference_host.server import Frame, ReferenceHost
 from hostagent.rules_planner import RulesPlanner
