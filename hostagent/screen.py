@@ -158,8 +158,14 @@ def _first(node: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     return None
 
 
+_CONTAINER_KEYS = frozenset({"children", "components", "sections", "items", "cards", "fields", "rows", "content",
+                             "elements", "widgets", "blocks"})
+
+
 def _has_children(node: dict[str, Any]) -> bool:
-    return any(isinstance(v, list) and any(isinstance(x, dict | list) for x in v) for v in node.values())
+    """A container (a section, a list, a form), not an entity: it holds lists of nodes (even empty)."""
+    return any(isinstance(v, list) and (k in _CONTAINER_KEYS or any(isinstance(x, dict | list) for x in v))
+               for k, v in node.items())
 
 
 def _availability(node: dict[str, Any]) -> bool | None:

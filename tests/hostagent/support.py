@@ -29,6 +29,7 @@ GOAL = ("Book 2 seats for Dune on 2026-07-01 in the evening, name Grace Hopper, 
 # Short bounded waits keep the fault tests fast; nothing asserts how long anything took.
 FAULT_TIMEOUT_S = 0.3
 LOG_VALIDATOR = Draft202012Validator(log_record_schema())
+VACUOUS = {"next", "next step", "continue", "proceed", "because", "n/a", "none", "todo", "action"}
 
 
 HOSTS = ("reference", "alt")
@@ -173,7 +174,8 @@ def check_session(session: Session) -> None:
         if r["direction"] == "out" and env["type"] == "tool.call":
             assert pending is None, f"tool.call {env['id']} sent while {pending} was in flight"
             assert env["payload"]["name"] in tools, (env["payload"]["name"], tools)
-            assert env["payload"]["reason"].strip()
+            reason = env["payload"]["reason"].strip()
+            assert len(reason) >= 8 and reason.lower().strip(".! ") not in VACUOUS, reason  # a concrete reason
             pending = env["id"]
     # The same on the host's side of the wire.
     waiting: str | None = None

@@ -69,7 +69,7 @@ def test_a_booking_session_exits_0(tmp_path: Path, host: ThreadedHost) -> None:
 
 
 def test_a_protocol_failure_exits_3(tmp_path: Path) -> None:
-    with serve_in_thread(faults=[parse_fault("wrong_version:select_movie")]) as running:
+    with serve_in_thread(faults=[parse_fault("wrong_version:*:3")]) as running:  # the third one ends it
         log = tmp_path / "s.jsonl"
         proc = host_agent("--url", running.url, "--room", "r", "--goal", GOAL, "--log", str(log), "--quiet",
                           "--timeout-s", "0.5")
