@@ -158,7 +158,12 @@ async def run_session(config: AgentConfig, planner: Planner, log_path: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["conform"]:
+        from hostagent.conform import main as conform_main
+
+        return conform_main(argv[1:])
+    args = parser().parse_args(argv)
     configure_logging(os.environ.get("GOOGLE_CLOUD_PROJECT", ""), os.environ.get("LOG_LEVEL", "WARNING").upper(),
                       stream=sys.stderr)
     try:
