@@ -198,3 +198,14 @@ def test_an_unanswered_question_ends_blocked_within_the_bound(tmp_path: Path, ho
     assert "no answer to my question" in session.sent("agent.message")[-1]["payload"]["text"]
     assert session.calls()[-1][0] == "select_seats"  # it reached checkout, then stopped without booking
     assert session.booked.reference is None
+
+
+def test_a_question_never_waits_past_the_session_bound(tmp_path: Path, host: str) -> None:
+    # The question's own bound (30 s) is longer than the whole session (1 s): the session's hard
+    # bound cuts the wait, and the agent still says why, ends the session and completes its log.
+    session = run(tmp_path, host=host, goal="Book 1 seat for Dune", host_kwargs={"user_profile": None},
+                  question_timeout_s=30.0, session_timeout_s=1.0, timeout_s=FAULT_TIMEOUT_S)
+    assert session.result.outcome == "no_answer" and session.result.exit_code == 6
+    blocked = session.sent("agent.message")[-1]["payload"]
+    assert blocked["kind"] == "blocked" and "no answer to my question within 0." in blocked["text"]
+    assert session.sent()[-1]["type"] == "session.end" and session.received()[-1]["type"] == "session.ended"
