@@ -14,37 +14,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from hostagent.alt_host.cinema import Refusal, Visit
 from hostagent.alt_host.faults import Switch, switch
+from hostagent.transcript import Frame
 
 VERSION = "mvp-0.2"
 AGENT_TYPES = {"session.start", "snapshot.get", "tool.call", "agent.message", "session.end"}
 ENVELOPE_KEYS = {"v", "id", "type", "replyTo", "sessionId", "payload"}
 MAX_FRAME = 1 << 20
-
-
-@dataclass(frozen=True)
-class Frame:
-    direction: Literal["in", "out"]
-    text: str | bytes
-    ts: float = field(default_factory=time.monotonic)
-
-    def json(self) -> dict[str, Any] | None:
-        if isinstance(self.text, bytes):
-            return None
-        try:
-            data = json.loads(self.text)
-        except json.JSONDecodeError:
-            return None
-        return data if isinstance(data, dict) else None
 
 
 @dataclass(frozen=True)
