@@ -229,8 +229,9 @@ def _known_movies(memory: AgentMemory, ctx: PerceivedContext) -> dict[str, str]:
     return known
 
 
-_TITLE_AFTER = re.compile(r"\b(?:for|see|watch|of)\s+(?:the\s+(?:movie|film)\s+)?(.+?)(?=\s+(?:on|at|in|this|tomorrow|"
-                          r"tonight|today|for|with|under|and|name|email|coupon)\b|[,.;!?]|$)", re.IGNORECASE)
+_TITLE_AFTER = re.compile(r"\b(?:for|see|watch|of)\s+(?:the\s+(?:movie|film)\s+)?(.+?)(?=\s+(?:on|at|in|this|"
+                          r"tomorrow|tonight|today|for|with|under|and|name|email|coupon|instead|please|then|now|too)"
+                          r"\b|[,.;!?]|$)", re.IGNORECASE)
 _NOT_TITLES = re.compile(r"^(?:\d+|one|two|three|four|five|six|seven|eight|a|an|me|us|you|it|them|my|our)"
                          r"(?:\s+(?:people|persons|adults|kids|children|of us|seats?|tickets?))?$", re.IGNORECASE)
 
