@@ -104,7 +104,6 @@ def observe(env: Envelope, memory: AgentMemory) -> str:
 
 def _set_state(memory: AgentMemory, state: UIState) -> None:
     memory.working.current = state
-    memory.working.last_by_stage[state.stage] = state.ui_spec
     memory.ui_states.add(state)
 
 
