@@ -35,8 +35,10 @@ dev: $(STAMP) $(VENV)/bin/agent  ## serve every function and the dev console on 
 demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
 	$(PY) scripts/demo.py
 
-host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on the reference host (offline)
-	$(PY) -m hostagent.demo
+# HOST=alt on the command line picks the alternative host (an environment's own HOST is not read).
+DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),reference)
+host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
+	$(PY) -m hostagent.demo --host $(DEMO_HOST)
 
 test: $(STAMP) $(CHROMIUM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -26,7 +27,8 @@ from hostagent.event_bus import EventBus
 from hostagent.executor import Executor
 from hostagent.memory import AgentMemory, WorkingMemory
 from hostagent.perception import observe, perceive
-from hostagent.plans import NavigationPlan, PlannedAction, Planner, PlannerError
+from hostagent.planner import Planner
+from hostagent.plans import NavigationPlan, PlannedAction, PlannerError
 from hostagent.policies.retry import PROTOCOL_CODES, Recovery, RetryPolicy, adjust_params
 from hostagent.policies.safety import SafetyPolicy
 from hostagent.protocol import ErrorPayload, RelayJoin, SessionEnded, SessionStart, envelope, new_id
@@ -36,9 +38,10 @@ from hostagent.transport import Transport
 from hostagent.verifier import Verifier
 from shared.errors import ModelError
 
-Outcome = Literal["completed", "blocked", "ended", "internal_error", "protocol_error", "connection_lost", "timeout"]
+Outcome = Literal["completed", "blocked", "ended", "internal_error", "protocol_error", "connection_lost", "timeout",
+                  "no_answer"]
 EXIT_CODES: dict[str, int] = {"completed": 0, "blocked": 0, "ended": 0, "internal_error": 1, "protocol_error": 3,
-                              "connection_lost": 4, "timeout": 5}
+                              "connection_lost": 4, "timeout": 5, "no_answer": 6}
 MAX_IDLE_STEPS = 6  # actions in a row without a tool call (messages, snapshots) before the agent gives up
 
 
@@ -50,12 +53,15 @@ class AgentConfig:
     timeout_s: float = 10.0
     """Bound of every wait for a reply or a state update."""
     question_timeout_s: float = 60.0
-    """How long a question to the user waits for a ``user.message``."""
+    """How long a question to the user waits for a ``user.message`` (never past the session's end)."""
     session_timeout_s: float = 600.0
+    """Hard bound of the whole session (``--max-session-s``), closing it included."""
     connect_timeout_s: float = 10.0
     max_frame_bytes: int = 1024 * 1024
     max_actions: int = 60
     max_stage_failures: int = 3
+    max_protocol_faults: int = 3
+    """Refused frames from the host (malformed, unknown type, wrong version...) that end the session."""
     retry_delay_s: float = 0.0
     """Pause before acting again after a failed call (a transient host failure may clear)."""
 
@@ -90,12 +96,16 @@ class HostAgent:
         self.memory = AgentMemory(working=WorkingMemory(goal=config.goal))
         self.bus = EventBus()
         self.client = RelayClient(Transport(config.url, connect_timeout_s=config.connect_timeout_s,
-                                            max_frame_bytes=config.max_frame_bytes), self.bus, log)
+                                            max_frame_bytes=config.max_frame_bytes), self.bus, log,
+                                  max_protocol_faults=config.max_protocol_faults)
         self.executor = Executor(self.client, self.memory, log, config.timeout_s)
         self.verifier = Verifier(self.bus, self.memory, self.executor, log, config.timeout_s)
         self.retry = RetryPolicy(max_stage_failures=config.max_stage_failures)
         self.safety = SafetyPolicy(max_actions=config.max_actions)
         self.summary: str | None = None
+        self.deadline = 0.0
+        self.close_by = 0.0
+        """When the session's loop must stop (monotonic): the hard bound less the closing reserve."""
 
     # the session ---------------------------------------------------------------------------------
     async def run(self) -> SessionResult:
@@ -104,8 +114,13 @@ class HostAgent:
             "url": cfg.url, "room": cfg.room, "goal": cfg.goal, "planner": self.planner.name,
             "config": {k: v for k, v in asdict(cfg).items() if k not in ("url", "room", "goal")}})
         stop: _Stop
+        # The hard bound covers closing too: a question's wait ends a reserve before it (time to say
+        # so and end the session), the loop half a reserve before it (time for _finish to end it).
+        reserve = min(cfg.timeout_s, cfg.session_timeout_s / 10)
+        self.deadline = time.monotonic() + cfg.session_timeout_s - reserve
+        self.close_by = self.deadline + reserve
         try:
-            async with asyncio.timeout(cfg.session_timeout_s):
+            async with asyncio.timeout(cfg.session_timeout_s - reserve / 2):
                 stop = await self._session()
         except _Stop as s:
             stop = s
@@ -139,6 +154,9 @@ class HostAgent:
         idle = 0
         while True:
             self._take_events()
+            if self.client.resync_needed:  # a frame was refused: read the state again before planning
+                await self.executor.snapshot("resync after a frame that broke the protocol")
+                continue
             if working.awaiting_user:
                 await self._wait_for_user()
                 continue
@@ -209,7 +227,8 @@ class HostAgent:
         if decision is Recovery.ABORT:
             raise ProtocolViolation(f"the host answered {action.tool} with {code}: {outcome.message}", code=code)
         stage = self.memory.working.stage
-        await self._failure(f"{action.tool} failed with {code}: {outcome.message}")
+        if self.retry.counts_as_failure(code):
+            await self._failure(f"{action.tool} failed with {code}: {outcome.message}")
         if decision is Recovery.RESYNC_REPLAN:
             await self.executor.snapshot(f"resync after {code}")
         elif decision is Recovery.ADJUST_RETRY and self.memory.working.stage == stage:
@@ -235,7 +254,7 @@ class HostAgent:
         if self.retry.blocked(count):
             await self._block(f"{count} attempts failed on the {stage} screen; the last: {why}")
 
-    async def _block(self, why: str) -> None:
+    async def _block(self, why: str, outcome: Outcome = "blocked") -> None:
         text = f"I am stopping without finishing: {why}"
         plan = NavigationPlan(planId=new_id("plan"), planner="policy", goal=self.config.goal,
                               currentStage=self.memory.working.stage, remainingSteps=[], confidence=1.0,
@@ -243,7 +262,7 @@ class HostAgent:
                                                        payload={"text": text[:4000], "kind": "blocked"}))
         self.log.write("recovery", "block", id=plan.planId, code="BLOCKED", reason=why)
         await self.executor.message(plan, plan.nextAction)
-        raise await self._end("blocked", f"blocked: {why}")
+        raise await self._end(outcome, f"{outcome.replace('_', ' ')}: {why}")
 
     async def _end(self, outcome: Outcome, reason: str) -> _Stop:
         ended = await self.executor.end(reason)
@@ -252,10 +271,16 @@ class HostAgent:
         return _Stop(outcome, reason)
 
     async def _wait_for_user(self) -> None:
-        event = await self.bus.next(timeout=self.config.question_timeout_s)
+        """Wait for the user's answer, at most ``question_timeout_s`` and never past the session's
+        end; without one: ``blocked`` message, ``session.end``, outcome ``no_answer`` (exit 6)."""
+        bound = max(0.0, min(self.config.question_timeout_s, self.deadline - time.monotonic()))
+        refused = self.bus.refused
+        event = await self.bus.next(timeout=bound, refused_before=refused)
+        if event is None and self.bus.refused > refused:
+            return  # a refused frame: the loop resyncs, then waits again
         if event is None:
             self.memory.working.awaiting_user = False
-            await self._block(f"no answer to my question within {self.config.question_timeout_s:g}s")
+            await self._block(f"no answer to my question within {bound:g}s", outcome="no_answer")
             return
         self._observe(event)
 
@@ -289,7 +314,7 @@ class HostAgent:
                 and self.client.transport.is_open:
             # End the session with the host too, so both sides agree it is over.
             with contextlib.suppress(HostAgentError, RuntimeError, TimeoutError):
-                async with asyncio.timeout(self.config.timeout_s):
+                async with asyncio.timeout(max(0.0, min(self.config.timeout_s, self.close_by - time.monotonic()))):
                     await self._end(stop.outcome, stop.reason)
         await self.client.close()
         result = SessionResult(outcome=stop.outcome, exit_code=EXIT_CODES[stop.outcome], reason=stop.reason,

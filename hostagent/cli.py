@@ -1,13 +1,15 @@
 """``host-agent``: run one session of the host agent against a host.
 
     host-agent --url ws://HOST:PORT/PATH --room ROOM --goal "TEXT" --log FILE.jsonl
-               [--planner rules|llm] [--timeout-s N] [--session-timeout-s N] [--question-timeout-s N]
+               [--planner rules|llm] [--timeout-s N] [--max-session-s N] [--question-timeout-s N]
                [--max-frame-bytes N] [--quiet]
+    host-agent conform --url ws://HOST:PORT/PATH --room ROOM [--timeout-s N] [--json]
 
 Prints the conversation and the stages to stdout as the session goes (unless ``--quiet``), writes
 the JSONL log to ``--log``, and exits 0 when the session ended normally (goal reached, or the user
-was told why not), 3 on a protocol failure, 4 on a connection failure, 5 on a timeout, 1 on an
-internal error, 2 on bad usage. ``--planner llm`` uses Gemini through ``shared.models`` (needs
+was told why not), 3 on a protocol failure, 4 on a connection failure, 5 on a timeout, 6 when the
+user did not answer a question in time, 1 on an internal error, 2 on bad usage. ``--planner llm``
+uses Gemini through ``shared.models`` (needs
 ``GEMINI_API_KEY`` or ``GEMINI_USE_VERTEX=true``; ``GEMINI_MODEL``, ``MODEL_TIMEOUT_S`` apply).
 Diagnostics go to stderr as Cloud Logging JSON lines (``LOG_LEVEL``, default WARNING).
 """
@@ -26,7 +28,7 @@ from typing import TextIO
 from urllib.parse import urlsplit
 
 from hostagent.agent import AgentConfig, HostAgent, SessionResult
-from hostagent.plans import Planner
+from hostagent.planner import Planner
 from hostagent.rules_planner import RulesPlanner
 from hostagent.session_log import LogRecord, SessionLog
 from shared.config import Settings
@@ -35,6 +37,7 @@ from shared.logs import configure_logging, log_context
 
 log = logging.getLogger("agent_runtime.hostagent")
 USAGE_ERROR = 2
+DEFAULT_MAX_SESSION_S = 600.0
 
 
 def _url(value: str) -> str:
@@ -71,9 +74,12 @@ def parser() -> argparse.ArgumentParser:
                    help="whose usage ledger records the LLM planner's model calls (default backend:host-agent)")
     p.add_argument("--timeout-s", type=_positive, default=10.0,
                    help="bound of every wait for a reply or a state update (default 10)")
-    p.add_argument("--session-timeout-s", type=_positive, default=600.0, help="bound of the whole session (600)")
+    p.add_argument("--max-session-s", "--session-timeout-s", dest="max_session_s", type=_positive,
+                   default=DEFAULT_MAX_SESSION_S,
+                   help=f"hard bound of the whole session, closing included (default {DEFAULT_MAX_SESSION_S:g})")
     p.add_argument("--question-timeout-s", type=_positive, default=None,
-                   help="how long a question waits for the user (default: 6 x --timeout-s)")
+                   help="how long a question waits for the user's answer before the agent gives up (exit 6); "
+                        "default 6 x --timeout-s, never more than --max-session-s")
     p.add_argument("--max-frame-bytes", type=int, default=1024 * 1024, help="largest frame accepted (1 MiB)")
     p.add_argument("--quiet", action="store_true", help="do not print the conversation")
     return p
@@ -152,7 +158,12 @@ async def run_session(config: AgentConfig, planner: Planner, log_path: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["conform"]:
+        from hostagent.conform import main as conform_main
+
+        return conform_main(argv[1:])
+    args = parser().parse_args(argv)
     configure_logging(os.environ.get("GOOGLE_CLOUD_PROJECT", ""), os.environ.get("LOG_LEVEL", "WARNING").upper(),
                       stream=sys.stderr)
     try:
@@ -161,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"host-agent: {exc}", file=sys.stderr)
         return USAGE_ERROR
     config = AgentConfig(url=args.url, room=args.room, goal=args.goal, timeout_s=args.timeout_s,
-                         session_timeout_s=args.session_timeout_s,
-                         question_timeout_s=args.question_timeout_s or 6 * args.timeout_s,
+                         session_timeout_s=args.max_session_s,
+                         question_timeout_s=min(args.question_timeout_s or 6 * args.timeout_s, args.max_session_s),
                          connect_timeout_s=args.timeout_s, max_frame_bytes=args.max_frame_bytes)
     try:
         listener = None if args.quiet else Transcript(sys.stdout)

@@ -1,6 +1,6 @@
 """The generated sections of docs/host-protocol.md: every message's JSON Schema and the log line's.
 
-``python -m hostagent.schemas --write-docs`` rewrites them from the models; the test suite checks
+``python -m hostagent.docs_sections`` rewrites them from the models; the test suite checks
 the document holds exactly what this module generates, so the published schemas are the ones the
 agent and the reference host validate against.
 """
@@ -51,3 +51,7 @@ def write_docs(path: Path = DOC) -> None:
         old = section(text, name)
         text = text.replace(f"<!-- {name}:begin -->\n{old}", f"<!-- {name}:begin -->\n{build()}", 1)
     path.write_text(text)
+
+
+if __name__ == "__main__":
+    write_docs()

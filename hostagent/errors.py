@@ -39,3 +39,11 @@ class ReplyTimeout(HostAgentError):
 
 class HostError(HostAgentError):
     """The host answered a request with an ``error`` envelope; ``code`` is its error code."""
+
+
+class FrameRefused(HostAgentError):
+    """A frame from the host broke the protocol and was refused, while a request waited: its reply
+    may have been that frame. Not terminal on its own (the agent resyncs with ``snapshot.get``);
+    ``max_protocol_faults`` of them end the session as a ``ProtocolViolation``."""
+
+    code = "FRAME_REFUSED"

@@ -24,6 +24,14 @@ class EventBus:
         self._queue: deque[Envelope] = deque()
         self._changed = asyncio.Condition()
         self.failure: HostAgentError | None = None
+        self.refused = 0
+        """How many frames were refused so far (a wait may stop early on a new one)."""
+
+    async def refuse(self) -> None:
+        """Count a refused frame and wake every wait that stops on one."""
+        async with self._changed:
+            self.refused += 1
+            self._changed.notify_all()
 
     async def publish(self, env: Envelope) -> None:
         async with self._changed:
@@ -43,8 +51,10 @@ class EventBus:
                 return env
         return None
 
-    async def next(self, predicate: Predicate | None = None, *, timeout: float) -> Envelope | None:
-        """The first queued event matching ``predicate`` (waiting up to ``timeout`` s); None on timeout."""
+    async def next(self, predicate: Predicate | None = None, *, timeout: float,
+                   refused_before: int | None = None) -> Envelope | None:
+        """The first queued event matching ``predicate`` (waiting up to ``timeout`` s); None on
+        timeout, or as soon as more than ``refused_before`` frames were refused (when given)."""
         async with self._changed:
             try:
                 async with asyncio.timeout(timeout):
@@ -54,6 +64,8 @@ class EventBus:
                         found = self._take(predicate)
                         if found is not None:
                             return found
+                        if refused_before is not None and self.refused > refused_before:
+                            return None
                         await self._changed.wait()
             except TimeoutError:
                 return None

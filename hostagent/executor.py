@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hostagent.errors import HostAgentError, HostError, ReplyTimeout
+from hostagent.errors import FrameRefused, HostAgentError, HostError, ReplyTimeout
 from hostagent.memory import AgentMemory
 from hostagent.perception import observe
 from hostagent.plans import ActionOutcome, NavigationPlan, PlannedAction
@@ -45,6 +45,8 @@ class Executor:
             outcome = ActionOutcome(ok=False, code=err.code, replan=True, message=err.message)
         except ReplyTimeout as err:
             outcome = ActionOutcome(ok=False, code="TIMEOUT_RESULT", replan=True, message=err.message)
+        except FrameRefused as err:  # the reply may have been the refused frame: resync, replan
+            outcome = ActionOutcome(ok=False, code=err.code, replan=True, message=err.message)
         except HostAgentError as err:  # the connection or the protocol failed: the session ends
             self.memory.settle(env.id, "failed", code=err.code, message=err.message)
             self.log.write("outcome", "tool.call", id=env.id, outcome="failed", code=err.code, reason=err.message,
@@ -70,9 +72,18 @@ class Executor:
         return env
 
     async def snapshot(self, why: str) -> Envelope:
-        env = self._envelope("snapshot.get", SnapshotGet())
-        self.log.write("action", "snapshot.get", id=env.id, reason=why)
-        reply = await self.client.request(env, frozenset({"snapshot.state"}), self.timeout_s)
+        """Read the host's state; a refused frame instead of the reply asks again (the refused
+        frames are bounded: the client ends the session at its limit)."""
+        while True:
+            env = self._envelope("snapshot.get", SnapshotGet())
+            self.log.write("action", "snapshot.get", id=env.id, reason=why)
+            self.client.resync_needed = False
+            try:
+                reply = await self.client.request(env, frozenset({"snapshot.state"}), self.timeout_s)
+            except FrameRefused as err:
+                why = f"resync again: {err.message}"
+                continue
+            break
         observe(reply, self.memory)
         self.log.stage = self.memory.working.stage
         return reply

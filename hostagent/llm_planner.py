@@ -32,8 +32,10 @@ MAX_ATTEMPTS = 2  # the first answer and one repair
 INSTRUCTION = """\
 You are an agent that operates a host application for its user, one step at a time, through the
 tools the application currently offers. Each turn you get the user's goal (and any later messages
-from the user, which take precedence), the current stage, the screen (uiSpec), the tools of this
-stage with their JSON Schema, and your recent actions with their outcomes.
+from the user, which take precedence), the current stage, the screen as a normalised view
+(movies, showtimes, seats, form fields, the order, the booking; or, when nothing on it was
+recognised, the host's raw uiSpec), the tools of this stage with their JSON Schema, and your
+recent actions with their outcomes.
 Answer with one JSON object matching the response schema, nothing else:
 - nextAction is exactly one step: a tool.call of one of the offered tools with valid params and a
   concrete reason (what this step achieves for the goal), or an agent.message to the user
@@ -89,12 +91,15 @@ def _prompt(context: PerceivedContext, memory: AgentMemory) -> str:
         "goal": context.goal,
         "laterUserMessages": context.userTexts,
         "stage": context.stage,
-        "uiSpec": context.uiSpec,
+        "screen": context.screen.summary(),
         "tools": [t.model_dump(exclude_none=True) for t in context.toolSchema],
         "recentActions": recent,
         "failuresOnThisStage": memory.failures.get(context.stage or "(none)", 0),
         "conversation": [m.model_dump(exclude_none=True) for m in context.messageHistoryTail],
     }
+    if not context.screen.recognised:
+        data["screenNotRecognised"] = True
+        data["uiSpec"] = context.uiSpec
     return "Context (JSON):\n" + json.dumps(data, ensure_ascii=False, default=str)
 
 

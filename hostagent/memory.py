@@ -54,8 +54,6 @@ class WorkingMemory:
     user_texts: list[str] = field(default_factory=list)
     """The user's messages after the goal, oldest first (a later one may change the goal)."""
     awaiting_user: bool = False
-    last_by_stage: dict[str, Any] = field(default_factory=dict)
-    """The last uiSpec seen on each stage (e.g. the movie list, still needed on later screens)."""
     notes: dict[str, Any] = field(default_factory=dict)
     """Planner scratch space that must survive replanning (announcements made, questions asked)."""
 

@@ -3,7 +3,8 @@
 ``observe`` folds one inbound envelope (``session.started``, ``snapshot.state``,
 ``state.updated``, ``user.message``) into memory and says what it was: ``state`` (a new current UI
 state), ``stale`` (a ``state.updated`` caused by an action older than the state already known:
-drift, ignored), ``message`` or ``ignored``. ``perceive`` builds the planner's view.
+drift, ignored), ``message`` or ``ignored``. ``perceive`` builds the planner's view: the screen
+normalised by ``hostagent.screen`` (any host's uiSpec dialect), the toolSchema, the conversation.
 
 ``signals`` extracts the intent cues planners use from the goal and the user's later messages;
 a later message overrides what an earlier one said (the user changed their mind).
@@ -26,6 +27,7 @@ from hostagent.protocol import (
     ToolSpec,
     UserMessage,
 )
+from hostagent.screen import ScreenView, read_screen
 
 HISTORY_TAIL = 12
 
@@ -49,7 +51,10 @@ class PerceivedContext(BaseModel):
 
     sessionId: str | None
     stage: str | None
+    screen: ScreenView = ScreenView()
+    """What the screen offers, normalised from any host's uiSpec (``hostagent.screen``)."""
     uiSpec: Any
+    """The raw uiSpec: only for the LLM planner when ``screen.recognised`` is False."""
     toolSchema: list[ToolSpec]
     lastUserMessage: ChatMessage | None
     messageHistoryTail: list[ChatMessage]
@@ -99,7 +104,6 @@ def observe(env: Envelope, memory: AgentMemory) -> str:
 
 def _set_state(memory: AgentMemory, state: UIState) -> None:
     memory.working.current = state
-    memory.working.last_by_stage[state.stage] = state.ui_spec
     memory.ui_states.add(state)
 
 
@@ -109,6 +113,7 @@ def perceive(memory: AgentMemory) -> PerceivedContext:
     users = [m for m in working.messages if m.role == "user"]
     return PerceivedContext(
         sessionId=working.session_id, stage=current.stage if current else None,
+        screen=read_screen(current.ui_spec) if current else ScreenView(),
         uiSpec=current.ui_spec if current else None, toolSchema=list(current.tools) if current else [],
         lastUserMessage=users[-1] if users else None, messageHistoryTail=working.messages[-HISTORY_TAIL:],
         goal=working.goal, userTexts=list(working.user_texts), signals=signals([working.goal, *working.user_texts]))
@@ -120,7 +125,7 @@ _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _TIME = re.compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)\b")
 _COUNT = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|a|an|single|pair of|couple of)\s+"
                     r"(?:\w+\s+)?(?:seats?|tickets?|places?)\b", re.IGNORECASE)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _NAME = re.compile(r"\b(?:name\s+is|name:?|named|under(?:\s+the\s+name)?)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,3})")
 _COUPON = re.compile(r"\b(?:coupon|promo(?:\s+code)?|discount(?:\s+code)?|voucher)\s*(?:code\s*)?:?\s*"
                      r"([A-Za-z0-9]{3,16})\b", re.IGNORECASE)
@@ -150,7 +155,7 @@ def _signals_of(text: str) -> dict[str, Any]:
     if m := _COUNT.search(text):
         raw = m.group(1).lower()
         out["count"] = int(raw) if raw.isdigit() else _WORDS[raw]
-    if m := _EMAIL.search(text):
+    if m := EMAIL.search(text):
         out["email"] = m.group(0)
     if m := _NAME.search(text):
         name = m.group(1).strip()

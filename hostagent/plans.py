@@ -1,16 +1,13 @@
-"""The planning contract (seed 002 §4, §6): planned actions, navigation plans, outcomes, planners."""
+"""The planning data (seed 002 §4, §6): planned actions, navigation plans, outcomes. The planner
+interface is in ``hostagent.planner`` (it needs memory and perception, which need these)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hostagent.errors import HostAgentError
-
-if TYPE_CHECKING:
-    from hostagent.memory import AgentMemory
-    from hostagent.perception import PerceivedContext
 
 ActionType = Literal["tool.call", "agent.message", "snapshot.get", "session.end"]
 
@@ -70,9 +67,3 @@ class PlannerError(HostAgentError):
 
     code = "PLANNER_FAILED"
 
-
-class Planner(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    async def plan(self, context: PerceivedContext, memory: AgentMemory) -> NavigationPlan: ...

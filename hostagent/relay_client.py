@@ -8,7 +8,14 @@ raises ``HostError``); the handshake replies (``relay.joined``, ``session.starte
 does not require of them. Everything else goes to the event bus.
 
 Single flight: at most one request is pending at a time; a second one is a bug and raises.
-A frame that breaks the protocol or a lost connection fails the pending request and the bus.
+
+A frame that breaks the protocol (not JSON, another version, an unknown type, a schema mismatch, an
+invalid toolSchema, binary) is logged and refused, not fatal once the session runs: a pending
+``tool.call`` or ``snapshot.get`` fails with ``FrameRefused`` (the frame may have been its reply),
+waits on the bus stop early, and ``resync_needed`` tells the loop to ``snapshot.get``. During the
+handshake or ``session.end`` there is nothing to resync: the frame is a protocol error. The ``max_protocol_faults``-th
+refused frame (3) ends the session: it fails the pending request and the bus, like a lost
+connection does at once.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import contextlib
 import json
 from typing import Any
 
-from hostagent.errors import ConnectionLost, HostAgentError, HostError, ProtocolViolation, ReplyTimeout
+from hostagent.errors import ConnectionLost, FrameRefused, HostAgentError, HostError, ProtocolViolation, ReplyTimeout
 from hostagent.event_bus import EventBus
 from hostagent.protocol import Envelope, ErrorPayload
 from hostagent.schemas import check_outbound, parse_frame
@@ -26,6 +33,10 @@ from hostagent.session_log import SessionLog
 from hostagent.transport import Transport
 
 _HANDSHAKE_REPLIES = frozenset({"relay.joined", "session.started", "snapshot.state", "session.ended"})
+# Requests a refused frame fails with FrameRefused (the agent resyncs); during any other request
+# (the handshake, session.end) a refused frame is a protocol error.
+_RESYNCABLE = frozenset({"tool.call", "snapshot.get"})
+MAX_PROTOCOL_FAULTS = 3
 
 
 class _Pending:
@@ -36,10 +47,14 @@ class _Pending:
 
 
 class RelayClient:
-    def __init__(self, transport: Transport, bus: EventBus, log: SessionLog) -> None:
+    def __init__(self, transport: Transport, bus: EventBus, log: SessionLog, *,
+                 max_protocol_faults: int = MAX_PROTOCOL_FAULTS) -> None:
         self.transport = transport
         self.bus = bus
         self.log = log
+        self.max_protocol_faults = max_protocol_faults
+        self.protocol_faults: list[ProtocolViolation] = []
+        self.resync_needed = False
         self._pending: _Pending | None = None
         self._reader: asyncio.Task[None] | None = None
         self.failure: HostAgentError | None = None
@@ -90,9 +105,10 @@ class RelayClient:
                     env = parse_frame(text, sender=("host", "relay"))
                 except ProtocolViolation as exc:
                     self.log.write("error", "frame", direction="in", code=exc.code, reason=exc.message,
-                                   data={"details": exc.details})
-                    # The session is over, but keep reading: the reply to its session.end may follow.
-                    await self._fail(exc)
+                                   data={"details": exc.details, "fault": len(self.protocol_faults) + 1,
+                                         "maxFaults": self.max_protocol_faults})
+                    # Keep reading either way: the reply to a session.end may follow.
+                    await self._refuse(exc)
                     continue
                 self.log.write("envelope", env.type, direction="in", id=env.id, reply_to=env.replyTo,
                                session_id=env.sessionId, code=_code(env), data={"envelope": env.wire()})
@@ -132,6 +148,26 @@ class RelayClient:
                 pending.future.set_exception(HostError(body.message, code=body.code))
                 return
         await self.bus.publish(env)
+
+    async def _refuse(self, exc: ProtocolViolation) -> None:
+        self.protocol_faults.append(exc)
+        count = len(self.protocol_faults)
+        if count >= self.max_protocol_faults:
+            await self._fail(ProtocolViolation(f"{count} frames from the host broke the protocol; the last: "
+                                               f"{exc.message}", details=exc.details))
+            return
+        pending = self._pending
+        if pending is not None and not pending.future.done() and pending.request.type not in _RESYNCABLE:
+            # The handshake (relay.join, session.start) or session.end: there is no session to
+            # resync, so the refused frame answers the request (a protocol error).
+            await self._fail(exc)
+            return
+        self.resync_needed = True
+        if pending is not None and not pending.future.done():
+            pending.future.set_exception(FrameRefused(
+                f"a frame that broke the protocol came while {pending.request.type} {pending.request.id} waited "
+                f"for its reply: {exc.message}", details={"id": pending.request.id}))
+        await self.bus.refuse()
 
     async def _fail(self, exc: HostAgentError) -> None:
         if self.failure is None:

@@ -15,10 +15,12 @@ import re
 from typing import Any
 
 from hostagent.memory import AgentMemory
-from hostagent.perception import IntentSignals, PerceivedContext, signals
+from hostagent.perception import EMAIL, IntentSignals, PerceivedContext, signals
 from hostagent.plans import NavigationPlan, PlannedAction
 from hostagent.policies.retry import adjust_params
 from hostagent.protocol import new_id
+from hostagent.screen import ScreenView, Seat, Showtime
+from hostagent.tool_choice import contact_params, find_search_tool, single_param
 
 FLOW = ("browse", "showtimes", "seats", "checkout", "confirmation")
 _ROW_PREFERENCE = "CDBEAFGHIJ"
@@ -66,109 +68,135 @@ class RulesPlanner:
             first = "announced" not in notes
             notes["announced"] = heard
             if first or _desired_movie(ctx.userTexts[-1:], movies) or _signals_changed(ctx):
-                text = _intent_text(movie, sig)
+                text = _intent_text(movie, sig, title_guess([ctx.goal, *ctx.userTexts]))
                 return _say(text if first else f"Understood, changing the plan. {text}", "info",
                             "announce how the goal was understood before acting"), 0.9
         stage = ctx.stage
-        ui: dict[str, Any] = ctx.uiSpec if isinstance(ctx.uiSpec, dict) else {}
+        view = ctx.screen
         if stage == "browse":
-            return self._browse(ctx, memory, ui, movie, movies, sig)
+            return self._browse(ctx, memory, movie, movies, sig)
         if stage == "showtimes":
-            return self._showtimes(ui, movie, sig)
+            return self._showtimes(ctx, movie, sig)
         if stage == "seats":
-            return self._seats(ui, movie, sig)
+            return self._seats(ctx, movie, sig)
         if stage == "checkout":
-            return self._checkout(ctx, memory, ui, movie, sig)
+            return self._checkout(ctx, memory, movie, sig)
         if stage == "confirmation":
             if not notes.get("reported"):
                 notes["reported"] = True
-                return _say(_done_text(ui, notes), "info", "tell the user the booking is confirmed"), 1.0
-            return PlannedAction(type="session.end", reason=f"goal reached: booking {ui.get('bookingId')} confirmed",
-                                 payload={"reason": f"goal reached: booking {ui.get('bookingId')} confirmed"}), 1.0
+                return _say(_done_text(view, notes), "info", "tell the user the booking is confirmed"), 1.0
+            return PlannedAction(type="session.end", reason=f"goal reached: booking {view.bookingId} confirmed",
+                                 payload={"reason": f"goal reached: booking {view.bookingId} confirmed"}), 1.0
         return _say(f"I cannot work with the screen {stage!r}: it is not part of the booking flow I know.",
                     "blocked", f"stage {stage!r} is unknown to the rules planner"), 0.2
 
-    def _browse(self, ctx: PerceivedContext, memory: AgentMemory, ui: dict[str, Any], movie: tuple[str, str] | None,
-                movies: dict[str, str], sig: IntentSignals) -> tuple[PlannedAction, float]:
+    def _search(self, ctx: PerceivedContext, memory: AgentMemory, query: str, date: str | None,
+                why: str) -> PlannedAction | None:
+        """A call of the toolSchema's search tool (chosen by its schema), once per query."""
+        search = find_search_tool(ctx.toolSchema)
+        if search is None:
+            return None
         notes = memory.working.notes
+        key = [search.tool.name, query, date if search.date_param else None]
+        if key in notes.setdefault("searches", []):
+            return None
+        notes["searches"].append(key)
+        return _tool(search.tool.name, search.params(query, date), why, ctx.stage)
+
+    def _browse(self, ctx: PerceivedContext, memory: AgentMemory, movie: tuple[str, str] | None,
+                movies: dict[str, str], sig: IntentSignals) -> tuple[PlannedAction, float]:
         if movie is None:
-            return self._ask_or_block(memory, "Which movie would you like to see? On offer: "
-                                      + ", ".join(sorted(movies.values())) + ".",
-                                      "the goal names no movie this cinema shows"), 0.3
+            guess = title_guess([ctx.goal, *ctx.userTexts])
+            if guess is not None:
+                shown = "the screen lists no movies" if not ctx.screen.movies else "the list does not show it"
+                found = self._search(ctx, memory, guess, sig.date,
+                                     f"the goal names {guess!r} and {shown}: search for it with the search tool")
+                if found is not None:
+                    return found, 0.7
+            offer = ", ".join(sorted(movies.values()))
+            question = "Which movie would you like to see?" + (f" On offer: {offer}." if offer else "")
+            return self._ask_or_block(memory, question, "the goal names no movie this cinema shows"), 0.3
         movie_id, title = movie
         query = title.split(":")[0]
-        search = [query, sig.date]
-        if sig.date and notes.get("searched") != search:
-            notes["searched"] = search
-            return _tool("search_movies", {"query": query, "date": sig.date},
-                         f"narrow the list to {title} on {sig.date}, the date the user asked for", "browse"), 0.9
-        listed = {m.get("id") for m in ui.get("movies", []) if isinstance(m, dict)}
+        listed = {m.id for m in ctx.screen.movies}
+        if sig.date:
+            found = self._search(ctx, memory, query, sig.date,
+                                 f"narrow the list to {title} on {sig.date}, the date the user asked for")
+            if found is not None:
+                return found, 0.9
         if movie_id in listed:
-            return _tool("select_movie", {"movieId": movie_id},
+            tool = ctx.tool("select_movie")
+            return _tool("select_movie", {single_param(tool, "movieId"): movie_id},
                          f"open the showtimes of {title}, the movie the user asked for", "showtimes"), 0.9
-        if notes.get("searched") != [query, None]:
-            notes["searched"] = [query, None]
-            return _tool("search_movies", {"query": query}, f"{title} is not in the current list; search for it",
-                         "browse"), 0.7
+        found = self._search(ctx, memory, query, None, f"{title} is not in the current list; search for it")
+        if found is not None:
+            return found, 0.7
         return _say(f"I could not find {title} in the listing, so I cannot book it.", "blocked",
                     f"{title} is not listed even after searching"), 0.5
 
-    def _showtimes(self, ui: dict[str, Any], movie: tuple[str, str] | None,
+    def _showtimes(self, ctx: PerceivedContext, movie: tuple[str, str] | None,
                    sig: IntentSignals) -> tuple[PlannedAction, float]:
-        shown = ui.get("movie") or {}
-        if movie is not None and shown.get("id") != movie[0]:
-            return _tool("go_back", {}, f"the user now wants {movie[1]}, this screen shows {shown.get('title')}",
+        view = ctx.screen
+        shown = view.movie
+        if movie is not None and shown is not None and shown.id != movie[0]:
+            return _tool("go_back", {}, f"the user now wants {movie[1]}, this screen shows {shown.title}",
                          "browse"), 0.9
-        options = [s for s in ui.get("showtimes", []) if isinstance(s, dict) and _showtime_fits(s, sig)]
+        title = shown.title if shown is not None else (movie[1] if movie else "this movie")
+        options = [s for s in view.showtimes if _showtime_fits(s, sig)]
         if not options:
-            available = ", ".join(f"{s.get('date')} {s.get('time')}" for s in ui.get("showtimes", [])) or "none"
-            return _say(f"No showtime of {shown.get('title')} matches {_when(sig)}. Available: {available}.",
+            available = ", ".join(s.label for s in view.showtimes) or "none"
+            return _say(f"No showtime of {title} matches {_when(sig)}. Available: {available}.",
                         "blocked", "no showtime matches the requested date and time"), 0.6
         pick = options[0]
-        return _tool("select_showtime", {"showtimeId": pick["id"]},
-                     f"{pick.get('date')} {pick.get('time')} is the first showtime matching {_when(sig)}", "seats"), 0.9
+        tool = ctx.tool("select_showtime")
+        return _tool("select_showtime", {single_param(tool, "showtimeId"): pick.id},
+                     f"{pick.label} is the first showtime matching {_when(sig)}", "seats"), 0.9
 
-    def _seats(self, ui: dict[str, Any], movie: tuple[str, str] | None,
+    def _seats(self, ctx: PerceivedContext, movie: tuple[str, str] | None,
                sig: IntentSignals) -> tuple[PlannedAction, float]:
-        shown_movie = ui.get("movie") or {}
-        show = ui.get("showtime") or {}
-        if movie is not None and shown_movie.get("id") != movie[0]:
+        view = ctx.screen
+        shown_movie, show = view.movie, view.showtime
+        if movie is not None and shown_movie is not None and shown_movie.id != movie[0]:
             return _tool("go_back", {}, f"the user now wants {movie[1]}, these seats are for "
-                         f"{shown_movie.get('title')}", "showtimes"), 0.9
-        if not _showtime_fits(show, sig):
-            return _tool("go_back", {}, f"the selected showtime {show.get('date')} {show.get('time')} no longer "
+                         f"{shown_movie.title}", "showtimes"), 0.9
+        if show is not None and not _showtime_fits(show, sig):
+            return _tool("go_back", {}, f"the selected showtime {show.label} no longer "
                          f"matches {_when(sig)}", "showtimes"), 0.9
         count = sig.count or 1
-        seats = choose_seats(ui.get("seats", []), count)
+        seats = choose_seats(view.seats, count)
         if not seats:
             return _say(f"There are not {count} free seats for this showtime.", "blocked",
                         f"fewer than {count} seats are free"), 0.6
-        return _tool("select_seats", {"seatIds": seats},
+        tool = ctx.tool("select_seats")
+        return _tool("select_seats", {single_param(tool, "seatIds"): seats},
                      f"{count} free seat(s) side by side in a central row: {', '.join(seats)}", "checkout"), 0.9
 
-    def _checkout(self, ctx: PerceivedContext, memory: AgentMemory, ui: dict[str, Any],
-                  movie: tuple[str, str] | None, sig: IntentSignals) -> tuple[PlannedAction, float]:
+    def _checkout(self, ctx: PerceivedContext, memory: AgentMemory, movie: tuple[str, str] | None,
+                  sig: IntentSignals) -> tuple[PlannedAction, float]:
         notes = memory.working.notes
-        shown = ui.get("movie") or {}
-        show = ui.get("showtime") or {}
-        if (movie is not None and shown.get("id") != movie[0]) or not _showtime_fits(show, sig) or (
-                sig.count is not None and len(ui.get("seats", [])) != sig.count):
+        view = ctx.screen
+        shown, show, held = view.movie, view.showtime, view.heldSeats
+        if (movie is not None and shown is not None and shown.id != movie[0]) or (
+                show is not None and not _showtime_fits(show, sig)) or (
+                sig.count is not None and held and len(held) != sig.count):
             return _say("You changed the booking after I reached checkout, and checkout has no way back: the "
-                        f"seats held are for {shown.get('title')} on {show.get('date')} {show.get('time')} "
-                        f"({len(ui.get('seats', []))} seats). I have not booked anything.", "blocked",
-                        "the checkout no longer matches the user's request and offers no go_back"), 0.8
-        contact = ui.get("contact") or {}
-        if sig.name and sig.email and (contact.get("name") != sig.name or contact.get("email") != sig.email):
-            return _tool("enter_contact", {"name": sig.name, "email": sig.email},
+                        f"seats held are for {shown.title if shown else 'another movie'} "
+                        f"{show.label if show else ''} ({len(held)} seats). I have not booked anything.",
+                        "blocked", "the checkout no longer matches the user's request and offers no go_back"), 0.8
+        contact = view.contact
+        if sig.name and sig.email and (contact is None or contact.name != sig.name or contact.email != sig.email):
+            return _tool("enter_contact", contact_params(ctx.tool("enter_contact"), sig.name, sig.email),
                          f"the booking must be made for {sig.name}", "checkout"), 0.9
-        if not contact:
+        if contact is None or not (contact.name or contact.email):
             return self._ask_or_block(memory, "Which name and email should the booking be made for?",
                                       "the contact details are missing"), 0.5
         coupon = sig.coupon
-        if coupon and ui.get("coupon") not in (coupon, coupon.upper()) and not notes.get("coupon_dropped"):
+        if coupon and view.coupon not in (coupon, coupon.upper()) and not notes.get("coupon_dropped"):
             tries = len(memory.episodic.tool_failures("apply_coupon"))
             if tries < COUPON_ATTEMPTS:
-                return _tool("apply_coupon", {"code": coupon}, f"the user gave the coupon {coupon}", "checkout"), 0.8
+                tool = ctx.tool("apply_coupon")
+                return _tool("apply_coupon", {single_param(tool, "code"): coupon},
+                             f"the user gave the coupon {coupon}", "checkout"), 0.8
             notes["coupon_dropped"] = coupon
         return _tool("confirm_booking", {}, "seats, showtime and contact match the request: book it",
                      "confirmation"), 0.9
@@ -194,15 +222,30 @@ def _goal_text(ctx: PerceivedContext) -> str:
 
 
 def _known_movies(memory: AgentMemory, ctx: PerceivedContext) -> dict[str, str]:
-    """Movie id -> title, from every movie list seen (the list is filtered after a search)."""
-    notes = memory.working.notes
-    known: dict[str, str] = notes.setdefault("movies", {})
-    browse = ctx.uiSpec if ctx.stage == "browse" else memory.working.last_by_stage.get("browse")
-    if isinstance(browse, dict):
-        for m in browse.get("movies", []):
-            if isinstance(m, dict) and isinstance(m.get("id"), str) and isinstance(m.get("title"), str):
-                known[m["id"]] = m["title"]
+    """Movie id -> title, from every screen seen (the list is filtered after a search)."""
+    known: dict[str, str] = memory.working.notes.setdefault("movies", {})
+    for item in [*ctx.screen.movies, *([ctx.screen.movie] if ctx.screen.movie else [])]:
+        known[item.id] = item.title
     return known
+
+
+_TITLE_AFTER = re.compile(r"\b(?:for|see|watch|of)\s+(?:the\s+(?:movie|film)\s+)?(.+?)(?=\s+(?:on|at|in|this|"
+                          r"tomorrow|tonight|today|for|with|under|and|name|email|coupon|instead|please|then|now|too)"
+                          r"\b|[,.;!?]|$)", re.IGNORECASE)
+_NOT_TITLES = re.compile(r"^(?:\d+|one|two|three|four|five|six|seven|eight|a|an|me|us|you|it|them|my|our)"
+                         r"(?:\s+(?:people|persons|adults|kids|children|of us|seats?|tickets?))?$", re.IGNORECASE)
+
+
+def title_guess(texts: list[str]) -> str | None:
+    """The movie the latest text that names one asks for, in the user's words ("seats for Dune on
+    ..." -> "Dune"): what a search tool is called with when no listed title matches."""
+    for text in reversed(texts):
+        cleaned = EMAIL.sub(" ", text)
+        for m in _TITLE_AFTER.finditer(cleaned):
+            title = " ".join(m.group(1).split())
+            if title and not _NOT_TITLES.match(title) and len(title) <= 80:
+                return title
+    return None
 
 
 def _desired_movie(texts: list[str], movies: dict[str, str]) -> tuple[str, str] | None:
@@ -224,14 +267,13 @@ def _minutes(hhmm: str) -> int:
     return int(hours) * 60 + int(minutes or 0)
 
 
-def _showtime_fits(show: dict[str, Any], sig: IntentSignals) -> bool:
-    date, time = show.get("date"), show.get("time")
-    if sig.date and date != sig.date:
+def _showtime_fits(show: Showtime, sig: IntentSignals) -> bool:
+    if sig.date and show.date != sig.date:
         return False
-    if sig.time and time != sig.time:
+    if sig.time and show.time != sig.time:
         return False
-    if sig.day_part and isinstance(time, str):
-        m = _minutes(time)
+    if sig.day_part and show.time is not None:
+        m = _minutes(show.time)
         return {"morning": m < 12 * 60, "afternoon": 12 * 60 <= m < 18 * 60, "evening": m >= 18 * 60}[sig.day_part]
     return True
 
@@ -241,14 +283,13 @@ def _when(sig: IntentSignals) -> str:
     return " ".join(parts) if parts else "any time"
 
 
-def choose_seats(seats: list[Any], count: int) -> list[str]:
+def choose_seats(seats: list[Seat], count: int) -> list[str]:
     """``count`` free seats side by side, central rows first; any free seats when none are adjacent."""
     rows: dict[str, list[int]] = {}
     for seat in seats:
-        if isinstance(seat, dict) and seat.get("available") and isinstance(seat.get("id"), str):
-            m = re.fullmatch(r"([A-Z])(\d{1,2})", seat["id"])
-            if m:
-                rows.setdefault(m.group(1), []).append(int(m.group(2)))
+        m = re.fullmatch(r"([A-Z]{1,2})(\d{1,3})", seat.id)
+        if seat.available and m:
+            rows.setdefault(m.group(1), []).append(int(m.group(2)))
     order = sorted(rows, key=lambda r: _ROW_PREFERENCE.index(r) if r in _ROW_PREFERENCE else 99)
     for row in order:
         free = sorted(rows[row])
@@ -262,20 +303,20 @@ def choose_seats(seats: list[Any], count: int) -> list[str]:
     return anywhere[:count] if len(anywhere) >= count else []
 
 
-def _intent_text(movie: tuple[str, str] | None, sig: IntentSignals) -> str:
+def _intent_text(movie: tuple[str, str] | None, sig: IntentSignals, guess: str | None) -> str:
     if movie is None:
-        return "I will look for the movie you want and book it."
+        return f"I will look for {guess} and book it." if guess else "I will look for the movie you want and book it."
     count = sig.count or 1
     extra = f", coupon {sig.coupon}" if sig.coupon else ""
     who = f" for {sig.name}" if sig.name else ""
     return f"I will book {count} seat{'s' if count != 1 else ''} for {movie[1]} ({_when(sig)}){who}{extra}."
 
 
-def _done_text(ui: dict[str, Any], notes: dict[str, Any]) -> str:
-    movie = (ui.get("movie") or {}).get("title")
-    show = ui.get("showtime") or {}
-    text = (f"Booked {ui.get('bookingId')}: {movie}, {show.get('date')} {show.get('time')}, seats "
-            f"{', '.join(ui.get('seats', []))}, total {ui.get('total')}.")
+def _done_text(view: ScreenView, notes: dict[str, Any]) -> str:
+    movie = view.movie.title if view.movie else "your movie"
+    show = view.showtime.label if view.showtime else ""
+    total = f", total {view.total}" if view.total is not None else ""
+    text = f"Booked {view.bookingId}: {movie}, {show}, seats {', '.join(view.heldSeats)}{total}."
     if notes.get("coupon_dropped"):
         text += f" The coupon {notes['coupon_dropped']} was not accepted, so it is not applied."
     return text

@@ -1,7 +1,7 @@
 """The JSON Schema of every message, and the validation of every frame in and out.
 
 The schemas are generated from the payload models of ``hostagent.protocol`` and printed in
-``docs/host-protocol.md`` (``python -m hostagent.schemas`` writes that section;
+``docs/host-protocol.md`` (``python -m hostagent.docs_sections`` writes that section;
 ``tests/hostagent/test_schemas.py`` checks the document matches). Validation uses ``jsonschema``
 (Draft 2020-12), so a peer written in another language is held to exactly the published schemas.
 
@@ -212,16 +212,11 @@ def all_message_schemas() -> dict[str, dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print every message schema as JSON; ``--write-docs`` regenerates the schema sections of
-    docs/host-protocol.md from the models."""
-    args = sys.argv[1:] if argv is None else argv
-    if "--write-docs" in args:
-        from hostagent.docs_sections import write_docs
-
-        write_docs()
-    else:
-        json.dump(all_message_schemas(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    """Print every message schema as JSON (``python -m hostagent.docs_sections`` writes them into
+    docs/host-protocol.md)."""
+    del argv
+    json.dump(all_message_schemas(), sys.stdout, indent=2)
+    sys.stdout.write("\n")
     return 0
 
 

@@ -42,11 +42,19 @@ class Verifier:
     async def verify(self, call: Envelope, action: PlannedAction) -> Verification:
         deadline = time.monotonic() + self.timeout_s
         timed_out = False
+        refused = self.bus.refused
         while True:
             remaining = deadline - time.monotonic()
-            update = await self.bus.next(lambda e: e.type == "state.updated", timeout=max(0.0, remaining))
+            update = await self.bus.next(lambda e: e.type == "state.updated", timeout=max(0.0, remaining),
+                                         refused_before=refused)
             if update is None:
                 timed_out = True
+                if self.bus.refused > refused:
+                    self.log.write("recovery", "snapshot_continue", id=call.id, code="FRAME_REFUSED",
+                                   reason=f"a frame that broke the protocol came instead of the state.updated after "
+                                          f"{action.tool}'s result; resync with snapshot.get")
+                    await self.executor.snapshot(f"FRAME_REFUSED after {call.id}")
+                    break
                 self.log.write("recovery", "snapshot_continue", id=call.id, code="TIMEOUT_STATE_UPDATE",
                                reason=f"no state.updated within {self.timeout_s:g}s after {action.tool}'s result; "
                                       "resync with snapshot.get")

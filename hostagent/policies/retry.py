@@ -3,7 +3,8 @@
 - ``UNKNOWN_TOOL``: resync with ``snapshot.get`` and replan from the new toolSchema.
 - ``INVALID_PARAMS``: adjust the params once, retry once, then replan.
 - ``TIMEOUT_STATE_UPDATE``: ``snapshot.get`` and continue (the action itself succeeded).
-- ``TIMEOUT_RESULT`` (the call may or may not have run): resync and replan.
+- ``TIMEOUT_RESULT`` (the call may or may not have run), ``FRAME_REFUSED`` (a frame that broke the
+  protocol came while the call waited; it may have been its reply): resync and replan.
 - ``TOOL_EXECUTION_FAILED`` (the host says nothing changed), ``DESYNC_DETECTED`` (the state was
   just read): replan.
 - ``INVALID_MESSAGE``, ``SESSION_NOT_ACTIVE``: the session cannot go on (protocol failure).
@@ -48,14 +49,15 @@ class RetryPolicy:
             return Recovery.REPLAN if is_retry else Recovery.ADJUST_RETRY
         if code == "TIMEOUT_STATE_UPDATE":
             return Recovery.SNAPSHOT_CONTINUE
-        if code == "TIMEOUT_RESULT":
+        if code in ("TIMEOUT_RESULT", "FRAME_REFUSED"):
             return Recovery.RESYNC_REPLAN
         # TOOL_EXECUTION_FAILED: the host says nothing changed; DESYNC_DETECTED: the state was just read.
         return Recovery.REPLAN
 
     @staticmethod
     def counts_as_failure(code: str) -> bool:
-        return code != "TIMEOUT_STATE_UPDATE"
+        """A late state update is not a failure; a refused frame counts among the protocol faults."""
+        return code not in ("TIMEOUT_STATE_UPDATE", "FRAME_REFUSED")
 
     def blocked(self, failures_on_stage: int) -> bool:
         return failures_on_stage >= self.max_stage_failures

@@ -17,10 +17,9 @@ import asyncio
 import contextlib
 import json
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -33,27 +32,10 @@ from hostagent.protocol import Envelope, ErrorPayload, RelayJoin, RelayJoined, e
 from hostagent.reference_host.faults import Fault
 from hostagent.reference_host.host import DEFAULT_PROFILE, MovieHost, Out
 from hostagent.schemas import check_outbound, parse_frame
+from hostagent.transcript import Frame
 
 JOIN_TIMEOUT_S = 10.0
 MAX_FRAME_BYTES = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One frame on the agent's connection as the host side saw it (``in``: from the agent)."""
-
-    direction: Literal["in", "out"]
-    text: str | bytes
-    ts: float = field(default_factory=time.monotonic)
-
-    def json(self) -> dict[str, Any] | None:
-        if isinstance(self.text, bytes):
-            return None
-        try:
-            data = json.loads(self.text)
-        except json.JSONDecodeError:
-            return None
-        return data if isinstance(data, dict) else None
 
 
 @dataclass

@@ -13,12 +13,16 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from hostagent.agent import AgentConfig, HostAgent, SessionResult
-from hostagent.plans import Planner
+from hostagent.alt_host.cinema import FILMS
+from hostagent.alt_host.server import AltHost
+from hostagent.planner import Planner
+from hostagent.reference_host.catalog import MOVIES_BY_ID
 from hostagent.reference_host.faults import Fault, parse_fault
-from hostagent.reference_host.server import Frame, ReferenceHost
+from hostagent.reference_host.server import ReferenceHost
 from hostagent.rules_planner import RulesPlanner
 from hostagent.schemas import parse_frame
 from hostagent.session_log import SessionLog, log_record_schema
+from hostagent.transcript import Frame
 
 ROOM = "room-1"
 GOAL = ("Book 2 seats for Dune on 2026-07-01 in the evening, name Grace Hopper, email grace@example.com, "
@@ -26,14 +30,32 @@ GOAL = ("Book 2 seats for Dune on 2026-07-01 in the evening, name Grace Hopper, 
 # Short bounded waits keep the fault tests fast; nothing asserts how long anything took.
 FAULT_TIMEOUT_S = 0.3
 LOG_VALIDATOR = Draft202012Validator(log_record_schema())
+VACUOUS = {"next", "next step", "continue", "proceed", "because", "n/a", "none", "todo", "action"}
+
+
+HOSTS = ("reference", "alt")
+
+
+@dataclass(frozen=True)
+class Booked:
+    """What a host booked, the same for both hosts (None: nothing)."""
+
+    stage: str
+    reference: str | None
+    movie: str | None
+    seats: int
+    name: str | None
+    coupon: str | None
 
 
 @dataclass
 class Session:
     result: SessionResult
     records: list[dict[str, Any]]
-    host: ReferenceHost
+    host: Any
+    """The ReferenceHost or the AltHost the session ran against."""
     log_path: Path
+    kind: str = "reference"
 
     @property
     def frames(self) -> list[Frame]:
@@ -58,18 +80,38 @@ class Session:
     def booking(self) -> Any:
         return self.host.host_of(ROOM).booking
 
+    @property
+    def booked(self) -> Booked:
+        if self.kind == "alt":
+            visit = self.host.visit(ROOM)
+            return Booked(stage=visit.stage, reference=visit.reference,
+                          movie=FILMS[visit.film][0] if visit.film else None, seats=len(visit.places),
+                          name=visit.buyer[0] if visit.buyer else None, coupon=visit.promo)
+        b = self.booking
+        title = MOVIES_BY_ID[b.movie_id].title if b.movie_id else None
+        return Booked(stage=b.stage, reference=b.booking_id, movie=title, seats=len(b.seat_ids), name=b.name,
+                      coupon=b.coupon)
+
 
 def faults(*specs: str) -> list[Fault]:
     return [parse_fault(s) for s in specs]
 
 
+def start_host(kind: str, fault_specs: Sequence[str] = (), **kwargs: Any) -> Any:
+    """An unstarted host of ``kind`` (``reference`` or ``alt``) with these faults."""
+    if kind == "alt":
+        return AltHost(faults=list(fault_specs), **kwargs)
+    return ReferenceHost(faults=faults(*fault_specs), **kwargs)
+
+
 def run(tmp_path: Path, *, fault_specs: Sequence[str] = (), goal: str = GOAL, planner: Planner | None = None,
-        timeout_s: float = 5.0, host_kwargs: dict[str, Any] | None = None, check: bool = True,
+        timeout_s: float = 5.0, host_kwargs: dict[str, Any] | None = None, check: bool = True, host: str = "reference",
         **config: Any) -> Session:
     log_path = tmp_path / "session.jsonl"
+    kind = host
 
-    async def go() -> tuple[SessionResult, ReferenceHost]:
-        async with ReferenceHost(faults=faults(*fault_specs), **(host_kwargs or {})) as host:
+    async def go() -> tuple[SessionResult, Any]:
+        async with start_host(kind, fault_specs, **(host_kwargs or {})) as host:
             cfg = AgentConfig(url=host.url, room=ROOM, goal=goal, timeout_s=timeout_s,
                               question_timeout_s=config.pop("question_timeout_s", 5.0),
                               session_timeout_s=config.pop("session_timeout_s", 60.0), **config)
@@ -78,7 +120,7 @@ def run(tmp_path: Path, *, fault_specs: Sequence[str] = (), goal: str = GOAL, pl
 
     result, host = asyncio.run(go())
     records = [json.loads(line) for line in log_path.read_text().splitlines()]
-    session = Session(result, records, host, log_path)
+    session = Session(result, records, host, log_path, kind)
     if check:
         check_session(session)
     return session
@@ -133,7 +175,8 @@ def check_session(session: Session) -> None:
         if r["direction"] == "out" and env["type"] == "tool.call":
             assert pending is None, f"tool.call {env['id']} sent while {pending} was in flight"
             assert env["payload"]["name"] in tools, (env["payload"]["name"], tools)
-            assert env["payload"]["reason"].strip()
+            reason = env["payload"]["reason"].strip()
+            assert len(reason) >= 8 and reason.lower().strip(".! ") not in VACUOUS, reason  # a concrete reason
             pending = env["id"]
     # The same on the host's side of the wire.
     waiting: str | None = None

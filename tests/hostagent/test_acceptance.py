@@ -1,4 +1,5 @@
-"""Seed 002 §10 / issue 12 acceptance, each against the reference host over real WebSockets.
+"""Seed 002 §10 / issue 12 / issue 19 acceptance, each against both hosts (the reference host and
+the independent alternative host, with its own uiSpec dialect) over real WebSockets.
 
 Every session run here also passes ``check_session`` (support.py): a complete log that validates
 against its schema and matches the wire, valid frames only, every tool.call offered by the current
@@ -9,36 +10,42 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from hostagent.alt_host.cinema import TOOLS_BY_STAGE
 from hostagent.reference_host.catalog import STAGE_TOOLS
-from tests.hostagent.support import FAULT_TIMEOUT_S, run
+from tests.hostagent.support import FAULT_TIMEOUT_S, HOSTS, run
+
+pytestmark = pytest.mark.parametrize("host", HOSTS)
+STAGES = {"reference": STAGE_TOOLS, "alt": TOOLS_BY_STAGE}
 
 FLOW = ["search_movies", "select_movie", "select_showtime", "select_seats", "enter_contact", "apply_coupon",
         "confirm_booking"]
 
 
-def test_end_to_end_booking_with_the_rules_planner(tmp_path: Path) -> None:
-    session = run(tmp_path)
+def test_end_to_end_booking_with_the_rules_planner(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host)
     assert session.result.outcome == "completed" and session.result.exit_code == 0
     assert [name for name, _ in session.calls()] == FLOW
-    booking = session.booking
-    assert booking.stage == "confirmation" and booking.booking_id is not None
-    assert booking.movie_id == "m1" and booking.name == "Grace Hopper" and booking.coupon == "SAVE10"
-    assert len(booking.seat_ids) == 2
+    booked = session.booked
+    assert booked.stage == "confirmation" and booked.reference is not None
+    assert booked.movie == "Dune: Part Two" and booked.name == "Grace Hopper" and booked.coupon == "SAVE10"
+    assert booked.seats == 2
     # The host's state.updated always carried exactly the stage's tools.
     for update in session.received("state.updated"):
         payload = update["payload"]
-        assert [t["name"] for t in payload["toolSchema"]] == list(STAGE_TOOLS[payload["stage"]])
+        assert [t["name"] for t in payload["toolSchema"]] == list(STAGES[host][payload["stage"]])
     # The user was told, and the session was ended with the host.
     messages = [e["payload"] for e in session.sent("agent.message")]
-    assert messages[-1]["text"].startswith(f"Booked {booking.booking_id}")
+    assert messages[-1]["text"].startswith(f"Booked {booked.reference}: Dune: Part Two")
     assert session.sent()[-1]["type"] == "session.end"
     assert session.received()[-1]["type"] == "session.ended"
-    assert session.result.summary is not None and booking.booking_id in session.result.summary
+    assert session.result.summary is not None and booked.reference in session.result.summary
 
 
-def test_every_call_is_offered_has_a_reason_and_none_overlap(tmp_path: Path) -> None:
+def test_every_call_is_offered_has_a_reason_and_none_overlap(tmp_path: Path, host: str) -> None:
     # A session with a goal change and a schema race exercises replanning, go_back and resync.
-    session = run(tmp_path, fault_specs=["unknown_tool_after_schema_change", "goal_change:select_seats:1:"
+    session = run(tmp_path, host=host, fault_specs=["unknown_tool_after_schema_change", "goal_change:select_seats:1:"
                                          "Sorry, make it Oppenheimer"], timeout_s=FAULT_TIMEOUT_S,
                   goal="Book 2 seats for Dune on 2026-07-01, name Grace Hopper, email grace@example.com")
     calls = session.sent("tool.call")
@@ -57,8 +64,8 @@ def test_every_call_is_offered_has_a_reason_and_none_overlap(tmp_path: Path) -> 
     assert all(offered_at_call)
 
 
-def test_recovers_from_a_dropped_state_update_through_snapshot(tmp_path: Path) -> None:
-    session = run(tmp_path, fault_specs=["drop_state_update:select_movie"], timeout_s=FAULT_TIMEOUT_S)
+def test_recovers_from_a_dropped_state_update_through_snapshot(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, fault_specs=["drop_state_update:select_movie"], timeout_s=FAULT_TIMEOUT_S)
     assert session.result.outcome == "completed"
     sent = [e["type"] for e in session.sent()]
     select = next(i for i, e in enumerate(session.sent()) if e["type"] == "tool.call"
@@ -71,8 +78,8 @@ def test_recovers_from_a_dropped_state_update_through_snapshot(tmp_path: Path) -
     assert session.result.failures == {}  # a late update is not a failure
 
 
-def test_recovers_from_a_state_update_delayed_past_the_timeout(tmp_path: Path) -> None:
-    session = run(tmp_path, fault_specs=["delay_state_update:select_showtime"], timeout_s=FAULT_TIMEOUT_S)
+def test_recovers_from_a_state_update_delayed_past_the_timeout(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, fault_specs=["delay_state_update:select_showtime"], timeout_s=FAULT_TIMEOUT_S)
     assert session.result.outcome == "completed"
     assert [r["code"] for r in session.logged("recovery")] == ["TIMEOUT_STATE_UPDATE"]
     call = next(e for e in session.sent("tool.call") if e["payload"]["name"] == "select_showtime")
@@ -80,11 +87,11 @@ def test_recovers_from_a_state_update_delayed_past_the_timeout(tmp_path: Path) -
     assert len(late) == 1, "the delayed update did arrive, after the resync"
     stale = [r for r in session.logged("verification") if r["outcome"] == "stale"]
     assert [r["id"] for r in stale] == [late[0]["id"]]
-    assert session.booking.booking_id is not None
+    assert session.booked.reference is not None
 
 
-def test_recovers_from_unknown_tool_after_a_schema_change(tmp_path: Path) -> None:
-    session = run(tmp_path, fault_specs=["unknown_tool_after_schema_change"], timeout_s=FAULT_TIMEOUT_S)
+def test_recovers_from_unknown_tool_after_a_schema_change(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, fault_specs=["unknown_tool_after_schema_change"], timeout_s=FAULT_TIMEOUT_S)
     assert session.result.outcome == "completed"
     errors = session.received("error")
     assert [e["payload"]["code"] for e in errors] == ["UNKNOWN_TOOL"]
@@ -96,8 +103,8 @@ def test_recovers_from_unknown_tool_after_a_schema_change(tmp_path: Path) -> Non
     assert session.result.failures == {"showtimes": 1}
 
 
-def test_invalid_params_on_a_first_attempt_are_adjusted_and_retried_once(tmp_path: Path) -> None:
-    session = run(tmp_path, fault_specs=["invalid_params_first:enter_contact"], timeout_s=FAULT_TIMEOUT_S)
+def test_invalid_params_on_a_first_attempt_are_adjusted_and_retried_once(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, fault_specs=["invalid_params_first:enter_contact"], timeout_s=FAULT_TIMEOUT_S)
     assert session.result.outcome == "completed"
     contact_calls = [e for e in session.sent("tool.call") if e["payload"]["name"] == "enter_contact"]
     assert len(contact_calls) == 2
@@ -108,40 +115,42 @@ def test_invalid_params_on_a_first_attempt_are_adjusted_and_retried_once(tmp_pat
     assert [r["type"] for r in session.logged("recovery")] == ["adjust_retry"]
 
 
-def test_invalid_params_twice_replans_instead_of_retrying_again(tmp_path: Path) -> None:
+def test_invalid_params_twice_replans_instead_of_retrying_again(tmp_path: Path, host: str) -> None:
     # An unknown coupon is rejected on the attempt and on the adjusted retry: the agent replans,
     # books without it and says so.
-    session = run(tmp_path, goal="Book 1 seat for Oppenheimer on 2026-07-02, name Ada Lovelace, "
+    session = run(tmp_path, host=host, goal="Book 1 seat for Oppenheimer on 2026-07-02, name Ada Lovelace, "
                   "email ada@example.com, coupon BOGUS1", timeout_s=FAULT_TIMEOUT_S)
     assert session.result.outcome == "completed"
     coupon_calls = [c for c in session.calls() if c[0] == "apply_coupon"]
     assert coupon_calls == [("apply_coupon", {"code": "BOGUS1"})] * 2
     assert [r["type"] for r in session.logged("recovery")] == ["adjust_retry", "replan"]
-    assert session.booking.coupon is None and session.booking.booking_id is not None
+    assert session.booked.coupon is None and session.booked.reference is not None
     assert "coupon BOGUS1 was not accepted" in session.sent("agent.message")[-1]["payload"]["text"]
 
 
-def test_recovers_from_tool_execution_failed_twice(tmp_path: Path) -> None:
-    session = run(tmp_path, fault_specs=["tool_execution_failed:confirm_booking:2"], timeout_s=FAULT_TIMEOUT_S)
+def test_recovers_from_tool_execution_failed_twice(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, fault_specs=["tool_execution_failed:confirm_booking:2"],
+                  timeout_s=FAULT_TIMEOUT_S)
     assert session.result.outcome == "completed"
     assert [c[0] for c in session.calls()].count("confirm_booking") == 3
     assert session.result.failures == {"checkout": 2}
-    assert session.booking.booking_id is not None
+    assert session.booked.reference is not None
 
 
-def test_follows_a_goal_change_mid_flow(tmp_path: Path) -> None:
-    session = run(tmp_path, fault_specs=["goal_change:select_showtime:1:Actually, make it Oppenheimer instead"],
-                  timeout_s=FAULT_TIMEOUT_S)
+def test_follows_a_goal_change_mid_flow(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, timeout_s=FAULT_TIMEOUT_S,
+                  fault_specs=["goal_change:select_showtime:1:Actually, make it Oppenheimer instead"])
     assert session.result.outcome == "completed"
     names = [c[0] for c in session.calls()]
     assert names[names.index("select_showtime") + 1:][:2] == ["go_back", "go_back"]
-    assert session.booking.movie_id == "m3"  # Oppenheimer, not the Dune of the original goal
+    assert session.booked.movie == "Oppenheimer"  #, not the Dune of the original goal
     said = [e["payload"]["text"] for e in session.sent("agent.message")]
     assert any(t.startswith("Understood, changing the plan") and "Oppenheimer" in t for t in said)
 
 
-def test_three_failures_on_a_stage_block_and_stop_acting(tmp_path: Path) -> None:
-    session = run(tmp_path, fault_specs=["tool_execution_failed:confirm_booking:3"], timeout_s=FAULT_TIMEOUT_S)
+def test_three_failures_on_a_stage_block_and_stop_acting(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, fault_specs=["tool_execution_failed:confirm_booking:3"],
+                  timeout_s=FAULT_TIMEOUT_S)
     assert session.result.outcome == "blocked" and session.result.exit_code == 0
     sent = session.sent()
     blocked = [i for i, e in enumerate(sent) if e["type"] == "agent.message" and e["payload"].get("kind") == "blocked"]
@@ -149,13 +158,14 @@ def test_three_failures_on_a_stage_block_and_stop_acting(tmp_path: Path) -> None
     assert "3 attempts failed on the checkout screen" in sent[blocked[0]]["payload"]["text"]
     assert "TOOL_EXECUTION_FAILED" in sent[blocked[0]]["payload"]["text"]
     assert [e["type"] for e in sent[blocked[0] + 1:]] == ["session.end"]  # no call after it
-    assert session.booking.booking_id is None
+    assert session.booked.reference is None
     assert session.result.failures == {"checkout": 3}
 
 
-def test_the_log_of_a_faulty_session_is_complete(tmp_path: Path) -> None:
-    session = run(tmp_path, fault_specs=["drop_state_update:search_movies", "invalid_params_first:select_seats",
-                                         "tool_execution_failed:enter_contact:1"], timeout_s=FAULT_TIMEOUT_S)
+def test_the_log_of_a_faulty_session_is_complete(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, timeout_s=FAULT_TIMEOUT_S, fault_specs=[
+        "drop_state_update:search_movies", "invalid_params_first:select_seats",
+        "tool_execution_failed:enter_contact:1"])
     records = session.records
     kinds = {r["kind"] for r in records}
     assert {"session", "envelope", "plan", "action", "outcome", "verification", "recovery"} <= kinds
@@ -175,13 +185,27 @@ def test_the_log_of_a_faulty_session_is_complete(tmp_path: Path) -> None:
     assert all(r["sessionId"] == session.result.sessionId for r in records[4:])
 
 
-def test_an_unanswered_question_ends_blocked(tmp_path: Path) -> None:
-    # No contact details in the goal and no simulated user: the agent asks, waits (bounded), gives up.
-    session = run(tmp_path, goal="Book 1 seat for Dune", host_kwargs={"user_profile": None},
+def test_an_unanswered_question_ends_blocked_within_the_bound(tmp_path: Path, host: str) -> None:
+    # No contact details in the goal and nobody answering: the agent asks, waits (bounded), gives up,
+    # says so (kind blocked), ends the session, and exits 6 (no_answer) with a complete log.
+    session = run(tmp_path, host=host, goal="Book 1 seat for Dune", host_kwargs={"user_profile": None},
                   question_timeout_s=FAULT_TIMEOUT_S, timeout_s=FAULT_TIMEOUT_S)
-    assert session.result.outcome == "blocked" and session.result.exit_code == 0
+    assert session.result.outcome == "no_answer" and session.result.exit_code == 6
+    assert session.records[-1]["outcome"] == "no_answer"  # check_session: the log is complete
+    assert session.sent()[-1]["type"] == "session.end" and session.received()[-1]["type"] == "session.ended"
     kinds = [e["payload"].get("kind") for e in session.sent("agent.message")]
     assert kinds == ["info", "question", "blocked"]
     assert "no answer to my question" in session.sent("agent.message")[-1]["payload"]["text"]
     assert session.calls()[-1][0] == "select_seats"  # it reached checkout, then stopped without booking
-    assert session.booking.booking_id is None
+    assert session.booked.reference is None
+
+
+def test_a_question_never_waits_past_the_session_bound(tmp_path: Path, host: str) -> None:
+    # The question's own bound (30 s) is longer than the whole session (1 s): the session's hard
+    # bound cuts the wait, and the agent still says why, ends the session and completes its log.
+    session = run(tmp_path, host=host, goal="Book 1 seat for Dune", host_kwargs={"user_profile": None},
+                  question_timeout_s=30.0, session_timeout_s=1.0, timeout_s=FAULT_TIMEOUT_S)
+    assert session.result.outcome == "no_answer" and session.result.exit_code == 6
+    blocked = session.sent("agent.message")[-1]["payload"]
+    assert blocked["kind"] == "blocked" and "no answer to my question within 0." in blocked["text"]
+    assert session.sent()[-1]["type"] == "session.end" and session.received()[-1]["type"] == "session.ended"

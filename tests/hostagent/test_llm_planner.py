@@ -39,26 +39,33 @@ def _tool(name: str, params: dict[str, Any], reason: str, expected: str | None) 
 
 
 def booking_brain(context: dict[str, Any]) -> dict[str, Any]:
-    """What a competent model answers for the reference flow, from the context it is shown."""
-    stage, ui = context["stage"], context["uiSpec"]
+    """What a competent model answers for the booking flow, from the normalised screen it is shown
+    (the same on every host, whatever its uiSpec dialect)."""
+    stage, screen = context["stage"], context["screen"]
+    tools = {t["name"]: t for t in context["tools"]}
+
+    def param(tool: str) -> str:
+        return str(tools[tool]["params"]["required"][0])
+
     if stage == "browse":
-        movie = next(m for m in ui["movies"] if m["title"] == "Inside Out 2")
-        return _tool("select_movie", {"movieId": movie["id"]}, "open Inside Out 2, the requested movie", "showtimes")
+        movie = next(m for m in screen["movies"] if m["title"] == "Inside Out 2")
+        return _tool("select_movie", {param("select_movie"): movie["id"]}, "open Inside Out 2, the requested movie",
+                     "showtimes")
     if stage == "showtimes":
-        return _tool("select_showtime", {"showtimeId": ui["showtimes"][0]["id"]}, "the first showtime fits",
-                     "seats")
+        return _tool("select_showtime", {param("select_showtime"): screen["showtimes"][0]["id"]},
+                     "the first showtime fits", "seats")
     if stage == "seats":
-        free = [s["id"] for s in ui["seats"] if s["available"]][:2]
-        return _tool("select_seats", {"seatIds": free}, "two free seats for the two tickets", "checkout")
+        free = [s["id"] for s in screen["seats"] if s["available"]][:2]
+        return _tool("select_seats", {param("select_seats"): free}, "two free seats for the two tickets", "checkout")
     if stage == "checkout":
-        if ui["contact"] is None:
+        if not screen.get("contact"):
             return _tool("enter_contact", {"name": "Ada Lovelace", "email": "ada@example.com"},
                          "the booking is for Ada Lovelace", "checkout")
         return _tool("confirm_booking", {}, "everything is filled in: book it", "confirmation")
     said = [m for m in context["conversation"] if m["role"] == "agent"]
     if not said:
         return {"currentStage": stage, "remainingSteps": [], "confidence": 1.0, "expectedStage": None,
-                "nextAction": {"type": "agent.message", "kind": "info", "text": f"Booked {ui['bookingId']}.",
+                "nextAction": {"type": "agent.message", "kind": "info", "text": f"Booked {screen['bookingId']}.",
                                "reason": "report the booking to the user"}}
     return {"currentStage": stage, "remainingSteps": [], "confidence": 1.0, "expectedStage": None,
             "nextAction": {"type": "session.end", "reason": "goal reached and reported"}}

@@ -13,6 +13,7 @@ from hostagent.policies.retry import Recovery, RetryPolicy, adjust_params
 from hostagent.protocol import ToolSpec, new_id
 from hostagent.reference_host.catalog import TOOLS
 from hostagent.rules_planner import choose_seats
+from hostagent.screen import Seat
 from tests.hostagent.support import FAULT_TIMEOUT_S, run
 
 
@@ -100,8 +101,8 @@ def test_signals_from_the_users_words_later_ones_win() -> None:
 
 
 def test_seats_are_adjacent_and_central_first() -> None:
-    seat_map = [{"id": f"{r}{n}", "available": (r, n) not in {("C", 4), ("C", 5)}} for r in "ABCDE"
+    seat_map = [Seat(id=f"{r}{n}", available=(r, n) not in {("C", 4), ("C", 5)}) for r in "ABCDE"
                 for n in range(1, 9)]
     assert choose_seats(seat_map, 2) in (["C2", "C3"], ["C6", "C7"])
     assert choose_seats(seat_map, 4) == ["D3", "D4", "D5", "D6"]
-    assert choose_seats([{"id": "A1", "available": True}], 2) == []
+    assert choose_seats([Seat(id="A1", available=True)], 2) == []

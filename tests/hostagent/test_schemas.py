@@ -38,7 +38,7 @@ def test_the_docs_hold_the_generated_schemas() -> None:
     text = DOC.read_text()
     for name, build in SECTIONS.items():
         assert section(text, name) == build(), f"docs/host-protocol.md {name} is stale: " \
-                                               "run python -m hostagent.schemas --write-docs"
+                                               "run python -m hostagent.docs_sections"
     for type_ in MESSAGES:
         assert f"#### `{type_}`" in text and f"| `{type_}` |" in text
 

@@ -1,0 +1,72 @@
+"""Issue 19: the agent works with any host that speaks mvp-0.2, not only the reference host.
+
+Both planners (rules; LLM through the real google-genai SDK against the fake Gemini server) book
+on both hosts, whose screens share no layout; the rules planner finds a movie the browse screen
+does not list through the search tool it picks from the host's schemas. Every session here also
+passes ``check_session``: valid frames, every tool.call offered by the current toolSchema with a
+concrete reason, never two in flight, a complete log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hostagent.llm_planner import build_llm_planner
+from shared.models.gemini import GeminiModel
+from tests.fakes.fake_gemini import FakeGemini, Reply, text
+from tests.hostagent.support import HOSTS, run
+from tests.hostagent.test_llm_planner import GOAL as LLM_GOAL
+from tests.hostagent.test_llm_planner import _context_of, _first_user_texts, booking_brain
+
+
+@pytest.fixture
+def gemini(fake_gemini: FakeGemini) -> Iterator[GeminiModel]:
+    model = GeminiModel(fake_gemini.settings(), backoff_initial_s=0.01, backoff_max_s=0.05)
+    yield model
+    model.close()
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_llm_planner_books_on_each_host_from_the_normalised_screen(
+        tmp_path: Path, host: str, fake_gemini: FakeGemini, gemini: GeminiModel) -> None:
+    fake_gemini.handler = lambda r: Reply([text(json.dumps(booking_brain(_context_of(_first_user_texts(r)))))])
+    session = run(tmp_path, host=host, goal=LLM_GOAL, planner=build_llm_planner(gemini))
+    assert session.result.outcome == "completed" and session.result.exit_code == 0
+    assert [c[0] for c in session.calls()] == ["select_movie", "select_showtime", "select_seats", "enter_contact",
+                                               "confirm_booking"]
+    assert session.booked.movie == "Inside Out 2" and session.booked.reference is not None
+    assert session.booked.seats == 2 and session.booked.name == "Ada Lovelace"
+    fake_gemini.assert_complete()
+    # The model saw the same normalised view on both hosts, never the host's raw uiSpec.
+    contexts = [_context_of(_first_user_texts(r)) for r in fake_gemini.requests]
+    assert all("uiSpec" not in c for c in contexts)
+    seats = next(c for c in contexts if c["stage"] == "seats")["screen"]
+    assert {"id", "available"} == set(seats["seats"][0]) and seats["showtime"]["date"] == "2026-07-01"
+
+
+def test_the_rules_planner_finds_an_unlisted_movie_through_the_search_tool(tmp_path: Path) -> None:
+    # The alt host's browse screen lists nothing until a search; the goal gives no date (so no
+    # date search happens by itself): only the search tool, chosen from the schemas, finds the film.
+    goal = "Book 2 seats for Oppenheimer in the evening, name Grace Hopper, email grace@example.com"
+    session = run(tmp_path, host="alt", goal=goal, fault_specs=["hide_listing"])
+    assert session.result.outcome == "completed"
+    first, *rest = session.calls()
+    assert first == ("search_movies", {"query": "Oppenheimer"})
+    assert rest[0] == ("select_movie", {"movieId": "film-opp"})
+    assert session.booked.movie == "Oppenheimer" and session.booked.reference is not None
+    search = session.sent("tool.call")[0]["payload"]["reason"]
+    assert "the screen lists no movies" in search and "search" in search
+    assert not [e for e in session.sent("agent.message") if e["payload"].get("kind") == "question"]
+
+
+def test_a_movie_no_search_finds_is_asked_about_then_blocked(tmp_path: Path) -> None:
+    session = run(tmp_path, host="alt", goal="Book 2 seats for Casablanca tonight", fault_specs=["hide_listing"],
+                  host_kwargs={"user_profile": None}, question_timeout_s=0.3, timeout_s=0.3)
+    assert session.calls() == [("search_movies", {"query": "Casablanca"})]
+    question = next(e for e in session.sent("agent.message") if e["payload"].get("kind") == "question")
+    assert question["payload"]["text"] == "Which movie would you like to see?"  # no empty "On offer: ."
+    assert session.result.outcome == "no_answer" and session.result.exit_code == 6
