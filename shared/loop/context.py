@@ -127,8 +127,8 @@ class RunContext:
         self.turns.append(turn)
         return len(self.turns) - 1
 
-    def write(self, write: Write) -> None:
-        self.pending.append(write)
+    def write(self, *writes: Write) -> None:
+        self.pending.extend(writes)
 
     def put_action(self, action: ActionRecord) -> None:
         """Queue the action's current state (written whole at the next commit)."""

@@ -98,7 +98,7 @@ def step(ctx: RunContext) -> StepOutcome:
                                on_delta=on_delta)
     entry = metered.entry
     if metered.error is not None:
-        ctx.write(services.usage.entry_write(entry))
+        ctx.write(*services.usage.entry_writes(entry))
         if isinstance(metered.error, ModelTimeout):
             return NextStepFailed(FailureCode.MODEL_TIMEOUT, f"the model did not answer in time: {metered.error}")
         return NextStepFailed(FailureCode.MODEL_ERROR, f"the model call failed: {metered.error}")
@@ -108,11 +108,11 @@ def step(ctx: RunContext) -> StepOutcome:
     ctx.run.cost_usd = round(ctx.run.cost_usd + entry.cost_usd, 8)
     turn = response.turn
     if turn.role != "model" or not turn.parts:
-        ctx.write(services.usage.entry_write(entry))
+        ctx.write(*services.usage.entry_writes(entry))
         return NextStepFailed(FailureCode.MALFORMED_MODEL_OUTPUT, "the model returned an empty answer")
     turn_index = ctx.add_turn(turn)
     entry.turn_index = turn_index
-    ctx.write(services.usage.entry_write(entry))
+    ctx.write(*services.usage.entry_writes(entry))
     calls = turn.function_calls
     if not calls:
         text = turn.text

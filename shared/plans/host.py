@@ -234,7 +234,7 @@ class PlanHost(Host):
             e.entry_id, e.step = f"{state.session_id}-{ctx.run.steps:05d}-r{i}", ctx.run.steps
             ctx.run.usage = ctx.run.usage + e.usage
             ctx.run.cost_usd = round(ctx.run.cost_usd + e.cost_usd, 8)
-            ctx.write(services.usage.entry_write(e))
+            ctx.write(*services.usage.entry_writes(e))
         return None if answer is None else answer.value
 
     def _apply(self, ctx: RunContext, state: PlanState, tasks: list[PlanTask], task: PlanTask,
