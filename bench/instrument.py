@@ -4,6 +4,11 @@ It is measurement, not a mock: every call goes to the wrapped store unchanged. O
 before and after each commit (``commit`` or ``run_transaction``); the reliability scenario uses
 them to inject crashes at a chosen commit.
 
+Documents read are counted per collection id (``runs``, ``usage``, ``usageDays``...): one per
+document a ``get``/``get_many`` asks for (found or not: Firestore bills a missing one too) and one
+per document a query returns (at least one per query) or an aggregation sums. Documents written are counted per
+collection id too, one per write of a commit or transaction that applied.
+
 Store CPU time is thread CPU time (``time.thread_time``) of the calling thread spent inside store
 calls. For ``run_transaction`` the time spent in the caller's callback is excluded (it is domain
 work), except the transaction's own reads (``Transaction.get``/``query``), which are store I/O.
@@ -30,6 +35,24 @@ class _ThreadStats(threading.local):
         self.store_wall_s = 0.0
         self.commits = 0
         self.calls: Counter[str] = Counter()
+        self.docs_read: Counter[str] = Counter()
+        self.docs_written: Counter[str] = Counter()
+
+
+def collection_id(path: str) -> str:
+    """The collection id of a document path (``users/u/usage/e1`` -> ``usage``)."""
+    parts = path.split("/")
+    return parts[-2] if len(parts) >= 2 else path
+
+
+def _count_read(stats: _ThreadStats, paths: Sequence[str]) -> None:
+    for p in paths:
+        stats.docs_read[collection_id(p)] += 1
+
+
+def _count_query(stats: _ThreadStats, query: Query, docs: list[Doc]) -> list[Doc]:
+    stats.docs_read[query.collection.rsplit("/", 1)[-1]] += max(1, len(docs))
+    return docs
 
 
 class InstrumentedStore:
@@ -46,16 +69,19 @@ class InstrumentedStore:
     def snapshot(self) -> dict[str, Any]:
         s = self._stats
         return {"store_cpu_s": s.store_cpu_s, "store_wall_s": s.store_wall_s, "commits": s.commits,
-                "calls": dict(s.calls)}
+                "calls": dict(s.calls), "docs_read": dict(s.docs_read), "docs_written": dict(s.docs_written)}
 
     @staticmethod
     def delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
-        calls = Counter(after["calls"])
-        calls.subtract(before["calls"])
+        def minus(key: str) -> dict[str, int]:
+            out = Counter(after[key])
+            out.subtract(before[key])
+            return {k: v for k, v in out.items() if v}
+
         return {"store_cpu_s": after["store_cpu_s"] - before["store_cpu_s"],
                 "store_wall_s": after["store_wall_s"] - before["store_wall_s"],
                 "commits": after["commits"] - before["commits"],
-                "calls": {k: v for k, v in calls.items() if v}}
+                "calls": minus("calls"), "docs_read": minus("docs_read"), "docs_written": minus("docs_written")}
 
     def _timed(self, name: str, fn: Callable[[], T]) -> T:
         s = self._stats
@@ -69,16 +95,22 @@ class InstrumentedStore:
 
     # ---- DocStore ------------------------------------------------------------------------------
     def get(self, path: str) -> Doc | None:
+        _count_read(self._stats, (path,))
         return self._timed("get", lambda: self.inner.get(path))
 
     def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        _count_read(self._stats, paths)
         return self._timed("get_many", lambda: self.inner.get_many(paths))
 
     def query(self, query: Query) -> list[Doc]:
-        return self._timed("query", lambda: self.inner.query(query))
+        return _count_query(self._stats, query, self._timed("query", lambda: self.inner.query(query)))
 
     def sum_of(self, query: Query, field: str) -> float:
-        return self._timed("sum_of", lambda: self.inner.sum_of(query, field))
+        total = self._timed("sum_of", lambda: self.inner.sum_of(query, field))
+        # The documents an aggregation sums are what it reads (Firestore: their index entries, billed
+        # per 1,000), counted with an untimed query of the same documents.
+        _count_query(self._stats, query, self.inner.query(query))
+        return total
 
     def commit(self, writes: Sequence[Write]) -> list[str]:
         s = self._stats
@@ -87,6 +119,8 @@ class InstrumentedStore:
         if self.before_commit is not None:
             self.before_commit("commit", index)
         tokens = self._timed("commit", lambda: self.inner.commit(writes))
+        for w in writes:
+            s.docs_written[collection_id(w.path)] += 1
         if self.after_commit is not None:
             self.after_commit("commit", index)
         return tokens
@@ -100,11 +134,14 @@ class InstrumentedStore:
         callback_cpu = 0.0
         callback_wall = 0.0
 
+        written: list[str] = []  # of the last attempt (a re-run transaction starts afresh)
+
         def callback(t: Transaction) -> T:
             nonlocal callback_cpu, callback_wall
             c0, w0 = time.thread_time(), time.perf_counter()
+            written.clear()
             try:
-                return fn(_InstrumentedTransaction(t, s))
+                return fn(_InstrumentedTransaction(t, s, written))
             finally:
                 callback_cpu += time.thread_time() - c0
                 callback_wall += time.perf_counter() - w0
@@ -116,6 +153,8 @@ class InstrumentedStore:
         finally:
             s.store_cpu_s += time.thread_time() - c0 - callback_cpu
             s.store_wall_s += time.perf_counter() - w0 - callback_wall
+        for p in written:
+            s.docs_written[collection_id(p)] += 1
         if self.after_commit is not None:
             self.after_commit("transaction", index)
         return out
@@ -128,9 +167,10 @@ class InstrumentedStore:
 
 
 class _InstrumentedTransaction:
-    def __init__(self, inner: Transaction, stats: _ThreadStats) -> None:
+    def __init__(self, inner: Transaction, stats: _ThreadStats, written: list[str]) -> None:
         self._inner = inner
         self._stats = stats
+        self._written = written
 
     def _timed(self, name: str, fn: Callable[[], T]) -> T:
         s = self._stats
@@ -143,10 +183,12 @@ class _InstrumentedTransaction:
             s.store_wall_s += time.perf_counter() - w0
 
     def get(self, path: str) -> Doc | None:
+        _count_read(self._stats, (path,))
         return self._timed("txn_get", lambda: self._inner.get(path))
 
     def query(self, query: Query) -> list[Doc]:
-        return self._timed("txn_query", lambda: self._inner.query(query))
+        return _count_query(self._stats, query, self._timed("txn_query", lambda: self._inner.query(query)))
 
     def write(self, write: Write) -> None:
+        self._written.append(write.path)
         self._inner.write(write)

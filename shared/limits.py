@@ -3,8 +3,8 @@
 - ``admit_request``: every authenticated API request (``functions/common.py``) counts against
   ``LIMIT_REQUESTS_PER_MINUTE`` in fixed one-minute windows -> 429 ``RATE_LIMITED``.
 - ``check_daily_tokens``: before new model work is started for a request (a run, a plan session,
-  a refinement, a confirmation) the user's tokens of the UTC day, summed from the usage ledger,
-  must be below ``LIMIT_DAILY_TOKENS`` -> 429 ``DAILY_TOKEN_LIMIT``.
+  a refinement, a confirmation) the user's tokens of the UTC day, read from the day's counter that
+  every usage-ledger entry moves in its own commit, must be below ``LIMIT_DAILY_TOKENS`` -> 429 ``DAILY_TOKEN_LIMIT``.
 - ``slot``: active chat runs (``LIMIT_ACTIVE_RUNS``) and plan sessions (``LIMIT_ACTIVE_SESSIONS``):
   a slot is reserved just before the unit is created (``Slot.reserve``) or the creation is refused -> 429
   ``TOO_MANY_ACTIVE_RUNS`` / ``TOO_MANY_ACTIVE_SESSIONS``. Plan sessions are also checked before
@@ -80,7 +80,7 @@ class Limits:
         """Refuse new work when the user's tokens of the current UTC day reached the limit (429
         ``DAILY_TOKEN_LIMIT``, ``Retry-After`` = seconds to midnight UTC). ``replayed``: whether the
         request repeats one that already started its work (an Idempotency-Key seen): those get their
-        earlier answer, never a refusal. One aggregation query per check."""
+        earlier answer, never a refusal. One document read per check, whatever the day's calls."""
         limit = self.settings.limit_daily_tokens
         if limit <= 0:
             return

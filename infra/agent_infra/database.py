@@ -47,9 +47,6 @@ INDEXES: tuple[IndexSpec, ...] = (
     # shared/state/projects_repo.py list_tasks: a project's tasks in one status, in list order
     # (users/{uid}/projects/{id}/tasks; the collection id "tasks" is shared with plan-session tasks).
     IndexSpec("tasks", (("status", "ASCENDING"), ("order", "ASCENDING"))),
-    # shared/state/usage_repo.py tokens_on: the sum of a user's tokens of one day (the daily token
-    # limit, docs/limits.md), an aggregation query served from this index.
-    IndexSpec("usage", (("day", "ASCENDING"), ("tokens", "ASCENDING"))),
 )
 
 # Collection (group) ids whose documents carry an ``expireAt`` timestamp that Firestore's TTL

@@ -152,7 +152,7 @@ class ChatHost(Host):
 
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
         if code == FailureCode.DEADLINE_EXCEEDED:  # the watchdog: its timeout is in the usage ledger too
-            ctx.write(ctx.services.usage.entry_write(watchdog_entry(ctx)))
+            ctx.write(*ctx.services.usage.entry_writes(watchdog_entry(ctx)))
         result = _base_result(ctx)
         result.ok, result.status, result.summary = False, "failed", message
         result.mode = ctx.run.mode or "assistant_text"

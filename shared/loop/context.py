@@ -170,15 +170,15 @@ class RunContext:
         self.turns.append(turn)
         return len(self.turns) - 1
 
-    def write(self, write: Write) -> None:
-        self.pending.append(write)
+    def write(self, *writes: Write) -> None:
+        self.pending.extend(writes)
 
     def charge(self, entry: UsageEntry) -> None:
         """Add a metered model call to the run's usage and cost, and queue its ledger entry: the one
         way a unit's model calls are accounted (the loop's own and its host's)."""
         self.run.usage = self.run.usage + entry.usage
         self.run.cost_usd = round(self.run.cost_usd + entry.cost_usd, 8)
-        self.write(self.services.usage.entry_write(entry))
+        self.write(*self.services.usage.entry_writes(entry))
 
     def put_action(self, action: ActionRecord) -> None:
         """Queue the action's current state (written whole at the next commit)."""

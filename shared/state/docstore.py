@@ -50,12 +50,17 @@ class Write:
     - ``set``: creates or replaces the whole document (``merge=True``: top-level fields merged).
     - ``update``: merges top-level fields into an existing document; fails if it is missing.
     - ``delete``: removes the document (no error if missing unless ``if_token`` is given).
+    - ``increment``: adds each number of ``data`` to that top-level field (a missing document or
+      field, or one that is not a number, counts as 0), creating the document if missing; other
+      fields are kept. Concurrent increments of one document all apply (none is lost and none
+      fails: Firestore's field-increment transform, no read). Counters kept in the commit that
+      changes what they count use it.
 
     ``if_token`` (update/set/delete only): the write applies only if the document's current
     token equals it; otherwise the batch fails with PreconditionFailed.
     """
 
-    op: Literal["create", "set", "update", "delete"]
+    op: Literal["create", "set", "update", "delete", "increment"]
     path: str
     data: JsonDict = field(default_factory=dict)
     merge: bool = False
@@ -142,3 +147,14 @@ def check_collection_path(path: str) -> str:
     if len(parts) % 2 == 0 or not all(parts):
         raise ValueError(f"not a collection path: {path!r}")
     return path
+
+
+def check_increment(write: Write) -> None:
+    """ValueError unless ``write`` is a valid ``increment``: numbers only, no ``if_token``, no merge.
+
+    Shared by the implementations so both refuse the same malformed increments."""
+    if write.if_token is not None or write.merge:
+        raise ValueError("increment takes no if_token and no merge")
+    for key, v in write.data.items():
+        if not isinstance(v, int | float) or isinstance(v, bool):
+            raise ValueError(f"increment of {key!r} must be a number, got {type(v).__name__}")

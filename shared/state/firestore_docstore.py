@@ -38,6 +38,7 @@ from shared.state.docstore import (
     TransactionContention,
     Write,
     check_collection_path,
+    check_increment,
     split_doc_path,
 )
 
@@ -313,6 +314,13 @@ class FirestoreDocStore:
                 pb.update_mask = types.DocumentMask(field_paths=[FieldPath(k).to_api_repr() for k in w.data])
             if w.op == "update":
                 pb.current_document = types.Precondition(exists=True)
+        elif w.op == "increment":
+            check_increment(w)
+            # An upsert of no field whose transforms add the numbers (Firestore's ``Increment``).
+            adds = [types.DocumentTransform.FieldTransform(field_path=FieldPath(k).to_api_repr(), increment=_value(v))
+                    for k, v in w.data.items()]
+            pb = types.Write(update=types.Document(name=name), update_mask=types.DocumentMask(field_paths=[]),
+                             update_transforms=adds)
         else:
             raise ValueError(f"unknown write op {w.op!r}")
         if w.if_token is not None:

@@ -90,6 +90,11 @@ def usage_entry(uid: str, entry_id: str) -> str:
     return f"users/{uid}/usage/{entry_id}"
 
 
+def usage_day(uid: str, day: str) -> str:
+    """The user's usage counter of one UTC day (``YYYY-MM-DD``), kept with the ledger."""
+    return f"users/{uid}/usageDays/{day}"
+
+
 def integration(uid: str, provider: str) -> str:
     return f"users/{uid}/integrations/{provider}"
 

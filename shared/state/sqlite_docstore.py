@@ -35,6 +35,7 @@ from shared.state.docstore import (
     TransactionContention,
     Write,
     check_collection_path,
+    check_increment,
     split_doc_path,
 )
 
@@ -255,7 +256,10 @@ class SqliteDocStore:
                 tokens.append("")
                 continue
             old = None if row is None else json.loads(row[0])
-            data = {**old, **w.data} if old is not None and (w.op == "update" or w.merge) else w.data
+            if w.op == "increment":
+                data = _incremented(old or {}, w.data)
+            else:
+                data = {**old, **w.data} if old is not None and (w.op == "update" or w.merge) else w.data
             if current is not None and old is not None and _same(old, data):
                 tokens.append(current)  # Firestore keeps the update time of an unchanged document
                 continue
@@ -263,6 +267,20 @@ class SqliteDocStore:
                          (w.path, parent, doc_id, _dumps(data), rev))
             tokens.append(token)
         return tokens
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _incremented(old: JsonDict, by: JsonDict) -> JsonDict:
+    """``old`` with each number of ``by`` added to its field (Firestore's increment: a field that is
+    missing or not a number counts as 0; integers stay integers unless a float is added)."""
+    out = dict(old)
+    for key, v in by.items():
+        current = out.get(key)
+        out[key] = (current if _is_number(current) else 0) + v
+    return out
 
 
 def _check(w: Write, current: str | None) -> None:
@@ -274,6 +292,8 @@ def _check(w: Write, current: str | None) -> None:
             raise PreconditionFailed(f"{w.path} already exists")
     elif w.op == "update" and current is None:
         raise PreconditionFailed(f"{w.path} does not exist")
+    elif w.op == "increment":
+        check_increment(w)
     elif w.op not in ("set", "update", "delete"):
         raise ValueError(f"unknown write op {w.op!r}")
     if w.if_token is not None and w.if_token != current:

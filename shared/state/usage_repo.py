@@ -1,11 +1,19 @@
-"""The usage ledger's documents: ``users/{uid}/usage/{entryId}``, one per model call.
+"""The usage ledger's documents: ``users/{uid}/usage/{entryId}``, one per model call, and the
+per-day counters ``users/{uid}/usageDays/{YYYY-MM-DD}`` = ``{tokens, calls}``.
 
 Entries live under their user, so a user's figures are read from their own collection only
 (another user's entries are never even queried). Entry ids start with the unit of work and the
 step (``run_x-0003-...``), so a unit's calls read back in order.
+
+Every entry is written together with an increment of its day's counter, in the same commit
+(``entry_writes``): the counter is the sum of that day's entries written since the counter
+existed, and the daily token limit reads that one document (O(1) in the user's history) instead
+of aggregating the ledger. An entry written twice fails its ``create``, and the increment with it.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Write
@@ -19,24 +27,28 @@ class UsageRepo:
         self.store = store
 
     @staticmethod
-    def entry_write(entry: UsageEntry) -> Write:
-        """``create``: an entry is written once (a replayed commit cannot count a call twice)."""
-        return Write("create", paths.usage_entry(entry.uid, entry.entry_id), entry.to_doc())
+    def entry_writes(entry: UsageEntry) -> tuple[Write, Write]:
+        """The entry (``create``: written once, so a replayed commit cannot count a call twice) and
+        the increment of its day's counter; both belong in the same commit."""
+        day = entry.day or datetime.fromtimestamp(entry.at, UTC).date().isoformat()
+        return (Write("create", paths.usage_entry(entry.uid, entry.entry_id), entry.to_doc()),
+                Write("increment", paths.usage_day(entry.uid, day), {"tokens": entry.tokens, "calls": 1}))
 
     def record(self, entry: UsageEntry) -> None:
         """Write one entry on its own (callers outside a unit's commit, e.g. the goals planner)."""
-        self.store.commit([self.entry_write(entry)])
+        self.store.commit(self.entry_writes(entry))
 
     def for_unit(self, uid: str, unit_id: str) -> list[UsageEntry]:
         docs = self.store.query(Query(paths.usage_entries(uid), where=(("unitId", unit_id),)))
         return sorted((UsageEntry.from_doc(d.data) for d in docs), key=lambda e: (e.at, e.entry_id))
 
     def tokens_on(self, uid: str, day: str) -> int:
-        """The user's model tokens (``totalTokens``) of one UTC day (``YYYY-MM-DD``), summed by the
-        store: one aggregation query (Firestore bills one read per 1,000 entries; index: usage by
-        ``day``, ``tokens``), whatever the number of calls."""
-        return int(self.store.sum_of(Query(paths.usage_entries(uid), where=(("day", day),), order_by="tokens"),
-                                     "tokens"))
+        """The user's model tokens (``totalTokens``) of one UTC day (``YYYY-MM-DD``): one document
+        read (the day's counter), however many calls the day had. A day without a counter has
+        none (counters started with the deploy that introduced them, docs/limits.md)."""
+        doc = self.store.get(paths.usage_day(uid, day))
+        tokens = doc.data.get("tokens", 0) if doc is not None else 0
+        return int(tokens) if isinstance(tokens, int | float) and not isinstance(tokens, bool) else 0
 
     def between(self, uid: str, start: float, end: float, *, max_entries: int = 50_000) -> list[UsageEntry]:
         """The user's entries with ``start <= at < end``, oldest first (read in pages)."""

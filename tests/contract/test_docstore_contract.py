@@ -319,6 +319,57 @@ def test_transactions_racing_on_one_document_lose_no_update(docstore: DocStore) 
     assert sorted(committed_reads) == list(range(len(succeeded))), reads
 
 
+def test_increment_adds_to_fields_and_creates_the_document(docstore: DocStore) -> None:
+    docstore.commit([Write("increment", "counters/day", {"tokens": 5, "calls": 1})])
+    assert exact(docstore.get("counters/day").data) == exact({"tokens": 5, "calls": 1})  # type: ignore[union-attr]
+    docstore.commit([Write("set", "counters/day", {"note": "kept"}, merge=True)])
+    before = docstore.get("counters/day")
+    assert before is not None
+    (token,) = docstore.commit([Write("increment", "counters/day", {"tokens": 7, "calls": 1, "cost": 0.5})])
+    after = docstore.get("counters/day")
+    assert after is not None and token == after.token != before.token
+    assert exact(after.data) == exact({"tokens": 12, "calls": 2, "cost": 0.5, "note": "kept"})
+    docstore.commit([Write("increment", "counters/day", {"note": 3})])  # not a number: counts as 0
+    assert docstore.get("counters/day").data["note"] == 3  # type: ignore[union-attr]
+
+
+def test_increment_applies_with_its_batch_or_not_at_all(docstore: DocStore) -> None:
+    entry_and_counter = [Write("create", "ledger/e1", {"tokens": 5}), Write("increment", "counters/day", {"tokens": 5})]
+    docstore.commit(entry_and_counter)
+    with pytest.raises(PreconditionFailed):  # a replayed entry: the counter does not move either
+        docstore.commit(entry_and_counter)
+    assert docstore.get("counters/day").data == {"tokens": 5}  # type: ignore[union-attr]
+    for bad in (Write("increment", "counters/day", {"tokens": "5"}), Write("increment", "counters/day", {"x": True}),
+                Write("increment", "counters/day", {"tokens": 1}, if_token="1")):
+        with pytest.raises(ValueError):
+            docstore.commit([bad])
+    assert docstore.get("counters/day").data == {"tokens": 5}  # type: ignore[union-attr]
+
+
+def test_concurrent_increments_lose_nothing(docstore: DocStore) -> None:
+    workers, each = 4, 5
+    barrier = threading.Barrier(workers)
+    errors: list[BaseException] = []
+
+    def add(i: int) -> None:
+        barrier.wait()
+        try:
+            for n in range(each):
+                docstore.commit([Write("create", f"ledger/w{i}-{n}", {"tokens": 2}),
+                                 Write("increment", "counters/day", {"tokens": 2, "calls": 1})])
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert docstore.get("counters/day").data == {"tokens": 2 * workers * each, "calls": workers * each}  # type: ignore[union-attr]
+    assert docstore.sum_of(Query("ledger"), "tokens") == 2 * workers * each
+
+
 def test_concurrent_conditional_commits_exactly_one_wins(docstore: DocStore) -> None:
     (token,) = docstore.commit([Write("create", "runs/r", {"owner": None})])
     workers = 4
