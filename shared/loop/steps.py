@@ -98,7 +98,7 @@ def step(ctx: RunContext) -> StepOutcome:
                                on_delta=on_delta)
     entry = metered.entry
     if metered.error is not None:
-        ctx.write(services.usage.entry_write(entry))
+        ctx.write(*services.usage.entry_writes(entry))
         if isinstance(metered.error, ModelTimeout):
             return NextStepFailed(FailureCode.MODEL_TIMEOUT, f"the model did not answer in time: {metered.error}")
         return NextStepFailed(FailureCode.MODEL_ERROR, f"the model call failed: {metered.error}")
