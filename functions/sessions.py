@@ -3,7 +3,7 @@
 - ``POST /api/agent/sessions`` -> 201 the proposed plan (200 ``ok: false`` when planning failed)
 - ``POST /api/agent/sessions/{id}/refine`` -> 200 the revised plan
 - ``POST /api/agent/sessions/{id}/confirm`` -> 202 ``executing``
-- ``POST /api/agent/sessions/{id}/cancel`` -> 202
+- ``POST /api/agent/sessions/{id}/cancel`` (no body, ``{}`` or ``{"reason"}``) -> 202
 - ``GET  /api/agent/sessions/{id}`` -> the session
 - ``GET  /api/agent/sessions/{id}/events?after=N&follow=1`` -> NDJSON
 """
@@ -52,12 +52,14 @@ def sessions(request: flask.Request) -> flask.Response:
         after = int_arg(request.args, "after", default=0)
         follow = bool_arg(request.args, "follow")
         return ndjson_response(api.events(rt, uid, session_id, after, follow=follow))
-    body = read_json_body(request, rt.settings.max_body_bytes) if verb != "cancel" or request.data else {}
+    # ``cancel``'s body is optional; read through the stream like every other body (``request.data``
+    # would consume it first, so a JSON body then read as empty).
+    body = read_json_body(request, rt.settings.max_body_bytes, optional=verb == "cancel")
     if verb == "refine":
         return json_response(api.refine(rt, uid, session_id, body).to_json())
     if verb == "confirm":
         return json_response(api.confirm(rt, uid, session_id, body).to_json(), status=202)
-    return json_response(api.cancel(rt, uid, session_id).to_json(), status=202)
+    return json_response(api.cancel(rt, uid, session_id, body).to_json(), status=202)
 
 
 __all__ = ["sessions"]

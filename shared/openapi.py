@@ -25,6 +25,7 @@ from shared.events import RunEvent
 from shared.goals.contracts import GoalsRequest, GoalsResponse
 from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, RefineResponse
 from shared.plans.contracts import (
+    CancelRequest,
     ConfirmRequest,
     CreateSessionRequest,
     RefineRequest,
@@ -105,7 +106,7 @@ def build_openapi() -> dict[str, Any]:
         (RunRequest, "validation"), (ApproveRequest, "validation"), (ErrorResponse, "serialization"),
         (ApproveResponse, "serialization"), (RunResult, "serialization"), (RunView, "serialization"),
         (UsageResponse, "serialization"), (RunsListResponse, "serialization"), (CreateSessionRequest, "validation"),
-        (RefineRequest, "validation"), (ConfirmRequest, "validation"), (SessionCreated, "serialization"),
+        (RefineRequest, "validation"), (ConfirmRequest, "validation"), (CancelRequest, "validation"), (SessionCreated, "serialization"),
         (RefineResponse, "serialization"), (SessionAccepted, "serialization"), (SessionView, "serialization"),
         (SessionsList, "serialization"),
         (GoalsRequest, "validation"), (GoalsResponse, "serialization"),
@@ -282,9 +283,13 @@ def build_openapi() -> dict[str, Any]:
                           **_errors(400, 401, 404, 409, 413, 415)}}},
         "/api/agent/sessions/{sessionId}/cancel": {"post": {
             "operationId": "cancelSession", "parameters": [session_id],
+            "description": "The body is optional: none, {} or {\"reason\": ...} (shown as the session's "
+                           "cancelReason). A repeat answers the session as it is (idempotent); 409 only when "
+                           "the session already ended otherwise.",
+            "requestBody": {"required": False, "content": _json(REF.format(model="CancelRequest"))},
             "responses": {"202": {"description": "cancelled, or cancelling before the next act",
                                   "content": _json(REF.format(model="SessionAccepted"))},
-                          **_errors(401, 404, 409)}}},
+                          **_errors(400, 401, 404, 409, 413, 415)}}},
         "/api/agent/sessions/{sessionId}/events": {"get": {
             "operationId": "getSessionEvents",
             "parameters": [session_id,

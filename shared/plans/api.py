@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from shared.agent.streaming import ndjson
 from shared.plans import sessions as engine
 from shared.plans.contracts import (
+    CancelRequest,
     ConfirmRequest,
     CreateSessionRequest,
     PlanBody,
@@ -80,8 +81,9 @@ def confirm(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepte
     return SessionAccepted(sessionId=session_id, status=session.status)
 
 
-def cancel(rt: Runtime, uid: str, session_id: str) -> SessionAccepted:
-    session = engine.cancel(rt.services, rt.sessions, uid, session_id)
+def cancel(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepted:
+    req = parse_model(CancelRequest, body)
+    session = engine.cancel(rt.services, rt.sessions, uid, session_id, reason=req.reason)
     return SessionAccepted(sessionId=session_id, status=session.status, cancelRequested=session.cancel_requested)
 
 

@@ -45,6 +45,16 @@ class RefineRequest(_Strict):
     _message = field_validator("message")(_not_blank)
 
 
+MAX_CANCEL_REASON_CHARS = 1_000
+
+
+class CancelRequest(_Strict):
+    """``POST /api/agent/sessions/{id}/cancel``: the body is optional (none, ``{}`` or a reason)."""
+
+    reason: str | None = Field(default=None, max_length=MAX_CANCEL_REASON_CHARS,
+                               description="why; recorded and shown as the session's cancelReason")
+
+
 class ConfirmRequest(_Strict):
     planVersion: Annotated[int, Strict(), Field(ge=1, le=MAX_INT64), INTEGRAL]
 
@@ -135,6 +145,7 @@ class SessionView(ResponseBody):
     planVersion: int
     currentTaskId: str | None = None
     cancelRequested: bool
+    cancelReason: str | None = None
     tasks: list[TaskView]
     planVersions: list[PlanVersionView]
     pendingApprovals: list[PendingApproval]

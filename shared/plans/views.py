@@ -73,6 +73,7 @@ def session_view(sessions: SessionsRepo, runs: RunsRepo, session: SessionRecord)
     return SessionView(sessionId=session.session_id, status=session.status, prompt=session.prompt,
                        deadline=iso(session.deadline), repoUrl=session.repo_url, tools=session.tools,
                        planVersion=session.plan_version, currentTaskId=session.current_task_id,
-                       cancelRequested=session.cancel_requested, tasks=views, planVersions=versions,
+                       cancelRequested=session.cancel_requested,
+                       cancelReason=session.cancel_reason, tasks=views, planVersions=versions,
                        pendingApprovals=pending, usage=session.usage, costUsd=session.cost_usd,
                        error=session.error.to_doc() if session.error else None, result=result)

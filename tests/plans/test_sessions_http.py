@@ -260,3 +260,38 @@ def test_the_callers_sessions_are_listed_newest_first(make_rt: MakeRuntime, clie
     assert client.get("/api/agent/sessions", headers=BOB).get_json()["sessions"] == []
     bad = check(doc, "/api/agent/sessions", "get", client.get("/api/agent/sessions?limit=0", headers=ALICE))
     assert bad["error"]["details"]["field"] == "limit"
+
+
+@pytest.mark.parametrize("body", [None, {}, {"reason": "changed my mind"}])
+def test_cancel_takes_no_body_an_empty_object_or_a_reason(make_rt: MakeRuntime, client: FlaskClient,
+                                                          body: dict[str, Any] | None) -> None:
+    """Issue 18 finding 1: a JSON body (what typical clients send with every POST) was read as empty."""
+    make_rt(Script())
+    before = create(client)["sessionId"]
+    resp = client.post(f"/api/agent/sessions/{before}/cancel", json=body, headers=ALICE)
+    assert resp.status_code == 202, resp.get_json()
+    assert resp.get_json()["status"] == "cancelled"
+    view = client.get(f"/api/agent/sessions/{before}", headers=ALICE).get_json()
+    assert view["status"] == "cancelled"
+    assert view.get("cancelReason") == (body or {}).get("reason")
+    again = client.post(f"/api/agent/sessions/{before}/cancel", json=body, headers=ALICE)  # a client's retry
+    assert again.status_code == 202 and again.get_json()["status"] == "cancelled"
+    during = create(client)["sessionId"]
+    client.post(f"/api/agent/sessions/{during}/confirm", json={"planVersion": 1}, headers=ALICE)
+    resp = client.post(f"/api/agent/sessions/{during}/cancel", json=body, headers=ALICE)
+    assert resp.status_code == 202 and resp.get_json()["cancelRequested"] is True
+    assert client.post(f"/api/agent/sessions/{during}/cancel", json=body,
+                       headers=ALICE).get_json()["cancelRequested"] is True
+    view = client.get(f"/api/agent/sessions/{during}", headers=ALICE).get_json()
+    assert view.get("cancelReason") == (body or {}).get("reason")
+
+
+@pytest.mark.parametrize(("body", "code"), [({"reason": 3}, "INVALID_REQUEST"), ({"why": "x"}, "INVALID_REQUEST"),
+                                            ([], "INVALID_JSON")])
+def test_a_cancel_body_that_is_not_the_contract_is_a_400(make_rt: MakeRuntime, client: FlaskClient,
+                                                         body: Any, code: str) -> None:
+    make_rt(Script())
+    sid = create(client)["sessionId"]
+    resp = client.post(f"/api/agent/sessions/{sid}/cancel", json=body, headers=ALICE)
+    assert resp.status_code == 400 and resp.get_json()["error"]["code"] == code
+    assert client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()["status"] == "awaiting_confirmation"
