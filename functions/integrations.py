@@ -2,7 +2,8 @@
 
 - ``POST   /api/integrations/{provider}``: store the caller's tokens (encrypted) -> 200 status
 - ``DELETE /api/integrations/{provider}``: forget them -> 200 status
-- ``GET    /api/integrations[/{provider}]``: whether each is connected -> 200
+- ``GET    /api/integrations``: whether each is connected -> 200 ``{integrations: [...]}``
+- ``GET    /api/integrations/{provider}``: whether that one is -> 200 the status object (like ``POST``)
   (``POST``/``DELETE`` on the collection itself: 405, ``Allow: GET``)
 Answers never contain a token.
 """
@@ -16,9 +17,9 @@ from shared.connectors import PROVIDERS, ConnectorError
 from shared.connectors.integrations_api import (
     ConnectRequest,
     IntegrationRemovedResponse,
-    IntegrationResponse,
     IntegrationsResponse,
     is_collection,
+    one_status,
     provider_from_path,
     status_body,
 )
@@ -38,17 +39,16 @@ def integrations(request: flask.Request) -> flask.Response:
     provider = provider_from_path(request.path)
     vault = rt.connectors().vault
     try:
-        if request.method == "GET":
-            wanted = [provider] if provider else list(PROVIDERS)
-            listed = IntegrationsResponse(integrations=[status_body(vault.status(uid, p)) for p in wanted])
+        if provider is None:  # GET of the collection (anything else answered 405 above)
+            listed = IntegrationsResponse(integrations=[status_body(vault.status(uid, p)) for p in PROVIDERS])
             return json_response(listed.to_json())
-        assert provider is not None  # POST/DELETE on the collection answered 405 above
+        if request.method == "GET":
+            return json_response(one_status(vault.status(uid, provider)).to_json())
         if request.method == "DELETE":
             removed = vault.delete(uid, provider)
             return json_response(IntegrationRemovedResponse(provider=provider, removed=removed).to_json())
         body = parse_model(ConnectRequest, read_json_body(request, rt.settings.max_body_bytes))
         status = vault.put(uid, provider, body.tokens())
-        stored = IntegrationResponse.model_validate({**status_body(status).model_dump(), "ok": True})
-        return json_response(stored.to_json())
+        return json_response(one_status(status).to_json())
     except ConnectorError as exc:  # the deployment has no usable encryption key
         raise ApiError(str(exc), code="INTEGRATIONS_NOT_CONFIGURED", status=503) from None

@@ -1,5 +1,6 @@
-"""``runs``: GET /api/agent/runs?limit=N (the caller's runs, newest first), GET /api/agent/runs/{runId}
-and GET /api/agent/runs/{runId}/events?after=N[&follow=1].
+"""``runs``: GET /api/agent/runs?limit=N (the caller's runs, newest first), GET /api/agent/runs/{runId},
+GET /api/agent/runs/{runId}/events?after=N[&follow=1] and the approvals inbox,
+GET /api/agent/approvals?status=pending|decided|all&limit=N (shared/approvals_inbox.py).
 
 Reads only: the run record needs the store, the runs repository and the usage ledger (each model
 call); the events route loads the streaming helpers on its first request. Neither loads the tools,
@@ -20,12 +21,21 @@ from shared.runtime import get_runtime
 from shared.web import http_endpoint, json_response, ndjson_response, require_method
 
 _LIST = re.compile(r"/api/agent/runs/?")
+_INBOX = re.compile(r"/api/agent/approvals/?")
 _PATH = re.compile(r"/api/agent/runs/(?P<run_id>[A-Za-z0-9_-]{1,128})(?P<events>/events)?/?")
 """Both matched with ``fullmatch``: ``$`` would also accept a trailing newline (``/runs/run_x%0A``)."""
 
 
 @http_endpoint
 def runs(request: flask.Request) -> flask.Response:
+    if _INBOX.fullmatch(request.path):
+        require_method(request, "GET")
+        from shared.approvals_inbox import inbox, parse_query
+
+        rt = get_runtime()
+        uid = authenticated_uid(rt, request)
+        status, limit = parse_query(request.args)
+        return json_response(inbox(rt.runs, uid, status, limit).to_json())
     if _LIST.fullmatch(request.path):
         require_method(request, "GET")
         from shared.runs_list import parse_limit, runs_list

@@ -14,6 +14,9 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from shared.api import ApproveRequest, RunRequest
+from shared.approvals_inbox import DEFAULT_LIMIT as INBOX_DEFAULT_LIMIT
+from shared.approvals_inbox import INBOX_STATUSES, ApprovalsList
+from shared.approvals_inbox import MAX_LIMIT as INBOX_MAX_LIMIT
 from shared.connectors.credentials import PROVIDERS
 from shared.connectors.integrations_api import (
     ConnectRequest,
@@ -106,9 +109,9 @@ def build_openapi() -> dict[str, Any]:
         (RunRequest, "validation"), (ApproveRequest, "validation"), (ErrorResponse, "serialization"),
         (ApproveResponse, "serialization"), (RunResult, "serialization"), (RunView, "serialization"),
         (UsageResponse, "serialization"), (RunsListResponse, "serialization"), (CreateSessionRequest, "validation"),
-        (RefineRequest, "validation"), (ConfirmRequest, "validation"), (CancelRequest, "validation"), (SessionCreated, "serialization"),
-        (RefineResponse, "serialization"), (SessionAccepted, "serialization"), (SessionView, "serialization"),
-        (SessionsList, "serialization"),
+        (RefineRequest, "validation"), (ConfirmRequest, "validation"), (CancelRequest, "validation"),
+        (SessionCreated, "serialization"), (RefineResponse, "serialization"), (SessionAccepted, "serialization"),
+        (SessionView, "serialization"), (SessionsList, "serialization"), (ApprovalsList, "serialization"),
         (GoalsRequest, "validation"), (GoalsResponse, "serialization"),
         (ConnectRequest, "validation"), (IntegrationsResponse, "serialization"),
         (IntegrationResponse, "serialization"), (IntegrationRemovedResponse, "serialization"),
@@ -148,15 +151,17 @@ def build_openapi() -> dict[str, Any]:
     instant = {"type": "string", "anyOf": [{"format": "date-time"}, {"format": "date"}]}
     integration_status = {"200": {"description": "whether each integration is connected (never a token)",
                                   "content": _json(REF.format(model="IntegrationsResponse"))}}
+    one_integration = {"200": {"description": "whether the integration is connected (never a token)",
+                               "content": _json(REF.format(model="IntegrationResponse"))}}
     # OpenAPI links: how a response's ids feed the next call (clients, and the stateful phase of the
     # fuzz test, reach approve, runs and events with real ids rather than only 404s).
     run_links = {
         "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
         "getRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runId"}},
         "approveAction": {"operationId": "approve", "description": "when the run waits for approval",
-                          "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "approve"}},
+                          "requestBody": {"approvalId": "$response.body#/approval/approvalId", "decision": "approve"}},
         "rejectAction": {"operationId": "approve", "description": "when the run waits for approval",
-                         "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "reject"}},
+                         "requestBody": {"approvalId": "$response.body#/approval/approvalId", "decision": "reject"}},
         "continueThread": {"operationId": "run", "description": "the next turn of the same thread",
                            "requestBody": {"prompt": "Remember that I like tea",
                                            "threadId": "$response.body#/threadId"}},
@@ -181,7 +186,7 @@ def build_openapi() -> dict[str, Any]:
         "requestBody": {"planVersion": "$response.body#/plan/version"}}}
     refined_links = {**session_links, "confirmSession": {
         "operationId": "confirmSession", "parameters": by_session,
-        "requestBody": {"planVersion": "$response.body#/version"}}}
+        "requestBody": {"planVersion": "$response.body#/plan/version"}}}
     view_links = {
         **session_links,
         "approvePending": {"operationId": "approve", "description": "when the session's run waits for approval",
@@ -198,12 +203,18 @@ def build_openapi() -> dict[str, Any]:
                                  "requestBody": {"prompt": "Remember that I like tea",
                                                  "threadId": "$response.body#/runs/0/threadId"}},
         "approveFirstRun": {"operationId": "approve", "description": "when the newest run waits for approval",
-                            "requestBody": {"approvalId": "$response.body#/runs/0/approvals/0/id",
+                            "requestBody": {"approvalId": "$response.body#/runs/0/approvals/0/approvalId",
                                             "decision": "approve"}},
     }
     view_run_links = {"approveAction": {
         "operationId": "approve", "description": "when the run waits for approval",
-        "requestBody": {"approvalId": "$response.body#/result/approval/id", "decision": "approve"}}}
+        "requestBody": {"approvalId": "$response.body#/result/approval/approvalId", "decision": "approve"}}}
+    inbox_links = {
+        "approveFirst": {"operationId": "approve", "description": "when the newest approval is pending",
+                         "requestBody": {"approvalId": "$response.body#/approvals/0/approvalId",
+                                         "decision": "approve"}},
+        "getFirstApprovalRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/approvals/0/runId"}},
+    }
     list_sessions_links = {"getFirstSession": {"operationId": "getSession",
                                                "parameters": {"sessionId": "$response.body#/sessions/0/sessionId"}}}
     first_provider = {"provider": "$response.body#/integrations/0/provider"}
@@ -322,6 +333,20 @@ def build_openapi() -> dict[str, Any]:
             "responses": {"200": {"description": "persisted events with seq > after (NDJSON)",
                                   "content": ndjson},
                           **_errors(400, 401, 404)}}},
+        "/api/agent/approvals": {"get": {
+            "operationId": "listApprovals",
+            "description": "The caller's approvals across chat runs and plan sessions, newest first (other users' "
+                           "are never listed): pending = waiting for a decision; decided = approved, rejected or "
+                           "expired. Decide with POST /api/agent/approve. Unknown, repeated or bad parameters: "
+                           "400 INVALID_QUERY.",
+            "parameters": [{"name": "status", "in": "query", "required": False,
+                            "schema": {"type": "string", "enum": list(INBOX_STATUSES), "default": "pending"}},
+                           {"name": "limit", "in": "query", "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": INBOX_MAX_LIMIT,
+                                       "default": INBOX_DEFAULT_LIMIT}}],
+            "responses": {"200": {"description": "the approvals, newest first",
+                                  "content": _json(REF.format(model="ApprovalsList")), "links": inbox_links},
+                          **_errors(400, 401)}}},
         "/api/agent/approve": {"post": {
             "operationId": "approve",
             "requestBody": {"required": True, "content": _json(REF.format(model="ApproveRequest"))},
@@ -341,7 +366,7 @@ def build_openapi() -> dict[str, Any]:
                           **_errors(401)}}},
         "/api/integrations/{provider}": {
             "get": {"operationId": "getIntegration", "parameters": [provider],
-                    "responses": {**integration_status, **_errors(401, 404)}},
+                    "responses": {**one_integration, **_errors(401, 404)}},
             "post": {"operationId": "connectIntegration", "parameters": [provider],
                      "description": "Store (replace) the caller's tokens for the provider, encrypted. "
                                     "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY.",

@@ -15,6 +15,7 @@ from shared.query import Args, int_arg
 from shared.responses import ResponseBody
 from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus
 from shared.usage.figures import Usage
+from shared.wire import UtcTime
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -37,8 +38,8 @@ class RunSummary(ResponseBody):
     error: RunError | None = None
     usage: Usage
     costUsd: float
-    createdAt: float = Field(description="epoch seconds")
-    updatedAt: float = Field(description="epoch seconds")
+    createdAt: UtcTime
+    updatedAt: UtcTime
 
 
 class RunsListResponse(ResponseBody):

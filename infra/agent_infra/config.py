@@ -55,9 +55,10 @@ _LOOP_SECRETS: tuple[SecretName, ...] = ("gemini", "credentials", "google_oauth"
 CATALOG: tuple[FunctionSpec, ...] = (
     FunctionSpec("run", "run", "http", "POST /api/agent/run", _LOOP_SECRETS, True, True, 0, "write"),
     FunctionSpec("stream", "stream", "http", "POST /api/agent/run/stream", _LOOP_SECRETS, True, True, 0, "write"),
-    # Reads runs and events (functions/runs.py: the caller's runs, one run, its events); writes only
-    # the caller's request counter (the per-user request limit, docs/limits.md).
-    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs[/{runId}[/events]]", (), False, False, 300, "write"),
+    # Reads runs, events and approvals (functions/runs.py: the caller's runs, one run, its events, the
+    # approvals inbox); writes only the caller's request counter (the per-user request limit, docs/limits.md).
+    FunctionSpec("runs", "runs", "http", "GET /api/agent/runs[/{runId}[/events]]|approvals", (), False, False,
+                 300, "write"),
     FunctionSpec("approve", "approve", "http", "POST /api/agent/approve", (), True, False, 60, "write"),
     FunctionSpec("resume", "resume", "pubsub", "Pub/Sub push from the resume topic", _LOOP_SECRETS,
                  True, True, 0, "write"),

@@ -293,8 +293,8 @@ def test_a_plan_is_refined_then_confirmed_and_its_tasks_progress(page: Page, con
     expect(starts.last).to_contain_text("task 4 of 4: Follow up: also send me a summary")
     expect(session.locator(".timeline li").last).to_contain_text("result completed")
     view = api(console, "GET", f"/api/agent/sessions/{session_id}", "hana")
-    assert view["status"] == "completed" and view["planVersion"] == 2
-    assert [t["status"] for t in view["tasks"]] == ["completed"] * 4
+    assert view["status"] == "completed" and view["plan"]["version"] == 2
+    assert [t["status"] for t in view["plan"]["tasks"]] == ["completed"] * 4
     console.screenshot(page, "plans")
 
 
