@@ -4,7 +4,8 @@ Not part of the deployed bundle. Refuses to run on Cloud Run (``K_SERVICE`` set)
 ``/`` is the dev console (``console/``: static ES modules over the public API, served only with
 ``AUTH_MODE=local``, see docs/console.md).
 Routes: POST /api/agent/run, POST /api/agent/run/stream, GET /api/agent/runs, GET /api/agent/runs/{runId}[/events],
-POST /api/agent/approve, GET /api/agent/approvals, GET /api/agent/usage, /api/agent/sessions[/{id}[/refine|confirm|cancel|events]],
+POST /api/agent/approve, GET /api/agent/approvals, GET /api/agent/usage,
+/api/agent/sessions[/{id}[/refine|confirm|cancel|events]],
 POST /agent/run (goals), GET|POST|DELETE /api/integrations[/{provider}],
 GET /openapi.json, GET /healthz. Any other path or method, and anything the web framework would
 answer by itself, is the JSON error envelope (404 ``ROUTE_NOT_FOUND``, 405 with ``Allow``), as in the

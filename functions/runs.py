@@ -42,7 +42,7 @@ def runs(request: flask.Request) -> flask.Response:
 
         rt = get_runtime()
         uid = authenticated_uid(rt, request)
-        return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args))).to_json())
+        return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args)), rt.runs).to_json())
     m = _PATH.fullmatch(request.path)
     if m is None:  # before the method: a path that is no route is a 404 whatever the method
         raise NotFound(f"no route for {request.method} {shown_path(request.path)}", code="ROUTE_NOT_FOUND")
