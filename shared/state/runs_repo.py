@@ -160,9 +160,12 @@ class RunsRepo:
 
     def list_approvals_for(self, uid: str, status: ApprovalStatus | None, limit: int) -> list[ApprovalRecord]:
         """``uid``'s approvals (in ``status``, or any), newest first: one bounded query."""
-        where = (("status", status),) if status is not None else ()
-        docs = self.store.query(Query(paths.approvals(uid), where=where, order_by="createdAt", descending=True,
-                                      limit=limit))
+        if status is None:
+            query = Query(paths.approvals(uid), order_by="createdAt", descending=True, limit=limit)
+        else:
+            query = Query(paths.approvals(uid), where=(("status", status),), order_by="createdAt", descending=True,
+                          limit=limit)
+        docs = self.store.query(query)
         return [ApprovalRecord.from_doc(d.data) for d in docs]
 
     # ---- writes ------------------------------------------------------------------------------
