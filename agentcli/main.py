@@ -182,37 +182,35 @@ def run(argv: list[str], inp: TextIO = sys.stdin, out: TextIO = sys.stdout) -> i
         cmd.add_argument("--token", default=os.environ.get("AGENT_TOKEN", f"dev:{os.environ.get('USER') or 'cli'}"))
     args = p.parse_args(argv)
     api = Api(args.server, args.token)
-    if args.command == "approvals":
-        try:
-            return approvals(api, args.status, args.decide, inp, out)
-        except ApiError as exc:
-            print(f"error: {exc}", file=out)
-            return 2
-        except OSError as exc:
-            print(f"cannot reach {args.server}: {exc}", file=out)
-            return 2
-    body: dict[str, Any] = {"prompt": args.prompt}
-    if args.deadline:
-        body["deadline"] = args.deadline
-    if args.repo:
-        body["repoUrl"] = args.repo
     try:
-        created = api.call("POST", "/api/agent/sessions", body)
-        if not created["ok"]:
-            print(f"planning failed: {created['error']['code']}: {created['error']['message']}", file=out)
-            return 1
-        sid = created["sessionId"]
-        print(f"session {sid} (deadline {created['deadline']})", file=out)
-        if not review(api, sid, created["plan"], inp, out):
-            print("cancelled", file=out)
-            return 1
-        final = follow(api, sid, created["deadline"], inp, out)
+        if args.command == "approvals":
+            return approvals(api, args.status, args.decide, inp, out)
+        return plan_session(api, args, inp, out)
     except ApiError as exc:
         print(f"error: {exc}", file=out)
         return 2
     except OSError as exc:
         print(f"cannot reach {args.server}: {exc}", file=out)
         return 2
+
+
+def plan_session(api: Api, args: argparse.Namespace, inp: TextIO, out: TextIO) -> int:
+    """``agent plan``: create, review, follow, then print the final log."""
+    body: dict[str, Any] = {"prompt": args.prompt}
+    if args.deadline:
+        body["deadline"] = args.deadline
+    if args.repo:
+        body["repoUrl"] = args.repo
+    created = api.call("POST", "/api/agent/sessions", body)
+    if not created["ok"]:
+        print(f"planning failed: {created['error']['code']}: {created['error']['message']}", file=out)
+        return 1
+    sid = created["sessionId"]
+    print(f"session {sid} (deadline {created['deadline']})", file=out)
+    if not review(api, sid, created["plan"], inp, out):
+        print("cancelled", file=out)
+        return 1
+    final = follow(api, sid, created["deadline"], inp, out)
     print(f"session {final['status']}", file=out)
     for entry in (final.get("result") or {}).get("log", []):
         if entry["tool"] in INTERNAL_TOOLS:
