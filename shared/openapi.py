@@ -213,7 +213,6 @@ def build_openapi() -> dict[str, Any]:
         "approveFirst": {"operationId": "approve", "description": "when the newest approval is pending",
                          "requestBody": {"approvalId": "$response.body#/approvals/0/approvalId",
                                          "decision": "approve"}},
-        "getFirstApprovalRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/approvals/0/runId"}},
     }
     list_sessions_links = {"getFirstSession": {"operationId": "getSession",
                                                "parameters": {"sessionId": "$response.body#/sessions/0/sessionId"}}}

@@ -33,18 +33,20 @@ const JOINED = new Set(['delta', 'thought_delta']);
 /** The timeline of a run: one item per event, except that consecutive deltas of one kind are one
  * text (an item spanning seqs data-seq..data-last-seq). */
 function timelineAppender(timeline) {
-  let open = null; // {type, li, text} of the deltas being joined
+  let open = null; // {type, li, seq, text} of the deltas being joined
   return (ev) => {
     if (JOINED.has(ev.type) && open && open.type === ev.type) {
       open.text.append(ev.delta);
       open.li.dataset.lastSeq = String(ev.seq);
+      open.seq.textContent = `#${open.li.dataset.seq}–${ev.seq}`;
       return;
     }
+    const seq = h('span', {class: 'seq'}, `#${ev.seq}`);
     const text = h('span', {class: 'text'}, eventText(ev));
     const li = h('li', {class: `ev ev-${ev.type}`, 'data-seq': ev.seq, 'data-last-seq': ev.seq},
-      h('span', {class: 'seq'}, `#${ev.seq}`), ' ', h('span', {class: 'type'}, ev.type), ' ', text);
+      seq, ' ', h('span', {class: 'type'}, ev.type), ' ', text);
     timeline.append(li);
-    open = JOINED.has(ev.type) ? {type: ev.type, li, text} : null;
+    open = JOINED.has(ev.type) ? {type: ev.type, li, seq, text} : null;
   };
 }
 
