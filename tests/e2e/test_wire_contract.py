@@ -281,3 +281,15 @@ def _times(body: Any) -> Iterator[str]:
             if TIME_NAME.match(key) and isinstance(value, str):
                 yield value
             yield from _times(value)
+
+
+def test_an_optional_body_may_be_absent_or_an_empty_object() -> None:
+    """Finding 1's rule for every route: a POST whose body is optional takes none and ``{}`` (its
+    schema requires nothing), and says what a bad one answers."""
+    optional = [(path, op) for path, item in DOC["paths"].items() for method, op in item.items()
+                if method == "post" and op.get("requestBody", {}).get("required") is False]
+    assert [path for path, _ in optional] == ["/api/agent/sessions/{sessionId}/cancel"]
+    for _, op in optional:
+        name = _ref(op["requestBody"]["content"]["application/json"]["schema"])
+        assert name is not None and not SCHEMAS[name].get("required")
+        assert {"400", "413", "415"} <= set(op["responses"])
