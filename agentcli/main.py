@@ -1,8 +1,11 @@
-"""``agent plan "prompt" [--deadline 2h] [--repo URL] [--server URL]``.
+"""``agent plan "prompt" [--deadline 2h] [--repo URL] [--server URL]`` and
+``agent approvals [--status pending|decided|all] [--decide]``.
 
-Prints the proposed plan as a table, reads refinements until the user confirms (``y``) or cancels
-(``q``), then follows execution live (task i of n, the current act, the time left), answers
-approvals inline, and prints the final log. Talks to the public HTTP API only, so it works against
+``plan`` prints the proposed plan as a table, reads refinements (each shows what changed) until the
+user confirms (``y``) or cancels (``q``), then follows execution live (task i of n, each act and
+its outcome, the time left), answers approvals inline, and prints the final log (arguments as
+JSON). ``approvals`` lists the caller's approvals inbox (chat runs and plan sessions alike) and with
+``--decide`` asks for each pending one. Talks to the public HTTP API only, so it works against
 ``make dev`` and a deployment alike (``--token`` or ``AGENT_TOKEN``: a Firebase ID token; locally
 ``dev:<uid>``, by default ``dev:$USER``).
 """
@@ -10,6 +13,7 @@ approvals inline, and prints the final log. Talks to the public HTTP API only, s
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -40,7 +44,31 @@ def table(plan: dict[str, Any], out: TextIO) -> None:
     width = max([len(t["title"]) for t in plan["tasks"]] + [5])
     print(f"  {'#':>2}  {'id':<4}  {'task':<{width}}  status", file=out)
     for i, t in enumerate(plan["tasks"], 1):
-        print(f"  {i:>2}  {t['id']:<4}  {t['title']:<{width}}  {t.get('status', 'pending')}", file=out)
+        print(f"  {i:>2}  {t['taskId']:<4}  {t['title']:<{width}}  {t.get('status', 'pending')}", file=out)
+
+
+def as_json(value: Any) -> str:
+    """Arguments and results as the API has them (JSON), not Python's repr."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def clock(at: str) -> str:
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).strftime("%H:%M:%S")
+
+
+INTERNAL_TOOLS = frozenset({"task_done"})
+"""Pseudo-tools of the plan loop (a task's end), not acts: never shown as one."""
+
+
+def show_changes(api: Api, sid: str, out: TextIO) -> None:
+    """What the last refinement changed and why (the session's newest plan version)."""
+    versions = api.call("GET", f"/api/agent/sessions/{sid}")["plan"].get("versions") or []
+    if versions:
+        last = versions[-1]
+        for change in last["changes"]:
+            print(f"  changed ({change['op']}): {change['what']}", file=out)
+        if last["reason"]:
+            print(f"  why: {last['reason']}", file=out)
 
 
 def time_left(deadline: str) -> str:
@@ -61,18 +89,33 @@ def review(api: Api, sid: str, plan: dict[str, Any], inp: TextIO, out: TextIO) -
             api.call("POST", f"/api/agent/sessions/{sid}/confirm", {"planVersion": plan["version"]})
             return True
         if answer.lower() in ("q", "quit", "cancel"):
-            api.call("POST", f"/api/agent/sessions/{sid}/cancel")
+            api.call("POST", f"/api/agent/sessions/{sid}/cancel", {"reason": "cancelled at review (agent plan)"})
             return False
         if answer:
             try:
-                plan = api.call("POST", f"/api/agent/sessions/{sid}/refine", {"message": answer})
+                plan = api.call("POST", f"/api/agent/sessions/{sid}/refine", {"message": answer})["plan"]
             except ApiError as exc:
                 print(f"refinement refused: {exc}", file=out)
+                continue
+            show_changes(api, sid, out)
+
+
+def act_line(act: dict[str, Any] | None, observed: dict[str, Any]) -> str:
+    """One act and its outcome: ``act: <preview> -> ok``, ``rejected: <preview>`` when the user (or
+    the policy) refused it, ``act: <preview> -> error: <message>`` when it failed."""
+    preview = act["preview"] if act else observed["tool"]
+    observation = observed.get("observation") or {}
+    if observed["outcome"] == "rejected" or observation.get("rejected") is True:
+        return f"rejected: {preview}"
+    if observed["outcome"] == "error":
+        return f"act: {preview} -> error: {observation.get('error', '')}"
+    return f"act: {preview} -> {observed['outcome']}"
 
 
 def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO) -> dict[str, Any]:
     after = 0
     ended: dict[str, Any] | None = None
+    act: dict[str, Any] | None = None  # shown with its outcome, once observed
     while True:
         # Once the session has ended, one more (non-following) read prints the events it committed
         # after the last read: it can end between that read and the status check.
@@ -82,9 +125,10 @@ def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO) -> dict[
             if kind == "task_start":
                 print(f"[task {ev['index']} of {ev['total']}] {ev['title']}  ({time_left(deadline)})", file=out)
             elif kind == "act":
-                print(f"    act: {ev['preview']}", file=out)
+                act = ev
             elif kind == "observe":
-                print(f"    observed: {ev['outcome']}", file=out)
+                print("    " + act_line(act, ev), file=out)
+                act = None
             elif kind == "task_complete":
                 print(f"    task {ev['taskId']} {ev['status']}: {ev['summary']}", file=out)
             elif kind == "plan_updated" and ev.get("changes"):
@@ -102,6 +146,27 @@ def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO) -> dict[
         time.sleep(0.2)
 
 
+def approvals(api: Api, status: str, decide: bool, inp: TextIO, out: TextIO) -> int:
+    """The caller's approvals inbox, newest first; with ``decide``, a y/N/skip question per pending one."""
+    listed = api.call("GET", f"/api/agent/approvals?status={status}")["approvals"]
+    if not listed:
+        print("nothing is waiting for a decision" if status == "pending" else "no approvals", file=out)
+        return 0
+    for a in listed:
+        where = f"session {a['sessionId']} task {a.get('taskId') or '?'}" if a.get("sessionId") else f"run {a['runId']}"
+        print(f"{a['approvalId']}  {a['status']:<8} {clock(a['createdAt'])}  {a['tool']}: {a['preview']}", file=out)
+        print(f"    {where}; {a['reason']} (expires {clock(a['expiresAt'])})", file=out)
+        if decide and a["status"] == "pending":
+            print("    Approve? [y/N/s(kip)]", file=out, flush=True)
+            answer = inp.readline().strip().lower()
+            if answer in ("s", "skip"):
+                continue
+            decision = "approve" if answer in ("y", "yes") else "reject"
+            api.call("POST", "/api/agent/approve", {"approvalId": a["approvalId"], "decision": decision})
+            print(f"    {decision}d", file=out)
+    return 0
+
+
 def run(argv: list[str], inp: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
     p = argparse.ArgumentParser(prog="agent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -109,36 +174,49 @@ def run(argv: list[str], inp: TextIO = sys.stdin, out: TextIO = sys.stdout) -> i
     plan.add_argument("prompt")
     plan.add_argument("--deadline", type=deadline_arg, default=None, help="90m, 2h, 1d or an RFC 3339 time")
     plan.add_argument("--repo", default=None, help="https URL of a GitHub repository")
-    plan.add_argument("--server", default=os.environ.get("AGENT_SERVER", "http://127.0.0.1:8080"))
-    plan.add_argument("--token", default=os.environ.get("AGENT_TOKEN", f"dev:{os.environ.get('USER') or 'cli'}"))
+    inbox = sub.add_parser("approvals", help="list (and decide) what waits for your decision")
+    inbox.add_argument("--status", choices=("pending", "decided", "all"), default="pending")
+    inbox.add_argument("--decide", action="store_true", help="ask approve/reject for each pending approval")
+    for cmd in (plan, inbox):
+        cmd.add_argument("--server", default=os.environ.get("AGENT_SERVER", "http://127.0.0.1:8080"))
+        cmd.add_argument("--token", default=os.environ.get("AGENT_TOKEN", f"dev:{os.environ.get('USER') or 'cli'}"))
     args = p.parse_args(argv)
     api = Api(args.server, args.token)
-    body: dict[str, Any] = {"prompt": args.prompt}
-    if args.deadline:
-        body["deadline"] = args.deadline
-    if args.repo:
-        body["repoUrl"] = args.repo
     try:
-        created = api.call("POST", "/api/agent/sessions", body)
-        if not created["ok"]:
-            print(f"planning failed: {created['error']['code']}: {created['error']['message']}", file=out)
-            return 1
-        sid = created["sessionId"]
-        print(f"session {sid} (deadline {created['deadline']})", file=out)
-        if not review(api, sid, created["plan"], inp, out):
-            print("cancelled", file=out)
-            return 1
-        final = follow(api, sid, created["deadline"], inp, out)
+        if args.command == "approvals":
+            return approvals(api, args.status, args.decide, inp, out)
+        return plan_session(api, args, inp, out)
     except ApiError as exc:
         print(f"error: {exc}", file=out)
         return 2
     except OSError as exc:
         print(f"cannot reach {args.server}: {exc}", file=out)
         return 2
+
+
+def plan_session(api: Api, args: argparse.Namespace, inp: TextIO, out: TextIO) -> int:
+    """``agent plan``: create, review, follow, then print the final log."""
+    body: dict[str, Any] = {"prompt": args.prompt}
+    if args.deadline:
+        body["deadline"] = args.deadline
+    if args.repo:
+        body["repoUrl"] = args.repo
+    created = api.call("POST", "/api/agent/sessions", body)
+    if not created["ok"]:
+        print(f"planning failed: {created['error']['code']}: {created['error']['message']}", file=out)
+        return 1
+    sid = created["sessionId"]
+    print(f"session {sid} (deadline {created['deadline']})", file=out)
+    if not review(api, sid, created["plan"], inp, out):
+        print("cancelled", file=out)
+        return 1
+    final = follow(api, sid, created["deadline"], inp, out)
     print(f"session {final['status']}", file=out)
     for entry in (final.get("result") or {}).get("log", []):
-        at = datetime.fromtimestamp(entry["at"], UTC).strftime("%H:%M:%S")
-        print(f"  {at}  {entry['taskId']:<4} {entry['tool']:<20} {entry['outcome']:<6} {entry['arguments']}", file=out)
+        if entry["tool"] in INTERNAL_TOOLS:
+            continue
+        print(f"  {clock(entry['at'])}  {entry['taskId']:<4} {entry['tool']:<20} {entry['outcome']:<8} "
+              f"{as_json(entry['arguments'])}", file=out)
     return 0 if final["status"] == "completed" else 1
 
 

@@ -2,7 +2,8 @@
 
 - ``POST   /api/integrations/{provider}``: store the caller's tokens (encrypted) -> 200 status
 - ``DELETE /api/integrations/{provider}``: forget them -> 200 status
-- ``GET    /api/integrations[/{provider}]``: whether each is connected -> 200
+- ``GET    /api/integrations``: whether each is connected -> 200 ``{integrations: [...]}``
+- ``GET    /api/integrations/{provider}``: whether that one is -> 200 the status object (like ``POST``)
   (``POST``/``DELETE`` on the collection itself: 405, ``Allow: GET``)
 Answers never contain a token. Routes: ``shared/routes.py``.
 """
@@ -20,8 +21,8 @@ from shared.connectors.credentials import Provider
 from shared.connectors.integrations_api import (
     ConnectRequest,
     IntegrationRemovedResponse,
-    IntegrationResponse,
     IntegrationsResponse,
+    one_status,
     provider_named,
     status_body,
 )
@@ -37,22 +38,19 @@ def _configured() -> Iterator[None]:
         raise Unavailable(str(exc), code="INTEGRATIONS_NOT_CONFIGURED") from None
 
 
-def _statuses(vault: CredentialVault, uid: str, wanted: list[Provider]) -> flask.Response:
-    listed = IntegrationsResponse(integrations=[status_body(vault.status(uid, p)) for p in wanted])
-    return json_response(listed.to_json())
-
-
 def list_integrations(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
     with _configured():
-        return _statuses(rt.connectors().vault, uid, list(PROVIDERS))
+        vault = rt.connectors().vault
+        listed = IntegrationsResponse(integrations=[status_body(vault.status(uid, p)) for p in PROVIDERS])
+        return json_response(listed.to_json())
 
 
 def get_integration(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
     provider = provider_named(path["provider"])
     with _configured():
-        return _statuses(rt.connectors().vault, uid, [provider])
+        return json_response(one_status(rt.connectors().vault.status(uid, provider)).to_json())
 
 
 def disconnect_integration(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -70,5 +68,4 @@ def connect_integration(request: flask.Request, path: Mapping[str, str]) -> flas
         vault = rt.connectors().vault
         body = parse_model(ConnectRequest, read_json_body(request, rt.settings.max_body_bytes))
         status = vault.put(uid, provider, body.tokens())
-    stored = IntegrationResponse.model_validate({**status_body(status).model_dump(), "ok": True})
-    return json_response(stored.to_json())
+    return json_response(one_status(status).to_json())

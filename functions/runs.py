@@ -1,5 +1,7 @@
-"""``runs``: GET /api/agent/runs?limit=N (the caller's runs, newest first), GET /api/agent/runs/{runId}
-and GET /api/agent/runs/{runId}/events?after=N[&follow=1] (routes: ``shared/routes.py``).
+"""``runs``: GET /api/agent/runs?limit=N (the caller's runs, newest first), GET /api/agent/runs/{runId},
+GET /api/agent/runs/{runId}/events?after=N[&follow=1] and the approvals inbox,
+GET /api/agent/approvals?status=pending|decided|all&limit=N (shared/approvals_inbox.py).
+Routes: ``shared/routes.py``.
 
 Reads only: the run record needs the store, the runs repository and the usage ledger (each model
 call); the events route loads the streaming helpers on its first request. Neither loads the tools,
@@ -21,7 +23,15 @@ def list_runs(request: flask.Request, path: Mapping[str, str]) -> flask.Response
     from shared.runs_list import parse_limit, runs_list
 
     rt, uid = caller(request)
-    return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args))).to_json())
+    return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args)), rt.runs).to_json())
+
+
+def list_approvals(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.approvals_inbox import inbox, parse_query
+
+    rt, uid = caller(request)
+    status, limit = parse_query(request.args)
+    return json_response(inbox(rt.runs, uid, status, limit).to_json())
 
 
 def get_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:

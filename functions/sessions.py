@@ -4,7 +4,7 @@ Routes: ``shared/routes.py``.
 - ``POST /api/agent/sessions`` -> 201 the proposed plan (200 ``ok: false`` when planning failed)
 - ``POST /api/agent/sessions/{id}/refine`` -> 200 the revised plan
 - ``POST /api/agent/sessions/{id}/confirm`` -> 202 ``executing``
-- ``POST /api/agent/sessions/{id}/cancel`` -> 202
+- ``POST /api/agent/sessions/{id}/cancel`` (no body, ``{}`` or ``{"reason"}``) -> 202
 - ``GET  /api/agent/sessions/{id}`` -> the session
 - ``GET  /api/agent/sessions/{id}/events?after=N&follow=1`` -> NDJSON
 """
@@ -71,6 +71,7 @@ def cancel_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
     from shared.plans import api
 
     rt, uid = caller(request)
-    if request.data:  # no body is needed; one that is sent must be a JSON object
-        read_json_body(request, rt.settings.max_body_bytes)
-    return json_response(api.cancel(rt, uid, path["sessionId"]).to_json(), status=202)
+    # The body is optional (no body, ``{}`` or ``{"reason"}``); read through the stream like every
+    # other body: ``request.data`` would consume it first, so a JSON body then read as empty.
+    body = read_json_body(request, rt.settings.max_body_bytes, optional=True)
+    return json_response(api.cancel(rt, uid, path["sessionId"], body).to_json(), status=202)

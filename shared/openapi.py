@@ -15,6 +15,9 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from shared import routes
+from shared.approvals_inbox import DEFAULT_LIMIT as INBOX_DEFAULT_LIMIT
+from shared.approvals_inbox import INBOX_STATUSES
+from shared.approvals_inbox import MAX_LIMIT as INBOX_MAX_LIMIT
 from shared.connectors.credentials import PROVIDERS
 from shared.events import RunEvent
 from shared.openapi_links import LINKS
@@ -133,6 +136,11 @@ def _parameters() -> dict[str, list[dict[str, Any]]]:
                           "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT,
                                      "default": DEFAULT_LIST_LIMIT}}],
         "getSessionEvents": _after_and_follow(), "getRunEvents": _after_and_follow(),
+        "listApprovals": [{"name": "status", "in": "query", "required": False,
+                           "schema": {"type": "string", "enum": list(INBOX_STATUSES), "default": "pending"}},
+                          {"name": "limit", "in": "query", "required": False,
+                           "schema": {"type": "integer", "minimum": 1, "maximum": INBOX_MAX_LIMIT,
+                                      "default": INBOX_DEFAULT_LIMIT}}],
         "getUsage": [{"name": "from", "in": "query", "required": False, "schema": instant},
                      {"name": "to", "in": "query", "required": False, "schema": instant},
                      {"name": "groupBy", "in": "query", "required": False,
@@ -180,7 +188,7 @@ def _operation(route: routes.Route, parameters: dict[str, list[dict[str, Any]]])
     if params:
         op["parameters"] = params
     if route.request is not None:
-        op["requestBody"] = {"required": True,
+        op["requestBody"] = {"required": route.body_required,
                              "content": _json(REF.format(model=routes.resolve(route.request).__name__))}
     responses = {str(r.status): _reply(r) for r in route.replies}
     links = LINKS.get(route.operation_id)

@@ -13,9 +13,9 @@ run_links: dict[str, Any] = {
     "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
     "getRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runId"}},
     "approveAction": {"operationId": "approve", "description": "when the run waits for approval",
-                      "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "approve"}},
+                      "requestBody": {"approvalId": "$response.body#/approval/approvalId", "decision": "approve"}},
     "rejectAction": {"operationId": "approve", "description": "when the run waits for approval",
-                     "requestBody": {"approvalId": "$response.body#/approval/id", "decision": "reject"}},
+                     "requestBody": {"approvalId": "$response.body#/approval/approvalId", "decision": "reject"}},
     "continueThread": {"operationId": "run", "description": "the next turn of the same thread",
                        "requestBody": {"prompt": "Remember that I like tea",
                                        "threadId": "$response.body#/threadId"}},
@@ -40,7 +40,7 @@ created_links = {**session_links, "confirmSession": {
     "requestBody": {"planVersion": "$response.body#/plan/version"}}}
 refined_links = {**session_links, "confirmSession": {
     "operationId": "confirmSession", "parameters": by_session,
-    "requestBody": {"planVersion": "$response.body#/version"}}}
+    "requestBody": {"planVersion": "$response.body#/plan/version"}}}
 view_links = {
     **session_links,
     "approvePending": {"operationId": "approve", "description": "when the session's run waits for approval",
@@ -57,12 +57,16 @@ list_runs_links = {
                              "requestBody": {"prompt": "Remember that I like tea",
                                              "threadId": "$response.body#/runs/0/threadId"}},
     "approveFirstRun": {"operationId": "approve", "description": "when the newest run waits for approval",
-                        "requestBody": {"approvalId": "$response.body#/runs/0/approvals/0/id",
+                        "requestBody": {"approvalId": "$response.body#/runs/0/approvals/0/approvalId",
                                         "decision": "approve"}},
 }
 view_run_links = {"approveAction": {
     "operationId": "approve", "description": "when the run waits for approval",
-    "requestBody": {"approvalId": "$response.body#/result/approval/id", "decision": "approve"}}}
+    "requestBody": {"approvalId": "$response.body#/result/approval/approvalId", "decision": "approve"}}}
+inbox_links = {
+    "approveFirst": {"operationId": "approve", "description": "when the newest approval is pending",
+                     "requestBody": {"approvalId": "$response.body#/approvals/0/approvalId", "decision": "approve"}},
+}
 list_sessions_links = {"getFirstSession": {"operationId": "getSession",
                                            "parameters": {"sessionId": "$response.body#/sessions/0/sessionId"}}}
 first_provider = {"provider": "$response.body#/integrations/0/provider"}
@@ -87,6 +91,7 @@ LINKS: dict[str, dict[str, Any]] = {
     "refineSession": refined_links,
     "confirmSession": session_links,
     "approve": approve_links,
+    "listApprovals": inbox_links,
     "listIntegrations": list_integrations_links,
     "connectIntegration": integration_links,
 }

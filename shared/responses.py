@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.wire import UtcTime
 
 
 class ResponseBody(BaseModel):
@@ -32,3 +34,21 @@ class ApproveResponse(ResponseBody):
     approvalId: str
     status: str
     decision: str
+
+
+class Approval(ResponseBody):
+    """An approval wherever the API lists one (the inbox, a session's pending approvals): what
+    waits (or waited) for the owner's decision and what it belongs to. Decide with
+    ``POST /api/agent/approve {"approvalId", "decision"}``."""
+
+    approvalId: str
+    tool: str
+    preview: str
+    reason: str
+    status: Literal["pending", "approved", "rejected", "expired"]
+    createdAt: UtcTime
+    expiresAt: UtcTime
+    decidedAt: UtcTime | None = None
+    runId: str
+    sessionId: str | None = Field(default=None, description="the plan session whose act it is")
+    taskId: str | None = Field(default=None, description="the plan task whose act it is")

@@ -86,6 +86,8 @@ class Route(NamedTuple):
     handler: str
     replies: tuple[Reply, ...]
     request: str | None = None
+    body_required: bool = True
+    """``False``: the request body may be absent (read as ``{}``), e.g. ``cancel``'s optional reason."""
     errors: tuple[int, ...] = ()
     public: bool = False
     description: str | None = None
@@ -106,7 +108,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function("stream", secrets=_LOOP_SECRETS, publishes_resume=True, deadline_bound=True, default_timeout_s=0,
              summary="same, streaming NDJSON events while it works"),
     # Reads runs and events; writes only the caller's request counter (the per-user request limit).
-    Function("runs", default_timeout_s=300, summary="the caller's runs; one run; its events"),
+    Function("runs", default_timeout_s=300, summary="the caller's runs; one run; its events; the approvals inbox"),
     Function("approve", publishes_resume=True, summary="record a decision, publish a resume message (outbox)"),
     Function("resume", trigger="pubsub", secrets=_LOOP_SECRETS, publishes_resume=True, deadline_bound=True,
              default_timeout_s=0, handler="functions.resume:resume",
@@ -161,9 +163,12 @@ ROUTES: tuple[Route, ...] = (
           "functions.sessions:confirm_session", request="shared.plans.contracts:ConfirmRequest",
           replies=(Reply(202, "executing", model="shared.plans.contracts:SessionAccepted"),), errors=_BODY),
     Route("POST", "/api/agent/sessions/{sessionId}/cancel", "cancelSession", "sessions",
-          "functions.sessions:cancel_session",
+          "functions.sessions:cancel_session", request="shared.plans.contracts:CancelRequest", body_required=False,
+          description="The body is optional: none, {} or {\"reason\": ...} (shown as the session's "
+                      "cancelReason). A repeat answers the session as it is (idempotent); 409 only when "
+                      "the session already ended otherwise.",
           replies=(Reply(202, "cancelled, or cancelling before the next act",
-                         model="shared.plans.contracts:SessionAccepted"),), errors=(401, 404, 409)),
+                         model="shared.plans.contracts:SessionAccepted"),), errors=_BODY),
     Route("GET", "/api/agent/sessions/{sessionId}/events", "getSessionEvents", "sessions",
           "functions.sessions:session_events",
           replies=(Reply(200, "the session's events with seq > after (NDJSON)", stream="SessionEvent"),),
@@ -174,6 +179,13 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
           replies=(Reply(200, "persisted events with seq > after (NDJSON)", stream="RunEvent"),),
           errors=(400, 401, 404)),
+    Route("GET", "/api/agent/approvals", "listApprovals", "runs", "functions.runs:list_approvals",
+          description="The caller's approvals across chat runs and plan sessions, newest first (other users' "
+                      "are never listed): pending = waiting for a decision; decided = approved, rejected or "
+                      "expired. Decide with POST /api/agent/approve. Unknown, repeated or bad parameters: "
+                      "400 INVALID_QUERY.",
+          replies=(Reply(200, "the approvals, newest first", model="shared.approvals_inbox:ApprovalsList"),),
+          errors=(400, 401)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
           request="shared.api:ApproveRequest",
           replies=(Reply(202, "decision recorded; the run resumes asynchronously",
@@ -188,8 +200,8 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.connectors.integrations_api:IntegrationsResponse"),), errors=(401,)),
     Route("GET", "/api/integrations/{provider}", "getIntegration", "integrations",
           "functions.integrations:get_integration", segments={"provider": ANY_SEGMENT},
-          replies=(Reply(200, "whether each integration is connected (never a token)",
-                         model="shared.connectors.integrations_api:IntegrationsResponse"),), errors=(401, 404)),
+          replies=(Reply(200, "whether the integration is connected (never a token)",
+                         model="shared.connectors.integrations_api:IntegrationResponse"),), errors=(401, 404)),
     Route("POST", "/api/integrations/{provider}", "connectIntegration", "integrations",
           "functions.integrations:connect_integration", segments={"provider": ANY_SEGMENT},
           description="Store (replace) the caller's tokens for the provider, encrypted. "

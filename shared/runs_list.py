@@ -14,7 +14,9 @@ from pydantic import Field
 from shared.query import Args, int_arg
 from shared.responses import ResponseBody
 from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus
+from shared.state.runs_repo import RunsRepo
 from shared.usage.figures import Usage
+from shared.wire import UtcTime
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -29,6 +31,7 @@ class RunSummary(ResponseBody):
     model: str
     steps: int
     lastSeq: int = Field(description="seq of the run's last event (read them with the events route)")
+    sessionId: str | None = Field(default=None, description="the plan session this run executes (host plan)")
     summary: str = Field(default="", description="the result's summary as of the run's last stop")
     approvals: list[ApprovalView] = Field(default_factory=list,
                                           description="the approvals of the pause the run is in (status "
@@ -37,8 +40,8 @@ class RunSummary(ResponseBody):
     error: RunError | None = None
     usage: Usage
     costUsd: float
-    createdAt: float = Field(description="epoch seconds")
-    updatedAt: float = Field(description="epoch seconds")
+    createdAt: UtcTime
+    updatedAt: UtcTime
 
 
 class RunsListResponse(ResponseBody):
@@ -51,15 +54,32 @@ def parse_limit(args: Args) -> int:
     return int_arg(args, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
 
 
-def summary(run: RunRecord) -> RunSummary:
+def stored_approvals(runs: RunsRepo, run: RunRecord) -> list[ApprovalView]:
+    """The pending approvals a paused run waits for, read by id (a plan's run pauses without a
+    chat result that lists them): at most the run's ``pendingApprovalIds``."""
+    out: list[ApprovalView] = []
+    for approval_id in run.pending_approval_ids:
+        got = runs.get_approval(run.uid, approval_id)
+        if got is not None and got[0].status == "pending":
+            a = got[0]
+            out.append(ApprovalView(approval_id=a.approval_id, tool=a.tool, reason=a.reason, preview=a.preview))
+    return out
+
+
+def summary(run: RunRecord, runs: RunsRepo | None = None) -> RunSummary:
     approvals: list[ApprovalView] = []
     if run.status == "awaiting_confirmation" and run.result is not None:
         approvals = run.result.approvals or ([run.result.approval] if run.result.approval else [])
+    if run.status == "awaiting_confirmation" and not approvals and runs is not None:
+        approvals = stored_approvals(runs, run)
+    session_id = run.host_state.get("sessionId") if run.host == "plan" else None
     return RunSummary(runId=run.run_id, threadId=run.thread_id, status=run.status, mode=run.mode, host=run.host,
+                      sessionId=str(session_id) if session_id else None,
                       model=run.model, steps=run.steps, lastSeq=run.last_seq,
                       summary=run.result.summary if run.result else "", approvals=approvals, error=run.error,
                       usage=run.usage, costUsd=run.cost_usd, createdAt=run.created_at, updatedAt=run.updated_at)
 
 
-def runs_list(runs: Sequence[RunRecord]) -> RunsListResponse:
-    return RunsListResponse(runs=[summary(r) for r in runs])
+def runs_list(runs: Sequence[RunRecord], repo: RunsRepo | None = None) -> RunsListResponse:
+    """``repo``: to read the approvals of paused runs whose result does not list them (plan runs)."""
+    return RunsListResponse(runs=[summary(r, repo) for r in runs])

@@ -76,8 +76,9 @@ def error_response(err: DomainError) -> flask.Response:
     return json_response(err.to_json(), status, headers)
 
 
-def read_json_body(request: flask.Request, max_bytes: int) -> dict[str, Any]:
-    """The request's JSON object body, or a 4xx naming what is wrong."""
+def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = False) -> dict[str, Any]:
+    """The request's JSON object body, or a 4xx naming what is wrong. ``optional``: a route whose
+    every field has a default (``cancel``) also takes no body at all, read as ``{}``."""
     length = request.content_length
     if length is not None and length > max_bytes:
         raise PayloadTooLarge(f"request body is {length} bytes; the limit is {max_bytes}")
@@ -88,6 +89,8 @@ def read_json_body(request: flask.Request, max_bytes: int) -> dict[str, Any]:
     if raw and mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise UnsupportedMediaType(f"expected Content-Type application/json, got {mimetype}")
     if not raw.strip():
+        if optional:
+            return {}
         raise InvalidInput("request body is empty; expected a JSON object", code="INVALID_JSON")
     try:
         data = json.loads(raw)

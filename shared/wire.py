@@ -15,9 +15,10 @@ lax one also takes ``"3"``. :data:`JsonInt` takes exactly what the document call
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Strict
+from pydantic import BeforeValidator, PlainSerializer, Strict, WithJsonSchema
 
 WHITESPACE = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
                        "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
@@ -67,3 +68,27 @@ def _not_a_number(value: Any) -> Any:
 NOT_A_NUMBER = BeforeValidator(_not_a_number)
 """For ``Annotated[date, NOT_A_NUMBER]`` and ``Annotated[datetime, NOT_A_NUMBER]``: from JSON, a
 string; the service's own ``date`` objects still pass."""
+
+
+RFC3339_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
+"""Every time the API answers: RFC 3339, UTC (``Z``), always milliseconds."""
+
+
+def rfc3339(at: float) -> str:
+    """Epoch seconds as the API writes every time: ``2026-11-24T19:14:54.120Z``."""
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _epoch(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):  # an answer read back (a client's model, a test): the same instant
+        return datetime.fromisoformat(value).timestamp()
+    return value
+
+
+UtcTime = Annotated[float, BeforeValidator(_epoch), PlainSerializer(rfc3339, return_type=str, when_used="json"),
+                    WithJsonSchema({"type": "string", "format": "date-time", "pattern": RFC3339_PATTERN})]
+"""A time in a response model: kept as epoch seconds (what the records hold), written as
+:func:`rfc3339`, documented as that string. Every response model's time field is this type (the
+contract test, tests/e2e/test_wire_contract.py, walks the OpenAPI document for it)."""

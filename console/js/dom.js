@@ -39,9 +39,11 @@ export function json(value, max = 4000) {
   return text.length > max ? `${text.slice(0, max)}\n… (${text.length - max} more characters)` : text;
 }
 
-export function when(epochSeconds) {
-  if (!epochSeconds) return '';
-  return new Date(epochSeconds * 1000).toISOString().replace('T', ' ').slice(0, 19) + 'Z';
+/** A time as the API writes it (RFC 3339 UTC, e.g. 2026-11-24T19:14:54.120Z), shown to the second. */
+export function when(at) {
+  if (!at) return '';
+  const date = typeof at === 'number' ? new Date(at * 1000) : new Date(at);
+  return Number.isNaN(date.getTime()) ? String(at) : date.toISOString().replace('T', ' ').slice(0, 19) + 'Z';
 }
 
 export function chip(status) {

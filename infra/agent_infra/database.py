@@ -44,6 +44,9 @@ INDEXES: tuple[IndexSpec, ...] = (
     IndexSpec("outbox", (("status", "ASCENDING"), ("createdAt", "ASCENDING"))),
     # shared/state/runs_repo.py list_runs_for (GET /api/agent/runs): a user's runs, newest first.
     IndexSpec("runs", (("uid", "ASCENDING"), ("createdAt", "DESCENDING"))),
+    # shared/state/runs_repo.py list_approvals_for (GET /api/agent/approvals): a user's approvals in
+    # one status, newest first (users/{uid}/agentApprovals).
+    IndexSpec("agentApprovals", (("status", "ASCENDING"), ("createdAt", "DESCENDING"))),
     # shared/state/projects_repo.py list_tasks: a project's tasks in one status, in list order
     # (users/{uid}/projects/{id}/tasks; the collection id "tasks" is shared with plan-session tasks).
     IndexSpec("tasks", (("status", "ASCENDING"), ("order", "ASCENDING"))),

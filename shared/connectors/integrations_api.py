@@ -16,7 +16,15 @@ from shared.connectors.credentials import PROVIDERS, IntegrationStatus, Integrat
 from shared.errors import NotFound
 from shared.formats import is_email
 from shared.responses import ResponseBody
-from shared.wire import INTEGRAL, NO_WHITESPACE_PATTERN, NOT_BLANK_PATTERN, WHITESPACE_CLASS, has_whitespace, is_blank
+from shared.wire import (
+    INTEGRAL,
+    NO_WHITESPACE_PATTERN,
+    NOT_BLANK_PATTERN,
+    WHITESPACE_CLASS,
+    UtcTime,
+    has_whitespace,
+    is_blank,
+)
 
 EMAIL_PATTERN = (f"^[^@{WHITESPACE_CLASS}<>(),;:\"\\[\\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
                  r"(?:\.[A-Za-z0-9-]+)+$")
@@ -104,19 +112,20 @@ class IntegrationStatusBody(ResponseBody):
     connected: bool
     scopes: list[str] = Field(default_factory=list, description="granted scopes (when connected)")
     accountEmail: str | None = None
-    expiresAt: float | None = Field(default=None, description="access token expiry, epoch seconds")
-    updatedAt: float | None = Field(default=None, description="when the tokens were stored, epoch seconds")
+    expiresAt: UtcTime | None = Field(default=None, description="access token expiry")
+    updatedAt: UtcTime | None = Field(default=None, description="when the tokens were stored")
 
 
 class IntegrationsResponse(ResponseBody):
-    """``GET /api/integrations[/{provider}]``."""
+    """``GET /api/integrations``: every provider's status."""
 
     ok: bool = True
     integrations: list[IntegrationStatusBody]
 
 
 class IntegrationResponse(IntegrationStatusBody):
-    """``POST /api/integrations/{provider}``: the stored connection's status."""
+    """``GET`` and ``POST /api/integrations/{provider}``: one connection's status (an object, like
+    every answer about one thing)."""
 
     ok: bool = True
 
@@ -136,3 +145,8 @@ def status_body(status: IntegrationStatus) -> IntegrationStatusBody:
     return IntegrationStatusBody(provider=status.provider, connected=True, scopes=status.scopes,
                                  accountEmail=status.account_email, expiresAt=status.expires_at,
                                  updatedAt=status.updated_at)
+
+
+def one_status(status: IntegrationStatus) -> IntegrationResponse:
+    """One provider's status as ``GET``/``POST /api/integrations/{provider}`` answer it."""
+    return IntegrationResponse.model_validate({**status_body(status).model_dump(), "ok": True})

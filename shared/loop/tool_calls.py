@@ -92,7 +92,9 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
             approval = ApprovalRecord(approval_id=s.new_id("apr"), uid=ctx.run.uid, run_id=ctx.run.run_id,
                                       action_id=action.action_id, tool=tool.name, args_hash=action.args_hash,
                                       reason=decision.reason, preview=preview,
-                                      expires_at=now() + s.settings.approval_ttl_s)
+                                      expires_at=now() + s.settings.approval_ttl_s,
+                                      session_id=ctx.run.host_state.get("sessionId"),
+                                      task_id=ctx.run.host_state.get("taskId"))
             approval.expire_at = approval.expires_at + s.settings.event_retention_s
             move_action(action, "awaiting_confirmation")
             action.approval_id = approval.approval_id

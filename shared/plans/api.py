@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 from shared.ndjson import ndjson
 from shared.plans import sessions as engine
 from shared.plans.contracts import (
+    CancelRequest,
     ConfirmRequest,
     CreateSessionRequest,
-    PlanBody,
+    Plan,
     RefineRequest,
     SessionAccepted,
     SessionCreated,
@@ -21,6 +22,8 @@ from shared.plans.contracts import (
 )
 from shared.plans.views import created, plan_body, session_view
 from shared.query import Args, int_arg
+from shared.responses import ResponseBody
+from shared.state.plan_records import SessionStatus
 from shared.web import parse_model
 
 if TYPE_CHECKING:
@@ -32,10 +35,13 @@ DEFAULT_LIST_LIMIT = 50
 MAX_LIST_LIMIT = 200
 
 
-class RefineResponse(PlanBody):
+class RefineResponse(ResponseBody):
+    """``POST /api/agent/sessions/{id}/refine``: the revised plan, in the one plan shape."""
+
     ok: bool = True
     sessionId: str
-    status: str
+    status: SessionStatus
+    plan: Plan
 
 
 def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
@@ -55,11 +61,9 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
 
 
 def list_sessions(rt: Runtime, uid: str, args: Args) -> SessionsList:
-    from shared.plans.views import iso
-
     limit = int_arg(args, "limit", default=DEFAULT_LIST_LIMIT, minimum=1, maximum=MAX_LIST_LIMIT)
     return SessionsList(sessions=[SessionSummary(sessionId=s.session_id, status=s.status, prompt=s.prompt[:500],
-                                                 deadline=iso(s.deadline), planVersion=s.plan_version,
+                                                 deadline=s.deadline, planVersion=s.plan_version,
                                                  createdAt=s.created_at)
                                   for s in rt.sessions.list_for(uid, limit)])
 
@@ -68,9 +72,8 @@ def refine(rt: Runtime, uid: str, session_id: str, body: Any) -> RefineResponse:
     req = parse_model(RefineRequest, body)
     rt.limits.check_daily_tokens(uid)
     outcome = engine.refine_plan(rt.services, rt.sessions, uid, session_id, req.message)
-    plan = plan_body(outcome.session.plan_version, outcome.tasks)
-    return RefineResponse(sessionId=session_id, status=outcome.session.status, version=plan.version,
-                          tasks=plan.tasks)
+    return RefineResponse(sessionId=session_id, status=outcome.session.status,
+                          plan=plan_body(outcome.session.plan_version, outcome.tasks))
 
 
 def confirm(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepted:
@@ -80,8 +83,9 @@ def confirm(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepte
     return SessionAccepted(sessionId=session_id, status=session.status)
 
 
-def cancel(rt: Runtime, uid: str, session_id: str) -> SessionAccepted:
-    session = engine.cancel(rt.services, rt.sessions, uid, session_id)
+def cancel(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepted:
+    req = parse_model(CancelRequest, body)
+    session = engine.cancel(rt.services, rt.sessions, uid, session_id, reason=req.reason)
     return SessionAccepted(sessionId=session_id, status=session.status, cancelRequested=session.cancel_requested)
 
 

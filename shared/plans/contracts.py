@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
-from shared.responses import ResponseBody
+from shared.responses import Approval, ResponseBody
 from shared.state.plan_records import SessionStatus, TaskStatus
 from shared.usage.figures import Usage
-from shared.wire import INTEGRAL, MAX_INT64, NOT_BLANK_PATTERN, is_blank
+from shared.wire import INTEGRAL, MAX_INT64, NOT_BLANK_PATTERN, UtcTime, is_blank
 
 MAX_PROMPT_CHARS = 16_000
 
@@ -45,20 +45,65 @@ class RefineRequest(_Strict):
     _message = field_validator("message")(_not_blank)
 
 
+MAX_CANCEL_REASON_CHARS = 1_000
+
+
+class CancelRequest(_Strict):
+    """``POST /api/agent/sessions/{id}/cancel``: the body is optional (none, ``{}`` or a reason)."""
+
+    reason: str | None = Field(default=None, max_length=MAX_CANCEL_REASON_CHARS,
+                               description="why; recorded and shown as the session's cancelReason")
+
+
 class ConfirmRequest(_Strict):
     planVersion: Annotated[int, Strict(), Field(ge=1, le=MAX_INT64), INTEGRAL]
 
 
-class TaskBody(ResponseBody):
-    id: str
+class ReactStepView(ResponseBody):
+    """One act of a task: the model's reasoning, the action, what it observed, the reflection."""
+
+    n: int
+    reason: str
+    action: dict[str, Any] = Field(description="{tool, args, preview, actionId} or {tool: task_done}")
+    observation: dict[str, Any]
+    reflection: dict[str, Any] | None = None
+    at: UtcTime
+
+
+class PlanTaskView(ResponseBody):
+    """A task of the plan. ``acts``, ``summary`` and ``history`` are filled where the session is
+    shown whole (``GET /api/agent/sessions/{id}``)."""
+
+    taskId: str
     title: str
     description: str
     status: TaskStatus
+    acts: int | None = None
+    summary: str | None = None
+    history: list[ReactStepView] | None = None
 
 
-class PlanBody(ResponseBody):
+class PlanChangeView(ResponseBody):
+    op: Literal["create", "refine", "add", "modify", "obsolete"]
+    taskId: str | None = None
+    what: str
+    why: str
+
+
+class PlanVersionView(ResponseBody):
     version: int
-    tasks: list[TaskBody]
+    changes: list[PlanChangeView]
+    reason: str
+    at: UtcTime
+
+
+class Plan(ResponseBody):
+    """The one shape of a plan wherever the API answers one (create, refine, the session view):
+    ``versions`` (every version with what changed and why) where the session is shown whole."""
+
+    version: int
+    tasks: list[PlanTaskView]
+    versions: list[PlanVersionView] | None = None
 
 
 class SessionCreated(ResponseBody):
@@ -67,8 +112,8 @@ class SessionCreated(ResponseBody):
     ok: bool
     sessionId: str
     status: SessionStatus
-    deadline: str
-    plan: PlanBody | None = None
+    deadline: UtcTime
+    plan: Plan | None = None
     error: dict[str, str] | None = None
 
 
@@ -85,9 +130,9 @@ class SessionSummary(ResponseBody):
     sessionId: str
     status: SessionStatus
     prompt: str
-    deadline: str
+    deadline: UtcTime
     planVersion: int
-    createdAt: float
+    createdAt: UtcTime
 
 
 class SessionsList(ResponseBody):
@@ -97,29 +142,17 @@ class SessionsList(ResponseBody):
     sessions: list[SessionSummary]
 
 
-class TaskView(ResponseBody):
-    id: str
-    title: str
-    description: str
-    status: TaskStatus
-    acts: int
-    summary: str | None = None
-    history: list[dict[str, Any]] = Field(description="the task's ReAct history: {n, reason, action, observation, "
-                                                      "reflection, at}")
-
-
-class PlanVersionView(ResponseBody):
-    version: int
-    changes: list[dict[str, Any]]
-    reason: str
-    at: float
-
-
-class PendingApproval(ResponseBody):
-    approvalId: str
+class LogEntryView(ResponseBody):
+    taskId: str
     tool: str
-    preview: str
-    reason: str
+    arguments: dict[str, Any]
+    outcome: str
+    at: UtcTime
+
+
+class SessionResultView(ResponseBody):
+    status: SessionStatus
+    log: list[LogEntryView]
 
 
 class SessionView(ResponseBody):
@@ -129,17 +162,17 @@ class SessionView(ResponseBody):
     sessionId: str
     status: SessionStatus
     prompt: str
-    deadline: str
+    deadline: UtcTime
     repoUrl: str | None = None
     tools: list[str] | None = None
-    planVersion: int
+    plan: Plan
     currentTaskId: str | None = None
     cancelRequested: bool
-    tasks: list[TaskView]
-    planVersions: list[PlanVersionView]
-    pendingApprovals: list[PendingApproval]
+    cancelReason: str | None = None
+    pendingApprovals: list[Approval]
     usage: Usage
     costUsd: float
     error: dict[str, str] | None = None
-    result: dict[str, Any] | None = Field(default=None, description="when ended: {status, log: [{taskId, tool, "
-                                                                    "arguments, outcome, at}]}")
+    result: SessionResultView | None = Field(default=None, description="when ended: the outcome and every act")
+    createdAt: UtcTime
+    updatedAt: UtcTime

@@ -201,22 +201,27 @@ def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: st
     return session
 
 
-def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str) -> SessionRecord:
+def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str, *,
+           reason: str | None = None) -> SessionRecord:
     """Before execution: the session ends ``cancelled`` now. During execution: the request is
     recorded and execution stops before its next act (a run paused for an approval is continued
-    just to stop it)."""
+    just to stop it). ``reason`` is kept on the session. A retry (the session is already
+    ``cancelled`` or cancelling) answers the session as it is: cancelling is idempotent."""
     session, token = sessions.get_for(uid, session_id)
+    if session.status == "cancelled" or (session.cancel_requested and not session.terminal):
+        return session
     if session.terminal:
         raise Conflict(f"session {session_id} already ended ({session.status})", code="SESSION_ENDED",
                        details={"status": session.status})
     if session.status in ("planning", "awaiting_confirmation"):
         session.status, session.result = "cancelled", SessionResult(status="cancelled")
+        session.cancel_reason = reason
         session.last_seq += 1
         ev = SessionStatusEvent(status="cancelled", sessionId=session_id, seq=session.last_seq)
         sessions.commit(session, token, [sessions.event_write(session_id, event_to_doc(ev))])
         return session
-    sessions.request_cancel(session_id)
-    session.cancel_requested = True
+    sessions.request_cancel(session_id, reason)
+    session.cancel_requested, session.cancel_reason = True, reason
     if session.run_id:
         ev = SessionStatusEvent(status="cancelled", sessionId=session_id, seq=session.last_seq + 1)
         if end_paused(services, sessions, session, session.run_id, ev, "cancelled"):

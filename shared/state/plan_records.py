@@ -82,6 +82,8 @@ class SessionRecord(Record):
     run_id: str | None = None
     """The execution unit (``runs/{runId}``, host ``plan``) once confirmed."""
     cancel_requested: bool = False
+    cancel_reason: str | None = None
+    """What the user gave as the reason when cancelling (``POST .../cancel {"reason"}``)."""
     last_seq: int = 0
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0

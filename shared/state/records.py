@@ -84,12 +84,21 @@ class RunError(Record):
 
 
 class ApprovalView(Record):
-    """The approval as the API shows it (seed 001 section 3)."""
+    """The approval as the API shows it (seed 001 section 3). ``approvalId`` is the name every
+    other object uses (docs/event-protocol.md, "Names"); ``id`` stays because seed 001 section 3
+    pins it. Either one fills the other, so records stored with ``id`` only still read."""
 
-    id: str
+    approval_id: str = ""
+    id: str = ""
     tool: str
     reason: str
     preview: str
+
+    @model_validator(mode="after")
+    def _both_names(self) -> ApprovalView:
+        self.approval_id = self.approval_id or self.id
+        self.id = self.id or self.approval_id
+        return self
 
 
 class RunResult(Record):
@@ -213,6 +222,10 @@ class ApprovalRecord(Record):
     created_at: float = Field(default_factory=now)
     expires_at: float
     decided_at: float | None = None
+    session_id: str | None = None
+    """The plan session whose act waits (plan runs); the approvals inbox shows it."""
+    task_id: str | None = None
+    """The plan task whose act waits (plan runs)."""
     expire_at: float | None = None
     """TTL deletion time: EVENT_RETENTION_S after the approval itself expires."""
     schema_version: int = SCHEMA_VERSION

@@ -18,6 +18,7 @@ from shared.state.paused_runs import CloseReason, FailPaused, close_paused, paus
 from shared.state.records import (
     ActionRecord,
     ApprovalRecord,
+    ApprovalStatus,
     AuditRecord,
     MessageRecord,
     RunRecord,
@@ -156,6 +157,16 @@ class RunsRepo:
     def get_approval(self, uid: str, approval_id: str) -> tuple[ApprovalRecord, str] | None:
         doc = self.store.get(paths.approval(uid, approval_id))
         return None if doc is None else (ApprovalRecord.from_doc(doc.data), doc.token)
+
+    def list_approvals_for(self, uid: str, status: ApprovalStatus | None, limit: int) -> list[ApprovalRecord]:
+        """``uid``'s approvals (in ``status``, or any), newest first: one bounded query."""
+        if status is None:
+            query = Query(paths.approvals(uid), order_by="createdAt", descending=True, limit=limit)
+        else:
+            query = Query(paths.approvals(uid), where=(("status", status),), order_by="createdAt", descending=True,
+                          limit=limit)
+        docs = self.store.query(query)
+        return [ApprovalRecord.from_doc(d.data) for d in docs]
 
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],

@@ -85,8 +85,11 @@ class SessionsRepo:
         return Write("create", paths.session_event(session_id, int(event["seq"])),
                      {**event, EXPIRE_AT: now() + self.event_retention_s})
 
-    def request_cancel(self, session_id: str) -> None:
-        self.store.commit([self.update_write(session_id, {"cancelRequested": True})])
+    def request_cancel(self, session_id: str, reason: str | None = None) -> None:
+        fields: dict[str, Any] = {"cancelRequested": True}
+        if reason is not None:
+            fields["cancelReason"] = reason
+        self.store.commit([self.update_write(session_id, fields)])
 
     def end_paused(self, session: SessionRecord, run_id: str, status_event: dict[str, Any], *,
                    reason: Literal["cancelled", "deadline_exceeded"], error: RunError, fail: FailPaused,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -12,6 +11,7 @@ from pydantic import ConfigDict, Field
 from shared.responses import ResponseBody
 from shared.state.records import RunRecord, UsageEntry
 from shared.usage.figures import Usage
+from shared.wire import UtcTime
 
 
 class ModelCallView(ResponseBody):
@@ -27,7 +27,7 @@ class ModelCallView(ResponseBody):
     usage: Usage
 
 
-RUN_RECORD_NOT_SERVED = frozenset({"system_instruction", "lease"})
+RUN_RECORD_NOT_SERVED = frozenset({"system_instruction", "lease", "lease_expires_at"})
 """Fields of a stored run that ``GET /api/agent/runs/{runId}`` leaves out."""
 
 
@@ -35,6 +35,9 @@ class RunView(RunRecord):
     """``GET /api/agent/runs/{runId}``: the run record (without its instruction and lease) and
     each model call's usage from the ledger."""
 
+    ok: bool = True
+    created_at: UtcTime
+    updated_at: UtcTime
     model_calls: list[ModelCallView] = Field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -53,8 +56,8 @@ class UsageResponse(ResponseBody):
     """``GET /api/agent/usage``: the caller's model calls in ``[from, to)``, summed per group."""
 
     ok: bool = True
-    start: str = Field(alias="from")
-    to: str
+    start: UtcTime = Field(alias="from")
+    to: UtcTime
     groupBy: str
     calls: int
     usage: Usage
@@ -99,9 +102,5 @@ def summarise(entries: Sequence[UsageEntry], group_by: GroupBy, start: float, en
     groups = [UsageGroup(key=k, calls=calls[k], errors=errors[k], usage=usage[k], costUsd=round(cost[k], 8))
               for k in sorted(usage)]
     total = sum((g.usage for g in groups), Usage())
-    return UsageResponse(start=_iso(start), to=_iso(end), groupBy=group_by, calls=len(entries), usage=total,
+    return UsageResponse(start=start, to=end, groupBy=group_by, calls=len(entries), usage=total,
                          costUsd=round(sum(g.costUsd for g in groups), 8), groups=groups)
-
-
-def _iso(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")

@@ -71,6 +71,8 @@ class ConsoleModel:
     Plan sessions: structured requests (plan drafts, refinements, reflections) get the offline
     model's JSON; each task's first act reasons "I will look up the notes first." and calls
     ``search_memory``, its next act ends the task; the first act of task 2 waits for the ``plan`` gate.
+    A session whose prompt starts with ``save:`` calls ``save_memory`` (a side effect: the session
+    waits for approval) as task 1's first act.
     A gate is opened by the test (``release``) and is re-armed by ``hold``.
     """
 
@@ -113,8 +115,12 @@ class ConsoleModel:
             else:
                 if prompt.startswith("Task 2 of"):
                     self._wait("plan")
-                turn = Turn(role="model", parts=[Part(text="I will look up the notes first."),
-                                                 call("search_memory", {"query": "notes"})])
+                if prompt.startswith("Task 1 of") and "save:" in prompt:
+                    turn = Turn(role="model", parts=[Part(text="I will save the note."),
+                                                     call("save_memory", {"text": "the plan's note"})])
+                else:
+                    turn = Turn(role="model", parts=[Part(text="I will look up the notes first."),
+                                                     call("search_memory", {"query": "notes"})])
         elif kind == "stream":
             emit("thought", "Weighing the greeting")
             emit("text", "Hello ")

@@ -8,7 +8,9 @@ Each test is its own dev user, so the tests share one server and store without s
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
+from typing import Any
 
 from playwright.sync_api import Page, expect
 
@@ -64,9 +66,17 @@ def test_a_chat_run_streams_into_the_page(page: Page, console: Console) -> None:
     row.locator("a").press("Enter")
     timeline = page.locator("#run-detail .timeline li")
     expect(timeline.last).to_contain_text("result completed")
-    seqs = [int(s) for s in timeline.evaluate_all("items => items.map(li => li.dataset.seq)")]
-    assert seqs == list(range(1, record["lastSeq"] + 1))
+    spans = timeline.evaluate_all("items => items.map(li => [+li.dataset.seq, +li.dataset.lastSeq])")
+    assert [n for first, last in spans for n in range(first, last + 1)] == list(range(1, record["lastSeq"] + 1))
     assert timeline.first.inner_text().startswith("#1 status planning")
+    # Consecutive deltas are one text; the agent state is a chip, never raw JSON.
+    deltas = page.locator("#run-detail .timeline li.ev-delta")
+    expect(deltas).to_have_count(1)
+    expect(deltas.locator(".text")).to_have_text("Hello from the console.")
+    states = page.locator("#run-detail .timeline li.ev-agent_state")
+    expect(states.first.locator(".chip")).to_have_attribute("data-state", "thinking")
+    assert states.count() >= 1 and all("{" not in t for t in states.all_inner_texts())
+    expect(page.locator("#run-detail .timeline pre")).to_have_count(0)
     console.screenshot(page, "runs")
 
 
@@ -218,13 +228,13 @@ def test_integrations_connect_show_status_and_disconnect(page: Page, console: Co
     expect(slack).to_contain_text("channels:history, chat:write")
     expect(page.locator("#integrations-errors .error")).to_have_count(0)
     assert "xoxp-console-test" not in page.content()  # the token is never shown again
-    stored = api(console, "GET", "/api/integrations/slack", "frank")["integrations"][0]
+    stored = api(console, "GET", "/api/integrations/slack", "frank")
     assert stored["connected"] is True and stored["scopes"] == ["channels:history", "chat:write"]
     console.screenshot(page, "integrations")
 
     slack.locator("button", has_text="Disconnect slack").click()
     expect(slack.locator(".chip")).to_have_text("not connected")
-    assert api(console, "GET", "/api/integrations/slack", "frank")["integrations"][0]["connected"] is False
+    assert api(console, "GET", "/api/integrations/slack", "frank")["connected"] is False
 
 
 def test_goals_playground_plans_then_finalises(page: Page, console: Console) -> None:
@@ -293,8 +303,8 @@ def test_a_plan_is_refined_then_confirmed_and_its_tasks_progress(page: Page, con
     expect(starts.last).to_contain_text("task 4 of 4: Follow up: also send me a summary")
     expect(session.locator(".timeline li").last).to_contain_text("result completed")
     view = api(console, "GET", f"/api/agent/sessions/{session_id}", "hana")
-    assert view["status"] == "completed" and view["planVersion"] == 2
-    assert [t["status"] for t in view["tasks"]] == ["completed"] * 4
+    assert view["status"] == "completed" and view["plan"]["version"] == 2
+    assert [t["status"] for t in view["plan"]["tasks"]] == ["completed"] * 4
     console.screenshot(page, "plans")
 
 
@@ -335,3 +345,56 @@ def test_plans_lists_the_users_own_sessions_from_the_server(page: Page, console:
     expect(item.locator(".chip")).to_have_text(mine["status"])
     item.get_by_role("link", name=mine["sessionId"]).click()
     expect(page.locator(f".session[data-session-id={mine['sessionId']}] .review-card")).to_be_visible()
+
+
+def _inbox_when_paused(console: Console, uid: str) -> list[dict[str, Any]]:
+    """The inline dispatcher executes on its own threads: read the inbox until the session waits."""
+    for _ in range(300):
+        pending: list[dict[str, Any]] = api(console, "GET", "/api/agent/approvals", uid)["approvals"]
+        if pending:
+            return pending
+        threading.Event().wait(0.1)
+    raise AssertionError("the session never waited for an approval")
+
+
+def test_the_approvals_view_lists_a_plan_sessions_pending_approval_and_approves_it(page: Page,
+                                                                                   console: Console) -> None:
+    created = api(console, "POST", "/api/agent/sessions", "maya", body={"prompt": "save: my plan note"})
+    sid = created["sessionId"]
+    api(console, "POST", f"/api/agent/sessions/{sid}/confirm", "maya", body={"planVersion": created["plan"]["version"]})
+    [pending] = _inbox_when_paused(console, "maya")
+    open_console(page, console, "maya", view="approvals")
+    card = page.locator("#approvals-list .approval-card")
+    expect(card).to_have_count(1)
+    expect(card).to_have_attribute("data-session-id", sid)
+    expect(card).to_have_attribute("data-approval-id", pending["approvalId"])
+    expect(card.locator(".tool-name")).to_have_text("save_memory")
+    expect(card.locator(".preview")).to_have_text('Remember: "the plan\'s note"')
+    expect(card.locator(".meta")).to_contain_text(f"plan session {sid} · task t1")
+    console.screenshot(page, "approvals-plan")
+    card.locator("button.approve").click()
+    expect(card.locator(".decision")).to_have_text("approved: resume requested")
+    page.locator("#approvals-following").get_by_role("link", name=f"follow {sid} in Plans").click()
+    session = page.locator(f".session[data-session-id={sid}]")
+    expect(session.locator(".facts .chip").first).to_have_text("completed")
+    assert [m.text for m in console.runtime.users.list_memories("maya")] == ["the plan's note"]
+    # The sessions list caught up with the status, and the plan's run links to its session.
+    expect(page.locator(f"#plans-known li[data-session-id={sid}] .chip")).to_have_text("completed")
+    page.click("nav >> text=Runs")
+    row = page.locator(f"#runs-table tr[data-run-id={pending['runId']}]")
+    expect(row.locator("a.session-link")).to_have_text(f"plan session {sid}")
+    row.locator("a").first.click()
+    expect(page.locator("#run-detail .facts a.session-link")).to_have_text(f"plan session {sid}")
+    page.click("nav >> text=Approvals")
+    expect(page.locator("#approvals-list")).to_have_text("Nothing is waiting for a decision.")
+
+
+def test_the_sessions_list_refreshes_statuses(page: Page, console: Console) -> None:
+    """A session that changes elsewhere (a backend, the CLI) shows its new status without a reload."""
+    created = api(console, "POST", "/api/agent/sessions", "nora", body={"prompt": "Plan my day"})
+    sid = created["sessionId"]
+    open_console(page, console, "nora", view="plans")
+    chip = page.locator(f"#plans-known li[data-session-id={sid}] .chip")
+    expect(chip).to_have_text("awaiting_confirmation")
+    api(console, "POST", f"/api/agent/sessions/{sid}/cancel", "nora", body={"reason": "not today"})
+    expect(chip).to_have_text("cancelled")

@@ -151,7 +151,7 @@ def create_thread(api: Api) -> Ref:
 
 
 def create_approval(api: Api) -> Ref:
-    return Ref(_paused_run(api)["approval"]["id"], "global")
+    return Ref(_paused_run(api)["approval"]["approvalId"], "global")
 
 
 def create_integration(api: Api) -> Ref:
@@ -201,6 +201,7 @@ BODIES: dict[str, dict[str, Any]] = {
     "CreateSessionRequest": {"prompt": "plan a trip"},
     "RefineRequest": {"message": "also pack"},
     "ConfirmRequest": {"planVersion": 1},
+    "CancelRequest": {"reason": "changed my mind"},
 }
 """A valid body per request schema; the reference under test replaces its field."""
 
@@ -279,7 +280,7 @@ def test_the_matrix_covers_every_operation_and_reference() -> None:
         ("connectIntegration", "provider"), ("disconnectIntegration", "provider"), ("getSession", "sessionId"),
         ("refineSession", "sessionId"), ("confirmSession", "sessionId"), ("cancelSession", "sessionId"),
         ("getSessionEvents", "sessionId")}
-    assert {op for op, _, _ in READS} >= {"listRuns", "listSessions", "getUsage", "listIntegrations"}
+    assert {op for op, _, _ in READS} >= {"listRuns", "listSessions", "getUsage", "listIntegrations", "listApprovals"}
     assert {op for op, _, _ in RUN_STARTS} == {"run", "stream"}
 
 

@@ -67,3 +67,59 @@ def test_agent_plan_rejects_a_bad_deadline() -> None:
     done = subprocess.run([str(AGENT), "plan", "x", "--deadline", "soonish"], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 2 and "use a duration" in done.stderr
+
+
+def agent(url: str, *args: str, answers: str) -> str:
+    done = subprocess.run([str(AGENT), *args, "--server", url, "--token", "dev:alice"], input=answers,
+                          capture_output=True, text=True, timeout=120, cwd="/", check=False)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return done.stdout
+
+
+def test_agent_plan_shows_changes_json_arguments_and_no_internal_tools(served: tuple[str, Runtime]) -> None:
+    url, _ = served
+    out = agent(url, "plan", "Summarise my notes", "--deadline", "2h",
+                answers="add a step to tell the team\ny\ny\n")
+    assert "changed (add): added task t4: Tell the team" in out.split("Plan v2:", 1)[0]  # what the refinement changed
+    assert "why: one more" in out
+    log = out.split("session completed", 1)[1]
+    assert '{"text": "the summary"}' in log and "{'text'" not in log  # JSON, not Python's repr
+    assert "task_done" not in out
+    assert 'act: Remember: "the summary" -> ok' in out
+
+
+def test_agent_plan_shows_a_rejected_act_as_rejected(served: tuple[str, Runtime]) -> None:
+    url, rt = served
+    out = agent(url, "plan", "Summarise my notes", "--deadline", "2h", answers="y\nn\n")
+    assert 'rejected: Remember: "the summary"' in out
+    assert "observed: error" not in out and "-> error" not in out
+    log = out.split("session ", 2)[-1]
+    assert "save_memory" in log and "rejected" in log
+    assert rt.users.list_memories("alice") == []
+
+
+def test_agent_approvals_lists_the_inbox_and_decides(served: tuple[str, Runtime]) -> None:
+    url, rt = served
+    assert "nothing is waiting for a decision" in agent(url, "approvals", answers="")
+    api_session = rt.sessions  # a session paused on its save_memory act, started and confirmed over HTTP
+    from agentcli.http import Api
+
+    api = Api(url, "dev:alice")
+    sid = api.call("POST", "/api/agent/sessions", {"prompt": "Summarise my notes"})["sessionId"]
+    api.call("POST", f"/api/agent/sessions/{sid}/confirm", {"planVersion": 1})
+    pending: list[dict[str, object]] = []
+    for _ in range(600):  # the inline dispatcher executes on its own threads: poll the inbox (bounded)
+        pending = api.call("GET", "/api/agent/approvals")["approvals"]
+        if pending:
+            break
+        threading.Event().wait(0.05)
+    assert len(pending) == 1 and pending[0]["sessionId"] == sid
+    listed = agent(url, "approvals", "--decide", answers="y\n")
+    assert f"session {sid} task t2" in listed and 'save_memory: Remember: "the summary"' in listed
+    assert "approved" in listed
+    for _ in range(600):
+        if api_session.get(sid) is not None and api_session.get(sid)[0].status == "completed":  # type: ignore[index]
+            break
+        threading.Event().wait(0.05)
+    assert [m.text for m in rt.users.list_memories("alice")] == ["the summary"]
+    assert "approved" in agent(url, "approvals", "--status", "decided", answers="")

@@ -24,11 +24,11 @@ def test_an_offline_session_runs_to_completion_with_the_inline_dispatcher(sqlite
         body = client.post("/api/agent/sessions", json={"prompt": "tidy my notes"}, headers=ALICE).get_json()
         assert body["ok"] and body["plan"]["tasks"][0]["title"] == "Understand: tidy my notes"
         assert LABEL in client.get(f"/api/agent/sessions/{body['sessionId']}", headers=ALICE).get_json()[
-            "tasks"][0]["description"]
+            "plan"]["tasks"][0]["description"]
         sid = body["sessionId"]
         refined = client.post(f"/api/agent/sessions/{sid}/refine", json={"message": "also archive"},
                               headers=ALICE).get_json()
-        assert refined["version"] == 2 and len(refined["tasks"]) == 4
+        assert refined["plan"]["version"] == 2 and len(refined["plan"]["tasks"]) == 4
         assert client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 2},
                            headers=ALICE).status_code == 202
         deadline = time.monotonic() + 30
@@ -39,6 +39,6 @@ def test_an_offline_session_runs_to_completion_with_the_inline_dispatcher(sqlite
                 break
             time.sleep(0.05)
         assert view["status"] == "completed", view
-        assert [t["status"] for t in view["tasks"]] == ["completed"] * 4
+        assert [t["status"] for t in view["plan"]["tasks"]] == ["completed"] * 4
     finally:
         set_runtime(None)

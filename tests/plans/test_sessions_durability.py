@@ -53,7 +53,7 @@ def test_an_act_with_a_side_effect_waits_for_approval_then_continues(make_rt: Ma
     done = view(client, sid)
     assert done["status"] == "completed", done
     assert [m.text for m in rt.users.list_memories("alice")] == ["the summary"]  # exactly once
-    act = done["tasks"][1]["history"][0]
+    act = done["plan"]["tasks"][1]["history"][0]
     assert act["action"]["tool"] == "save_memory" and act["observation"]["saved"] is True
 
 
@@ -67,7 +67,7 @@ def test_a_rejected_act_is_observed_and_the_task_goes_on(make_rt: MakeRuntime, c
     deliver(rt)
     done = view(client, sid)
     assert done["status"] == "completed"
-    assert done["tasks"][0]["history"][0]["observation"]["rejected"] is True
+    assert done["plan"]["tasks"][0]["history"][0]["observation"]["rejected"] is True
 
 
 def test_autonomous_users_act_without_approval(make_rt: MakeRuntime, client: FlaskClient) -> None:
@@ -90,8 +90,8 @@ def test_a_session_spans_many_invocations_through_its_step_budget(make_rt: MakeR
     assert deliver(rt) >= 6  # 12 model calls at 2 per invocation, and a slice per task
     done = view(client, sid)
     assert done["status"] == "completed"
-    assert [len(t["history"]) for t in done["tasks"]] == [4, 4, 4]  # 3 acts + task_done each, no duplicate
-    assert [h["n"] for t in done["tasks"] for h in t["history"]] == [1, 2, 3, 4] * 3
+    assert [len(t["history"]) for t in done["plan"]["tasks"]] == [4, 4, 4]  # 3 acts + task_done each, no duplicate
+    assert [h["n"] for t in done["plan"]["tasks"] for h in t["history"]] == [1, 2, 3, 4] * 3
 
 
 def test_no_act_starts_after_the_deadline(make_rt: MakeRuntime, client: FlaskClient) -> None:
@@ -108,7 +108,7 @@ def test_no_act_starts_after_the_deadline(make_rt: MakeRuntime, client: FlaskCli
     deliver(rt)
     done = view(client, sid)
     assert done["status"] == "deadline_exceeded" and done["error"]["code"] == "DEADLINE_EXCEEDED"
-    assert all(not t["history"] for t in done["tasks"])
+    assert all(not t["history"] for t in done["plan"]["tasks"])
 
 
 def test_the_sweep_ends_sessions_waiting_past_their_deadline(make_rt: MakeRuntime, client: FlaskClient) -> None:
@@ -172,7 +172,7 @@ def test_a_crash_inside_an_invocation_is_recovered_and_no_act_runs_twice(make_rt
     deliver(rt)
     done = view(client, sid)
     assert done["status"] == "completed"
-    ns = [h["n"] for h in done["tasks"][0]["history"]]
+    ns = [h["n"] for h in done["plan"]["tasks"][0]["history"]]
     assert ns == sorted(set(ns)) == list(range(1, len(ns) + 1))  # no gap, no duplicate
 
 
@@ -217,7 +217,7 @@ def test_a_crash_inside_a_side_effect_act_is_reported_unknown_to_the_reflection(
     assert sent == ["bob"]  # never run again
     observed = next(a for a in seen if a["action"]["tool"] == "send_note")
     assert observed["observation"]["outcome"] == "unknown"
-    assert view(client, sid)["tasks"][0]["history"][0]["observation"]["outcome"] == "unknown"
+    assert view(client, sid)["plan"]["tasks"][0]["history"][0]["observation"]["outcome"] == "unknown"
 
 
 def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_it(make_rt: MakeRuntime,

@@ -62,7 +62,7 @@ def test_plan_refine_confirm_execute(make_rt: MakeRuntime, client: FlaskClient) 
     assert body["ok"] is True and body["status"] == "awaiting_confirmation"
     assert body["plan"]["version"] == 1
     assert [t["title"] for t in body["plan"]["tasks"]] == script.tasks
-    assert all(t["status"] == "pending" and t["id"] for t in body["plan"]["tasks"])
+    assert all(t["status"] == "pending" and t["taskId"] for t in body["plan"]["tasks"])
     sid = body["sessionId"]
     assert datetime.fromisoformat(body["deadline"].replace("Z", "+00:00")) > datetime.now(UTC)
 
@@ -70,7 +70,7 @@ def test_plan_refine_confirm_execute(make_rt: MakeRuntime, client: FlaskClient) 
                           headers=ALICE)
     assert refined.status_code == 200, refined.get_json()
     plan2 = refined.get_json()
-    assert plan2["version"] == 2 and plan2["tasks"][2]["description"] == "post it"
+    assert plan2["plan"]["version"] == 2 and plan2["plan"]["tasks"][2]["description"] == "post it"
     stale = client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1}, headers=ALICE)
     assert stale.status_code == 409 and stale.get_json()["error"]["code"] == "PLAN_VERSION_MISMATCH"
     ok = client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 2}, headers=ALICE)
@@ -82,8 +82,8 @@ def test_plan_refine_confirm_execute(make_rt: MakeRuntime, client: FlaskClient) 
     assert invocations >= 3  # one per task at least: durable slices
     view = client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()
     assert view["status"] == "completed", view
-    assert [t["status"] for t in view["tasks"] if t["status"] != "obsolete"] == ["completed"] * 3
-    first = view["tasks"][0]
+    assert [t["status"] for t in view["plan"]["tasks"] if t["status"] != "obsolete"] == ["completed"] * 3
+    first = view["plan"]["tasks"][0]
     assert [h["action"]["tool"] for h in first["history"]] == ["search_memory", "task_done"]
     assert first["history"][0]["reason"].startswith("I will use search_memory")
     assert view["result"]["status"] == "completed"
@@ -91,8 +91,8 @@ def test_plan_refine_confirm_execute(make_rt: MakeRuntime, client: FlaskClient) 
     assert [(e["taskId"], e["tool"]) for e in log if e["tool"] != "task_done"] == [
         ("t1", "search_memory"), ("t2", "search_memory"), ("t2", "search_memory")]
     assert all({"taskId", "tool", "arguments", "outcome", "at"} <= set(e) for e in log)
-    assert view["usage"]["requests"] >= 1 and view["planVersion"] == 2
-    assert [v["version"] for v in view["planVersions"]] == [1, 2]
+    assert view["usage"]["requests"] >= 1 and view["plan"]["version"] == 2
+    assert [v["version"] for v in view["plan"]["versions"]] == [1, 2]
     evs = events(client, sid)
     assert [e["seq"] for e in evs] == list(range(1, len(evs) + 1))
     types = [e["type"] for e in evs]
@@ -162,7 +162,7 @@ def test_cancel_before_and_during_execution(make_rt: MakeRuntime, client: FlaskC
     deliver(rt)  # execution stops before its first act
     view = client.get(f"/api/agent/sessions/{sid2}", headers=ALICE).get_json()
     assert view["status"] == "cancelled" and view["error"]["code"] == "CANCELLED"
-    assert all(not t["history"] for t in view["tasks"])  # no act started
+    assert all(not t["history"] for t in view["plan"]["tasks"])  # no act started
 
 
 def test_a_reflection_may_change_the_plan_but_not_a_completed_task(make_rt: MakeRuntime,
@@ -182,12 +182,12 @@ def test_a_reflection_may_change_the_plan_but_not_a_completed_task(make_rt: Make
     deliver(rt)
     view = client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()
     assert view["status"] == "completed"
-    by_id = {t["id"]: t for t in view["tasks"]}
+    by_id = {t["taskId"]: t for t in view["plan"]["tasks"]}
     assert by_id["t1"]["title"] == "Read the notes"  # a completed task is never modified
     assert by_id["t3"]["status"] == "obsolete" and by_id["t4"]["title"] == "Tell the team"
     assert by_id["t4"]["status"] == "completed"
-    assert view["planVersion"] == 2
-    changes = view["planVersions"][-1]["changes"]
+    assert view["plan"]["version"] == 2
+    changes = view["plan"]["versions"][-1]["changes"]
     assert {c["op"] for c in changes} == {"refine", "obsolete", "add"}
     assert any("refused" in c["what"] and c["taskId"] == "t1" for c in changes)
 
@@ -200,7 +200,7 @@ def test_a_task_out_of_acts_fails_the_session(make_rt: MakeRuntime, client: Flas
     deliver(rt)
     view = client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()
     assert view["status"] == "failed" and view["error"]["code"] == "ACT_LIMIT"
-    assert view["tasks"][0]["status"] == "failed" and len(view["tasks"][0]["history"]) == 3
+    assert view["plan"]["tasks"][0]["status"] == "failed" and len(view["plan"]["tasks"][0]["history"]) == 3
 
 
 def test_every_session_response_and_event_matches_the_openapi_document(make_rt: MakeRuntime,
@@ -260,3 +260,38 @@ def test_the_callers_sessions_are_listed_newest_first(make_rt: MakeRuntime, clie
     assert client.get("/api/agent/sessions", headers=BOB).get_json()["sessions"] == []
     bad = check(doc, "/api/agent/sessions", "get", client.get("/api/agent/sessions?limit=0", headers=ALICE))
     assert bad["error"]["details"]["field"] == "limit"
+
+
+@pytest.mark.parametrize("body", [None, {}, {"reason": "changed my mind"}])
+def test_cancel_takes_no_body_an_empty_object_or_a_reason(make_rt: MakeRuntime, client: FlaskClient,
+                                                          body: dict[str, Any] | None) -> None:
+    """Issue 18 finding 1: a JSON body (what typical clients send with every POST) was read as empty."""
+    make_rt(Script())
+    before = create(client)["sessionId"]
+    resp = client.post(f"/api/agent/sessions/{before}/cancel", json=body, headers=ALICE)
+    assert resp.status_code == 202, resp.get_json()
+    assert resp.get_json()["status"] == "cancelled"
+    view = client.get(f"/api/agent/sessions/{before}", headers=ALICE).get_json()
+    assert view["status"] == "cancelled"
+    assert view.get("cancelReason") == (body or {}).get("reason")
+    again = client.post(f"/api/agent/sessions/{before}/cancel", json=body, headers=ALICE)  # a client's retry
+    assert again.status_code == 202 and again.get_json()["status"] == "cancelled"
+    during = create(client)["sessionId"]
+    client.post(f"/api/agent/sessions/{during}/confirm", json={"planVersion": 1}, headers=ALICE)
+    resp = client.post(f"/api/agent/sessions/{during}/cancel", json=body, headers=ALICE)
+    assert resp.status_code == 202 and resp.get_json()["cancelRequested"] is True
+    assert client.post(f"/api/agent/sessions/{during}/cancel", json=body,
+                       headers=ALICE).get_json()["cancelRequested"] is True
+    view = client.get(f"/api/agent/sessions/{during}", headers=ALICE).get_json()
+    assert view.get("cancelReason") == (body or {}).get("reason")
+
+
+@pytest.mark.parametrize(("body", "code"), [({"reason": 3}, "INVALID_REQUEST"), ({"why": "x"}, "INVALID_REQUEST"),
+                                            ([], "INVALID_JSON")])
+def test_a_cancel_body_that_is_not_the_contract_is_a_400(make_rt: MakeRuntime, client: FlaskClient,
+                                                         body: Any, code: str) -> None:
+    make_rt(Script())
+    sid = create(client)["sessionId"]
+    resp = client.post(f"/api/agent/sessions/{sid}/cancel", json=body, headers=ALICE)
+    assert resp.status_code == 400 and resp.get_json()["error"]["code"] == code
+    assert client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()["status"] == "awaiting_confirmation"

@@ -1,6 +1,7 @@
-// Approvals: every pending side effect of the dev user's paused runs (GET /api/agent/runs) as a
-// card; a decision is followed live into the resumed run (events?after=N&follow=1). The run and
-// the seq it is followed from are kept in localStorage, so a reload replays from that seq.
+// Approvals: the dev user's approvals inbox (GET /api/agent/approvals?status=pending), chat runs and
+// plan sessions alike, newest first, each as a card. A chat run's decision is followed live into
+// the resumed run (events?after=N&follow=1; the run and the seq it is followed from are kept in
+// localStorage, so a reload replays from that seq); a plan session's card links to the session.
 
 import {callJson, followRun} from '../api.js';
 import {$, clear, h} from '../dom.js';
@@ -8,6 +9,8 @@ import {approvalCard} from '../approval.js';
 import {showError} from '../errors.js';
 import {RunView} from '../runview.js';
 import {load, save} from '../store.js';
+
+const LISTED = 100;
 
 export function mountApprovals() {
   const list = $('#approvals-list');
@@ -28,6 +31,20 @@ export function mountApprovals() {
     }
   }
 
+  function sessionDecided(sessionId) {
+    following.prepend(h('section', {class: 'following', 'aria-label': `Session ${sessionId} after the decision`},
+      h('p', {}, 'The plan session goes on: ', h('a', {href: `#/plans/${sessionId}`}, `follow ${sessionId} in Plans`))));
+  }
+
+  /** Where a chat run's events stand before the decision (the resumed part is followed from there). */
+  async function lastSeq(runId) {
+    try {
+      return (await callJson('GET', `/api/agent/runs/${encodeURIComponent(runId)}`, {signal: loads.signal})).lastSeq;
+    } catch (err) {
+      return 0; // follow the whole event log rather than nothing
+    }
+  }
+
   async function refresh() {
     loads.abort();
     loads = new AbortController();
@@ -36,22 +53,24 @@ export function mountApprovals() {
     clear(following);
     const kept = load('following');
     if (kept) followDecided(kept.runId, kept.threadId, kept.after);
-    let runs;
+    let approvals;
     try {
-      ({runs} = await callJson('GET', '/api/agent/runs?limit=200', {signal: loads.signal}));
+      ({approvals} = await callJson('GET', `/api/agent/approvals?status=pending&limit=${LISTED}`,
+        {signal: loads.signal}));
     } catch (err) {
-      showError(errors, err, 'listing runs');
+      showError(errors, err, 'listing approvals');
       return;
     }
-    const paused = runs.filter((r) => r.status === 'awaiting_confirmation' && r.approvals.length);
-    if (!paused.length) list.append(h('p', {class: 'empty'}, 'Nothing is waiting for a decision.'));
-    for (const run of paused) {
-      for (const approval of run.approvals) {
-        list.append(approvalCard(approval, {
-          runId: run.runId, threadId: run.threadId,
-          onDecided: () => followDecided(run.runId, run.threadId, run.lastSeq),
-        }));
-      }
+    if (!approvals.length) list.append(h('p', {class: 'empty'}, 'Nothing is waiting for a decision.'));
+    for (const approval of approvals) {
+      const before = approval.sessionId ? null : lastSeq(approval.runId);
+      list.append(approvalCard(approval, {
+        runId: approval.runId,
+        onDecided: async () => {
+          if (approval.sessionId) sessionDecided(approval.sessionId);
+          else await followDecided(approval.runId, null, await before);
+        },
+      }));
     }
   }
 

@@ -2,7 +2,9 @@
 // words, confirm the exact version shown, cancel); an executing session shows its tasks with
 // status and ReAct history, its plan versions with what changed and why, its pending approvals
 // and a countdown to its deadline, redrawn as its events arrive (events?after=N&follow=1).
-// The user's sessions are listed from GET /api/agent/sessions (newest first), with their status.
+// The user's sessions are listed from GET /api/agent/sessions (newest first), with their status,
+// re-read while any listed session is still at work and whenever the open session's status changes.
+// A session's plan is one object wherever the API answers it: plan {version, tasks, versions?}.
 
 import {callJson, streamNdjson} from '../api.js';
 import {approvalCard} from '../approval.js';
@@ -11,6 +13,7 @@ import {showError} from '../errors.js';
 
 const ENDED = new Set(['completed', 'failed', 'deadline_exceeded', 'cancelled']);
 const LISTED = 20;
+const LIST_REFRESH_MS = 3000;
 
 function countdown(deadline) {
   const left = Math.round((Date.parse(deadline) - Date.now()) / 1000);
@@ -50,12 +53,17 @@ export function mountPlans() {
   let current = null; // {id, lastSeq, events (ol), body (div), refreshing}
 
   let listing = null;
+  let listTimer = null;
   async function showKnown() {
     if (listing) listing.abort();
     listing = new AbortController();
+    if (listTimer) clearTimeout(listTimer);
+    listTimer = null;
     try {
       const out = await callJson('GET', `/api/agent/sessions?limit=${LISTED}`, {signal: listing.signal});
       clear(known);
+      // Statuses change without this page (execution, another client): read again while any is at work.
+      if (!known.closest('.view').hidden && out.sessions.some((s) => !ENDED.has(s.status))) listTimer = setTimeout(showKnown, LIST_REFRESH_MS);
       if (!out.sessions.length) return;
       known.append(h('h3', {}, 'Your sessions'),
         h('ul', {}, out.sessions.map((s) => h('li', {'data-session-id': s.sessionId},
@@ -77,7 +85,8 @@ export function mountPlans() {
     message.addEventListener('input', () => { current.draft = message.value; });
     const cardErrors = h('div', {class: 'errors'});
     const refineBtn = h('button', {type: 'submit', class: 'refine'}, 'Refine');
-    const confirmBtn = h('button', {type: 'button', class: 'approve confirm'}, `Confirm version ${s.planVersion}`);
+    const version = s.plan.version;
+    const confirmBtn = h('button', {type: 'button', class: 'approve confirm'}, `Confirm version ${version}`);
     const cancelBtn = h('button', {type: 'button', class: 'reject cancel'}, 'Cancel session');
     const refineForm = h('form', {class: 'stack'}, h('label', {for: messageId}, 'Refine the plan in words'), message,
       h('div', {class: 'row'}, refineBtn, confirmBtn, cancelBtn));
@@ -111,24 +120,24 @@ export function mountPlans() {
       confirmBtn.disabled = true;
       try {
         // The exact version on the card: a plan changed meanwhile answers 409 PLAN_VERSION_MISMATCH.
-        await callJson('POST', `/api/agent/sessions/${s.sessionId}/confirm`, {body: {planVersion: s.planVersion}});
+        await callJson('POST', `/api/agent/sessions/${s.sessionId}/confirm`, {body: {planVersion: version}});
         follow();
       } catch (err) {
-        showError(cardErrors, err, `confirm version ${s.planVersion}`);
+        showError(cardErrors, err, `confirm version ${version}`);
         confirmBtn.disabled = false;
       }
     });
     cancelBtn.addEventListener('click', () => cancel(cardErrors));
-    return h('section', {class: 'card review-card', 'aria-label': `Plan version ${s.planVersion} for review`},
-      h('h4', {}, `Plan version ${s.planVersion}: review it, refine it, or confirm this exact version`),
-      h('ol', {class: 'plan-tasks'}, s.tasks.map((t) => h('li', {'data-task-id': t.id},
+    return h('section', {class: 'card review-card', 'aria-label': `Plan version ${version} for review`},
+      h('h4', {}, `Plan version ${version}: review it, refine it, or confirm this exact version`),
+      h('ol', {class: 'plan-tasks'}, s.plan.tasks.map((t) => h('li', {'data-task-id': t.taskId},
         h('strong', {}, t.title), t.description ? h('div', {class: 'hint'}, t.description) : null))),
       refineForm, cardErrors);
   }
 
   async function cancel(where) {
     try {
-      await callJson('POST', `/api/agent/sessions/${current.id}/cancel`);
+      await callJson('POST', `/api/agent/sessions/${current.id}/cancel`, {body: {reason: 'cancelled in the console'}});
       await refresh();
       follow();
     } catch (err) {
@@ -137,7 +146,7 @@ export function mountPlans() {
   }
 
   function taskView(t) {
-    return h('li', {class: `task task-${t.status}`, 'data-task-id': t.id, 'data-status': t.status},
+    return h('li', {class: `task task-${t.status}`, 'data-task-id': t.taskId, 'data-status': t.status},
       chip(t.status), ' ', h('strong', {}, t.title), t.acts ? h('span', {class: 'hint'}, ` · ${t.acts} acts`) : null,
       t.summary ? h('div', {class: 'task-summary'}, t.summary) : null,
       t.history.length ? h('details', {class: 'react'}, h('summary', {}, `ReAct history (${t.history.length})`),
@@ -152,7 +161,9 @@ export function mountPlans() {
   function draw(s) {
     const drawn = JSON.stringify(s);
     if (drawn === current.drawn) return; // nothing new: keep the page (and its focus) as it is
+    if (current.status !== undefined && current.status !== s.status) showKnown(); // the list shows it too
     current.drawn = drawn;
+    current.status = s.status;
     stopTicker();
     const body = current.body;
     clear(body);
@@ -162,7 +173,8 @@ export function mountPlans() {
         h('dt', {}, 'status'), h('dd', {}, chip(s.status), s.cancelRequested ? ' (cancel requested)' : ''),
         h('dt', {}, 'objective'), h('dd', {}, s.prompt),
         h('dt', {}, 'deadline'), h('dd', {}, s.deadline, ' ', left),
-        h('dt', {}, 'plan version'), h('dd', {}, String(s.planVersion)),
+        h('dt', {}, 'plan version'), h('dd', {}, String(s.plan.version)),
+        s.cancelReason ? [h('dt', {}, 'cancel reason'), h('dd', {}, s.cancelReason)] : null,
         h('dt', {}, 'tokens'), h('dd', {}, `${s.usage.totalTokens} · estimated $${s.costUsd}`),
         s.error ? [h('dt', {}, 'error'), h('dd', {}, `${s.error.code}: ${s.error.message}`)] : null));
     if (!ENDED.has(s.status)) ticker = setInterval(() => { left.textContent = countdown(s.deadline); }, 1000);
@@ -173,20 +185,21 @@ export function mountPlans() {
         'Cancel session')), where);
     }
     for (const a of s.pendingApprovals) {
-      body.append(approvalCard({id: a.approvalId, tool: a.tool, preview: a.preview, reason: a.reason},
-        {onDecided: () => follow()}));
+      body.append(approvalCard(a, {onDecided: () => follow()}));
     }
     if (s.status !== 'awaiting_confirmation') {
-      body.append(h('h4', {}, 'Tasks'), h('ol', {class: 'tasks'}, s.tasks.map(taskView)));
+      body.append(h('h4', {}, 'Tasks'), h('ol', {class: 'tasks'}, s.plan.tasks.map(taskView)));
     }
-    body.append(h('details', {class: 'versions', open: s.planVersions.length > 1},
-      h('summary', {}, `Plan versions (${s.planVersions.length})`),
-      h('ol', {}, s.planVersions.map((v) => h('li', {'data-version': v.version},
+    const versions = s.plan.versions || [];
+    body.append(h('details', {class: 'versions', open: versions.length > 1},
+      h('summary', {}, `Plan versions (${versions.length})`),
+      h('ol', {}, versions.map((v) => h('li', {'data-version': v.version},
         h('strong', {}, `version ${v.version}`), ` · ${when(v.at)}`, v.reason ? ` · ${v.reason}` : '',
         h('ul', {}, v.changes.map((c) => h('li', {}, `${c.op}: ${c.what}`, c.why ? ` (why: ${c.why})` : ''))))))));
     if (s.result) {
       body.append(h('details', {class: 'result-log', open: true}, h('summary', {}, `Final log (${s.result.status})`),
-        h('ol', {}, (s.result.log || []).map((l) => h('li', {}, `${l.taskId} · ${l.tool} · ${l.outcome}`)))));
+        h('ol', {}, (s.result.log || []).filter((l) => l.tool !== 'task_done').map((l) => h('li',
+          {'data-outcome': l.outcome}, `${l.taskId} · ${l.tool} · ${l.outcome} · ${JSON.stringify(l.arguments)}`)))));
     }
   }
 

@@ -1,5 +1,6 @@
 // Runs: the dev user's runs (GET /api/agent/runs) and, for #/runs/<runId>, the run record and
-// its timeline drawn from the event log (followed while the run is at work).
+// its timeline drawn from the event log (followed while the run is at work). In the timeline the
+// agent state is a chip, consecutive deltas are one text, and a plan's run links to its session.
 
 import {callJson, followRun} from '../api.js';
 import {$, chip, clear, h, json, when} from '../dom.js';
@@ -15,8 +16,42 @@ function eventText(ev) {
     case 'usage': return `${ev.usage.totalTokens} tokens (${ev.usage.requests} requests)`;
     case 'result': return `${ev.result.status}: ${ev.result.summary || ''}`;
     case 'error': return `${ev.code}: ${ev.error}`;
+    case 'agent_state': return h('span', {class: `chip chip-agent chip-${ev.state}`, 'data-state': ev.state},
+      `${ev.state.replace(/_/g, ' ')}${ev.details ? `: ${ev.details}` : ''}`);
+    case 'plan_created':
+    case 'plan_ready_for_review': return [h('a', {href: `#/plans/${ev.planId}`}, ev.planId),
+      ` version ${ev.version}: ${(ev.tasks || []).length} tasks`];
+    case 'plan_review': return [chip(ev.verdict), ev.notes ? ` ${ev.notes}` : ''];
+    case 'step_start': return `${ev.stepId}: ${ev.title}`;
+    case 'step_complete': return [`${ev.stepId} `, chip(ev.status), ev.summary ? ` ${ev.summary}` : ''];
     default: return json(ev, 300);
   }
+}
+
+const JOINED = new Set(['delta', 'thought_delta']);
+
+/** The timeline of a run: one item per event, except that consecutive deltas of one kind are one
+ * text (an item spanning seqs data-seq..data-last-seq). */
+function timelineAppender(timeline) {
+  let open = null; // {type, li, seq, text} of the deltas being joined
+  return (ev) => {
+    if (JOINED.has(ev.type) && open && open.type === ev.type) {
+      open.text.append(ev.delta);
+      open.li.dataset.lastSeq = String(ev.seq);
+      open.seq.textContent = `#${open.li.dataset.seq}–${ev.seq}`;
+      return;
+    }
+    const seq = h('span', {class: 'seq'}, `#${ev.seq}`);
+    const text = h('span', {class: 'text'}, eventText(ev));
+    const li = h('li', {class: `ev ev-${ev.type}`, 'data-seq': ev.seq, 'data-last-seq': ev.seq},
+      seq, ' ', h('span', {class: 'type'}, ev.type), ' ', text);
+    timeline.append(li);
+    open = JOINED.has(ev.type) ? {type: ev.type, li, seq, text} : null;
+  };
+}
+
+function sessionLink(sessionId) {
+  return h('a', {href: `#/plans/${sessionId}`, class: 'session-link'}, `plan session ${sessionId}`);
 }
 
 function usageText(u) {
@@ -43,7 +78,8 @@ export function mountRuns() {
     for (const r of runs) {
       tbody.append(h('tr', {'data-run-id': r.runId},
         h('td', {}, h('a', {href: `#/runs/${r.runId}`}, r.runId)),
-        h('td', {}, r.threadId), h('td', {}, r.host), h('td', {}, chip(r.status)), h('td', {}, String(r.steps)),
+        h('td', {}, r.sessionId ? sessionLink(r.sessionId) : r.threadId), h('td', {}, r.host), h('td', {}, chip(r.status)),
+        h('td', {}, String(r.steps)),
         h('td', {}, String(r.usage.totalTokens)), h('td', {}, when(r.createdAt)),
         h('td', {class: 'summary-cell'}, r.error ? `${r.error.code}: ${r.error.message}` : r.summary)));
     }
@@ -62,6 +98,8 @@ export function mountRuns() {
       ['model', run.model], ['steps', `${run.steps} of ${run.maxSteps}`], ['tools executed', String(run.toolsExecuted)],
       ['last seq', String(run.lastSeq)], ['tokens', usageText(run.usage)], ['estimated cost', `$${run.costUsd}`],
       ['started', when(run.createdAt)], ['updated', when(run.updatedAt)]];
+    const sessionId = run.host === 'plan' && run.hostState ? run.hostState.sessionId : null;
+    if (sessionId) facts.unshift(['plan session', sessionLink(sessionId)]);
     if (run.error) facts.push(['error', `${run.error.code}: ${run.error.message}`]);
     const timeline = h('ol', {class: 'timeline', 'aria-label': 'Events'});
     detail.append(h('section', {class: 'run-record', 'aria-labelledby': 'run-detail-title'},
@@ -78,9 +116,7 @@ export function mountRuns() {
       h('h4', {}, 'Timeline (event log)'), timeline));
     $('#run-detail-title').focus(); // keyboard users land on what they opened
     try {
-      await followRun(run.runId, 0, (ev) => timeline.append(h('li', {class: `ev ev-${ev.type}`, 'data-seq': ev.seq},
-        h('span', {class: 'seq'}, `#${ev.seq}`), ' ', h('span', {class: 'type'}, ev.type), ' ',
-        h('span', {class: 'text'}, eventText(ev)))), {signal: loads.signal});
+      await followRun(run.runId, 0, timelineAppender(timeline), {signal: loads.signal});
     } catch (err) {
       showError(detail, err, `events of ${run.runId}`);
     }
