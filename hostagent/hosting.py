@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -110,3 +111,15 @@ def in_thread(server: H) -> Iterator[ThreadedHost[H]]:
         yield threaded
     finally:
         threaded.stop()
+
+
+async def serve_until_stopped(server: WebSocketHost, label: str) -> None:
+    """Serve until SIGINT/SIGTERM; the first line on stdout is ``LABEL listening on URL``."""
+    await server.start()
+    print(f"{label} listening on {server.url}", flush=True)
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.close()
