@@ -262,7 +262,7 @@ class HostAgent:
                                                        payload={"text": text[:4000], "kind": "blocked"}))
         self.log.write("recovery", "block", id=plan.planId, code="BLOCKED", reason=why)
         await self.executor.message(plan, plan.nextAction)
-        raise await self._end(outcome, f"{outcome.replace('_', ' ')}: {why}")
+        raise await self._end(outcome, f"blocked: {why}")
 
     async def _end(self, outcome: Outcome, reason: str) -> _Stop:
         ended = await self.executor.end(reason)

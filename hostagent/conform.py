@@ -181,34 +181,41 @@ def _invalid_params(tool: ToolSpec) -> dict[str, Any] | None:
 async def probe(url: str, room: str, report: Report, timeout_s: float) -> str | None:
     """The probe pass; returns the first movie title the host showed (for the session pass)."""
     p = _Probe(url, report, timeout_s)
-    await p.transport.open()
+    await p.transport.open()  # ConnectionLost here: nothing to check (exit 4)
     try:
-        await p.expect("relay.join", {"room": f"{room}-probe", "role": "agent"}, "relay.joined", "relay.join")
-        await p.expect("snapshot.get", {}, "", "snapshot.get before session.start", code="SESSION_NOT_ACTIVE")
-        await p.send("raw", "{this is not json")
-        env = await p.reply("", "a frame that is not JSON")
-        if env is not None:
-            report.check("error-codes", env.type == "error" and env.payload.get("code") == "INVALID_MESSAGE",
-                         f"a frame that is not JSON: expected error INVALID_MESSAGE, got {env.type}")
-        started = await p.expect("session.start", {"goal": "conformance check"}, "session.started", "session.start")
-        if started is not None and started.type == "session.started":
-            p.session_id = str(started.payload.get("sessionId"))
-        snap = await p.expect("snapshot.get", {}, "snapshot.state", "snapshot.get")
-        tools = [ToolSpec.model_validate(t) for t in (snap.payload.get("toolSchema") or [])] if snap and \
-            snap.type == "snapshot.state" and not _tool_schema_problems(snap.payload.get("toolSchema")) else []
-        title = next((m.title for m in read_screen(snap.payload.get("uiSpec")).movies), None) if snap else None
-        call = {"name": "conform_no_such_tool", "params": {}, "reason": "conformance: a tool nobody offers"}
-        await p.expect("tool.call", call, "", "tool.call of a tool not offered", code="UNKNOWN_TOOL")
-        target = next(((t, bad) for t in tools if (bad := _invalid_params(t)) is not None), None)
-        if target is not None:
-            call = {"name": target[0].name, "params": target[1], "reason": "conformance: params the schema refuses"}
-            await p.expect("tool.call", call, "", f"tool.call {target[0].name} with params its schema refuses",
-                           code="INVALID_PARAMS")
-        await p.expect("session.end", {"reason": "conformance probes done"}, "session.ended", "session.end")
-        await p.expect("snapshot.get", {}, "", "snapshot.get after session.end", code="SESSION_NOT_ACTIVE")
-        return title
+        return await _probes(p, room, report)
+    except ConnectionLost as exc:
+        report.check("reply-pairing", False, f"the probe connection was lost: {exc.message}")
+        return None
     finally:
         await p.transport.close()
+
+
+async def _probes(p: _Probe, room: str, report: Report) -> str | None:
+    await p.expect("relay.join", {"room": f"{room}-probe", "role": "agent"}, "relay.joined", "relay.join")
+    await p.expect("snapshot.get", {}, "", "snapshot.get before session.start", code="SESSION_NOT_ACTIVE")
+    await p.send("raw", "{this is not json")
+    env = await p.reply("", "a frame that is not JSON")
+    if env is not None:
+        report.check("error-codes", env.type == "error" and env.payload.get("code") == "INVALID_MESSAGE",
+                     f"a frame that is not JSON: expected error INVALID_MESSAGE, got {env.type}")
+    started = await p.expect("session.start", {"goal": "conformance check"}, "session.started", "session.start")
+    if started is not None and started.type == "session.started":
+        p.session_id = str(started.payload.get("sessionId"))
+    snap = await p.expect("snapshot.get", {}, "snapshot.state", "snapshot.get")
+    tools = [ToolSpec.model_validate(t) for t in (snap.payload.get("toolSchema") or [])] if snap and \
+        snap.type == "snapshot.state" and not _tool_schema_problems(snap.payload.get("toolSchema")) else []
+    title = next((m.title for m in read_screen(snap.payload.get("uiSpec")).movies), None) if snap else None
+    call = {"name": "conform_no_such_tool", "params": {}, "reason": "conformance: a tool nobody offers"}
+    await p.expect("tool.call", call, "", "tool.call of a tool not offered", code="UNKNOWN_TOOL")
+    target = next(((t, bad) for t in tools if (bad := _invalid_params(t)) is not None), None)
+    if target is not None:
+        call = {"name": target[0].name, "params": target[1], "reason": "conformance: params the schema refuses"}
+        await p.expect("tool.call", call, "", f"tool.call {target[0].name} with params its schema refuses",
+                       code="INVALID_PARAMS")
+    await p.expect("session.end", {"reason": "conformance probes done"}, "session.ended", "session.end")
+    await p.expect("snapshot.get", {}, "", "snapshot.get after session.end", code="SESSION_NOT_ACTIVE")
+    return title
 
 
 def check_session_log(records: list[dict[str, Any]], report: Report) -> None:

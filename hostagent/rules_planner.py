@@ -105,8 +105,11 @@ class RulesPlanner:
 
     def _browse(self, ctx: PerceivedContext, memory: AgentMemory, movie: tuple[str, str] | None,
                 movies: dict[str, str], sig: IntentSignals) -> tuple[PlannedAction, float]:
+        notes = memory.working.notes
         if movie is None:
             guess = title_guess([ctx.goal, *ctx.userTexts])
+            if notes.get("asked_movie") and ctx.userTexts:  # the user answered which movie: their words
+                guess = short_answer(ctx.userTexts[-1]) or guess
             if guess is not None:
                 shown = "the screen lists no movies" if not ctx.screen.movies else "the list does not show it"
                 found = self._search(ctx, memory, guess, sig.date,
@@ -115,6 +118,7 @@ class RulesPlanner:
                     return found, 0.7
             offer = ", ".join(sorted(movies.values()))
             question = "Which movie would you like to see?" + (f" On offer: {offer}." if offer else "")
+            notes["asked_movie"] = True
             return self._ask_or_block(memory, question, "the goal names no movie this cinema shows"), 0.3
         movie_id, title = movie
         query = title.split(":")[0]
@@ -246,6 +250,16 @@ def title_guess(texts: list[str]) -> str | None:
             if title and not _NOT_TITLES.match(title) and len(title) <= 80:
                 return title
     return None
+
+
+_FILLERS = re.compile(r"\b(?:please|thanks|thank you|i'?d like|i want|i'?ll take|let'?s (?:do|see)|make it|how about|"
+                      r"the (?:movie|film)|ok(?:ay)?|yes|sure)\b", re.IGNORECASE)
+
+
+def short_answer(text: str) -> str | None:
+    """A short reply to "which movie?" taken as the title ("Oppenheimer, please" -> "Oppenheimer")."""
+    words = " ".join(re.sub(r"[,.;!?]", " ", _FILLERS.sub(" ", text)).split())
+    return words if words and len(words.split()) <= 6 and not EMAIL.search(text) else None
 
 
 def _desired_movie(texts: list[str], movies: dict[str, str]) -> tuple[str, str] | None:

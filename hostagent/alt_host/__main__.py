@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 import sys
 
 from hostagent.alt_host.faults import KINDS, switch
 from hostagent.alt_host.server import AltHost
+from hostagent.hosting import serve_until_stopped
 
 
 def _spec(value: str) -> str:
@@ -27,14 +26,7 @@ def _spec(value: str) -> str:
 async def _serve(args: argparse.Namespace) -> None:
     host = AltHost(faults=args.fault, host=args.host, port=args.port, path=args.path,
                    user_profile=None if args.no_user else ("Ada Lovelace", "ada@example.com"))
-    await host.start()
-    print(f"alt host listening on {host.url}", flush=True)
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await host.close()
+    await serve_until_stopped(host, "alt host")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,12 +18,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from hostagent.alt_host.cinema import Refusal, Visit
 from hostagent.alt_host.faults import Switch, switch
-from hostagent.transcript import Frame
+from hostagent.hosting import Frame, ThreadedHost, WebSocketHost, in_thread
 
 VERSION = "mvp-0.2"
 AGENT_TYPES = {"session.start", "snapshot.get", "tool.call", "agent.message", "session.end"}
@@ -193,47 +193,26 @@ class BoxOffice:
         return out
 
 
-class AltHost:
+class AltHost(WebSocketHost):
     """The server: ``await start()`` (port 0 picks one), ``url``, ``await close()``."""
 
     def __init__(self, *, faults: Sequence[str] = (), user_profile: tuple[str, str] | None = ("Ada Lovelace",
                                                                                                "ada@example.com"),
                  host: str = "127.0.0.1", port: int = 0, path: str = "/ws") -> None:
+        super().__init__(host=host, port=port, path=path)
         self.specs = list(faults)
         for spec in self.specs:
             switch(spec)  # refuse a bad spec at once
         self.user_profile = user_profile
-        self.bind_host, self.port, self.path = host, port, path
-        self.transcripts: dict[str, list[Frame]] = {}
         self.offices: dict[str, BoxOffice] = {}
-        self._server: Server | None = None
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "AltHost is not started"
-        port = self._server.sockets[0].getsockname()[1] if self._server.sockets else self.port
-        return f"ws://{self.bind_host}:{port}{self.path}"
+    def _serve_options(self) -> dict[str, Any]:
+        return {"max_size": MAX_FRAME}
 
     def visit(self, room: str) -> Visit:
         return self.offices[room].visit
 
-    async def start(self) -> AltHost:
-        self._server = await serve(self._serve, self.bind_host, self.port, max_size=MAX_FRAME)
-        return self
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-
-    async def __aenter__(self) -> AltHost:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def _serve(self, conn: ServerConnection) -> None:
+    async def _connection(self, conn: ServerConnection) -> None:
         with contextlib.suppress(ConnectionClosed):
             office = await self._join(conn)
             if office is not None:
@@ -307,19 +286,7 @@ def _decode(text: str | bytes) -> dict[str, Any] | str:
 
 
 @contextlib.contextmanager
-def running(**kwargs: Any) -> Iterator[Any]:
+def running(**kwargs: Any) -> Iterator[ThreadedHost[AltHost]]:
     """``with running(faults=[...]) as host: host.url``: the host on its own loop in a thread."""
-    import threading
-
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="alt-host", daemon=True)
-    thread.start()
-    host = AltHost(**kwargs)
-    asyncio.run_coroutine_threadsafe(host.start(), loop).result(timeout=30)
-    try:
-        yield host
-    finally:
-        asyncio.run_coroutine_threadsafe(host.close(), loop).result(timeout=30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=30)
-        loop.close()
+    with in_thread(AltHost(**kwargs)) as threaded:
+        yield threaded

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 import sys
 
+from hostagent.hosting import serve_until_stopped
 from hostagent.reference_host.faults import FAULT_KINDS, Fault, parse_fault
 from hostagent.reference_host.server import ReferenceHost
 
@@ -26,15 +25,7 @@ def _fault(spec: str) -> Fault:
 async def _serve(args: argparse.Namespace) -> None:
     server = ReferenceHost(faults=args.fault, host=args.host, port=args.port, path=args.path,
                            user_profile=None if args.no_user else ("Ada Lovelace", "ada@example.com"))
-    await server.start()
-    print(f"reference host listening on {server.url}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await server.close()
+    await serve_until_stopped(server, "reference host")
 
 
 def main(argv: list[str] | None = None) -> int:

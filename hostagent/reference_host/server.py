@@ -16,23 +16,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from websockets.asyncio.client import connect
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from hostagent.errors import ProtocolViolation
+from hostagent.hosting import Frame, ThreadedHost, WebSocketHost, in_thread
 from hostagent.protocol import Envelope, ErrorPayload, RelayJoin, RelayJoined, envelope
 from hostagent.reference_host.faults import Fault
 from hostagent.reference_host.host import DEFAULT_PROFILE, MovieHost, Out
 from hostagent.schemas import check_outbound, parse_frame
-from hostagent.transcript import Frame
 
 JOIN_TIMEOUT_S = 10.0
 MAX_FRAME_BYTES = 1024 * 1024
@@ -65,44 +64,20 @@ def _reply_id(text: str | bytes) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-class ReferenceHost:
+class ReferenceHost(WebSocketHost):
     """The server. ``await start()`` (``port=0`` picks a free one), ``url``, ``await close()``."""
 
     def __init__(self, *, faults: Sequence[Fault] = (), user_profile: tuple[str, str] | None = DEFAULT_PROFILE,
                  host: str = "127.0.0.1", port: int = 0, path: str = "/relay",
                  max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
+        super().__init__(host=host, port=port, path=path)
         self.faults = list(faults)
         self.user_profile = user_profile
-        self.bind_host = host
-        self.port = port
-        self.path = path
         self.max_frame_bytes = max_frame_bytes
         self.rooms: dict[str, Room] = {}
-        self.transcripts: dict[str, list[Frame]] = {}
-        self._server: Server | None = None
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "ReferenceHost is not started"
-        port = self._server.sockets[0].getsockname()[1] if self._server.sockets else self.port
-        return f"ws://{self.bind_host}:{port}{self.path}"
-
-    async def start(self) -> ReferenceHost:
-        self._server = await serve(self._connection, self.bind_host, self.port, max_size=self.max_frame_bytes,
-                                   process_request=self._check_path)
-        return self
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-
-    async def __aenter__(self) -> ReferenceHost:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    def _serve_options(self) -> dict[str, Any]:
+        return {"max_size": self.max_frame_bytes, "process_request": self._check_path}
 
     def host_of(self, room: str) -> MovieHost:
         """The built-in host of ``room`` (tests read its booking and the calls it received)."""
@@ -245,35 +220,8 @@ async def run_external_host(url: str, room: str, *, faults: Sequence[Fault] = ()
     return host
 
 
-class ThreadedHost:
-    """A ``ReferenceHost`` on its own event loop in a daemon thread."""
-
-    def __init__(self, server: ReferenceHost) -> None:
-        self.server = server
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="reference-host", daemon=True)
-
-    def start(self) -> ThreadedHost:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(timeout=30)
-        return self
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(timeout=30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=30)
-        self.loop.close()
-
-
 @contextlib.contextmanager
-def serve_in_thread(**kwargs: Any) -> Iterator[ThreadedHost]:
+def serve_in_thread(**kwargs: Any) -> Iterator[ThreadedHost[ReferenceHost]]:
     """``with serve_in_thread(faults=[...]) as host: host.url`` (kwargs as for ``ReferenceHost``)."""
-    threaded = ThreadedHost(ReferenceHost(**kwargs)).start()
-    try:
+    with in_thread(ReferenceHost(**kwargs)) as threaded:
         yield threaded
-    finally:
-        threaded.stop()

@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 from hostagent.agent import AgentConfig, HostAgent, SessionResult
 from hostagent.alt_host.cinema import FILMS
 from hostagent.alt_host.server import AltHost
+from hostagent.hosting import Frame
 from hostagent.planner import Planner
 from hostagent.reference_host.catalog import MOVIES_BY_ID
 from hostagent.reference_host.faults import Fault, parse_fault
@@ -22,7 +23,6 @@ from hostagent.reference_host.server import ReferenceHost
 from hostagent.rules_planner import RulesPlanner
 from hostagent.schemas import parse_frame
 from hostagent.session_log import SessionLog, log_record_schema
-from hostagent.transcript import Frame
 
 ROOM = "room-1"
 GOAL = ("Book 2 seats for Dune on 2026-07-01 in the evening, name Grace Hopper, email grace@example.com, "

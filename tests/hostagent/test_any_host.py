@@ -1,8 +1,9 @@
 """Issue 19: the agent works with any host that speaks mvp-0.2, not only the reference host.
 
 Both planners (rules; LLM through the real google-genai SDK against the fake Gemini server) book
-on both hosts, whose screens share no layout; the rules planner finds a movie the browse screen
-does not list through the search tool it picks from the host's schemas. Every session here also
+on both hosts, whose screens share no layout, also through issue 12's faults; the rules planner
+finds a movie the browse screen does not list through the search tool it picks from the host's
+schemas. Every session here also
 passes ``check_session``: valid frames, every tool.call offered by the current toolSchema with a
 concrete reason, never two in flight, a complete log.
 """
@@ -46,6 +47,24 @@ def test_the_llm_planner_books_on_each_host_from_the_normalised_screen(
     assert all("uiSpec" not in c for c in contexts)
     seats = next(c for c in contexts if c["stage"] == "seats")["screen"]
     assert {"id", "available"} == set(seats["seats"][0]) and seats["showtime"]["date"] == "2026-07-01"
+
+
+LLM_FAULTS = ["drop_state_update:select_movie", "unknown_tool_after_schema_change",
+              "tool_execution_failed:confirm_booking:2", "invalid_params_first:enter_contact",
+              "malformed_frame:select_showtime", "wrong_version:select_seats"]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("fault", LLM_FAULTS, ids=[f.split(":")[0] for f in LLM_FAULTS])
+def test_the_llm_planner_recovers_from_issue_12_faults_on_each_host(
+        tmp_path: Path, host: str, fault: str, fake_gemini: FakeGemini, gemini: GeminiModel) -> None:
+    fake_gemini.handler = lambda r: Reply([text(json.dumps(booking_brain(_context_of(_first_user_texts(r)))))])
+    session = run(tmp_path, host=host, goal=LLM_GOAL, planner=build_llm_planner(gemini), fault_specs=[fault],
+                  timeout_s=0.3)
+    assert session.result.outcome == "completed", session.result
+    assert session.booked.movie == "Inside Out 2" and session.booked.reference is not None
+    met = [r["code"] for r in session.logged("recovery")] + [r["code"] for r in session.records if r["kind"] == "error"]
+    assert met, "the fault was met (and recovered from: the booking completed)"
 
 
 def test_the_rules_planner_finds_an_unlisted_movie_through_the_search_tool(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.server import ServerConnection, serve
 
 from hostagent.alt_host.server import running
 from hostagent.conform import RULES, Report, conform
@@ -92,3 +93,22 @@ def test_the_cli_prints_the_report_and_exits_non_zero_on_a_broken_rule(tmp_path:
     assert fine.returncode == 0 and json.loads(fine.stdout)["passed"] is True
     nothing = host_agent("conform", "--url", "ws://127.0.0.1:9/none", "--room", "cli", "--timeout-s", "0.5")
     assert nothing.returncode == 4 and "could not connect" in nothing.stderr
+
+
+def test_a_host_that_hangs_up_fails_reply_pairing_instead_of_crashing() -> None:
+    async def rude(conn: ServerConnection) -> None:  # joins, then closes on the first frame after it
+        join = json.loads(await conn.recv())
+        await conn.send(json.dumps({"v": "mvp-0.2", "id": "r1", "type": "relay.joined", "replyTo": join["id"],
+                                    "payload": {"room": join["payload"]["room"]}}))
+        await conn.recv()
+        await conn.close(1011, "bye")
+
+    async def go() -> Report:
+        async with serve(rude, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            return await conform(f"ws://127.0.0.1:{port}/", "rude", timeout_s=WAIT_S)
+
+    report = asyncio.run(go())
+    assert not report.passed and report.broken["reply-pairing"], report.text()
+    assert any("the probe connection was lost" in p for p in report.broken["reply-pairing"])
+    assert any("session.start" in p and "got no reply" in p for p in report.broken["reply-pairing"])

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from hostagent.memory import AgentMemory, WorkingMemory
+from hostagent.perception import PerceivedContext, signals
+from hostagent.plans import PlannedAction
 from hostagent.protocol import ToolSpec
-from hostagent.rules_planner import title_guess
+from hostagent.rules_planner import RulesPlanner, short_answer, title_guess
+from hostagent.screen import read_screen
 from hostagent.tool_choice import contact_params, find_search_tool, single_param
 
 
@@ -57,3 +62,24 @@ def test_the_title_the_goal_names() -> None:
     assert title_guess(["I want to see The Wild Robot, email a@b.co"]) == "The Wild Robot"
     assert title_guess(["Book seats for two people"]) is None
     assert title_guess(["Book for Dune", "Actually make it for Oppenheimer instead"]) == "Oppenheimer"
+
+
+def test_the_answer_to_which_movie_is_searched_for() -> None:
+    search = _tool("search_movies", _obj({"query": {"type": "string"}}), "Search the programme.")
+    memory = AgentMemory(working=WorkingMemory(goal="Book 2 seats tonight"))
+    planner = RulesPlanner()
+
+    def plan(user_texts: list[str]) -> PlannedAction:
+        context = PerceivedContext(sessionId="s", stage="browse", screen=read_screen({"components": []}), uiSpec={},
+                                   toolSchema=[search, SELECT], lastUserMessage=None, messageHistoryTail=[],
+                                   goal="Book 2 seats tonight", userTexts=user_texts,
+                                   signals=signals(["Book 2 seats tonight", *user_texts]))
+        return asyncio.run(planner.plan(context, memory)).nextAction
+
+    assert plan([]).payload["kind"] == "info"  # the interpretation first
+    question = plan([])
+    assert question.payload == {"text": "Which movie would you like to see?", "kind": "question"}
+    answer = plan(["Oppenheimer, please!"])
+    assert answer.tool == "search_movies" and answer.params == {"query": "Oppenheimer"}
+    assert short_answer("My name is Ada, ada@example.com") is None
+    assert short_answer("I'd like the movie Inside Out 2, thanks") == "Inside Out 2"
