@@ -16,8 +16,7 @@ from contextlib import contextmanager
 import flask
 
 from functions.common import caller
-from shared.connectors import PROVIDERS, ConnectorError, CredentialVault
-from shared.connectors.credentials import Provider
+from shared.connectors import PROVIDERS, ConnectorError
 from shared.connectors.integrations_api import (
     ConnectRequest,
     IntegrationRemovedResponse,

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from shared.query import Args, int_arg
 from shared.responses import ResponseBody
+from shared.state.host_states import PlanRunState
 from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus
 from shared.state.runs_repo import RunsRepo
 from shared.usage.figures import Usage
@@ -72,7 +73,7 @@ def summary(run: RunRecord, runs: RunsRepo | None = None) -> RunSummary:
         approvals = run.result.approvals or ([run.result.approval] if run.result.approval else [])
     if run.status == "awaiting_confirmation" and not approvals and runs is not None:
         approvals = stored_approvals(runs, run)
-    session_id = run.host_state.get("sessionId") if run.host == "plan" else None
+    session_id = run.host_state.session_id if isinstance(run.host_state, PlanRunState) else None
     return RunSummary(runId=run.run_id, threadId=run.thread_id, status=run.status, mode=run.mode, host=run.host,
                       sessionId=str(session_id) if session_id else None,
                       model=run.model, steps=run.steps, lastSeq=run.last_seq,

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from shared.responses import ResponseBody
+from shared.state.host_states import PlanRunState
 from shared.state.records import RunRecord, UsageEntry
 from shared.usage.figures import Usage
 from shared.wire import UtcTime
@@ -27,8 +28,9 @@ class ModelCallView(ResponseBody):
     usage: Usage
 
 
-RUN_RECORD_NOT_SERVED = frozenset({"system_instruction", "lease", "lease_expires_at"})
-"""Fields of a stored run that ``GET /api/agent/runs/{runId}`` leaves out."""
+RUN_RECORD_NOT_SERVED = frozenset({"system_instruction", "lease", "lease_expires_at", "host_state"})
+"""Fields of a stored run that ``GET /api/agent/runs/{runId}`` leaves out (``hostState`` is the host's
+own typed, versioned state, not a contract: what a client needs of it is served by name, ``sessionId``)."""
 
 
 class RunView(RunRecord):
@@ -38,6 +40,9 @@ class RunView(RunRecord):
     ok: bool = True
     created_at: UtcTime
     updated_at: UtcTime
+    host_state: Any = Field(default=None, exclude=True)
+    session_id: str | None = None
+    """The plan session this run executes (host ``plan``)."""
     model_calls: list[ModelCallView] = Field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -75,7 +80,8 @@ def run_view(run: RunRecord, entries: Sequence[UsageEntry]) -> RunView:
     calls = [ModelCallView(step=e.step, turnIndex=e.turn_index, operationType=e.operation_type, model=e.model,
                            outcome=e.outcome, latencyMs=e.latency_ms, costUsd=e.cost_usd, usage=e.usage)
              for e in entries]
-    return RunView.model_validate({**run.model_dump(), "model_calls": calls})
+    session_id = run.host_state.session_id if isinstance(run.host_state, PlanRunState) else None
+    return RunView.model_validate({**run.model_dump(), "model_calls": calls, "session_id": session_id})
 
 
 def _key(entry: UsageEntry, group_by: GroupBy) -> str:

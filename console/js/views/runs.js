@@ -98,7 +98,7 @@ export function mountRuns() {
       ['model', run.model], ['steps', `${run.steps} of ${run.maxSteps}`], ['tools executed', String(run.toolsExecuted)],
       ['last seq', String(run.lastSeq)], ['tokens', usageText(run.usage)], ['estimated cost', `$${run.costUsd}`],
       ['started', when(run.createdAt)], ['updated', when(run.updatedAt)]];
-    const sessionId = run.host === 'plan' && run.hostState ? run.hostState.sessionId : null;
+    const sessionId = run.sessionId || null;
     if (sessionId) facts.unshift(['plan session', sessionLink(sessionId)]);
     if (run.error) facts.push(['error', `${run.error.code}: ${run.error.message}`]);
     const timeline = h('ol', {class: 'timeline', 'aria-label': 'Events'});
