@@ -3,12 +3,12 @@
 The session's execution is one unit of work (``runs/{runId}``, host ``plan``). Each loop step is
 Reason + Act (the model's text, then one tool call, under the same policy and approvals as chat
 runs); Observe is the tool's answer; every act is followed by this host's own loop step
-(``after_step``): the Reflect call (structured: task complete / failed / plan modifications), then
-the commit, with the step, of the ``{reason, action,
-observation}`` triplet (one document per act), the reflection's plan changes (a new plan version),
-task statuses and the session's events. A text answer without a tool call ends the task. The host
-state (current task, plan, event sequence) lives in the run document, so it commits atomically with
-each step and a crash anywhere is recovered from the store alone.
+(``after_step``): the Reflect call (structured: task complete / failed / plan modifications) and
+what it means. The step's commit holds the ``{reason, action, observation}`` triplet (one document
+per act), the reflection's plan changes (a new plan version), task statuses and the session's
+events. A text answer without a tool call ends the task. The host state (``PlanRunState``: current
+task, plan, event sequence) lives in the run document, so it commits atomically with each step
+and a crash anywhere is recovered from the store alone.
 
 Stops: the user cancelled or the session deadline passed (checked before every act; every model
 and tool call gets at most the time left) end the session ``cancelled`` / ``deadline_exceeded``;
