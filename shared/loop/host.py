@@ -18,10 +18,12 @@ from shared.loop import stops
 from shared.loop.context import Budget, RunContext
 from shared.loop.outcomes import (
     BudgetSpent,
+    HostStep,
     NextStepFailed,
     NextStepFinalOutput,
     NextStepInterruption,
     NextStepYield,
+    Settled,
     StopOutcome,
 )
 from shared.models.base import ToolDeclaration
@@ -55,10 +57,13 @@ class Host:
         user cancelled, a deadline of its own passed), or None to go on."""
         return None
 
-    def after_tools(self, ctx: RunContext) -> StopOutcome | None:
-        """Called when every call of the last model turn has its response (in a step, or when a
-        resumed turn was closed), before that is committed: the host may add its own writes
-        (e.g. a ReAct triplet, a reflection) and may stop the unit. None: go on."""
+    def after_step(self, ctx: RunContext, outcome: Settled) -> HostStep | None:
+        """A step of the host's own after the loop's step answered every call of the model turn
+        (``NextStepRunAgain``, in a step or when a resumed turn was closed) or ended with a text
+        (``NextStepFinalOutput``), before anything is committed: e.g. a plan's ReAct records and
+        its reflection (a model call). The loop takes it like its own step (``steps.host_step``:
+        errors become ``INTERNAL`` failures) and handles what it returns like any outcome;
+        ``NextStepRunAgain`` commits and goes on. None (default): the loop's outcome stands."""
         return None
 
     def before_tool(self, ctx: RunContext, tool: str) -> None:

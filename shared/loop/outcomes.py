@@ -5,6 +5,7 @@ The step never commits a stop itself; the host of the unit of work acts on the o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -56,3 +57,7 @@ StepOutcome = (NextStepRunAgain | NextStepFinalOutput | NextStepInterruption | N
                | NextStepLost)
 StopOutcome = NextStepFinalOutput | NextStepInterruption | NextStepYield | NextStepFailed
 BudgetSpent = Literal["steps", "time"]
+Settled = NextStepRunAgain | NextStepFinalOutput
+"""What the loop's step ended with when the host may take a step of its own after it."""
+HostStep = Callable[[], StepOutcome]
+"""A step of the host's own (e.g. a plan's reflection on the act): the loop takes it like its own."""

@@ -27,8 +27,8 @@ from shared.ids import new_id
 from shared.logs import log_context
 from shared.loop import stops
 from shared.loop.context import RunContext, Services
-from shared.loop.outcomes import NextStepInterruption, NextStepLost
-from shared.loop.steps import drive
+from shared.loop.outcomes import NextStepInterruption, NextStepLost, NextStepRunAgain
+from shared.loop.steps import drive, host_step
 from shared.loop.tool_calls import bounded_result, execute_action, responses_turn, tool_context
 from shared.state.docstore import PreconditionFailed
 from shared.state.records import ActionRecord, UserRecord
@@ -193,9 +193,10 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
     ctx.run.pending_approval_ids = []
     move_run(ctx.run, "planning")
     ctx.add_turn(responses_turn(calls, turn_actions))
-    stop = ctx.host.after_tools(ctx)
-    if stop is not None:
-        ctx.host.act(ctx, stop)
+    outcome = host_step(ctx, NextStepRunAgain())
+    if not isinstance(outcome, NextStepRunAgain):
+        assert not isinstance(outcome, NextStepLost)
+        ctx.host.act(ctx, outcome)
         return False
     ctx.commit()
     return True

@@ -17,11 +17,13 @@ from shared.failures import FailureCode
 from shared.loop.context import RunContext
 from shared.loop.outcomes import (
     BudgetSpent,
+    HostStep,
     NextStepFailed,
     NextStepFinalOutput,
     NextStepInterruption,
     NextStepLost,
     NextStepRunAgain,
+    Settled,
     StepOutcome,
 )
 from shared.loop.tool_calls import decide_calls, execute_action, responses_turn
@@ -59,23 +61,34 @@ def _drive(ctx: RunContext) -> StepOutcome:
         if stop is not None:
             outcome: StepOutcome = stop
         else:
-            try:
-                outcome = step(ctx)
-            except PreconditionFailed:
-                raise
-            except Exception:
-                log.exception("unexpected error in run step",
-                              extra={"fields": {"runId": ctx.run.run_id, "component": "loop", "stage": "step"}})
-                outcome = NextStepFailed(FailureCode.INTERNAL, "the run failed because of an internal error")
+            outcome = _guarded(ctx, lambda: step(ctx), "step")
+            if isinstance(outcome, NextStepRunAgain | NextStepFinalOutput):
+                outcome = host_step(ctx, outcome)
         if isinstance(outcome, NextStepRunAgain):
-            after = ctx.host.after_tools(ctx)
-            if after is None:
-                ctx.commit()
-                continue
-            outcome = after
+            ctx.commit()
+            continue
         assert not isinstance(outcome, NextStepLost)
         ctx.host.act(ctx, outcome)
         return outcome
+
+
+def _guarded(ctx: RunContext, run: HostStep, stage: str) -> StepOutcome:
+    """A step whose unexpected error fails the unit (``INTERNAL``); a lost commit stops it."""
+    try:
+        return run()
+    except PreconditionFailed:
+        raise
+    except Exception:
+        log.exception("unexpected error in run step",
+                      extra={"fields": {"runId": ctx.run.run_id, "component": "loop", "stage": stage}})
+        return NextStepFailed(FailureCode.INTERNAL, "the run failed because of an internal error")
+
+
+def host_step(ctx: RunContext, outcome: Settled) -> StepOutcome:
+    """The host's own step after the loop's (``Host.after_step``; e.g. a plan's reflection), taken
+    like the loop's step; the loop's outcome when the host has none."""
+    follow = ctx.host.after_step(ctx, outcome)
+    return outcome if follow is None else _guarded(ctx, follow, "host_step")
 
 
 def step(ctx: RunContext) -> StepOutcome:

@@ -2,12 +2,13 @@
 
 The session's execution is one unit of work (``runs/{runId}``, host ``plan``). Each loop step is
 Reason + Act (the model's text, then one tool call, under the same policy and approvals as chat
-runs); Observe is the tool's answer; after every act this host makes the Reflect call (structured:
-task complete / failed / plan modifications) and commits, with the step, the ``{reason, action,
-observation}`` triplet (one document per act), the reflection's plan changes (a new plan version),
-task statuses and the session's events. A text answer without a tool call ends the task. The host
-state (current task, plan, event sequence) lives in the run document, so it commits atomically with
-each step and a crash anywhere is recovered from the store alone.
+runs); Observe is the tool's answer; every act is followed by this host's own loop step
+(``after_step``): the Reflect call (structured: task complete / failed / plan modifications) and
+what it means. The step's commit holds the ``{reason, action, observation}`` triplet (one document
+per act), the reflection's plan changes (a new plan version), task statuses and the session's
+events. A text answer without a tool call ends the task. The host state (``PlanRunState``: current
+task, plan, event sequence) lives in the run document, so it commits atomically with each step
+and a crash anywhere is recovered from the store alone.
 
 Stops: the user cancelled or the session deadline passed (checked before every act; every model
 and tool call gets at most the time left) end the session ``cancelled`` / ``deadline_exceeded``;
@@ -28,10 +29,14 @@ from shared.loop.context import RunContext
 from shared.loop.host import Budget, Host
 from shared.loop.outcomes import (
     BudgetSpent,
+    HostStep,
     NextStepFailed,
     NextStepFinalOutput,
     NextStepInterruption,
+    NextStepRunAgain,
     NextStepYield,
+    Settled,
+    StepOutcome,
     StopOutcome,
 )
 from shared.models.base import ToolDeclaration
@@ -111,20 +116,26 @@ class PlanHost(Host):
         self.sync.emit(ctx, event)
 
     # ---- the ReAct act -----------------------------------------------------------------------
-    def after_tools(self, ctx: RunContext) -> StopOutcome | None:
-        model_turn = ctx.turns[-2]
-        return self._after_act(ctx, model_turn.text.strip(), react.acts_of_last_turn(ctx))
+    def after_step(self, ctx: RunContext, outcome: Settled) -> HostStep | None:
+        """Every act (a tool call answered, or a text that ends the task) is followed by this
+        host's step: its ReAct records, the reflection (a model call) and what it means."""
+        if isinstance(outcome, NextStepFinalOutput) and plan_state(ctx).finished:
+            return None  # the plan's own end (below): nothing left to reflect on
+        return lambda: self._act_step(ctx, outcome)
+
+    def _act_step(self, ctx: RunContext, outcome: Settled) -> StepOutcome:
+        if isinstance(outcome, NextStepRunAgain):
+            stop = self._after_act(ctx, ctx.turns[-2].text.strip(), react.acts_of_last_turn(ctx))
+            return outcome if stop is None else stop
+        stop = self._after_act(ctx, "", [react.task_done(outcome.text)], task_done=True)
+        # The next task starts in the next invocation (a durable slice per task).
+        return NextStepYield("steps") if stop is None else stop
 
     def finish(self, ctx: RunContext, text: str) -> None:
-        state = plan_state(ctx)
-        if state.finished:
-            self._end(ctx, "completed", None, "")
+        if not plan_state(ctx).finished:  # a final text is reflected on first (after_step)
+            self.fail(ctx, FailureCode.INCONSISTENT_STATE, "the task ended without its reflection")
             return
-        stop = self._after_act(ctx, "", [react.task_done(text)], task_done=True)
-        if stop is None:  # the next task starts in the next invocation (a durable slice per task)
-            self.yielded(ctx, NextStepYield("steps"))
-        else:
-            self.act(ctx, stop)
+        self._end(ctx, "completed", None, "")
 
     def _after_act(self, ctx: RunContext, reason: str, acts: list[react.Act], *,
                    task_done: bool = False) -> StopOutcome | None:

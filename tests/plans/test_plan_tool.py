@@ -275,3 +275,4 @@ def test_the_meta_tools_are_declared_by_their_arguments_models() -> None:
         tools.create.validate({"objective": "x", "execution_mode": "sometimes"})
     assert "execution_mode" in str(bad.value)
     assert tools.execute.declaration().parameters["required"] == ["planId"]
+    assert tools.create.declaration() is create  # built once: hosts offer it at every step
