@@ -29,3 +29,22 @@ def reference_ms(repeats: int = 9) -> float:
         reference_loop()
         times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
+
+
+def peers_reference_loop() -> dict[int, int]:
+    """The peer benchmark's REF workload (../shared/bench-peers/common.py ``ref_workload``): the
+    issue's "REF %" figures are shares of it."""
+    d: dict[int, int] = {}
+    for i in range(20_000):
+        d[i % 97] = d.get(i % 97, 0) + i
+    return d
+
+
+def peers_reference_ms(repeats: int = 21) -> float:
+    """Median wall time of ``peers_reference_loop`` in milliseconds."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        peers_reference_loop()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
