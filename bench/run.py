@@ -141,8 +141,9 @@ def _probes() -> list[coldstart.Probe]:
         coldstart.Probe("approve", "POST", "/api/agent/approve", {"approvalId": "apr_doesnotexist",
                                                                   "decision": "approve"}, (FIRESTORE, PUBSUB)),
         coldstart.Probe("resume", "POST", "/", data, (FIRESTORE, PUBSUB), signature="cloudevent", headers=headers),
+        # goals meters every model call into the usage ledger (the store): it needs Firestore too.
         coldstart.Probe("goals", "POST", "/agent/run", {"message": "I want to run a marathon in the spring"},
-                        (GENAI,)),
+                        (GENAI, FIRESTORE)),
     ]
 
 
