@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 
 
 def reference_loop() -> int:
@@ -21,14 +22,18 @@ def reference_loop() -> int:
     return total + len(items) + len(table)
 
 
-def reference_ms(repeats: int = 9) -> float:
-    """Median wall time of ``reference_loop`` in milliseconds."""
+def _median_ms(fn: Callable[[], object], repeats: int) -> float:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        reference_loop()
+        fn()
         times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
+
+
+def reference_ms(repeats: int = 9) -> float:
+    """Median wall time of ``reference_loop`` in milliseconds."""
+    return _median_ms(reference_loop, repeats)
 
 
 def peers_reference_loop() -> dict[int, int]:
@@ -42,9 +47,4 @@ def peers_reference_loop() -> dict[int, int]:
 
 def peers_reference_ms(repeats: int = 21) -> float:
     """Median wall time of ``peers_reference_loop`` in milliseconds."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        peers_reference_loop()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    return _median_ms(peers_reference_loop, repeats)
