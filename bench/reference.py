@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 
 
 def reference_loop() -> int:
@@ -21,11 +22,29 @@ def reference_loop() -> int:
     return total + len(items) + len(table)
 
 
-def reference_ms(repeats: int = 9) -> float:
-    """Median wall time of ``reference_loop`` in milliseconds."""
+def _median_ms(fn: Callable[[], object], repeats: int) -> float:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        reference_loop()
+        fn()
         times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
+
+
+def reference_ms(repeats: int = 9) -> float:
+    """Median wall time of ``reference_loop`` in milliseconds."""
+    return _median_ms(reference_loop, repeats)
+
+
+def peers_reference_loop() -> dict[int, int]:
+    """The peer benchmark's REF workload (../shared/bench-peers/common.py ``ref_workload``): the
+    issue's "REF %" figures are shares of it."""
+    d: dict[int, int] = {}
+    for i in range(20_000):
+        d[i % 97] = d.get(i % 97, 0) + i
+    return d
+
+
+def peers_reference_ms(repeats: int = 21) -> float:
+    """Median wall time of ``peers_reference_loop`` in milliseconds."""
+    return _median_ms(peers_reference_loop, repeats)

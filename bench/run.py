@@ -3,7 +3,10 @@
     python -m bench.run [--quick]
 
 Sections: ``reference`` (a fixed pure-Python loop timed in this run; ``ratio_to_reference`` =
-value / reference_ms), ``per_step`` (per store), ``memory``, ``cold_start``, ``genai_import``,
+value / reference_ms; ``peers_ms``: the peer benchmark's REF workload, of which ``*_ref_pct`` are
+shares), ``per_step`` (per store, with documents written per step and per streamed answer chunk),
+``run_start_growth`` (bench/growth.py), ``peers`` (``BENCH_PEERS=1``: bench/peers.py), ``memory``,
+``cold_start``, ``genai_import``,
 ``versus_baseline`` (per-step and commits of this tree and of a baseline commit, bench/versus.py),
 ``plans`` (plan sessions: per act, continuation latency through Pub/Sub; bench/plans.py)
 and ``targets`` (the issue's targets with ``met``). docs/benchmarks.md explains every figure.
@@ -23,10 +26,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench import coldstart, memory, plans, steps, versus
+from bench import coldstart, growth, memory, peers, plans, steps, versus
 from bench.emulator import firestore_emulator, firestore_store, sqlite_store
 from bench.fakemodel import tool_then_answer
-from bench.reference import reference_ms
+from bench.reference import peers_reference_ms, reference_ms
 from bench.targets import (
     COLD_START_OVERHEAD_PCT,
     COMMITS_PER_STEP_WITHOUT_TOOL,
@@ -34,6 +37,9 @@ from bench.targets import (
     CPU_PER_STEP_MS,
     PEERS_PER_STEP_MS,
     PER_STEP_SQLITE_MS,
+    PER_STEP_SQLITE_REF_PCT,
+    RUN_1_STEP_REF_PCT,
+    RUN_START_GROWTH_RATIO,
     WARM_RSS_MIB,
     at_most,
 )
@@ -65,11 +71,15 @@ def per_step(tmp: str, fs_host: str, quick: bool) -> dict[str, Any]:
     ]
     for name, opener, repeats in plans:
         progress(f"per-step: {name}")
-        before = reference_ms()
+        before, peers_before = reference_ms(), peers_reference_ms()
         with opener() as store:
             out[name] = steps.measure(store, repeats=max(3, repeats // 3) if quick else repeats)
         # The machine's speed drifts within a run: each store's ratios use a reference taken around it.
         out[name]["local_reference_ms"] = round((before + reference_ms()) / 2, 3)
+        peers_ref = (peers_before + peers_reference_ms()) / 2
+        out[name]["local_peers_reference_ms"] = round(peers_ref, 3)
+        out[name]["per_step_ref_pct"] = round(out[name]["per_step_ms"] / peers_ref * 100, 1)
+        out[name]["run_1_step_ref_pct"] = round(out[name]["run_1_step_ms"] / peers_ref * 100, 1)
     out["sqlite_file"]["note"] = "the default store: WAL, synchronous=NORMAL (survives a process crash)"
     out["sqlite_file_synchronous_full"]["note"] = "SQLITE_SYNCHRONOUS=FULL: one fsync per commit (power loss)"
     out["sqlite_memory"]["note"] = "':memory:' (no durability), for comparison"
@@ -85,6 +95,23 @@ def _sqlite_full(path: str) -> Iterator[Any]:
         yield store
     finally:
         store.close()
+
+
+# ---- run start growth -------------------------------------------------------------------------
+def run_start_growth(tmp: str, fs_host: str, quick: bool) -> dict[str, Any]:
+    earlier = 1000 if quick else growth.EARLIER_RUNS
+    entries = 500 if quick else growth.LEDGER_ENTRIES
+    progress(f"run start growth: SQLite, one-step runs before and after {earlier} earlier runs of the user")
+    out: dict[str, Any] = growth.sqlite_growth(lambda: sqlite_store(os.path.join(tmp, "growth.sqlite3")),
+                                               earlier_runs=earlier)
+    out["target"] = RUN_START_GROWTH_RATIO
+    out["met"] = out["ratio"] <= RUN_START_GROWTH_RATIO
+    progress(f"run start growth: documents read per start, empty ledger and {entries} entries (both stores)")
+    with sqlite_store(os.path.join(tmp, "growth-reads.sqlite3")) as store:
+        out["reads_sqlite"] = growth.start_reads(store, entries=entries)
+    with firestore_store(fs_host) as store:
+        out["reads_firestore_emulator"] = growth.start_reads(store, entries=entries)
+    return out
 
 
 # ---- memory -----------------------------------------------------------------------------------
@@ -114,8 +141,9 @@ def _probes() -> list[coldstart.Probe]:
         coldstart.Probe("approve", "POST", "/api/agent/approve", {"approvalId": "apr_doesnotexist",
                                                                   "decision": "approve"}, (FIRESTORE, PUBSUB)),
         coldstart.Probe("resume", "POST", "/", data, (FIRESTORE, PUBSUB), signature="cloudevent", headers=headers),
+        # goals meters every model call into the usage ledger (the store): it needs Firestore too.
         coldstart.Probe("goals", "POST", "/agent/run", {"message": "I want to run a marathon in the spring"},
-                        (GENAI,)),
+                        (GENAI, FIRESTORE)),
     ]
 
 
@@ -191,9 +219,15 @@ def main(argv: list[str] | None = None) -> int:
     tmp = tempfile.mkdtemp(prefix="bench-")
     reference_ms(3)  # warm the CPU and caches up: the first timings of a process run slow
     ref_before = reference_ms()
+    peers_ref_before = peers_reference_ms()
     progress(f"reference loop: {ref_before:.2f} ms")
+    peer_figures: dict[str, Any] = {"measured": False, "note": "set BENCH_PEERS=1 (bench/peers.py)"}
+    if os.environ.get("BENCH_PEERS", "").strip() in ("1", "true", "yes"):
+        # First, alone: no emulator JVM beside the peers' processes.
+        peer_figures = peers.figures(args.quick, progress)
     with firestore_emulator() as fs_host:
         per = per_step(tmp, fs_host, args.quick)
+        start_growth = run_start_growth(tmp, fs_host, args.quick)
         mem = memory_figures(tmp, fs_host)
         cold = cold_start_figures(fs_host, args.quick)
         progress("per-step and commits against the baseline commit (bench/versus.py)")
@@ -203,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     genai = genai_checks(tmp)
     ref_after = reference_ms()
     ref = (ref_before + ref_after) / 2
+    peers_ref = (peers_ref_before + peers_reference_ms()) / 2
     for figures in per.values():
         for key in ("per_step_ms", "cpu_per_step_ms", "cpu_per_step_excl_store_ms", "run_1_step_ms",
                     "run_10_steps_ms"):
@@ -216,8 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "reference": {"ms": round(ref, 3), "before_ms": round(ref_before, 3), "after_ms": round(ref_after, 3),
-                      "what": "bench.reference.reference_loop (20k iterations of dict/str/int work), median of 9"},
+                      "what": "bench.reference.reference_loop (20k iterations of dict/str/int work), median of 9",
+                      "peers_ms": round(peers_ref, 3),
+                      "peers_what": "bench.reference.peers_reference_loop, the peer benchmark's REF workload "
+                                    "(*_ref_pct figures are shares of it, as in issue 20)"},
         "per_step": per,
+        "run_start_growth": start_growth,
+        "peers": peer_figures,
         "memory": mem,
         "cold_start": cold,
         "genai_import": genai,
@@ -237,6 +277,16 @@ def main(argv: list[str] | None = None) -> int:
                 for store in ("sqlite_file", "firestore_emulator")},
             "per_step_sqlite_ms": at_most(per["sqlite_file"]["per_step_ms"], PER_STEP_SQLITE_MS,
                                           per["sqlite_file"]["local_reference_ms"]),
+            "per_step_sqlite_ref_pct": at_most(per["sqlite_file"]["per_step_ref_pct"], PER_STEP_SQLITE_REF_PCT),
+            "run_1_step_sqlite_ref_pct": at_most(per["sqlite_file"]["run_1_step_ref_pct"], RUN_1_STEP_REF_PCT),
+            "run_start_growth_ratio": at_most(start_growth["ratio"], RUN_START_GROWTH_RATIO),
+            "ledger_reads_per_start_constant": {
+                store: {"empty": start_growth[key]["ledger_documents_read_per_start_empty"],
+                        "after": start_growth[key]["ledger_documents_read_per_start_after"],
+                        "met": start_growth[key]["same"]}
+                for store, key in (("sqlite", "reads_sqlite"), ("firestore_emulator", "reads_firestore_emulator"))},
+            "peers_per_step_ratio": peer_figures.get("per_step"),
+            "peers_run_1_step_ratio": peer_figures.get("run_1_step"),
             "cpu_per_step_excl_store_ms": at_most(per["sqlite_file"]["cpu_per_step_excl_store_ms"],
                                                   CPU_PER_STEP_MS, per["sqlite_file"]["local_reference_ms"]),
             "firestore_per_step_ms": {"value": per["firestore_emulator"]["per_step_ms"], "target": None,

@@ -11,7 +11,7 @@ from shared.agent.runs_api import run_to_stop
 from shared.api import RunRequest
 from shared.config import Settings
 from shared.durable.dispatcher import RecordingDispatcher
-from shared.models.base import ModelRequest, Turn
+from shared.models.base import ModelRequest, Part, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore
@@ -20,6 +20,7 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
 STEPS_MARK = "steps="
+CHUNKS_MARK = "chunks="
 
 
 def bench_registry() -> ToolRegistry:
@@ -44,10 +45,15 @@ def _wanted_steps(request: ModelRequest) -> int:
 
 
 def step_model(request: ModelRequest) -> Turn:
-    """Model turn k (1-based) of a run asking for N steps: ``lookup`` while k < N, then text."""
+    """Model turn k (1-based) of a run asking for N steps: ``lookup`` while k < N, then text (in
+    K streamed pieces when the prompt says ``chunks=K``)."""
     done = sum(1 for t in request.turns if t.role == "model")
     if done + 1 < _wanted_steps(request):
         return calls_turn(call("lookup", {"key": f"k{done}"}))
+    first = request.turns[0].text if request.turns else ""
+    if CHUNKS_MARK in first:
+        pieces = int(first.split(CHUNKS_MARK, 1)[1].split()[0])
+        return Turn(role="model", parts=[Part(text=f"Done {i}. ") for i in range(pieces)])
     return text_turn("Done.")
 
 

@@ -41,11 +41,11 @@ Instant = Annotated[datetime, NOT_A_NUMBER]
 class _Open(BaseModel):
     """A contract object that keeps the fields it does not know (the backend's own)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 def _empty_object_accepted(schema: dict[str, Any]) -> None:
@@ -182,7 +182,7 @@ class GoalsRequest(_Closed):
 # ---- response ----------------------------------------------------------------------------------
 
 class StateOut(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     step: Step
     iteration: StrictInt
@@ -190,14 +190,14 @@ class StateOut(BaseModel):
 
 
 class SavePreviewPayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     goalPreview: GoalPreview
     iteration: StrictInt
 
 
 class FinalizePayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     goalPreviewId: StrictStr
     goal: Goal
@@ -205,21 +205,21 @@ class FinalizePayload(BaseModel):
 
 
 class SavePreviewAction(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     type: Literal["save_preview"] = "save_preview"
     payload: SavePreviewPayload
 
 
 class FinalizeAction(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     type: Literal["finalize_goal"] = "finalize_goal"
     payload: FinalizePayload
 
 
 class NoAction(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     type: Literal["none"] = "none"
     payload: dict[str, Any] = Field(default_factory=dict)
@@ -231,7 +231,7 @@ Action = Annotated[SavePreviewAction | FinalizeAction | NoAction, Field(discrimi
 class GoalsResponse(BaseModel):
     """Seed 000 section 5, exactly: ``reply``, ``action {type, payload}``, ``state``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     reply: StrictStr
     action: Action

@@ -28,7 +28,9 @@ def now() -> float:
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    # defer_build: a record's validator is built when it is first used, not when its module is
+    # imported, so a cold start pays only for the records its first request touches (issue 20).
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
 
     def to_doc(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -11,15 +11,13 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
+from bench.growth import ledger_writes
 from bench.instrument import InstrumentedStore
 from shared.auth import LocalAuthenticator
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.scripted import FunctionModel, text_turn
 from shared.runtime import Runtime, set_runtime
-from shared.state.docstore import DocStore, Write
-from shared.state.records import UsageEntry
-from shared.state.usage_repo import UsageRepo
-from shared.usage.figures import Usage
+from shared.state.docstore import DocStore
 from tests.agent.conftest import make_settings
 from tests.limits.conftest import ALICE, Clock
 
@@ -28,24 +26,11 @@ ENTRIES = 500
 TOKENS_EACH = 10
 
 
-def _entry(n: int) -> UsageEntry:
-    at = datetime.fromisoformat(f"{DAY}T08:00:00+00:00").timestamp() + n
-    return UsageEntry(entry_id=f"run_old{n:04d}-00001-mc", uid="alice", unit_kind="run", unit_id=f"run_old{n:04d}",
-                      component="loop", operation_type="chat", model="m",
-                      usage=Usage(requests=1, total_tokens=TOKENS_EACH), at=at, day=DAY)
-
-
 def _fill_ledger(store: DocStore) -> None:
     """``ENTRIES`` earlier calls of alice on ``DAY``, written as the loop writes them (entry and
-    counter increment in one commit), a hundred calls per commit."""
-    writes: list[Write] = []
-    for n in range(ENTRIES):
-        writes.extend(UsageRepo.entry_writes(_entry(n)))
-        if len(writes) >= 200:
-            store.commit(writes)
-            writes = []
-    if writes:
-        store.commit(writes)
+    counter increment in one commit)."""
+    for batch in ledger_writes("alice", DAY, ENTRIES, tokens_each=TOKENS_EACH):
+        store.commit(batch)
 
 
 def _start_reads(client: FlaskClient, store: InstrumentedStore) -> dict[str, Any]:

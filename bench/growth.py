@@ -1,0 +1,113 @@
+"""``run_start_growth``: does starting a run cost more as the user's history grows? (issue 20)
+
+- SQLite (time): the median one-step run (start + one model call + stop, the path of
+  ``POST /api/agent/run``) of one user on an empty store, then after ``EARLIER_RUNS`` earlier runs
+  of the same user on the same UTC day (each wrote its ledger entry, run, thread, events...).
+  ``ratio`` = after / before, each first divided by the reference loop timed around it (the
+  machine's speed drifts within a run; ``ratio_raw`` is the plain one). Target: <= 1.10.
+- Both stores (counts): the documents a start reads, by collection, with an empty ledger and after
+  ``LEDGER_ENTRIES`` ledger entries of the user today (written as the loop writes them). The
+  ledger's share (``usage`` entries and the ``usageDays`` counter) must stay the same.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from bench.instrument import InstrumentedStore
+from bench.reference import reference_ms
+from bench.scenario import bench_runtime, run_steps
+from shared.api import RunRequest
+from shared.runtime import Runtime
+from shared.state.docstore import DocStore, Write
+from shared.state.records import UsageEntry
+from shared.state.usage_repo import UsageRepo
+from shared.usage.figures import Usage
+
+EARLIER_RUNS = 5000
+LEDGER_ENTRIES = 2000
+LEDGER = ("usage", "usageDays")
+UID = "bench"
+
+
+def ledger_writes(uid: str, day: str, count: int, tokens_each: int = 10) -> list[list[Write]]:
+    """``count`` earlier model calls of ``uid`` on ``day`` as the loop commits them (the entry and
+    its counter increment together), a hundred calls per commit."""
+    at = datetime.fromisoformat(f"{day}T00:00:00+00:00").timestamp()
+    batches: list[list[Write]] = []
+    for start in range(0, count, 100):
+        batch: list[Write] = []
+        for n in range(start, min(count, start + 100)):
+            batch.extend(UsageRepo.entry_writes(UsageEntry(
+                entry_id=f"run_earlier{n:06d}-00001-mc", uid=uid, unit_kind="run", unit_id=f"run_earlier{n:06d}",
+                component="loop", operation_type="chat", model="bench", at=at + n / 1000,
+                usage=Usage(requests=1, total_tokens=tokens_each), day=day)))
+        batches.append(batch)
+    return batches
+
+
+def _timed_runs(rt: Runtime, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run_steps(rt, 1, uid=UID)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def sqlite_growth(open_store: Callable[[], Any], *, earlier_runs: int = EARLIER_RUNS,
+                  repeats: int = 40) -> dict[str, Any]:
+    """One-step run time of one user on an empty store and after ``earlier_runs`` of their runs."""
+    with open_store() as store:
+        rt = bench_runtime(store)
+        for _ in range(5):  # warm the instance up (first calls build caches)
+            run_steps(rt, 1, uid="warmup")
+        ref0 = reference_ms()
+        empty_ms = _timed_runs(rt, repeats)
+        ref1 = reference_ms()
+        for _ in range(earlier_runs):
+            run_steps(rt, 1, uid=UID)
+        ref2 = reference_ms()
+        after_ms = _timed_runs(rt, repeats)
+        ref3 = reference_ms()
+    before_ref, after_ref = (ref0 + ref1) / 2, (ref2 + ref3) / 2
+    return {"earlier_runs": earlier_runs, "repeats": repeats,
+            "run_1_step_empty_ms": round(empty_ms, 3), "run_1_step_after_ms": round(after_ms, 3),
+            "reference_ms_empty": round(before_ref, 3), "reference_ms_after": round(after_ref, 3),
+            "ratio": round((after_ms / after_ref) / (empty_ms / before_ref), 3),
+            "ratio_raw": round(after_ms / empty_ms, 3)}
+
+
+def _start_reads(rt: Runtime, store: InstrumentedStore) -> dict[str, int]:
+    """The documents one start reads; its run is then driven to its end (not counted)."""
+    before = store.snapshot()
+    started = rt.agent.start(UID, RunRequest(prompt="go steps=1"))
+    read = dict(InstrumentedStore.delta(store.snapshot(), before)["docs_read"])
+    rt.agent.run(rt.agent.context(started))
+    return read
+
+
+def start_reads(inner: DocStore, *, entries: int = LEDGER_ENTRIES) -> dict[str, Any]:
+    """Documents one run start reads (by collection) with an empty ledger and after ``entries``
+    ledger entries of the user today (the store gets the entries; each start's run is completed
+    first so the active-run slot holds the same)."""
+    store = InstrumentedStore(inner)
+    rt = bench_runtime(store)
+    run_steps(rt, 1, uid=UID)  # the user's limit documents exist from here on, as on any later start
+    empty = _start_reads(rt, store)
+    for batch in ledger_writes(UID, datetime.now(UTC).date().isoformat(), entries):
+        inner.commit(batch)
+    full = _start_reads(rt, store)
+    ledger_empty = sum(empty.get(k, 0) for k in LEDGER)
+    ledger_full = sum(full.get(k, 0) for k in LEDGER)
+    return {"ledger_entries_today": entries,
+            "ledger_documents_read_per_start_empty": ledger_empty,
+            "ledger_documents_read_per_start_after": ledger_full,
+            "documents_read_per_start_empty": sum(empty.values()),
+            "documents_read_per_start_after": sum(full.values()),
+            "documents_read_per_start_by_collection_after": full,
+            "same": ledger_empty == ledger_full and sum(empty.values()) == sum(full.values())}
