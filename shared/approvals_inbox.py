@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from shared.errors import BadRequest
+from shared.errors import InvalidInput
 from shared.query import Args, int_arg, one_arg
 from shared.responses import Approval, ResponseBody
 from shared.state.records import ApprovalRecord, ApprovalStatus, now
@@ -48,12 +48,12 @@ def parse_query(args: Args) -> tuple[InboxStatus, int]:
     other parameter, a repeated one or a bad value is a 400 ``INVALID_QUERY`` naming it."""
     for name in args:
         if name not in QUERY_PARAMETERS:
-            raise BadRequest(f"unknown query parameter {name}; expected {', '.join(sorted(QUERY_PARAMETERS))}",
+            raise InvalidInput(f"unknown query parameter {name}; expected {', '.join(sorted(QUERY_PARAMETERS))}",
                              code="INVALID_QUERY", details={"field": name})
     raw = one_arg(args, "status") or "pending"
     status = next((s for s in INBOX_STATUSES if s == raw), None)
     if status is None:
-        raise BadRequest(f"query parameter status must be one of {', '.join(INBOX_STATUSES)}",
+        raise InvalidInput(f"query parameter status must be one of {', '.join(INBOX_STATUSES)}",
                          code="INVALID_QUERY", details={"field": "status"})
     return status, int_arg(args, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
 

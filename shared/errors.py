@@ -115,12 +115,6 @@ class Internal(DomainError):
     code = "INTERNAL"
 
 
-# The former, HTTP-flavoured names, while other branches still raise them.
-ApiError = DomainError
-BadRequest = InvalidInput
-TooManyRequests = LimitExceeded
-
-
 class StoreError(AgentRuntimeError):
     """The store failed (I/O, unavailable). Store errors live here, not with the store, so the
     HTTP edge can handle them without importing the state package."""

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from shared.config import Settings
-from shared.errors import StoreError, TooManyRequests, TransactionContention
+from shared.errors import LimitExceeded, StoreError, TransactionContention
 from shared.state.limits_repo import LimitsRepo, Slot, UnitKind
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Limits:
             counted = self.repo.count_request(uid, window, limit)
         except TransactionContention:
             # So many concurrent requests of one user that the counter could not be moved.
-            raise TooManyRequests("too many concurrent requests; retry shortly", code="RATE_LIMITED",
+            raise LimitExceeded("too many concurrent requests; retry shortly", code="RATE_LIMITED",
                                   retry_after_s=1, details={"limit": limit, "windowS": WINDOW_S}) from None
         except StoreError:
             # The counter cannot be written (an outage, a missing permission): the request goes on
@@ -71,7 +71,7 @@ class Limits:
             log.error("request limit not applied: the counter could not be written", exc_info=True)
             return
         if not counted.admitted:
-            raise TooManyRequests(f"more than {limit} requests in one minute; retry in {math.ceil(retry_after)} s",
+            raise LimitExceeded(f"more than {limit} requests in one minute; retry in {math.ceil(retry_after)} s",
                                   code="RATE_LIMITED", retry_after_s=retry_after,
                                   details={"limit": limit, "windowS": WINDOW_S})
 
@@ -90,7 +90,7 @@ class Limits:
         if used < limit or (replayed is not None and replayed()):
             return
         midnight = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
-        raise TooManyRequests(f"{used} model tokens used today (UTC); the daily limit is {limit}",
+        raise LimitExceeded(f"{used} model tokens used today (UTC); the daily limit is {limit}",
                               code="DAILY_TOKEN_LIMIT", retry_after_s=(midnight - at).total_seconds(),
                               details={"limit": limit, "used": used, "day": day.isoformat(),
                                        "resetsAt": midnight.isoformat().replace("+00:00", "Z")})

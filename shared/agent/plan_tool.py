@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.agent.chat_host import chat_state
-from shared.errors import TooManyRequests
+from shared.errors import LimitExceeded
 from shared.events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent, StepCompleteEvent, StepStartEvent
 from shared.loop.context import RunContext
 from shared.loop.virtual import HostCall, VirtualOutcome, host_tool
@@ -188,7 +188,7 @@ class AgentCreatePlan:
             outcome = engine.start_planning(services, self.tools.sessions, run.uid, intent.objective,
                                             deadline=time.time() + services.settings.plan_default_deadline_s,
                                             session_id=sid, guidance=intent.guidance())
-        except TooManyRequests as exc:  # the user's active plan sessions are at their limit: nothing was created
+        except LimitExceeded as exc:  # the user's active plan sessions are at their limit: nothing was created
             return VirtualOutcome(error=f"{exc.code}: {exc.message}")
         session, tasks = outcome.session, outcome.tasks
         if session.status == "failed":

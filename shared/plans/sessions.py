@@ -11,7 +11,7 @@ from typing import Literal
 
 from shared.durable.kinds import CONTINUE
 from shared.durable.messages import WorkMessage
-from shared.errors import BadRequest, Conflict
+from shared.errors import Conflict, InvalidInput
 from shared.events import event_to_doc
 from shared.failures import FailureCode
 from shared.formats import rfc3339_datetime
@@ -50,13 +50,13 @@ def parse_deadline(services: Services, raw: str | None, *, now: float | None = N
         return at + s.plan_default_deadline_s
     parsed = rfc3339_datetime(raw)
     if parsed is None:
-        raise BadRequest("deadline must be an RFC 3339 timestamp with a time zone (Z or +hh:mm)",
+        raise InvalidInput("deadline must be an RFC 3339 timestamp with a time zone (Z or +hh:mm)",
                          code="INVALID_DEADLINE", details={"field": "deadline"})
     deadline = parsed.timestamp()
     if deadline <= at:
-        raise BadRequest("deadline is in the past", code="INVALID_DEADLINE", details={"field": "deadline"})
+        raise InvalidInput("deadline is in the past", code="INVALID_DEADLINE", details={"field": "deadline"})
     if deadline - at > s.plan_max_deadline_s:
-        raise BadRequest(f"deadline is more than {int(s.plan_max_deadline_s)} s away (PLAN_MAX_DEADLINE_S)",
+        raise InvalidInput(f"deadline is more than {int(s.plan_max_deadline_s)} s away (PLAN_MAX_DEADLINE_S)",
                          code="INVALID_DEADLINE", details={"field": "deadline"})
     return deadline
 
@@ -66,7 +66,7 @@ def check_tools(services: Services, tools: list[str] | None) -> list[str] | None
         return None
     unknown = [t for t in tools if services.registry.get(t) is None]
     if unknown:
-        raise BadRequest(f"unknown tool names: {', '.join(sorted(unknown))}", code="UNKNOWN_TOOLS",
+        raise InvalidInput(f"unknown tool names: {', '.join(sorted(unknown))}", code="UNKNOWN_TOOLS",
                          details={"field": "tools", "unknown": sorted(unknown)})
     return sorted(set(tools))
 

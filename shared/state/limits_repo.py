@@ -23,7 +23,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
-from shared.errors import PreconditionFailed, TooManyRequests, TransactionContention
+from shared.errors import LimitExceeded, PreconditionFailed, TransactionContention
 from shared.state import paths
 from shared.state.docstore import Doc, DocStore, Write
 
@@ -100,7 +100,7 @@ class Slot:
 
     def reserve(self, unit_id: str, *, also_ended: Collection[str] = ()) -> None:
         """Before the transaction creating ``unit_id``: count the user's active units and add it, or
-        raise TooManyRequests (nothing written). ``also_ended``: units the creation will end (a
+        raise LimitExceeded (nothing written). ``also_ended``: units the creation will end (a
         superseded pause). Raises TransactionContention when concurrent creations of the user kept
         winning the race."""
         path = paths.limit(self.uid, self.seen.kind)
@@ -145,7 +145,7 @@ class Slot:
         if len(active) < self.limit:
             return
         kind = self.seen.kind
-        raise TooManyRequests(
+        raise LimitExceeded(
             f"{len(active)} {_NOUNS[kind]} are active; the limit is {self.limit}. {_ADVICE[kind]}",
             code=_CODES[kind], retry_after_s=self.retry_after_s,
             details={"limit": self.limit, "active": active, "waiting": [i for i in active if i in self.seen.waiting]})
