@@ -48,7 +48,8 @@ def test_every_entry_point_is_a_function_module() -> None:
 
 def test_an_http_functions_description_lists_its_routes() -> None:
     runs = next(s for s in CATALOG if s.name == "runs")
-    assert runs.route == "GET /api/agent/runs, GET /api/agent/runs/{runId}, GET /api/agent/runs/{runId}/events"
+    assert runs.route == ("GET /api/agent/runs, GET /api/agent/runs/{runId}, GET /api/agent/runs/{runId}/events, "
+                          "GET /api/agent/approvals")
 
 
 def test_a_function_added_to_the_table_is_in_the_catalog() -> None:
