@@ -120,11 +120,8 @@ class Tool:
 
     @functools.cached_property
     def _declaration(self) -> ToolDeclaration:
-        """Built once per tool (frozen): building a JSON schema costs ~1 ms; hosts offer their
-        virtual tools at every step."""
-        schema = clean_json_schema(self.args_model.model_json_schema())
-        schema.pop("description", None)  # an arguments model's docstring is the tool's description
-        return ToolDeclaration(name=self.name, description=self.description, parameters=schema)
+        """Built once per tool (frozen); hosts offer their virtual tools at every step."""
+        return ToolDeclaration(name=self.name, description=self.description, parameters=args_schema(self.args_model))
 
     def validate(self, args: dict[str, Any]) -> BaseModel:
         try:
@@ -148,6 +145,15 @@ class Tool:
     def reconcilable(self) -> bool:
         """Whether recovery can learn a cut-off call's true outcome (never ``unknown``)."""
         return self.idempotent or self.reconcile_fn is not None
+
+
+@functools.cache
+def args_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of an arguments model, built once per model (~1 ms each; a runtime builds
+    its hosts' virtual tools anew from the same models)."""
+    schema = clean_json_schema(model.model_json_schema())
+    schema.pop("description", None)  # an arguments model's docstring is the tool's description
+    return schema
 
 
 class ToolRegistry:
