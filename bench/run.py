@@ -102,7 +102,7 @@ def run_start_growth(tmp: str, fs_host: str, quick: bool) -> dict[str, Any]:
     earlier = 1000 if quick else growth.EARLIER_RUNS
     entries = 500 if quick else growth.LEDGER_ENTRIES
     progress(f"run start growth: SQLite, one-step runs before and after {earlier} earlier runs of the user")
-    out: dict[str, Any] = growth.sqlite_growth(lambda: sqlite_store(os.path.join(tmp, "growth.sqlite3")),
+    out: dict[str, Any] = growth.sqlite_growth(lambda name: sqlite_store(os.path.join(tmp, f"{name}.sqlite3")),
                                                earlier_runs=earlier)
     out["target"] = RUN_START_GROWTH_RATIO
     out["met"] = out["ratio"] <= RUN_START_GROWTH_RATIO

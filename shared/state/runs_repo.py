@@ -6,6 +6,7 @@ read (``commit``), so two invocations can never both move the same run forward.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,10 +47,25 @@ class StartOutcome:
 
 
 EXPIRE_AT = "expireAt"
+TURNS_KEY = "turns"
+SHARED_TURNS_MAX_CHARS = 256 * 1024
+"""Consecutive turns of one commit share a document up to this JSON size (Firestore: 1 MiB each)."""
 
 
 def turn_doc(turn: Turn) -> dict[str, Any]:
     return turn.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+
+
+def turn_writes(run_id: str, new_turns: Mapping[int, Turn]) -> list[Write]:
+    """The documents of the turns one commit adds. Consecutive turns (a step's model turn and its
+    tool responses) share one document named by the first one's index, ``{"turns": [...]}``: one
+    document per step instead of two. Turns too large together get a document each."""
+    docs = [(i, turn_doc(t)) for i, t in sorted(new_turns.items())]
+    if len(docs) > 1 and docs[-1][0] - docs[0][0] == len(docs) - 1:  # sorted, distinct: consecutive
+        shared = {TURNS_KEY: [d for _, d in docs]}
+        if len(json.dumps(shared, separators=(",", ":"))) <= SHARED_TURNS_MAX_CHARS:
+            return [Write("create", paths.turn(run_id, docs[0][0]), shared)]
+    return [Write("create", paths.turn(run_id, i), d) for i, d in docs]
 
 
 class RunsRepo:
@@ -122,8 +138,14 @@ class RunsRepo:
     def load_turns(self, run_id: str) -> list[Turn]:
         from shared.models.base import Turn  # the model contract: reading a run record never needs it
 
-        docs = self.store.query(Query(paths.turns(run_id)))
-        return [Turn.model_validate(d.data) for d in docs]
+        turns: list[Turn] = []
+        for d in self.store.query(Query(paths.turns(run_id))):  # by id: the first turn's index
+            shared = d.data.get(TURNS_KEY)
+            if isinstance(shared, list):
+                turns.extend(Turn.model_validate(t) for t in shared)
+            else:
+                turns.append(Turn.model_validate(d.data))
+        return turns
 
     def get_thread(self, thread_id: str) -> ThreadRecord | None:
         doc = self.store.get(paths.thread(thread_id))
@@ -300,7 +322,7 @@ class RunsRepo:
                     events: Sequence[dict[str, Any]]) -> RunSnapshot:
         """One step of a run in one atomic commit: the run, its new turns (by index), the actions'
         current state, other writes (approvals, audit, ledger, outbox...) and the events."""
-        batch = [Write("create", paths.turn(run.run_id, i), turn_doc(t)) for i, t in new_turns.items()]
+        batch = turn_writes(run.run_id, new_turns)
         batch.extend(self.action_write(a) for a in actions)
         batch.extend(writes)
         batch.extend(self.event_write(run.run_id, ev) for ev in events)
