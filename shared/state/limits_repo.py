@@ -79,6 +79,9 @@ class ActiveUnits:
     ended: frozenset[str]
     waiting: frozenset[str]
     """Units paused for the user (an approval, a plan confirmation): named in the refusal."""
+    doc: Doc | None = None
+    """The slot document as read: the reservation's first attempt writes on its token (a stale one
+    fails the conditional write, and the next attempt reads the document again)."""
 
     def active(self, listed: Collection[str], *, also_ended: Collection[str] = (), new_id: str = "") -> list[str]:
         return [i for i in listed if i not in self.ended and i not in also_ended and i != new_id]
@@ -104,8 +107,8 @@ class Slot:
         superseded pause). Raises TransactionContention when concurrent creations of the user kept
         winning the race."""
         path = paths.limit(self.uid, self.seen.kind)
-        for _ in range(RESERVE_ATTEMPTS):
-            doc = self.store.get(path)
+        for attempt in range(RESERVE_ATTEMPTS):
+            doc = self.seen.doc if attempt == 0 and self.seen.doc is not None else self.store.get(path)
             listed = [str(i) for i in doc.data.get("ids", [])] if doc is not None else []
             reserved = _reserved(doc)
             kept = self.seen.active(listed, new_id=unit_id)
@@ -191,4 +194,4 @@ class LimitsRepo:
                  or (u is not None and (u.data.get("uid") != uid or u.data.get("status") in terminal))}
         waiting = {i for i, u in zip(ids, units, strict=True)
                    if u is not None and i not in ended and u.data.get("status") == _WAITING[kind]}
-        return ActiveUnits(kind=kind, listed=tuple(ids), ended=frozenset(ended), waiting=frozenset(waiting))
+        return ActiveUnits(kind=kind, listed=tuple(ids), ended=frozenset(ended), waiting=frozenset(waiting), doc=doc)
