@@ -53,7 +53,10 @@ def as_json(value: Any) -> str:
 
 
 def clock(at: str) -> str:
-    return datetime.fromisoformat(at.replace("Z", "+00:00")).strftime("%H:%M:%S")
+    """``HH:MM:SS`` (UTC) of an RFC 3339 time, with its date when it is not today's."""
+    when = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    today = datetime.now(UTC).date()
+    return when.strftime("%H:%M:%S" if when.date() == today else "%Y-%m-%d %H:%M:%S")
 
 
 INTERNAL_TOOLS = frozenset({"task_done"})
