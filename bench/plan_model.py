@@ -53,7 +53,8 @@ class Script:
             prompt = json.loads(request.turns[0].parts[0].text or "{}")
             if self.reflect is not None:
                 return text_turn(json.dumps(self.reflect(prompt)))
-            done = prompt["lastAct"]["action"]["tool"] == "task_done"
+            # As a careful model would: a task whose acts the user rejected is not met by saying so.
+            done = prompt["lastAct"]["action"]["tool"] == "task_done" and not prompt.get("rejectedActs")
             return text_turn(json.dumps({"taskComplete": done, "taskFailed": False,
                                          "summary": "done" if done else "progress"}))
         # the executor: the act for the current task

@@ -25,7 +25,7 @@ MAX_LIMIT = 200
 
 class RunSummary(ResponseBody):
     runId: str
-    threadId: str
+    threadId: str | None = Field(default=None, description="the conversation (none for a plan session's run)")
     status: RunStatus
     mode: RunMode | None = None
     host: str
@@ -67,17 +67,26 @@ def stored_approvals(runs: RunsRepo, run: RunRecord) -> list[ApprovalView]:
     return out
 
 
+def plan_summary(plan: PlanRunState) -> str:
+    """A plan run's one line: its session, how many tasks ended how (read from the run alone)."""
+    live = [t for t in plan.tasks if t.status != "obsolete"]
+    counts = {s: sum(1 for t in live if t.status == s) for s in ("completed", "rejected", "failed", "cancelled")}
+    ended = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    return f"plan session {plan.session_id}: {len(live)} tasks" + (f" ({ended})" if ended else "")
+
+
 def summary(run: RunRecord, runs: RunsRepo | None = None) -> RunSummary:
     approvals: list[ApprovalView] = []
     if run.status == "awaiting_confirmation" and run.result is not None:
         approvals = run.result.approvals or ([run.result.approval] if run.result.approval else [])
     if run.status == "awaiting_confirmation" and not approvals and runs is not None:
         approvals = stored_approvals(runs, run)
-    session_id = run.host_state.session_id if isinstance(run.host_state, PlanRunState) else None
-    return RunSummary(runId=run.run_id, threadId=run.thread_id, status=run.status, mode=run.mode, host=run.host,
-                      sessionId=str(session_id) if session_id else None,
+    plan = run.host_state if isinstance(run.host_state, PlanRunState) else None
+    return RunSummary(runId=run.run_id, threadId=run.thread_id or None, status=run.status, mode=run.mode,
+                      host=run.host, sessionId=plan.session_id if plan else None,
                       model=run.model, steps=run.steps, lastSeq=run.last_seq,
-                      summary=run.result.summary if run.result else "", approvals=approvals, error=run.error,
+                      summary=plan_summary(plan) if plan else run.result.summary if run.result else "",
+                      approvals=approvals, error=run.error,
                       usage=run.usage, costUsd=run.cost_usd, createdAt=run.created_at, updatedAt=run.updated_at)
 
 

@@ -68,7 +68,7 @@ class ReflectEvent(_Event):
 class TaskCompleteEvent(_Event):
     type: Literal["task_complete"] = "task_complete"
     taskId: str
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "failed", "rejected", "cancelled"]
     summary: str
 
 

@@ -152,7 +152,7 @@ class PlanTools:
             return VirtualOutcome(waiting=True)
         tasks = self.sessions.tasks(sid)
         for t in tasks:
-            if t.status in ("completed", "failed"):
+            if t.status in ("completed", "failed", "rejected"):
                 ctx.emit(StepStartEvent(planId=sid, stepId=t.id, title=t.title))
                 ctx.emit(StepCompleteEvent(planId=sid, stepId=t.id, status=t.status, summary=t.summary or ""))
         return VirtualOutcome(result={

@@ -82,6 +82,8 @@ def _structured(request: ModelRequest) -> dict[str, object]:
                           {"title": "Report the outcome", "description": f"{LABEL} say what was done"}],
                 "summary": f"{LABEL} a three-step plan"}
     if "taskComplete" in props:
-        done = isinstance(data.get("lastAct"), dict) and data["lastAct"].get("action", {}).get("tool") == "task_done"
+        # A task whose acts the user rejected is not met by the model's word alone (shared/plans/host.py).
+        done = (isinstance(data.get("lastAct"), dict) and data["lastAct"].get("action", {}).get("tool") == "task_done"
+                and not data.get("rejectedActs"))
         return {"taskComplete": done, "taskFailed": False, "summary": f"{LABEL} " + ("done" if done else "go on")}
     return {}

@@ -53,7 +53,8 @@ from shared.session_events import (
     TaskCompleteEvent,
 )
 from shared.state.host_states import PlanRunState
-from shared.state.plan_records import PlanTask, SessionResult, SessionStatus
+from shared.state.plan_records import PlanTask, SessionResult, SessionStatus, TaskStatus
+from shared.state.plan_tasks import OPEN_TASK_STATUSES
 from shared.state.records import RunError
 from shared.state.sessions_repo import SessionsRepo
 
@@ -135,7 +136,8 @@ class PlanHost(Host):
         if not plan_state(ctx).finished:  # a final text is reflected on first (after_step)
             self.fail(ctx, FailureCode.INCONSISTENT_STATE, "the task ended without its reflection")
             return
-        self._end(ctx, "completed", None, "")
+        rejected = any(t.status == "rejected" for t in plan_state(ctx).tasks)
+        self._end(ctx, "rejected" if rejected else "completed", None, "")
 
     def _after_act(self, ctx: RunContext, reason: str, acts: list[react.Act], *,
                    task_done: bool = False) -> StopOutcome | None:
@@ -152,7 +154,11 @@ class PlanHost(Host):
                 reflection: planner.Reflection | None, task_done: bool) -> StopOutcome | None:
         """What the reflection means: plan edits, then the task completed, failed or going on."""
         settings = ctx.services.settings
-        complete = task_done or (reflection is not None and reflection.taskComplete)
+        # The model's word ends a task; it completes it unless the user rejected acts the task
+        # needed and the reflection does not say the goal was met without them (then: rejected).
+        said_complete = reflection is not None and reflection.taskComplete
+        complete = said_complete or (task_done and not task.rejected_acts)
+        ended: TaskStatus | None = "completed" if complete else "rejected" if task_done else None
         failed = reflection is not None and reflection.taskFailed and not complete
         summary = reflection.summary if reflection is not None else ""
         self.emit(ctx, ReflectEvent(taskId=task.id, taskComplete=complete, taskFailed=failed, summary=summary,
@@ -172,10 +178,13 @@ class PlanHost(Host):
             state.tasks = tasks
             ctx.write(self.sessions.task_write(state.session_id, current))
             return NextStepFailed(FailureCode.TASK_FAILED, f"task {current.id} failed: {summary}"[:1000])
-        if complete:
-            current.status, current.summary = "completed", summary
+        if ended is not None:
+            if ended == "rejected":
+                why = "the user rejected: " + "; ".join(current.rejected_acts)
+                summary = f"{why} ({summary})" if summary else why
+            current.status, current.summary = ended, summary[:1000]
             ctx.write(self.sessions.task_write(state.session_id, current))
-            self.emit(ctx, TaskCompleteEvent(taskId=current.id, status="completed", summary=summary))
+            self.emit(ctx, TaskCompleteEvent(taskId=current.id, status=ended, summary=summary[:1000]))
             state.tasks = tasks
             nxt = plan_edits.start_next(ctx, self.sync, state)
             self.sync.fields(ctx)
@@ -207,6 +216,14 @@ class PlanHost(Host):
             ctx.write(self.sessions.task_write(state.session_id, task))
             state.tasks = [task if t.id == task.id else t for t in state.tasks]
             self.emit(ctx, TaskCompleteEvent(taskId=task.id, status="failed", summary=message[:1000]))
+        if status == "cancelled":  # no task is left pending or in progress by a cancelled session
+            for t in state.tasks:
+                if t.status in OPEN_TASK_STATUSES:
+                    was = t.status
+                    t.status = "cancelled"
+                    ctx.write(self.sessions.task_write(state.session_id, t))
+                    if was == "in_progress":
+                        self.emit(ctx, TaskCompleteEvent(taskId=t.id, status="cancelled", summary=message[:1000]))
         self._end(ctx, status, code, message)
 
     def _end(self, ctx: RunContext, status: SessionStatus, code: FailureCode | None, message: str) -> None:
@@ -219,6 +236,8 @@ class PlanHost(Host):
             self.emit(ctx, ErrorEvent(error=message, code=code))
             extra["error"] = RunError(code=code, message=message).to_doc()
         self.sync.fields(ctx, **extra)
+        # The run's mode says what it did, not the pause it was once in (requires_approval).
+        ctx.run.mode = "tool_executed" if ctx.run.tools_executed > 0 else "assistant_text"
         entry = wake_parent(ctx)
         if code is None:
             stops.complete(ctx)

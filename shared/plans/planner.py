@@ -36,7 +36,8 @@ You are the reflection module of an agent executing a plan task by task. After e
 decide, from the observation: is the current task complete, has it failed for good (retrying cannot
 help), and should the plan change (add a task, modify a pending task, mark a pending task obsolete)?
 Answer with one JSON object matching the response schema. Never modify or obsolete a task that is
-completed. Give a reason for every modification."""
+completed. Give a reason for every modification. ``rejectedActs`` lists the task's actions the user
+rejected: the task is complete only if its goal was met without them (else taskComplete is false)."""
 
 ACT_INSTRUCTION = """\
 You are an agent executing a confirmed plan, one task at a time, with tools.
@@ -157,7 +158,8 @@ def reflect(model: Model, objective: str, task: PlanTask, plan: list[PlanTask], 
     prompt = json.dumps({"objective": objective, "currentTask": {"id": task.id, "title": task.title,
                                                                  "description": task.description},
                          "plan": [{"id": t.id, "title": t.title, "status": t.status} for t in plan],
-                         "lastAct": act}, ensure_ascii=False, default=str)
+                         "lastAct": act, **({"rejectedActs": task.rejected_acts} if task.rejected_acts else {})},
+                        ensure_ascii=False, default=str)
 
     def accept(value: BaseModel) -> Reflection:
         assert isinstance(value, Reflection)

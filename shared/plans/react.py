@@ -67,7 +67,10 @@ def record(ctx: RunContext, sync: SessionSync, session_id: str, task: PlanTask, 
         task.acts += 1
         if act.tool != TASK_DONE:
             sync.emit(ctx, ActEvent(taskId=task.id, tool=act.tool, preview=act.preview))
-            outcome = "error" if "error" in act.observation else "ok"
+            outcome = ("rejected" if act.observation.get("rejected") is True
+                       else "error" if "error" in act.observation else "ok")
+            if outcome == "rejected":
+                task.rejected_acts.append((act.preview or act.tool)[:200])
             sync.emit(ctx, ObserveEvent(taskId=task.id, tool=act.tool, outcome=outcome,
                                         observation=bounded(act.observation)))
         ctx.write(sync.sessions.react_write(session_id, ReactStep(

@@ -24,6 +24,7 @@ from shared.plans.plan_state import KIND, task_turn
 from shared.session_events import PlanUpdatedEvent, SessionStatusEvent
 from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
+from shared.state.plan_tasks import OPEN_TASK_STATUSES
 from shared.state.records import RunError, RunRecord
 from shared.state.sessions_repo import SessionsRepo
 from shared.usage.meter import MeteredCall, MeteredModel
@@ -218,7 +219,10 @@ def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str
         session.cancel_reason = reason
         session.last_seq += 1
         ev = SessionStatusEvent(status="cancelled", sessionId=session_id, seq=session.last_seq)
-        sessions.commit(session, token, [sessions.event_write(session_id, event_to_doc(ev))])
+        open_tasks = [t.model_copy(update={"status": "cancelled"}) for t in sessions.tasks(session_id)
+                      if t.status in OPEN_TASK_STATUSES]
+        sessions.commit(session, token, [sessions.event_write(session_id, event_to_doc(ev)),
+                                         *(sessions.task_write(session_id, t) for t in open_tasks)])
         return session
     sessions.request_cancel(session_id, reason)
     session.cancel_requested, session.cancel_reason = True, reason
@@ -239,6 +243,7 @@ def end_paused(services: Services, sessions: SessionsRepo, session: SessionRecor
     """End a session whose execution waits for approvals (its run fails through the loop's
     ``stops.close_paused``); False when the run is not paused (it stops by itself before its next act)."""
     return sessions.end_paused(session, run_id, event_to_doc(status), reason=reason, error=PAUSED_END[reason],
+                               open_tasks_end="cancelled" if reason == "cancelled" else None,
                                fail=stops.close_paused, event_write=services.runs.event_write,
                                audit_write=services.runs.audit_write)
 

@@ -18,9 +18,11 @@ from shared.state.plan_tasks import TaskStatus as TaskStatus
 from shared.state.records import SCHEMA_VERSION, Record, RunError, now
 from shared.usage.figures import Usage
 
-SessionStatus = Literal["planning", "awaiting_confirmation", "executing", "completed", "failed",
+SessionStatus = Literal["planning", "awaiting_confirmation", "executing", "completed", "rejected", "failed",
                         "deadline_exceeded", "cancelled"]
-TERMINAL_SESSION_STATUSES: frozenset[str] = frozenset({"completed", "failed", "deadline_exceeded", "cancelled"})
+"""``rejected``: every task ended, and at least one ended ``rejected`` (the user refused acts it needed)."""
+TERMINAL_SESSION_STATUSES: frozenset[str] = frozenset({"completed", "rejected", "failed", "deadline_exceeded",
+                                                       "cancelled"})
 
 
 class PlanChange(Record):

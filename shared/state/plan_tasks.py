@@ -8,7 +8,10 @@ from pydantic import Field
 
 from shared.state.record_base import SCHEMA_VERSION, Record, now
 
-TaskStatus = Literal["pending", "in_progress", "completed", "failed", "obsolete"]
+TaskStatus = Literal["pending", "in_progress", "completed", "failed", "rejected", "cancelled", "obsolete"]
+"""``rejected``: the task ended after the user rejected acts it needed (its reflection did not say the
+goal was met without them); ``cancelled``: the session was cancelled before the task ended."""
+OPEN_TASK_STATUSES: frozenset[str] = frozenset({"pending", "in_progress"})
 
 
 class PlanTask(Record):
@@ -18,6 +21,8 @@ class PlanTask(Record):
     status: TaskStatus = "pending"
     order: int = 0
     acts: int = 0
+    rejected_acts: list[str] = Field(default_factory=list)
+    """The previews of the task's acts the user rejected (at most one per act)."""
     summary: str | None = None
     """What the task achieved (or why it failed), from its last reflection."""
     created_in_version: int = 1

@@ -11,7 +11,8 @@ from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.host_states import PlanRunState
 from shared.state.limits_repo import Slot
 from shared.state.paused_runs import FailPaused, close_paused
-from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord
+from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord, TaskStatus
+from shared.state.plan_tasks import OPEN_TASK_STATUSES
 from shared.state.records import AuditRecord, RunError, RunRecord, now
 
 EXPIRE_AT = "expireAt"
@@ -93,15 +94,17 @@ class SessionsRepo:
 
     def end_paused(self, session: SessionRecord, run_id: str, status_event: dict[str, Any], *,
                    reason: Literal["cancelled", "deadline_exceeded"], error: RunError, fail: FailPaused,
+                   open_tasks_end: TaskStatus | None = None,
                    event_write: Callable[[str, dict[str, Any]], Write],
                    audit_write: Callable[[AuditRecord], Write]) -> bool:
         """A session whose execution waits for approvals ends now (``cancelled`` by the user, or
         ``deadline_exceeded`` found by the sweep): its open approvals are rejected, its run is ended
         by ``fail`` (the loop's stop), the session records ``error``, in one transaction. False when
-        the run is not paused (it then stops by itself before its next act). ``status_event`` gets
-        the next ``seq`` as of this transaction: the execution may have appended events since
-        ``session`` was read (its counter is the run's ``hostState.seq``), and a ``seq`` taken
-        from the earlier read would collide with one of them."""
+        the run is not paused (it then stops by itself before its next act). ``open_tasks_end``: the
+        status the tasks still pending or in progress end with (the caller's decision; None: left as
+        they are). ``status_event`` gets the next ``seq`` as of this transaction: the execution may
+        have appended events since ``session`` was read (its counter is the run's ``hostState.seq``),
+        and a ``seq`` taken from the earlier read would collide with one of them."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -120,6 +123,11 @@ class SessionsRepo:
                 "status": reason, "lastSeq": int(status_event["seq"]), "result": {"status": reason, "log": []},
                 "error": error.to_doc()}))
             t.write(self.event_write(session.session_id, status_event))
+            if open_tasks_end is not None and isinstance(run.host_state, PlanRunState):
+                for task in run.host_state.tasks:
+                    if task.status in OPEN_TASK_STATUSES:
+                        t.write(self.task_write(session.session_id,
+                                                task.model_copy(update={"status": open_tasks_end})))
             return True
 
         return self.store.run_transaction(txn)

@@ -41,6 +41,7 @@ class RunView(RunRecord):
     created_at: UtcTime
     updated_at: UtcTime
     host_state: Any = Field(default=None, exclude=True)
+    thread_id: str | None = None  # type: ignore[assignment]  # none for a plan session's run, not ""
     session_id: str | None = None
     """The plan session this run executes (host ``plan``)."""
     model_calls: list[ModelCallView] = Field(default_factory=list)
@@ -81,7 +82,8 @@ def run_view(run: RunRecord, entries: Sequence[UsageEntry]) -> RunView:
                            outcome=e.outcome, latencyMs=e.latency_ms, costUsd=e.cost_usd, usage=e.usage)
              for e in entries]
     session_id = run.host_state.session_id if isinstance(run.host_state, PlanRunState) else None
-    return RunView.model_validate({**run.model_dump(), "model_calls": calls, "session_id": session_id})
+    return RunView.model_validate({**run.model_dump(), "model_calls": calls, "session_id": session_id,
+                                   "thread_id": run.thread_id or None})
 
 
 def _key(entry: UsageEntry, group_by: GroupBy) -> str:

@@ -57,7 +57,9 @@ def test_an_act_with_a_side_effect_waits_for_approval_then_continues(make_rt: Ma
     assert act["action"]["tool"] == "save_memory" and act["observation"]["saved"] is True
 
 
-def test_a_rejected_act_is_observed_and_the_task_goes_on(make_rt: MakeRuntime, client: FlaskClient) -> None:
+def test_a_rejected_act_is_observed_and_the_task_ends_rejected(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    """Issue 18: a task whose act the user rejected is not ``completed`` on the model's word; the
+    plan goes on with the next tasks, and the session's status and log say ``rejected``."""
     rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
     sid = create(client)["sessionId"]
     confirm(client, sid)
@@ -66,8 +68,33 @@ def test_a_rejected_act_is_observed_and_the_task_goes_on(make_rt: MakeRuntime, c
     client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "reject"}, headers=ALICE)
     deliver(rt)
     done = view(client, sid)
-    assert done["status"] == "completed"
-    assert done["plan"]["tasks"][0]["history"][0]["observation"]["rejected"] is True
+    assert done["status"] == "rejected", done["status"]
+    first, *rest = done["plan"]["tasks"]
+    assert first["status"] == "rejected" and "the user rejected" in first["summary"]
+    assert first["history"][0]["observation"]["rejected"] is True
+    assert {t["status"] for t in rest} == {"completed"}  # the other tasks still ran
+    assert [e["outcome"] for e in done["result"]["log"] if e["tool"] == "save_memory"] == ["rejected"]
+    observed = [e for e in events(client, sid) if e["type"] == "observe"]
+    assert [e["outcome"] for e in observed] == ["rejected"]
+    assert "rejected" in [e["status"] for e in events(client, sid) if e["type"] == "task_complete"]
+
+
+def test_a_task_met_without_its_rejected_act_completes(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    """The reflection may say the goal was met without the rejected act: then the task completes."""
+    def reflect(prompt: dict[str, Any]) -> dict[str, Any]:
+        done = prompt["lastAct"]["action"]["tool"] == "task_done"
+        assert not done or prompt.get("rejectedActs") or prompt["currentTask"]["id"] != "t1"
+        return {"taskComplete": done, "summary": "met without saving" if done else "go on"}
+
+    rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}, reflect=reflect))
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    deliver(rt)
+    [pending] = view(client, sid)["pendingApprovals"]
+    client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "reject"}, headers=ALICE)
+    deliver(rt)
+    done = view(client, sid)
+    assert done["status"] == "completed" and done["plan"]["tasks"][0]["status"] == "completed"
 
 
 def test_autonomous_users_act_without_approval(make_rt: MakeRuntime, client: FlaskClient) -> None:
@@ -139,7 +166,9 @@ def test_cancel_while_waiting_for_an_approval_closes_it(make_rt: MakeRuntime, cl
     [pending] = view(client, sid)["pendingApprovals"]
     resp = client.post(f"/api/agent/sessions/{sid}/cancel", headers=ALICE)
     assert resp.status_code == 202 and resp.get_json()["status"] == "cancelled"
-    assert view(client, sid)["pendingApprovals"] == []
+    ended = view(client, sid)
+    assert ended["pendingApprovals"] == []
+    assert {t["status"] for t in ended["plan"]["tasks"]} == {"cancelled"}  # the waiting task too (issue 18)
     assert client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "approve"},
                        headers=ALICE).status_code == 409
     assert rt.users.list_memories("alice") == []
@@ -264,3 +293,25 @@ def test_a_run_stored_with_the_untyped_host_state_of_version_1_executes_to_its_e
     assert stored is not None
     assert stored.data["hostState"]["kind"] == "plan" and stored.data["hostState"]["schemaVersion"] == 2
     assert "virtualArgErrors" not in stored.data["hostState"] and "version" not in stored.data["hostState"]
+
+
+def test_the_run_behind_a_plan_says_what_it_is(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    """Issue 18 finding 4: the run that executes a plan is listed linked to its session, with a
+    summary, no empty thread, the mode of what it did (not the pause it was once in) and no
+    "of 720" step bound of a chat run."""
+    rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    deliver(rt)
+    [pending] = view(client, sid)["pendingApprovals"]
+    client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "approve"},
+                headers=ALICE)
+    deliver(rt)
+    assert view(client, sid)["status"] == "completed"
+    [listed] = [r for r in client.get("/api/agent/runs", headers=ALICE).get_json()["runs"] if r["host"] == "plan"]
+    assert listed["sessionId"] == sid and listed["status"] == "completed"
+    assert listed["mode"] == "tool_executed" and "threadId" not in listed
+    assert listed["summary"] == f"plan session {sid}: 3 tasks (3 completed)"
+    one = client.get(f"/api/agent/runs/{listed['runId']}", headers=ALICE).get_json()
+    assert one["ok"] is True and one["sessionId"] == sid and one["mode"] == "tool_executed"
+    assert "threadId" not in one and "hostState" not in one

@@ -163,6 +163,11 @@ def test_cancel_before_and_during_execution(make_rt: MakeRuntime, client: FlaskC
     view = client.get(f"/api/agent/sessions/{sid2}", headers=ALICE).get_json()
     assert view["status"] == "cancelled" and view["error"]["code"] == "CANCELLED"
     assert all(not t["history"] for t in view["plan"]["tasks"])  # no act started
+    # Issue 18: no task is left pending or in progress by a cancel, before or during execution.
+    assert {t["status"] for t in view["plan"]["tasks"]} == {"cancelled"}
+    before = client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()
+    assert {t["status"] for t in before["plan"]["tasks"]} == {"cancelled"}
+    assert [e["status"] for e in events(client, sid2) if e["type"] == "task_complete"] == ["cancelled"]
 
 
 def test_a_reflection_may_change_the_plan_but_not_a_completed_task(make_rt: MakeRuntime,

@@ -11,7 +11,7 @@ import {approvalCard} from '../approval.js';
 import {$, chip, clear, h, json, when} from '../dom.js';
 import {showError} from '../errors.js';
 
-const ENDED = new Set(['completed', 'failed', 'deadline_exceeded', 'cancelled']);
+const ENDED = new Set(['completed', 'rejected', 'failed', 'deadline_exceeded', 'cancelled']);
 const LISTED = 20;
 const LIST_REFRESH_MS = 3000;
 

@@ -95,7 +95,7 @@ export function mountRuns() {
       return;
     }
     const facts = [['status', chip(run.status)], ['thread', run.threadId], ['host', run.host], ['mode', run.mode || ''],
-      ['model', run.model], ['steps', `${run.steps} of ${run.maxSteps}`], ['tools executed', String(run.toolsExecuted)],
+      ['model', run.model], ['steps', run.host === 'plan' ? String(run.steps) : `${run.steps} of ${run.maxSteps}`], ['tools executed', String(run.toolsExecuted)],
       ['last seq', String(run.lastSeq)], ['tokens', usageText(run.usage)], ['estimated cost', `$${run.costUsd}`],
       ['started', when(run.createdAt)], ['updated', when(run.updatedAt)]];
     const sessionId = run.sessionId || null;
