@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller
-from shared.query import bool_arg, int_arg
+from shared.query import bool_arg, int_arg, until_end
 from shared.web import json_response, ndjson_response
 
 
@@ -49,5 +49,5 @@ def run_events(request: flask.Request, path: Mapping[str, str]) -> flask.Respons
     snap = rt.runs.get_run_for(uid, path["runId"])
     after = int_arg(request.args, "after", default=0)
     follow = bool_arg(request.args, "follow")
-    events = replay_events(rt.runs, snap.run.run_id, after, follow=follow)
+    events = replay_events(rt.runs, snap.run.run_id, after, follow=follow, until_end=until_end(request.args))
     return ndjson_response(ndjson(ev) for ev in events)

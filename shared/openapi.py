@@ -22,6 +22,7 @@ from shared.connectors.credentials import PROVIDERS
 from shared.events import RunEvent
 from shared.openapi_links import LINKS
 from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
+from shared.query import UNTIL
 from shared.responses import ErrorResponse
 from shared.runs_list import DEFAULT_LIMIT, MAX_LIMIT
 from shared.session_events import SessionEvent
@@ -135,7 +136,12 @@ def _parameters() -> dict[str, list[dict[str, Any]]]:
         "listSessions": [{"name": "limit", "in": "query", "required": False,
                           "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT,
                                      "default": DEFAULT_LIST_LIMIT}}],
-        "getSessionEvents": _after_and_follow(), "getRunEvents": _after_and_follow(),
+        "getSessionEvents": _after_and_follow(),
+        "getRunEvents": [*_after_and_follow(), {
+            "name": "until", "in": "query", "required": False,
+            "description": "with follow: stop (default) ends the follow when the run stops, also at a pause for "
+                           "a decision; end follows through pauses (decided elsewhere) until the run ends",
+            "schema": {"type": "string", "enum": list(UNTIL), "default": "stop"}}],
         "listApprovals": [{"name": "status", "in": "query", "required": False,
                            "schema": {"type": "string", "enum": list(INBOX_STATUSES), "default": "pending"}},
                           {"name": "limit", "in": "query", "required": False,

@@ -66,3 +66,17 @@ def bool_arg(args: Args, name: str) -> bool:
 def single_values(args: Args) -> dict[str, str]:
     """Every parameter given, each at most once (a repeated one is a 400)."""
     return {name: value for name in args if (value := one_arg(args, name)) is not None}
+
+
+UNTIL = ("stop", "end")
+
+
+def until_end(args: Args) -> bool:
+    """``until``: ``stop`` (default: a follow ends when the run stops, also at a pause for a
+    decision) or ``end`` (a follow goes on through pauses until the run ends)."""
+    raw = one_arg(args, "until")
+    if raw is None or raw == "stop":
+        return False
+    if raw != "end":
+        raise _invalid("until", f"must be one of {', '.join(UNTIL)}")
+    return True

@@ -14,7 +14,7 @@ from pydantic import Field
 from shared.query import Args, int_arg
 from shared.responses import ResponseBody
 from shared.state.host_states import PlanRunState
-from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus
+from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus, reported_status
 from shared.state.runs_repo import RunsRepo
 from shared.usage.figures import Usage
 from shared.wire import UtcTime
@@ -82,7 +82,7 @@ def summary(run: RunRecord, runs: RunsRepo | None = None) -> RunSummary:
     if run.status == "awaiting_confirmation" and not approvals and runs is not None:
         approvals = stored_approvals(runs, run)
     plan = run.host_state if isinstance(run.host_state, PlanRunState) else None
-    return RunSummary(runId=run.run_id, threadId=run.thread_id or None, status=run.status, mode=run.mode,
+    return RunSummary(runId=run.run_id, threadId=run.thread_id or None, status=reported_status(run), mode=run.mode,
                       host=run.host, sessionId=plan.session_id if plan else None,
                       model=run.model, steps=run.steps, lastSeq=run.last_seq,
                       summary=plan_summary(plan) if plan else run.result.summary if run.result else "",

@@ -144,10 +144,13 @@ class ChatHost(Host):
         else:  # a virtual tool waits for a child unit: the plan it started runs on
             summary = f"Executing a plan ({first.tool}); the run goes on when it ends"
             _state(ctx, "executing_plan", chat_state(ctx).plan_id or "")
-        result = RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id, status="awaiting_confirmation",
-                           model=run.model, mode="requires_approval", action_id=first.action_id, tool=first.tool,
+        result = RunResult(ok=True, run_id=run.run_id, thread_id=run.thread_id,
+                           status="awaiting_confirmation" if views else "executing",
+                           model=run.model, mode="requires_approval" if views else "executing_plan",
+                           action_id=first.action_id, tool=first.tool,
                            tool_args=first.args, approval=views[0] if views else None, approvals=views or None,
-                           summary=summary)
+                           summary=summary,
+                           follow=None if views else f"/api/agent/runs/{run.run_id}/events?follow=1&until=end")
         stops.pause(ctx, outcome, result=result)
 
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:

@@ -19,6 +19,7 @@ from shared.events import ErrorEvent, event_to_doc
 from shared.failures import FailureCode
 from shared.logs import iterate_in_context
 from shared.ndjson import ndjson as ndjson  # the edge frames chat streams with it (functions/)
+from shared.state.records import waits_on_child
 
 if TYPE_CHECKING:
     from shared.loop.context import RunContext
@@ -77,9 +78,12 @@ def _live(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[
 
 
 def _resume_pending(runs: RunsRepo, run: RunRecord) -> bool:
-    """A paused run whose approvals are all decided is about to resume: keep following it."""
-    if run.status != "awaiting_confirmation" or not run.pending_approval_ids:
+    """A paused run whose approvals are all decided is about to resume, and one that waits on its
+    plan (nobody is asked) goes on when the plan ends: keep following it."""
+    if run.status != "awaiting_confirmation":
         return False
+    if waits_on_child(run):
+        return True
     for approval_id in run.pending_approval_ids:
         got = runs.get_approval(run.uid, approval_id)
         if got is None or got[0].status == "pending":
@@ -87,15 +91,18 @@ def _resume_pending(runs: RunsRepo, run: RunRecord) -> bool:
     return True
 
 
-def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool = False,
+def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool = False, until_end: bool = False,
                   poll_s: float = 0.2, max_wait_s: float = 60.0) -> Iterator[dict[str, Any]]:
     """Persisted events with ``seq > after``; with ``follow``, keep reading until the run stops
-    (completes, fails, or waits for a decision; a decided pause is followed into its resume).
-    Like a live stream, the replay keeps the log context of this call."""
-    return iterate_in_context(_replay(runs, run_id, after, follow, poll_s, max_wait_s), runId=run_id)
+    (completes, fails, or waits for a decision; a decided pause and a run waiting on its plan are
+    followed into their resume). ``until_end``: a pause for a decision does not stop the follow
+    either (a backend follows, the decision is made elsewhere, it reads on), only the run's end or
+    ``max_wait_s`` (then reconnect with ``after``). Like a live stream, the replay keeps the log
+    context of this call."""
+    return iterate_in_context(_replay(runs, run_id, after, follow, until_end, poll_s, max_wait_s), runId=run_id)
 
 
-def _replay(runs: RunsRepo, run_id: str, after: int, follow: bool, poll_s: float,
+def _replay(runs: RunsRepo, run_id: str, after: int, follow: bool, until_end: bool, poll_s: float,
             max_wait_s: float) -> Iterator[dict[str, Any]]:
     deadline = time.monotonic() + max_wait_s
     last = after
@@ -109,7 +116,9 @@ def _replay(runs: RunsRepo, run_id: str, after: int, follow: bool, poll_s: float
         snap = runs.get_run(run_id)
         if snap is None:
             return
-        if snap.run.status in STOP_STATUSES and last >= snap.run.last_seq and not _resume_pending(runs, snap.run):
+        paused = snap.run.status == "awaiting_confirmation"
+        if (snap.run.status in STOP_STATUSES and last >= snap.run.last_seq and not (paused and until_end)
+                and not _resume_pending(runs, snap.run)):
             return
         if time.monotonic() >= deadline:
             return

@@ -55,7 +55,8 @@ def complete(ctx: RunContext, *, writes: Iterable[Write] = (), result: RunResult
 def pause(ctx: RunContext, outcome: NextStepInterruption, *, result: RunResult | None = None) -> None:
     run = ctx.run
     move_run(run, "awaiting_confirmation")
-    run.mode = "requires_approval"
+    # Nobody is asked when every waiting call waits on a unit it started (a plan): not a confirmation.
+    run.mode = "requires_approval" if outcome.approval_ids else "executing_plan"
     run.pending_turn = outcome.turn_index
     run.pending_approval_ids = outcome.approval_ids
     run.result = result

@@ -20,7 +20,9 @@ from shared.usage.figures import Usage
 RunStatus = Literal["queued", "planning", "awaiting_confirmation", "executing", "completed", "failed"]
 """``planning`` means the loop is working on the run (calling the model); it is not a plan session's
 status. Plan sessions have their own states (docs/firestore-layout.md says which word means what)."""
-RunMode = Literal["assistant_text", "tool_executed", "requires_approval"]
+RunMode = Literal["assistant_text", "tool_executed", "requires_approval", "executing_plan"]
+"""``executing_plan``: the run waits on the plan its ``agent_create_plan`` call started (nobody is
+asked anything; it goes on when the plan ends). Reported with status ``executing``."""
 ActionStatus = Literal["planned", "awaiting_confirmation", "approved", "executing", "completed", "failed",
                        "rejected"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
@@ -118,6 +120,20 @@ class RunResult(Record):
     approvals: list[ApprovalView] | None = None
     output: dict[str, Any] | None = None
     error: RunError | None = None
+    follow: str | None = None
+    """While the run goes on without the caller (status ``executing``: it waits on its plan): the
+    events route to follow it to its end (add ``after=<seq of this result>``)."""
+
+
+def waits_on_child(run: RunRecord) -> bool:
+    """A pause that asks nobody: the run waits on a unit it started (its plan), not on a decision."""
+    return run.status == "awaiting_confirmation" and not run.pending_approval_ids
+
+
+def reported_status(run: RunRecord) -> RunStatus:
+    """The status a client is shown: a run waiting on its plan is ``executing``, not awaiting a
+    confirmation nobody is asked for (the stored status keeps the pause for resume's rules)."""
+    return "executing" if waits_on_child(run) else run.status
 
 
 class RunRecord(Record):

@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 
 from shared.responses import ResponseBody
 from shared.state.host_states import PlanRunState
-from shared.state.records import RunRecord, UsageEntry
+from shared.state.records import RunRecord, UsageEntry, reported_status
 from shared.usage.figures import Usage
 from shared.wire import UtcTime
 
@@ -83,7 +83,7 @@ def run_view(run: RunRecord, entries: Sequence[UsageEntry]) -> RunView:
              for e in entries]
     session_id = run.host_state.session_id if isinstance(run.host_state, PlanRunState) else None
     return RunView.model_validate({**run.model_dump(), "model_calls": calls, "session_id": session_id,
-                                   "thread_id": run.thread_id or None})
+                                   "thread_id": run.thread_id or None, "status": reported_status(run)})
 
 
 def _key(entry: UsageEntry, group_by: GroupBy) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -85,7 +87,13 @@ def test_auto_execute_runs_the_plan_and_the_model_continues(sqlite_docstore: Doc
     rt = runtime(sqlite_docstore, [calls_turn(call("agent_create_plan", {"objective": "Summarise my notes"})), after],
                  Script(acts={"Read the notes": [("search_memory", {"query": "notes"})]}))
     body = run(client, "summarise my notes, step by step")
-    assert body["status"] == "awaiting_confirmation" and "Executing a plan" in body["summary"]
+    # Issue 18: nobody is asked anything: the run is executing its plan, not awaiting a confirmation.
+    assert body["status"] == "executing" and body["mode"] == "executing_plan" and "Executing a plan" in body["summary"]
+    assert body["follow"] == f"/api/agent/runs/{body['runId']}/events?follow=1&until=end" and "approval" not in body
+    [listed] = client.get("/api/agent/runs", headers=ALICE).get_json()["runs"][-1:]
+    assert (listed["runId"], listed["status"], listed["mode"]) == (body["runId"], "executing", "executing_plan")
+    one = client.get(f"/api/agent/runs/{body['runId']}", headers=ALICE).get_json()
+    assert one["status"] == "executing"
     done = finished(rt, body["runId"])
     assert done["status"] == "completed" and done["summary"] == "The plan is done."
     assert seen["status"] == "completed" and seen["planId"].startswith("ses_act_") and len(seen["insights"]) == 3
@@ -276,3 +284,56 @@ def test_the_meta_tools_are_declared_by_their_arguments_models() -> None:
     assert "execution_mode" in str(bad.value)
     assert tools.execute.declaration().parameters["required"] == ["planId"]
     assert tools.create.declaration() is create  # built once: hosts offer it at every step
+
+
+def _follow_in_thread(url: str) -> tuple[threading.Thread, list[dict[str, Any]]]:
+    got: list[dict[str, Any]] = []
+
+    def read() -> None:
+        resp = create_app().test_client().get(url, headers=ALICE)
+        assert resp.status_code == 200
+        got.extend(json.loads(line) for line in resp.data.decode().splitlines() if line)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    return reader, got
+
+
+def test_a_follower_reads_through_the_plan_to_the_answer(sqlite_docstore: DocStore) -> None:
+    """The run's ``follow`` route is followed while the plan runs elsewhere (here: the messages
+    delivered after the follower started): it ends with the model's answer, not at the wait."""
+    rt = runtime(sqlite_docstore, [calls_turn(call("agent_create_plan", {"objective": "Summarise my notes"})),
+                                   text_turn("The plan is done.")],
+                 Script(acts={"Read the notes": [("search_memory", {"query": "notes"})]}))
+    body = run(create_app().test_client(), "summarise my notes")
+    reader, got = _follow_in_thread(body["follow"] + "&after=0")
+    time.sleep(0.5)  # the follower has read the log up to the wait and polls
+    deliver(rt)
+    reader.join(timeout=30)
+    assert not reader.is_alive()
+    types = [e["type"] for e in got]
+    assert types.index("plan_created") < types.index("step_start") < types.index("step_complete")
+    assert got[-1]["type"] == "result" and got[-1]["result"]["status"] == "completed"
+    assert [e["seq"] for e in got] == list(range(1, len(got) + 1))
+
+
+def test_until_end_follows_a_chat_run_through_a_decision_made_elsewhere(sqlite_docstore: DocStore) -> None:
+    """``follow=1`` alone ends at a pause for a decision (documented); ``until=end`` reads on after
+    the decision is made by another client, to the run's end."""
+    rt = runtime(sqlite_docstore, [calls_turn(call("save_memory", {"text": "tea"})), text_turn("Saved.")])
+    client = create_app().test_client()
+    body = run(client, "remember tea")
+    assert body["status"] == "awaiting_confirmation" and body["mode"] == "requires_approval"
+    url = f"/api/agent/runs/{body['runId']}/events?after=0&follow=1"
+    stopped = [json.loads(line) for line in client.get(url, headers=ALICE).data.decode().splitlines() if line]
+    assert stopped[-1]["type"] == "result" and stopped[-1]["result"]["status"] == "awaiting_confirmation"
+    reader, got = _follow_in_thread(url + "&until=end")
+    time.sleep(0.5)
+    approval = body["approval"]["approvalId"]
+    assert client.post("/api/agent/approve", json={"approvalId": approval, "decision": "approve"},
+                       headers=ALICE).status_code == 202
+    deliver(rt)
+    reader.join(timeout=30)
+    assert not reader.is_alive()
+    assert got[-1]["type"] == "result" and got[-1]["result"]["status"] == "completed"
+    assert client.get(url + "&until=later", headers=ALICE).status_code == 400
