@@ -135,7 +135,7 @@ def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO) -> dict[
             elif kind == "task_complete":
                 print(f"    task {ev['taskId']} {ev['status']}: {ev['summary']}", file=out)
             elif kind == "plan_updated" and ev.get("changes"):
-                print(f"  plan v{ev['version']}: " + "; ".join(c["what"] for c in ev["changes"]), file=out)
+                print(f"  plan v{ev['plan']['version']}: " + "; ".join(c["what"] for c in ev["changes"]), file=out)
             elif kind == "approval_required":
                 print(f"  approval needed: {ev['preview']} ({ev['reason']}). Approve? [y/N]", file=out, flush=True)
                 decision = "approve" if inp.readline().strip().lower() in ("y", "yes") else "reject"

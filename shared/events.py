@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.plans.contracts import Plan
 from shared.state.records import RunResult, RunStatus
 from shared.usage.figures import Usage
 
@@ -88,15 +89,13 @@ class PlanCreatedEvent(_Event):
     type: Literal["plan_created"] = "plan_created"
     planId: str
     executionMode: str
-    version: int
-    tasks: list[dict[str, Any]]
+    plan: Plan
 
 
 class PlanReadyForReviewEvent(_Event):
     type: Literal["plan_ready_for_review"] = "plan_ready_for_review"
     planId: str
-    version: int
-    tasks: list[dict[str, Any]]
+    plan: Plan
     reasoning: str = ""
 
 

@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from shared.events import ErrorEvent, UsageEvent, _Event
-from shared.state.plan_records import PlanChange, PlanTask, SessionResult, SessionStatus
+from shared.plans.contracts import Plan, SessionResultView
+from shared.state.plan_records import PlanChange, SessionStatus
 
 
 class SessionStatusEvent(_Event):
@@ -20,10 +21,9 @@ class SessionStatusEvent(_Event):
 
 class PlanUpdatedEvent(_Event):
     type: Literal["plan_updated"] = "plan_updated"
-    version: int
+    plan: Plan
     changes: list[PlanChange]
     reason: str = ""
-    tasks: list[PlanTask]
 
 
 class TaskStartEvent(_Event):
@@ -83,7 +83,7 @@ class ApprovalRequiredEvent(_Event):
 
 class SessionResultEvent(_Event):
     type: Literal["result"] = "result"
-    result: SessionResult
+    result: SessionResultView
 
 
 SessionEvent = Annotated[

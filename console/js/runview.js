@@ -213,6 +213,6 @@ const DRAW = {
 function planCard(ev, title) {
   return h('section', {class: 'card plan-card', 'data-plan-id': ev.planId, 'aria-label': title},
     h('h4', {}, h('span', {class: 'label'}, `${title} · `), h('a', {href: `#/plans/${ev.planId}`}, ev.planId),
-      ` · version ${ev.version}`),
-    h('ol', {class: 'plan-tasks'}, (ev.tasks || []).map((t) => h('li', {}, t.title || json(t, 200)))));
+      ` · version ${ev.plan.version}`),
+    h('ol', {class: 'plan-tasks'}, ev.plan.tasks.map((t) => h('li', {'data-task-id': t.taskId}, t.title))));
 }

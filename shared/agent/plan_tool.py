@@ -28,6 +28,7 @@ from shared.events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewE
 from shared.loop.context import RunContext
 from shared.loop.virtual import HostCall, VirtualOutcome, host_tool
 from shared.plans import sessions as engine
+from shared.plans.contracts import plan_body
 from shared.plans.structured import Refused, ask
 from shared.state.plan_records import PlanTask
 from shared.state.records import ActionRecord
@@ -206,11 +207,11 @@ class AgentCreatePlan:
                                             "publishing, in that order; it did not after one repair: revise the "
                                             "objective or ask the user")
         live = _tasks(tasks)
-        ctx.emit(PlanCreatedEvent(planId=sid, executionMode=intent.execution_mode, version=session.plan_version,
-                                  tasks=live))
+        ctx.emit(PlanCreatedEvent(planId=sid, executionMode=intent.execution_mode,
+                                  plan=plan_body(session.plan_version, tasks)))
         chat.plan_id = sid
         if intent.execution_mode == "draft_only":
-            ctx.emit(PlanReadyForReviewEvent(planId=sid, version=session.plan_version, tasks=live,
+            ctx.emit(PlanReadyForReviewEvent(planId=sid, plan=plan_body(session.plan_version, tasks),
                                              reasoning=f"{len(live)} steps for: {intent.objective[:300]}"))
             chat.pending_plan_id = sid
             return VirtualOutcome(result={

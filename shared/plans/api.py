@@ -19,8 +19,9 @@ from shared.plans.contracts import (
     SessionsList,
     SessionSummary,
     SessionView,
+    plan_body,
 )
-from shared.plans.views import created, plan_body, session_view
+from shared.plans.views import created, session_view
 from shared.query import Args, int_arg
 from shared.responses import ResponseBody
 from shared.state.plan_records import SessionStatus

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from shared.responses import Approval, ResponseBody
-from shared.state.plan_records import SessionStatus, TaskStatus
+from shared.state.plan_records import PlanTask, SessionStatus, TaskStatus
 from shared.usage.figures import Usage
 from shared.wire import INTEGRAL, MAX_INT64, NOT_BLANK_PATTERN, UtcTime, is_blank
 
@@ -176,3 +176,10 @@ class SessionView(ResponseBody):
     result: SessionResultView | None = Field(default=None, description="when ended: the outcome and every act")
     createdAt: UtcTime
     updatedAt: UtcTime
+
+
+def plan_body(version: int, tasks: list[PlanTask]) -> Plan:
+    """The plan as create and refine answer it and plan events carry it: its live tasks (obsolete
+    ones left out)."""
+    return Plan(version=version, tasks=[PlanTaskView(taskId=t.id, title=t.title, description=t.description,
+                                                     status=t.status) for t in tasks if t.status != "obsolete"])

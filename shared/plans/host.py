@@ -41,6 +41,7 @@ from shared.loop.outcomes import (
 )
 from shared.models.base import ToolDeclaration
 from shared.plans import plan_edits, planner, react
+from shared.plans.contracts import SessionResultView
 from shared.plans.parent import wake_parent
 from shared.plans.plan_state import KIND, plan_state, task_turn
 from shared.plans.reflect import reflect
@@ -230,7 +231,7 @@ class PlanHost(Host):
         self.emit(ctx, UsageEvent(usage=ctx.run.usage))
         self.emit(ctx, SessionStatusEvent(status=status, sessionId=plan_state(ctx).session_id))
         result = SessionResult(status=status)
-        self.emit(ctx, SessionResultEvent(result=result))
+        self.emit(ctx, SessionResultEvent(result=SessionResultView(status=status, log=[])))
         extra: dict[str, Any] = {"status": status, "result": result.to_doc()}
         if code is not None:
             self.emit(ctx, ErrorEvent(error=message, code=code))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from shared.loop.context import RunContext
 from shared.plans import planner
+from shared.plans.contracts import plan_body
 from shared.plans.plan_state import task_turn
 from shared.plans.session_sync import SessionSync
 from shared.session_events import PlanUpdatedEvent, TaskStartEvent
@@ -60,10 +61,10 @@ def record_version(ctx: RunContext, sync: SessionSync, state: PlanRunState, task
                 ctx.write(sync.sessions.task_write(state.session_id, t))
         ctx.write(sync.sessions.plan_write(state.session_id, PlanVersionRecord(
             version=version, tasks=tasks, changes=changes, reason=reason)))
-        sync.emit(ctx, PlanUpdatedEvent(version=version, changes=changes, reason=reason, tasks=tasks))
+        sync.emit(ctx, PlanUpdatedEvent(plan=plan_body(version, tasks), changes=changes, reason=reason))
     elif changes:
-        sync.emit(ctx, PlanUpdatedEvent(version=state.plan_version, changes=changes,
-                                        reason="refused", tasks=tasks))
+        sync.emit(ctx, PlanUpdatedEvent(plan=plan_body(state.plan_version, tasks), changes=changes,
+                                        reason="refused"))
 
 
 def start_next(ctx: RunContext, sync: SessionSync, state: PlanRunState) -> PlanTask | None:

@@ -20,6 +20,7 @@ from shared.loop import stops
 from shared.loop.context import Services
 from shared.models.base import Model, Part, Turn
 from shared.plans import planner
+from shared.plans.contracts import plan_body
 from shared.plans.plan_state import KIND, task_turn
 from shared.session_events import PlanUpdatedEvent, SessionStatusEvent
 from shared.state.host_states import PlanRunState
@@ -101,7 +102,7 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
     plan = answer.value
     session.status, session.plan_version = "awaiting_confirmation", 1
     events = [SessionStatusEvent(status="planning", sessionId=session.session_id),
-              PlanUpdatedEvent(version=1, changes=plan.changes, reason=plan.summary, tasks=plan.tasks),
+              PlanUpdatedEvent(plan=plan_body(1, plan.tasks), changes=plan.changes, reason=plan.summary),
               SessionStatusEvent(status="awaiting_confirmation", sessionId=session.session_id)]
     writes = [sessions.plan_write(session.session_id, PlanVersionRecord(version=1, tasks=plan.tasks,
                                                                         changes=plan.changes, reason=plan.summary)),
@@ -151,7 +152,7 @@ def refine_plan(services: Services, sessions: SessionsRepo, uid: str, session_id
               *(sessions.task_write(session_id, t) for t in plan.tasks),
               *(sessions.task_write(session_id, t.model_copy(update={"status": "obsolete"}))
                 for t in current if t.id not in kept)]
-    event = PlanUpdatedEvent(version=version, changes=plan.changes, reason=plan.summary, tasks=plan.tasks)
+    event = PlanUpdatedEvent(plan=plan_body(version, plan.tasks), changes=plan.changes, reason=plan.summary)
     session.last_seq += 1
     event.seq = session.last_seq
     writes.append(sessions.event_write(session_id, event_to_doc(event)))

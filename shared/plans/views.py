@@ -13,17 +13,12 @@ from shared.plans.contracts import (
     SessionCreated,
     SessionResultView,
     SessionView,
+    plan_body,
 )
 from shared.responses import Approval
 from shared.state.plan_records import LogEntry, PlanTask, PlanVersionRecord, ReactStep, SessionRecord
 from shared.state.runs_repo import RunsRepo
 from shared.state.sessions_repo import SessionsRepo
-
-
-def plan_body(version: int, tasks: list[PlanTask]) -> Plan:
-    """The plan as create and refine answer it: its live tasks (obsolete ones left out)."""
-    return Plan(version=version, tasks=[PlanTaskView(taskId=t.id, title=t.title, description=t.description,
-                                                     status=t.status) for t in tasks if t.status != "obsolete"])
 
 
 def created(session: SessionRecord, tasks: list[PlanTask]) -> SessionCreated:

@@ -27,7 +27,7 @@ function countdown(deadline) {
 function eventLine(ev) {
   switch (ev.type) {
     case 'status': return ev.status;
-    case 'plan_updated': return `version ${ev.version}: ${ev.reason || ev.changes.map((c) => c.what).join('; ')}`;
+    case 'plan_updated': return `version ${ev.plan.version}: ${ev.reason || ev.changes.map((c) => c.what).join('; ')}`;
     case 'task_start': return `task ${ev.index} of ${ev.total}: ${ev.title}`;
     case 'reason': return ev.text;
     case 'act': return `${ev.tool}: ${ev.preview}`;

@@ -20,7 +20,7 @@ function eventText(ev) {
       `${ev.state.replace(/_/g, ' ')}${ev.details ? `: ${ev.details}` : ''}`);
     case 'plan_created':
     case 'plan_ready_for_review': return [h('a', {href: `#/plans/${ev.planId}`}, ev.planId),
-      ` version ${ev.version}: ${(ev.tasks || []).length} tasks`];
+      ` version ${ev.plan.version}: ${ev.plan.tasks.length} tasks`];
     case 'plan_review': return [chip(ev.verdict), ev.notes ? ` ${ev.notes}` : ''];
     case 'step_start': return `${ev.stepId}: ${ev.title}`;
     case 'step_complete': return [`${ev.stepId} `, chip(ev.status), ev.summary ? ` ${ev.summary}` : ''];
