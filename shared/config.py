@@ -117,6 +117,68 @@ def clamp_loop_steps(value: int) -> int:
 
 
 @dataclass(frozen=True)
+class McpServer:
+    """One MCP server of the deployment (``MCP_SERVERS``): Streamable HTTP (``url``, ``headers``) or
+    stdio (``command``); ``tools``: the tool names to expose (None: all); ``side_effects``: per-tool
+    overrides of what the server's annotations say."""
+
+    name: str
+    url: str | None = None
+    command: tuple[str, ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    tools: tuple[str, ...] | None = None
+    side_effects: tuple[tuple[str, bool], ...] = ()
+
+
+_MCP_KEYS = frozenset({"name", "url", "command", "headers", "tools", "sideEffects"})
+
+
+def _mcp_server(item: object, index: int) -> McpServer:
+    where = f"MCP_SERVERS[{index}]"
+    if not isinstance(item, dict) or not set(item) <= _MCP_KEYS:
+        raise ConfigurationError(f"{where} must be an object with keys among {', '.join(sorted(_MCP_KEYS))}")
+    name, url, command = item.get("name"), item.get("url"), item.get("command")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigurationError(f"{where}.name must be a non-empty string")
+    if (url is None) == (command is None):
+        raise ConfigurationError(f"{where} needs exactly one of url (Streamable HTTP) or command (stdio)")
+    if url is not None and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
+        raise ConfigurationError(f"{where}.url must be an http(s) URL")
+    if command is not None and not (isinstance(command, list) and command
+                                    and all(isinstance(c, str) and c for c in command)):
+        raise ConfigurationError(f"{where}.command must be a non-empty list of strings")
+    headers, tools, effects = item.get("headers", {}), item.get("tools"), item.get("sideEffects", {})
+    if not (isinstance(headers, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
+        raise ConfigurationError(f"{where}.headers must be an object of strings")
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
+        raise ConfigurationError(f"{where}.tools must be a list of tool names")
+    if not (isinstance(effects, dict) and all(isinstance(v, bool) for v in effects.values())):
+        raise ConfigurationError(f"{where}.sideEffects must be an object of tool name -> true/false")
+    return McpServer(name=name.strip(), url=url, command=tuple(command or ()), headers=tuple(sorted(headers.items())),
+                     tools=tuple(tools) if tools is not None else None, side_effects=tuple(sorted(effects.items())))
+
+
+def _mcp_servers(name: str) -> tuple[McpServer, ...]:
+    """``MCP_SERVERS``: a JSON list of servers (docs/connectors.md, "MCP servers")."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return ()
+    import json
+
+    try:
+        items = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name} must be a JSON list of servers") from exc
+    if not isinstance(items, list):
+        raise ConfigurationError(f"{name} must be a JSON list of servers")
+    servers = tuple(_mcp_server(item, i) for i, item in enumerate(items))
+    names = [s.name for s in servers]
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"{name}: server names must be unique")
+    return servers
+
+
+@dataclass(frozen=True)
 class Settings:
     state_backend: Literal["sqlite", "firestore"] = "sqlite"
     sqlite_path: str = "var/agent-runtime.sqlite3"
@@ -178,6 +240,10 @@ class Settings:
     limit_active_sessions: int = 5
     """Plan sessions a user may have not yet ended (awaiting confirmation included)."""
     limit_daily_tokens: int = 2_000_000
+    mcp_servers: tuple[McpServer, ...] = ()
+    """Deployment-wide MCP servers whose tools join the registry (``MCP_SERVERS``)."""
+    mcp_timeout_s: float = 10.0
+    """The most an MCP server's tool listing may take at a registry's build (a slow one is left out)."""
     """Model tokens (the ledger's ``totalTokens``) per user per UTC day before new work is refused."""
 
     def model_for(self, profile: Profile) -> str:
@@ -261,4 +327,6 @@ class Settings:
             limit_active_runs=_limit("LIMIT_ACTIVE_RUNS", 10),
             limit_active_sessions=_limit("LIMIT_ACTIVE_SESSIONS", 5),
             limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),
+            mcp_servers=_mcp_servers("MCP_SERVERS"),
+            mcp_timeout_s=_float("MCP_TIMEOUT_S", 10.0),
         )

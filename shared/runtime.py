@@ -168,7 +168,12 @@ class Runtime:
         def build() -> ToolRegistry:
             from shared.tools import default_registry
 
-            return default_registry()
+            registry = default_registry()
+            if self.settings.mcp_servers:  # only then is the MCP SDK imported (cold start)
+                from shared.tools.mcp_tools import add_servers
+
+                add_servers(registry, self.settings.mcp_servers, self.settings)
+            return registry
 
         return self._once("_registry", build)
 

@@ -1,0 +1,158 @@
+"""The MCP adapter: the only module that imports the official ``mcp`` SDK (lazily, so a function
+without configured servers never loads it). It lists a server's tools and calls one, each over a
+short-lived connection (stdio: the command as a subprocess; Streamable HTTP: the URL), bounded in
+time, and maps what the SDK raises to :class:`McpError`.
+
+Sampling and elicitation requests from a server are refused: no callback is registered, so the
+SDK answers them with a JSON-RPC error and the server sees "not supported" (docs/connectors.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shared.config import McpServer
+from shared.errors import AgentRuntimeError
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+log = logging.getLogger("agent_runtime.mcp")
+
+MAX_TEXT_CHARS = 16_000
+"""What a tool result may bring back to the model (text and structured content, as JSON)."""
+
+
+class McpError(AgentRuntimeError):
+    """The server could not be reached, did not answer in time, or refused the request."""
+
+
+@dataclass(frozen=True)
+class McpToolInfo:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool | None
+    destructive: bool | None
+    idempotent: bool | None
+    open_world: bool | None
+
+
+@dataclass(frozen=True)
+class McpResult:
+    is_error: bool
+    response: dict[str, Any]
+    """The bounded function response: ``text``, ``structured``, ``images`` (references), ``resources``."""
+
+
+def _client(server: McpServer) -> Client:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    if server.command:
+        target: Any = StdioServerParameters(command=server.command[0], args=list(server.command[1:]))
+    else:
+        assert server.url is not None
+        target = server.url
+        if server.headers:  # e.g. a token: they go on the SDK's HTTP client (its URL form sends none)
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            target = streamable_http_client(server.url, http_client=httpx2.AsyncClient(headers=dict(server.headers)))
+    return Client(target, mode="legacy")
+
+
+def _run(server: McpServer, what: str, coro_fn: Any, timeout_s: float) -> Any:
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro_fn(), timeout=max(0.05, timeout_s))
+
+    try:
+        return asyncio.run(bounded())
+    except TimeoutError:
+        raise McpError(f"MCP server {server.name} did not answer {what} within {timeout_s:.1f} s") from None
+    except McpError:
+        raise
+    except Exception as exc:  # the SDK's and the transport's errors: the server is unusable now
+        log.warning("MCP %s failed: %s", what, type(exc).__name__,
+                    extra={"fields": {"component": "mcp", "server": server.name, "stage": what}})
+        raise McpError(f"MCP server {server.name} failed at {what} ({type(exc).__name__})") from None
+
+
+def _hint(annotations: Any, name: str) -> bool | None:
+    value = getattr(annotations, name, None) if annotations is not None else None
+    return value if isinstance(value, bool) else None
+
+
+def list_tools(server: McpServer, *, timeout_s: float) -> list[McpToolInfo]:
+    """The server's tools (every page), each with its annotations."""
+
+    async def go() -> list[McpToolInfo]:
+        out: list[McpToolInfo] = []
+        async with _client(server) as client:
+            cursor: str | None = None
+            while True:
+                page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
+                for t in page.tools:
+                    a = t.annotations
+                    out.append(McpToolInfo(name=t.name, description=t.description or t.name,
+                                           input_schema=dict(t.input_schema or {"type": "object"}),
+                                           read_only=_hint(a, "read_only_hint"),
+                                           destructive=_hint(a, "destructive_hint"),
+                                           idempotent=_hint(a, "idempotent_hint"),
+                                           open_world=_hint(a, "open_world_hint")))
+                cursor = getattr(page, "next_cursor", None)
+                if not cursor:
+                    return out
+
+    result: list[McpToolInfo] = _run(server, "tools/list", go, timeout_s)
+    return result
+
+
+def call_tool(server: McpServer, tool: str, args: dict[str, Any], *, timeout_s: float) -> McpResult:
+    """One ``tools/call``; its content made into a bounded function response."""
+
+    async def go() -> McpResult:
+        async with _client(server) as client:
+            result = await client.call_tool(tool, args, read_timeout_seconds=max(0.05, timeout_s))
+        return _response(result)
+
+    out: McpResult = _run(server, "tools/call", go, timeout_s)
+    return out
+
+
+def _response(result: Any) -> McpResult:
+    """Text parts joined; structured content as is; images and audio as references (type and
+    size, never their bytes); resources by URI. Bounded to :data:`MAX_TEXT_CHARS`."""
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    resources: list[dict[str, Any]] = []
+    for part in getattr(result, "content", None) or []:
+        kind = getattr(part, "type", "")
+        if kind == "text":
+            texts.append(str(getattr(part, "text", "")))
+        elif kind in ("image", "audio"):
+            data = str(getattr(part, "data", ""))
+            images.append({"type": kind, "mimeType": getattr(part, "mime_type", None), "base64Chars": len(data)})
+        elif kind in ("resource", "resource_link"):
+            resource = getattr(part, "resource", part)
+            resources.append({"uri": str(getattr(resource, "uri", "")),
+                              "text": str(getattr(resource, "text", "") or "")[:2000] or None})
+    response: dict[str, Any] = {}
+    text = "\n".join(texts)
+    if text:
+        response["text"] = text[:MAX_TEXT_CHARS] + ("…(truncated)" if len(text) > MAX_TEXT_CHARS else "")
+    structured = getattr(result, "structured_content", None)
+    if structured is not None:
+        import json
+
+        encoded = json.dumps(structured, ensure_ascii=False, default=str)
+        fits = len(encoded) <= MAX_TEXT_CHARS
+        response["structured"] = structured if fits else {"truncated": encoded[:MAX_TEXT_CHARS]}
+    if images:
+        response["images"] = images[:20]
+    if resources:
+        response["resources"] = resources[:20]
+    return McpResult(is_error=bool(getattr(result, "is_error", False)), response=response)
