@@ -71,7 +71,8 @@ def test_a_tool_with_a_side_effect_waits_for_approval_and_runs_once_in_another_p
     rt, _ = runtime(make_runtime, [calls_turn(call("time_get_current_time", {"timezone": "Europe/Paris"}))], server)
     paused, _ = start_and_drive(rt, "what time is it in Paris?")
     assert paused.status == "awaiting_confirmation" and paused.approval is not None
-    assert "get_current_time on MCP server time" in paused.approval.preview and "Europe/Paris" in paused.approval.preview
+    preview = paused.approval.preview
+    assert "get_current_time on MCP server time" in preview and "Europe/Paris" in preview
     assert rt.runs.list_actions(paused.run_id)[0].status == "awaiting_confirmation"
     approve(rt, paused.approval.id)
     other, seen = runtime(make_runtime, [text_turn("Done.")], server)  # the resuming process
