@@ -150,3 +150,9 @@ class ModelTimeout(ModelError):
 
 class ToolError(AgentRuntimeError):
     """A tool failed in a way the model should be told about (user-facing message)."""
+
+
+class OutcomeUnknown(ToolError):
+    """A side effect was asked for and its answer was lost (the service died or went silent
+    mid-call): it may or may not have happened. The action ends with outcome ``unknown`` and is
+    never repeated (docs/recovery.md)."""

@@ -27,7 +27,13 @@ MAX_TEXT_CHARS = 16_000
 
 
 class McpError(AgentRuntimeError):
-    """The server could not be reached, did not answer in time, or refused the request."""
+    """The server could not be reached, did not answer in time, or refused the request.
+    ``maybe_done``: the request had been sent when the answer was lost (the server died or went
+    silent mid-call), so what it asked for may have happened."""
+
+    def __init__(self, message: str, *, maybe_done: bool = False) -> None:
+        super().__init__(message)
+        self.maybe_done = maybe_done
 
 
 @dataclass(frozen=True)
@@ -65,20 +71,24 @@ def _client(server: McpServer) -> Client:
     return Client(target, mode="legacy")
 
 
-def _run(server: McpServer, what: str, coro_fn: Any, timeout_s: float) -> Any:
+def _run(server: McpServer, what: str, coro_fn: Any, timeout_s: float, sent: list[bool] | None = None) -> Any:
+    """Run ``coro_fn()`` within ``timeout_s``; ``sent`` (set by it when its request went out) says
+    whether a lost answer may hide a done request."""
     async def bounded() -> Any:
         return await asyncio.wait_for(coro_fn(), timeout=max(0.05, timeout_s))
 
     try:
         return asyncio.run(bounded())
     except TimeoutError:
-        raise McpError(f"MCP server {server.name} did not answer {what} within {timeout_s:.1f} s") from None
+        raise McpError(f"MCP server {server.name} did not answer {what} within {timeout_s:.1f} s",
+                       maybe_done=bool(sent)) from None
     except McpError:
         raise
     except Exception as exc:  # the SDK's and the transport's errors: the server is unusable now
         log.warning("MCP %s failed: %s", what, type(exc).__name__,
                     extra={"fields": {"component": "mcp", "server": server.name, "stage": what}})
-        raise McpError(f"MCP server {server.name} failed at {what} ({type(exc).__name__})") from None
+        raise McpError(f"MCP server {server.name} failed at {what} ({type(exc).__name__})",
+                       maybe_done=bool(sent)) from None
 
 
 def _hint(annotations: Any, name: str) -> bool | None:
@@ -114,12 +124,15 @@ def list_tools(server: McpServer, *, timeout_s: float) -> list[McpToolInfo]:
 def call_tool(server: McpServer, tool: str, args: dict[str, Any], *, timeout_s: float) -> McpResult:
     """One ``tools/call``; its content made into a bounded function response."""
 
+    sent: list[bool] = []
+
     async def go() -> McpResult:
         async with _client(server) as client:
+            sent.append(True)  # connected: from here a lost answer may hide a done call
             result = await client.call_tool(tool, args, read_timeout_seconds=max(0.05, timeout_s))
         return _response(result)
 
-    out: McpResult = _run(server, "tools/call", go, timeout_s)
+    out: McpResult = _run(server, "tools/call", go, timeout_s, sent)
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from shared import policy
-from shared.errors import ToolError
+from shared.errors import OutcomeUnknown, ToolError
 from shared.events import ToolCallEvent, ToolResultEvent
 from shared.failures import FailureCode
 from shared.loop.context import RunContext
@@ -213,6 +213,9 @@ def _run(ctx: RunContext, action: ActionRecord, tool: Tool, args: BaseModel) -> 
         move_action(action, "completed")
         action.outcome = "success"
         ctx.run.tools_executed += 1
+    except OutcomeUnknown as exc:  # the request went out, its answer was lost: never repeated
+        move_action(action, "failed")
+        action.outcome, action.error = "unknown", str(exc)
     except ToolError as exc:
         move_action(action, "failed")
         action.outcome, action.error = "error", str(exc)

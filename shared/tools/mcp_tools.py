@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from shared.config import McpServer, Settings
 from shared.connectors import mcp
-from shared.errors import ToolError
+from shared.errors import OutcomeUnknown, ToolError
 from shared.formats import clean_json_schema
 from shared.models.base import ToolDeclaration
 from shared.tools.context import ToolContext
@@ -87,6 +87,8 @@ class McpTool(Tool):
         try:
             result = mcp.call_tool(self.server, self.remote_name, args.model_dump(), timeout_s=timeout)
         except mcp.McpError as exc:
+            if exc.maybe_done and self.side_effect and not self.idempotent:
+                raise OutcomeUnknown(f"{exc}; it may or may not have taken effect, and is not repeated") from None
             raise ToolError(str(exc)) from None
         if result.is_error:  # the server's own failure: a tool error the model is told
             raise ToolError(str(result.response.get("text") or f"{self.remote_name} failed")[:2000])

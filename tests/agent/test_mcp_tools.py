@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,6 +117,26 @@ def test_a_server_that_is_down_leaves_its_tools_out_and_the_run_goes_on(make_run
     assert "time_get_current_time" in names and not any(n.startswith("down_") for n in names)
     result, _ = start_and_drive(rt, "hi")
     assert result.status == "completed"
+
+
+def test_a_server_killed_mid_call_leaves_the_outcome_unknown_and_nothing_is_repeated(
+        make_runtime: MakeRuntime, tmp_path: Path) -> None:
+    """The server wrote its note, then died before answering: the call is ``unknown`` (told to the
+    model), never run again, not even by a redelivered resume; the note exists exactly once."""
+    notes = tmp_path / "notes.txt"
+    dying = McpServer(name="notes", command=(sys.executable, str(Path(__file__).parent / "mcp_servers" /
+                                                                   "dying_server.py"), str(notes)))
+    rt, seen = runtime(make_runtime, [calls_turn(call("notes_write_note", {"text": "hello"})), text_turn("Hmm.")],
+                       dying, trust="autonomous")
+    assert rt.registry.get("notes_write_note") is not None and rt.registry.get("notes_write_note").side_effect
+    result, _ = start_and_drive(rt, "write a note")
+    assert result.status == "completed"
+    [action] = rt.runs.list_actions(result.run_id)
+    assert (action.status, action.outcome) == ("failed", "unknown")
+    [told] = answers(seen[-1], "notes_write_note")
+    assert told["outcome"] == "unknown"
+    assert resume_run(rt.services, result.run_id) == "terminal"
+    assert notes.read_text().splitlines() == ["hello"]
 
 
 def test_a_description_claiming_no_approval_changes_nothing(make_runtime: MakeRuntime) -> None:
