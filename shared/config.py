@@ -178,6 +178,8 @@ class Settings:
     limit_active_sessions: int = 5
     """Plan sessions a user may have not yet ended (awaiting confirmation included)."""
     limit_daily_tokens: int = 2_000_000
+    follow_max_wait_s: float = 60.0
+    """The longest one ``events?follow=1`` request reads on (then the client reconnects with ``after``)."""
     """Model tokens (the ledger's ``totalTokens``) per user per UTC day before new work is refused."""
 
     def model_for(self, profile: Profile) -> str:
@@ -261,4 +263,5 @@ class Settings:
             limit_active_runs=_limit("LIMIT_ACTIVE_RUNS", 10),
             limit_active_sessions=_limit("LIMIT_ACTIVE_SESSIONS", 5),
             limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),
+            follow_max_wait_s=max(1.0, _float("FOLLOW_MAX_WAIT_S", 60.0)),
         )
