@@ -49,5 +49,6 @@ def run_events(request: flask.Request, path: Mapping[str, str]) -> flask.Respons
     snap = rt.runs.get_run_for(uid, path["runId"])
     after = int_arg(request.args, "after", default=0)
     follow = bool_arg(request.args, "follow")
-    events = replay_events(rt.runs, snap.run.run_id, after, follow=follow, until_end=until_end(request.args))
+    events = replay_events(rt.runs, snap.run.run_id, after, follow=follow, until_end=until_end(request.args),
+                           max_wait_s=rt.settings.follow_max_wait_s)
     return ndjson_response(ndjson(ev) for ev in events)

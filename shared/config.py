@@ -240,11 +240,13 @@ class Settings:
     limit_active_sessions: int = 5
     """Plan sessions a user may have not yet ended (awaiting confirmation included)."""
     limit_daily_tokens: int = 2_000_000
+    """Model tokens (the ledger's ``totalTokens``) per user per UTC day before new work is refused."""
     mcp_servers: tuple[McpServer, ...] = ()
     """Deployment-wide MCP servers whose tools join the registry (``MCP_SERVERS``)."""
     mcp_timeout_s: float = 10.0
     """The most an MCP server's tool listing may take at a registry's build (a slow one is left out)."""
-    """Model tokens (the ledger's ``totalTokens``) per user per UTC day before new work is refused."""
+    follow_max_wait_s: float = 60.0
+    """The longest one ``events?follow=1`` request reads on (then the client reconnects with ``after``)."""
 
     def model_for(self, profile: Profile) -> str:
         return dict(self.model_profiles).get(profile, self.gemini_model)
@@ -329,4 +331,5 @@ class Settings:
             limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),
             mcp_servers=_mcp_servers("MCP_SERVERS"),
             mcp_timeout_s=_float("MCP_TIMEOUT_S", 10.0),
+            follow_max_wait_s=max(1.0, _float("FOLLOW_MAX_WAIT_S", 60.0)),
         )

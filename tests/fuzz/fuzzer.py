@@ -145,7 +145,8 @@ def dev_server(tmp_path: Path) -> Iterator[str]:
     # route's 429 is in the document the response checks use).
     settings = Settings(sqlite_path=str(tmp_path / "dev.sqlite3"), credentials_encryption_key=KEY,
                         dispatcher="inline", gemini_api_key=None, limit_requests_per_minute=0,
-                        limit_active_runs=0, limit_active_sessions=0, limit_daily_tokens=0)
+                        limit_active_runs=0, limit_active_sessions=0, limit_daily_tokens=0,
+                        follow_max_wait_s=5.0)  # a follow (until=end) of a paused run ends within the request timeout
     rt = Runtime(settings, model=pausing_model())
     set_runtime(rt)
     server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True,
