@@ -172,7 +172,7 @@ class Runtime:
             if self.settings.mcp_servers:  # only then is the MCP SDK imported (cold start)
                 from shared.tools.mcp_tools import add_servers
 
-                add_servers(registry, self.settings.mcp_servers, self.settings)
+                registry.unavailable = tuple(add_servers(registry, self.settings.mcp_servers, self.settings))
             return registry
 
         return self._once("_registry", build)

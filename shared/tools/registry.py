@@ -160,6 +160,8 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
         self._declarations: tuple[ToolDeclaration, ...] | None = None
+        self.unavailable: tuple[str, ...] = ()
+        """Tool sources (MCP servers) left out when the registry was built: the model is told."""
 
     def tool(self, *, side_effect: bool, idempotent: bool = False, name: str | None = None,
              preview: PreviewFn | None = None, recipients: RecipientsFn | None = None,

@@ -112,11 +112,13 @@ def test_arguments_that_do_not_fit_the_schema_never_reach_the_server(make_runtim
 
 
 def test_a_server_that_is_down_leaves_its_tools_out_and_the_run_goes_on(make_runtime: MakeRuntime) -> None:
-    rt, _ = runtime(make_runtime, [text_turn("Hello.")], DOWN, TIME, mcp_timeout_s=20.0)
+    rt, seen = runtime(make_runtime, [text_turn("Hello.")], DOWN, TIME, mcp_timeout_s=20.0)
     names = {d.name for d in rt.registry.declarations()}
     assert "time_get_current_time" in names and not any(n.startswith("down_") for n in names)
     result, _ = start_and_drive(rt, "hi")
     assert result.status == "completed"
+    told = seen[0].system_instruction
+    assert "[UNAVAILABLE TOOLS]" in told and "down" in told.split("[UNAVAILABLE TOOLS]")[1]
 
 
 def test_a_server_killed_mid_call_leaves_the_outcome_unknown_and_nothing_is_repeated(
