@@ -10,6 +10,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from devserver import create_app
+from shared.runtime import Runtime
 from shared.state.host_states import PlanRunState
 from shared.state.records import UserRecord
 from shared.tools import default_registry
@@ -57,17 +58,22 @@ def test_an_act_with_a_side_effect_waits_for_approval_then_continues(make_rt: Ma
     assert act["action"]["tool"] == "save_memory" and act["observation"]["saved"] is True
 
 
-def test_a_rejected_act_is_observed_and_the_task_ends_rejected(make_rt: MakeRuntime, client: FlaskClient) -> None:
-    """Issue 18: a task whose act the user rejected is not ``completed`` on the model's word; the
-    plan goes on with the next tasks, and the session's status and log say ``rejected``."""
-    rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
+def reject_the_first_act(rt: Runtime, client: FlaskClient) -> tuple[str, dict[str, Any]]:
+    """Create and confirm a session, reject the approval its first act waits for, run it to its end."""
     sid = create(client)["sessionId"]
     confirm(client, sid)
     deliver(rt)
     [pending] = view(client, sid)["pendingApprovals"]
     client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "reject"}, headers=ALICE)
     deliver(rt)
-    done = view(client, sid)
+    return sid, view(client, sid)
+
+
+def test_a_rejected_act_is_observed_and_the_task_ends_rejected(make_rt: MakeRuntime, client: FlaskClient) -> None:
+    """Issue 18: a task whose act the user rejected is not ``completed`` on the model's word; the
+    plan goes on with the next tasks, and the session's status and log say ``rejected``."""
+    rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
+    sid, done = reject_the_first_act(rt, client)
     assert done["status"] == "rejected", done["status"]
     first, *rest = done["plan"]["tasks"]
     assert first["status"] == "rejected" and "the user rejected" in first["summary"]
@@ -87,13 +93,7 @@ def test_a_task_met_without_its_rejected_act_completes(make_rt: MakeRuntime, cli
         return {"taskComplete": done, "summary": "met without saving" if done else "go on"}
 
     rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}, reflect=reflect))
-    sid = create(client)["sessionId"]
-    confirm(client, sid)
-    deliver(rt)
-    [pending] = view(client, sid)["pendingApprovals"]
-    client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "reject"}, headers=ALICE)
-    deliver(rt)
-    done = view(client, sid)
+    _, done = reject_the_first_act(rt, client)
     assert done["status"] == "completed" and done["plan"]["tasks"][0]["status"] == "completed"
 
 
