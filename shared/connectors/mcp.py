@@ -10,7 +10,9 @@ SDK answers them with a JSON-RPC error and the server sees "not supported" (docs
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,21 +56,28 @@ class McpResult:
     """The bounded function response: ``text``, ``structured``, ``images`` (references), ``resources``."""
 
 
-def _client(server: McpServer) -> Client:
+@contextlib.asynccontextmanager
+async def _client(server: McpServer) -> AsyncIterator[Client]:
+    """A connected client; what it opened (the process, the HTTP client) is closed on exit."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     if server.command:
-        target: Any = StdioServerParameters(command=server.command[0], args=list(server.command[1:]))
-    else:
-        assert server.url is not None
-        target = server.url
-        if server.headers:  # e.g. a token: they go on the SDK's HTTP client (its URL form sends none)
-            import httpx2
-            from mcp.client.streamable_http import streamable_http_client
+        params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]))
+        async with Client(params, mode="legacy") as client:
+            yield client
+        return
+    assert server.url is not None
+    if not server.headers:
+        async with Client(server.url, mode="legacy") as client:
+            yield client
+        return
+    import httpx2  # the SDK's HTTP client: the headers (e.g. a token) go on it
+    from mcp.client.streamable_http import streamable_http_client
 
-            target = streamable_http_client(server.url, http_client=httpx2.AsyncClient(headers=dict(server.headers)))
-    return Client(target, mode="legacy")
+    async with httpx2.AsyncClient(headers=dict(server.headers)) as http, \
+            Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client:
+        yield client
 
 
 def _run(server: McpServer, what: str, coro_fn: Any, timeout_s: float, sent: list[bool] | None = None) -> Any:

@@ -4,9 +4,13 @@ starts the server's process through the official SDK."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,7 @@ from shared.runtime import Runtime
 from tests.agent.conftest import MakeRuntime, make_settings
 from tests.agent.test_approvals import approve
 from tests.agent.test_loop import audits, start_and_drive
+from tests.emulators import free_port
 
 TIME = McpServer(name="time", command=(sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"))
 DOWN = McpServer(name="down", command=(sys.executable, "-c", "import sys; sys.exit(3)"))
@@ -139,6 +144,46 @@ def test_a_server_killed_mid_call_leaves_the_outcome_unknown_and_nothing_is_repe
     assert told["outcome"] == "unknown"
     assert resume_run(rt.services, result.run_id) == "terminal"
     assert notes.read_text().splitlines() == ["hello"]
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[str]:
+    """The Streamable HTTP server, started as its own process; its URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "mcp_servers" / "http_server.py"),
+                             str(port), "s3cret"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            break
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the MCP HTTP server did not start")
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+    if proc.stderr:
+        proc.stderr.close()
+
+
+def test_a_streamable_http_server_with_its_headers(make_runtime: MakeRuntime, http_server: str) -> None:
+    """Production's transport (a Cloud Function reaches remote servers only): the configured
+    headers (here the server's bearer token) go with every request; without them the server
+    refuses and is left out."""
+    server = McpServer(name="notes", url=http_server, headers=(("Authorization", "Bearer s3cret"),))
+    [info] = mcp.list_tools(server, timeout_s=20)
+    assert (info.name, info.read_only, info.idempotent) == ("add_note", False, True)
+    rt, seen = runtime(make_runtime, [calls_turn(call("notes_add_note", {"text": "tea"})), text_turn("Noted.")],
+                       server, trust="autonomous")
+    tool = rt.registry.get("notes_add_note")
+    assert tool is not None and tool.side_effect and tool.idempotent and tool.reconcilable
+    result, _ = start_and_drive(rt, "note tea")
+    assert result.status == "completed"
+    assert answers(seen[-1], "notes_add_note")[0]["structured"]["notes"] == ["tea"]
+    anonymous = McpServer(name="anon", url=http_server)
+    with pytest.raises(mcp.McpError):
+        mcp.list_tools(anonymous, timeout_s=10)
 
 
 def test_a_description_claiming_no_approval_changes_nothing(make_runtime: MakeRuntime) -> None:
