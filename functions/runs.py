@@ -50,5 +50,5 @@ def run_events(request: flask.Request, path: Mapping[str, str]) -> flask.Respons
     after = int_arg(request.args, "after", default=0)
     follow = bool_arg(request.args, "follow")
     events = replay_events(rt.runs, snap.run.run_id, after, follow=follow, until_end=until_end(request.args),
-                           max_wait_s=rt.settings.follow_max_wait_s)
+                           max_wait_s=rt.settings.follow_max_wait_s, sessions=lambda: rt.sessions)
     return ndjson_response(ndjson(ev) for ev in events)

@@ -16,7 +16,7 @@ def stream(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
     body = run_request(rt, request)
     # Start (and validate, claim the thread) before the first byte, so refusals are plain 4xx JSON.
-    events = stream_run(rt.agent, uid, body, idempotency_key=idempotency_key(request))
+    events = stream_run(rt.agent, uid, body, idempotency_key=idempotency_key(request), sessions=lambda: rt.sessions)
     if wants_sse(request):
         return sse_response(events)
     return ndjson_response(ndjson(ev) for ev in events)

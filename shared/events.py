@@ -123,6 +123,62 @@ class StepCompleteEvent(_Event):
     summary: str = ""
 
 
+class ExecutorActEvent(_Event):
+    """A step of the run's plan calls a tool (the plan session's ``act``), relayed live."""
+
+    type: Literal["executor_act"] = "executor_act"
+    planId: str
+    stepId: str
+    toolName: str
+    preview: str
+    actionId: str | None = None
+
+
+class ExecutorObserveEvent(_Event):
+    """What that call answered (the plan session's ``observe``)."""
+
+    type: Literal["executor_observe"] = "executor_observe"
+    planId: str
+    stepId: str
+    toolName: str
+    outcome: str
+    observation: dict[str, Any]
+
+
+class PlanApprovalRequiredEvent(_Event):
+    """A step of the run's plan waits for the user's decision (the approvals inbox lists it;
+    decide with ``POST /api/agent/approve``)."""
+
+    type: Literal["approval_required"] = "approval_required"
+    planId: str
+    stepId: str
+    approvalId: str
+    toolName: str
+    preview: str
+    reason: str = ""
+
+
+class RunPlanUpdatedEvent(_Event):
+    """The run's plan changed while it ran (a reflection added, changed or dropped steps)."""
+
+    type: Literal["plan_updated"] = "plan_updated"
+    planId: str
+    plan: Plan
+    reason: str = ""
+
+
+class StreamEndEvent(_Event):
+    """Stream only, never persisted: the live stream ends while the run goes on without it (its plan
+    waits for a decision, or the stream's time is spent). ``seq`` repeats the last event's: it takes
+    no number of its own. ``follow`` is the route that reads on from there."""
+
+    type: Literal["stream_end"] = "stream_end"
+    runId: str
+    status: Literal["executing"] = "executing"
+    reason: Literal["plan_awaiting_approval", "stream_time_spent"]
+    follow: str
+
+
 class ErrorEvent(_Event):
     type: Literal["error"] = "error"
     error: str
@@ -132,7 +188,8 @@ class ErrorEvent(_Event):
 RunEvent = Annotated[
     StatusEvent | DeltaEvent | ThoughtDeltaEvent | ToolCallEvent | ToolResultEvent | UsageEvent | ResultEvent
     | ErrorEvent | AgentStateEvent | PlanCreatedEvent | PlanReadyForReviewEvent | PlanReviewEvent | StepStartEvent
-    | StepCompleteEvent,
+    | StepCompleteEvent | ExecutorActEvent | ExecutorObserveEvent | PlanApprovalRequiredEvent | RunPlanUpdatedEvent
+    | StreamEndEvent,
     Field(discriminator="type"),
 ]
 

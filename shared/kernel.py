@@ -33,7 +33,7 @@ def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> Host
     from shared.plans.host import PlanHost
 
     tools = PlanTools(sessions)
-    return HostRegistry(ChatHost({t.name: t for t in (tools.create, tools.execute)}), PlanHost(sessions),
+    return HostRegistry(ChatHost({t.name: t for t in (tools.create, tools.execute)}, sessions), PlanHost(sessions),
                         *(extra or []))
 
 

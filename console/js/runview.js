@@ -67,7 +67,8 @@ export class RunView {
   }
 
   handle(ev) {
-    if (typeof ev.seq === 'number') {
+    // stream_end repeats the seq of the event before it (it takes no number): not a replayed event.
+    if (typeof ev.seq === 'number' && ev.type !== 'stream_end') {
       if (this.seen.has(ev.seq)) return; // a replay that overlaps what was already drawn
       this.seen.add(ev.seq);
       this.lastSeq = Math.max(this.lastSeq, ev.seq);
@@ -200,6 +201,41 @@ const DRAW = {
     this.block = null;
     this.body.append(h('p', {class: 'plan-line', 'data-step-id': ev.stepId},
       h('span', {class: 'label'}, `step ${ev.stepId} `), chip(ev.status), ev.summary ? ` ${ev.summary}` : ''));
+  },
+  executor_act(ev) { // a step of the run's plan calls a tool (relayed live from the plan)
+    DRAW.tool_call.call(this, {toolName: ev.toolName, actionId: ev.actionId || `${ev.stepId}-${ev.seq}`,
+      status: 'executing', preview: ev.preview});
+    this.cards.get(ev.actionId || `${ev.stepId}-${ev.seq}`).card.dataset.stepId = ev.stepId;
+    this.lastAct = ev.actionId || `${ev.stepId}-${ev.seq}`;
+  },
+  executor_observe(ev) {
+    const entry = this.lastAct && this.cards.get(this.lastAct);
+    if (!entry) return;
+    const status = {ok: 'completed', error: 'failed'}[ev.outcome] || ev.outcome;
+    const state = h('span', {class: `chip chip-${status}`}, status);
+    entry.state.replaceWith(state);
+    entry.state = state;
+    entry.card.dataset.result = status;
+    entry.card.append(h('details', {class: 'tool-output'}, h('summary', {}, 'result'), h('pre', {}, json(ev.observation))));
+    this.block = null;
+  },
+  approval_required(ev) { // the run's plan waits for a decision: decide it here or in Approvals
+    this.block = null;
+    this.body.append(approvalCard({approvalId: ev.approvalId, tool: ev.toolName, preview: ev.preview,
+      reason: ev.reason, sessionId: ev.planId, taskId: ev.stepId}, {
+      onDecided: this.onDecided ? (resp) => this.onDecided(resp, this) : null,
+    }));
+  },
+  plan_updated(ev) {
+    this.block = null;
+    this.body.append(planCard(ev, `plan updated${ev.reason ? ` (${ev.reason})` : ''}`));
+  },
+  stream_end(ev) { // stream only: the run goes on without this stream (followed from ev.follow)
+    this.block = null;
+    this.setStatus(ev.status);
+    this.body.append(h('p', {class: 'hint stream-end', 'data-reason': ev.reason},
+      ev.reason === 'plan_awaiting_approval' ? 'The plan waits for your decision above (also in Approvals); '
+        + 'the run goes on after it.' : 'The run goes on; following it.'));
   },
   error(ev) {
     this.block = null;

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.events import AgentStateEvent
 from shared.failures import FailureCode
@@ -22,6 +22,9 @@ from shared.state.docstore import Write
 from shared.state.host_states import ChatState, expect
 from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult, UsageEntry, now
 from shared.tools.registry import Tool
+
+if TYPE_CHECKING:
+    from shared.state.sessions_repo import SessionsRepo
 
 log = logging.getLogger("agent_runtime.agent")
 
@@ -86,8 +89,21 @@ def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
 class ChatHost(Host):
     kind = "chat"
 
-    def __init__(self, virtual: dict[str, Tool] | None = None) -> None:
+    def __init__(self, virtual: dict[str, Tool] | None = None, sessions: SessionsRepo | None = None) -> None:
         self._virtual = virtual or {}
+        self._sessions = sessions
+
+    def resumed(self, ctx: RunContext) -> None:
+        """The plan the run waited on ended: its relayed events become the run's own, numbered as
+        readers showed them while it ran (``plan_relay``), before anything else of this invocation."""
+        chat = chat_state(ctx)
+        if chat.relay_plan_id is None or self._sessions is None:
+            return
+        from shared.agent.plan_relay import relayed_events
+
+        for event in relayed_events(self._sessions, chat.relay_plan_id, chat.relay_after):
+            ctx.emit(event)
+        chat.relay_plan_id, chat.relay_after = None, 0
 
     def virtual_tools(self, ctx: RunContext) -> dict[str, Tool]:
         return self._virtual
@@ -151,7 +167,8 @@ class ChatHost(Host):
                            tool_args=first.args, approval=views[0] if views else None, approvals=views or None,
                            summary=summary,
                            follow=None if views else f"/api/agent/runs/{run.run_id}/events?follow=1&until=end")
-        stops.pause(ctx, outcome, result=result)
+        # A run waiting on its plan sends no ``result``: its stream goes on with the plan's events.
+        stops.pause(ctx, outcome, result=result, announce=bool(views))
 
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
         if code == FailureCode.DEADLINE_EXCEEDED:  # the watchdog: its timeout is in the usage ledger too

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.agent.chat_host import chat_state
 from shared.errors import LimitExceeded
-from shared.events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent, StepCompleteEvent, StepStartEvent
+from shared.events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent
 from shared.loop.context import RunContext
 from shared.loop.virtual import HostCall, VirtualOutcome, host_tool
 from shared.plans import sessions as engine
@@ -142,9 +142,19 @@ class PlanTools:
         self.create = host_tool(create.name, CreatePlanArgs, create.run, preview=create.preview)
         self.execute = host_tool(execute.name, ExecutePlanArgs, execute.run, preview=execute.preview)
 
+    def start(self, ctx: RunContext, sid: str, version: int, action: ActionRecord) -> None:
+        """Confirm the plan at ``version`` with the run as its parent, and relay its events into the
+        run's log from here on (``plan_relay``: those after the session's last event before it ran)."""
+        got = self.sessions.get(sid)
+        before = got[0].last_seq if got is not None else 0
+        engine.confirm(ctx.services, self.sessions, ctx.run.uid, sid, version,
+                       parent=(ctx.run.run_id, action.action_id))
+        chat = chat_state(ctx)
+        chat.relay_plan_id, chat.relay_after = sid, before
+
     def outcome(self, ctx: RunContext, sid: str) -> VirtualOutcome:
-        """The answer of a call whose plan ended: status, insights, references; the plan's steps are
-        added to the run's events."""
+        """The answer of a call whose plan ended: status, insights, references (the plan's steps
+        are in the run's events already: ``plan_relay``)."""
         got = self.sessions.get(sid)
         if got is None:
             return VirtualOutcome(error=f"plan {sid} is gone")
@@ -152,10 +162,6 @@ class PlanTools:
         if not session.terminal:
             return VirtualOutcome(waiting=True)
         tasks = self.sessions.tasks(sid)
-        for t in tasks:
-            if t.status in ("completed", "failed", "rejected"):
-                ctx.emit(StepStartEvent(planId=sid, stepId=t.id, title=t.title))
-                ctx.emit(StepCompleteEvent(planId=sid, stepId=t.id, status=t.status, summary=t.summary or ""))
         return VirtualOutcome(result={
             "status": session.status, "planId": sid,
             "insights": [f"{t.title}: {t.summary or t.status}" for t in tasks if t.status != "obsolete"],
@@ -226,8 +232,7 @@ class AgentCreatePlan:
                 return VirtualOutcome(result={"status": verdict, "planId": sid, "notes": notes, "tasks": live,
                                               "note": "The reviewer did not approve the plan: revise it "
                                                       "(agent_create_plan again) or explain to the user."})
-        engine.confirm(services, self.tools.sessions, run.uid, sid, session.plan_version,
-                       parent=(run.run_id, action.action_id))
+        self.tools.start(ctx, sid, session.plan_version, action)
         return VirtualOutcome(waiting=True)
 
     def review(self, ctx: RunContext, intent: PlanIntent, tasks: list[dict[str, Any]]) -> tuple[Any, str]:
@@ -276,7 +281,6 @@ class AgentExecutePlan:
         if args.changes:
             version = engine.refine_plan(services, self.tools.sessions, ctx.run.uid, args.planId,
                                          args.changes).session.plan_version
-        engine.confirm(services, self.tools.sessions, ctx.run.uid, args.planId, version,
-                       parent=(ctx.run.run_id, action.action_id))
+        self.tools.start(ctx, args.planId, version, action)
         chat_state(ctx).executing = args.planId
         return VirtualOutcome(waiting=True)

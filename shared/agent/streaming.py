@@ -12,10 +12,10 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal
 
-from shared.events import ErrorEvent, event_to_doc
+from shared.events import ErrorEvent, StreamEndEvent, event_to_doc
 from shared.failures import FailureCode
 from shared.logs import iterate_in_context
 from shared.ndjson import ndjson as ndjson  # the edge frames chat streams with it (functions/)
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from shared.loop.context import RunContext
     from shared.state.records import RunRecord
     from shared.state.runs_repo import RunsRepo
+    from shared.state.sessions_repo import SessionsRepo
 
 log = logging.getLogger("agent_runtime.streaming")
 
@@ -32,18 +33,23 @@ _DONE = object()
 STOP_STATUSES = frozenset({"completed", "failed", "awaiting_confirmation"})
 
 
-def live_events(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def live_events(ctx: RunContext, first_events: list[dict[str, Any]],
+                sessions: Callable[[], SessionsRepo] | None = None) -> Iterator[dict[str, Any]]:
     """Drive the run on a worker thread and yield its events as they happen.
 
     If the client goes away the run still finishes (and is committed). If the run cannot even
     record its failure (the store is down), a final unpersisted ``error`` event closes the stream.
+    A run that stops to wait on the plan it started is followed on: the plan's events (relayed,
+    ``plan_relay``), then the run's answer and ``result``, until the stream's time (the run's
+    budget) is spent or the plan waits for a decision: then a ``stream_end`` event says how to follow.
     The stream is iterated after the HTTP handler returned: it (and the worker) keep the log
     context of this call (the request's trace) plus the run's ids.
     """
-    return iterate_in_context(_live(ctx, first_events), **ctx.log_fields())
+    return iterate_in_context(_live(ctx, first_events, sessions), **ctx.log_fields())
 
 
-def _live(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _live(ctx: RunContext, first_events: list[dict[str, Any]],
+          sessions: Callable[[], SessionsRepo] | None) -> Iterator[dict[str, Any]]:
     from shared.loop.outcomes import NextStepLost  # replays (the runs function) never load the loop
     from shared.loop.steps import drive
 
@@ -68,13 +74,32 @@ def _live(ctx: RunContext, first_events: list[dict[str, Any]]) -> Iterator[dict[
     thread = threading.Thread(target=contextvars.copy_context().run, args=(work,), daemon=True,
                               name=f"run-{ctx.run.run_id}")
     thread.start()
-    yield from first_events
+    last = 0
+    for ev in first_events:
+        last = int(ev["seq"])
+        yield ev
     while True:
         item = q.get()
         if item is _DONE:
-            return
+            break
         assert isinstance(item, dict)
+        last = int(item["seq"])
         yield item
+    if sessions is None or not waits_on_child(ctx.run) or ctx.committed_seq != ctx.run.last_seq:
+        return
+    # The run waits on its plan: one stream from prompt to answer while the stream has time.
+    follow = _Follow(ctx.services.runs, ctx.run.run_id, sessions, until_end=False,
+                     max_wait_s=max(0.0, ctx.deadline - time.monotonic()))
+    yield from follow.events(last)
+    if follow.stopped_because is not None:
+        yield event_to_doc(StreamEndEvent(
+            seq=follow.last, runId=ctx.run.run_id, reason=follow.stopped_because,
+            follow=f"/api/agent/runs/{ctx.run.run_id}/events?after={follow.last}&follow=1&until=end"))
+
+
+def _paused_for_decision(runs: RunsRepo, run: RunRecord) -> bool:
+    """The run is stopped on approvals somebody must still decide."""
+    return run.status == "awaiting_confirmation" and not waits_on_child(run) and not _resume_pending(runs, run)
 
 
 def _resume_pending(runs: RunsRepo, run: RunRecord) -> bool:
@@ -92,34 +117,77 @@ def _resume_pending(runs: RunsRepo, run: RunRecord) -> bool:
 
 
 def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool = False, until_end: bool = False,
-                  poll_s: float = 0.2, max_wait_s: float = 60.0) -> Iterator[dict[str, Any]]:
-    """Persisted events with ``seq > after``; with ``follow``, keep reading until the run stops
-    (completes, fails, or waits for a decision; a decided pause and a run waiting on its plan are
-    followed into their resume). ``until_end``: a pause for a decision does not stop the follow
-    either (a backend follows, the decision is made elsewhere, it reads on), only the run's end or
-    ``max_wait_s`` (then reconnect with ``after``). Like a live stream, the replay keeps the log
-    context of this call."""
-    return iterate_in_context(_replay(runs, run_id, after, follow, until_end, poll_s, max_wait_s), runId=run_id)
+                  poll_s: float = 0.2, max_wait_s: float = 60.0,
+                  sessions: Callable[[], SessionsRepo] | None = None) -> Iterator[dict[str, Any]]:
+    """Persisted events with ``seq > after`` (and, while the run waits on its plan, the plan's
+    events as the run will persist them: ``plan_relay``); with ``follow``, keep reading until the
+    run stops (completes, fails, or waits for a decision — its own, or its plan's —; a decided
+    pause and a run waiting on its plan are followed into their resume). ``until_end``: a pause for
+    a decision does not stop the follow either (a backend follows, the decision is made elsewhere,
+    it reads on), only the run's end or ``max_wait_s`` (then reconnect with ``after``). Like a live
+    stream, the replay keeps the log context of this call."""
+    reader = _Follow(runs, run_id, sessions, until_end=until_end, max_wait_s=max_wait_s, poll_s=poll_s,
+                     follow=follow)
+    return iterate_in_context(reader.events(after), runId=run_id)
 
 
-def _replay(runs: RunsRepo, run_id: str, after: int, follow: bool, until_end: bool, poll_s: float,
-            max_wait_s: float) -> Iterator[dict[str, Any]]:
-    deadline = time.monotonic() + max_wait_s
-    last = after
-    while True:
-        batch = runs.list_events(run_id, after=last)
-        for ev in batch:
-            last = int(ev["seq"])
-            yield ev
-        if not follow:
-            return
-        snap = runs.get_run(run_id)
-        if snap is None:
-            return
-        paused = snap.run.status == "awaiting_confirmation"
-        if (snap.run.status in STOP_STATUSES and last >= snap.run.last_seq and not (paused and until_end)
-                and not _resume_pending(runs, snap.run)):
-            return
-        if time.monotonic() >= deadline:
-            return
-        time.sleep(poll_s)
+class _Follow:
+    """Reads a run's log after a seq, following it while it goes on. ``stopped_because`` says why a
+    follow ended before the run reached a stop a client waits for (None: it did, or no follow)."""
+
+    def __init__(self, runs: RunsRepo, run_id: str, sessions: Callable[[], SessionsRepo] | None, *,
+                 until_end: bool, max_wait_s: float, poll_s: float = 0.2, follow: bool = True) -> None:
+        self.runs, self.run_id, self.sessions = runs, run_id, sessions
+        self.until_end, self.max_wait_s, self.poll_s, self.follow = until_end, max_wait_s, poll_s, follow
+        self.last = 0
+        self.stopped_because: Literal["plan_awaiting_approval", "stream_time_spent"] | None = None
+
+    def _relayed(self, run: RunRecord) -> list[dict[str, Any]]:
+        if self.sessions is None or not waits_on_child(run):
+            return []
+        from shared.agent.plan_relay import pending_relay
+
+        return pending_relay(self.sessions(), run)
+
+    def _plan_waits_for_decision(self, run: RunRecord) -> bool:
+        if self.sessions is None:
+            return False
+        from shared.agent.plan_relay import relayed_plan
+
+        plan = relayed_plan(run)
+        got = self.sessions().get(plan[0]) if plan is not None else None
+        if got is None or got[0].run_id is None:
+            return False
+        child = self.runs.get_run(got[0].run_id)
+        return child is not None and _paused_for_decision(self.runs, child.run)
+
+    def events(self, after: int) -> Iterator[dict[str, Any]]:
+        deadline = time.monotonic() + self.max_wait_s
+        self.last = after
+        while True:
+            for ev in self.runs.list_events(self.run_id, after=self.last):
+                self.last = int(ev["seq"])
+                yield ev
+            snap = self.runs.get_run(self.run_id)
+            if snap is None:
+                return
+            run = snap.run
+            if self.last >= run.last_seq:
+                for ev in self._relayed(run):
+                    if int(ev["seq"]) > self.last:
+                        self.last = int(ev["seq"])
+                        yield ev
+            if not self.follow:
+                return
+            if run.status in STOP_STATUSES and self.last >= run.last_seq and not self.until_end:
+                if _paused_for_decision(self.runs, run):
+                    return
+                if waits_on_child(run) and self._plan_waits_for_decision(run):
+                    self.stopped_because = "plan_awaiting_approval"
+                    return
+            if run.status in ("completed", "failed") and self.last >= run.last_seq:
+                return
+            if time.monotonic() >= deadline:
+                self.stopped_because = "stream_time_spent"
+                return
+            time.sleep(self.poll_s)

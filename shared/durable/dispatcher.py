@@ -63,6 +63,10 @@ class InlineDispatcher:
 
         self._pool.submit(work)
 
+    def close(self) -> None:
+        """Wait for the deliveries under way (tests end their store after this)."""
+        self._pool.shutdown(wait=True)
+
 
 class PubSubDispatcher:
     """Publishes to the topic with google-cloud-pubsub (client created once per process)."""

@@ -52,6 +52,10 @@ class Host:
                                   f"the run stopped after {ctx.max_steps} steps (AGENT_MAX_LOOP_STEPS)")
         return NextStepFailed(FailureCode.DEADLINE_EXCEEDED, "the run exceeded its time limit (AGENT_RUN_DEADLINE_S)")
 
+    def resumed(self, ctx: RunContext) -> None:
+        """Called first when an invocation takes the unit up again (before its ``status`` event):
+        e.g. the chat host persists the events of the plan it waited on (default: nothing)."""
+
     def before_step(self, ctx: RunContext) -> StopOutcome | None:
         """Checked before every model call (after the budget): a stop the host wants now (the
         user cancelled, a deadline of its own passed), or None to go on."""

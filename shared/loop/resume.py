@@ -134,6 +134,7 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             ctx = RunContext(services=services, snapshot=snap, turns=services.runs.load_turns(run_id),
                              user=_load_user(services, run.uid), owner=owner, host=host, deadline=budget.deadline,
                              max_steps=budget.max_steps, yield_margin_s=budget.yield_margin_s)
+            host.resumed(ctx)
             ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
             try:
                 go_on = close_open_turn(ctx, actions)

@@ -52,7 +52,10 @@ def complete(ctx: RunContext, *, writes: Iterable[Write] = (), result: RunResult
     log_stop(ctx, "run completed")
 
 
-def pause(ctx: RunContext, outcome: NextStepInterruption, *, result: RunResult | None = None) -> None:
+def pause(ctx: RunContext, outcome: NextStepInterruption, *, result: RunResult | None = None,
+          announce: bool = True) -> None:
+    """``announce=False``: the pause is not the end of what a client follows (the run waits on a
+    unit it started, whose events are relayed): ``result`` is recorded but sent as no event."""
     run = ctx.run
     move_run(run, "awaiting_confirmation")
     # Nobody is asked when every waiting call waits on a unit it started (a plan): not a confirmation.
@@ -61,7 +64,7 @@ def pause(ctx: RunContext, outcome: NextStepInterruption, *, result: RunResult |
     run.pending_approval_ids = outcome.approval_ids
     run.result = result
     ctx.emit(UsageEvent(usage=run.usage))
-    if result is not None:
+    if result is not None and announce:
         ctx.emit(ResultEvent(result=result))
     ctx.commit()
     log_stop(ctx, "run paused for approval", approvals=len(outcome.waiting))

@@ -36,6 +36,10 @@ class ChatState(Record):
     """A plan left for review (draft, or not approved by the reviewer)."""
     executing: str | None = None
     """The plan ``agent_execute_plan`` started (a resumed call answers with its outcome)."""
+    relay_plan_id: str | None = None
+    """The plan the run waits on: its events are relayed into the run's log (agent/plan_relay.py)."""
+    relay_after: int = 0
+    """The plan session's last event before it started executing: relaying starts after it."""
     schema_version: int = HOST_STATE_VERSION
 
 

@@ -67,6 +67,8 @@ class ConsoleModel:
       answering "Finished after the reload."
     - ``draft``: calls ``agent_create_plan`` (``draft_only``: a plan session left for review); with its
       result, answers "The plan is ready for your review."
+    - ``plan``: calls ``agent_create_plan`` (``auto_execute``: the plan runs, live in the chat turn);
+      with its result, answers "The plan finished."
     - anything else: answers "Plain answer."
     Plan sessions: structured requests (plan drafts, refinements, reflections) get the offline
     model's JSON; each task's first act reasons "I will look up the notes first." and calls
@@ -137,6 +139,11 @@ class ConsoleModel:
                                                                         "execution_mode": "draft_only"})])
         elif kind == "draft":
             turn = _text("The plan is ready for your review.", emit)
+        elif kind == "plan" and not results:
+            turn = Turn(role="model", parts=[call("agent_create_plan", {"objective": rest,
+                                                                        "execution_mode": "auto_execute"})])
+        elif kind == "plan":
+            turn = _text("The plan finished.", emit)
         elif kind == "slow" and not results:
             turn = Turn(role="model", parts=[call("search_memory", {"query": rest or "tea"})])
         elif kind == "slow":

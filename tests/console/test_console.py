@@ -332,6 +332,27 @@ def test_a_plan_drafted_in_chat_is_reviewed_and_confirmed_in_plans(page: Page, c
     expect(session.locator(".tasks > li[data-status=completed]")).to_have_count(3)
 
 
+def test_a_plan_runs_live_in_the_chat_turn_and_its_approval_is_decided_there(page: Page, console: Console) -> None:
+    open_console(page, console, "nora")
+    page.fill("#chat-prompt", "plan: save: my live note")
+    page.press("#chat-prompt", "Enter")
+    run = page.locator("#chat-transcript .run").last
+    card = run.locator(".approval-card")
+    expect(card.locator(".tool-name")).to_have_text("save_memory")
+    expect(card.locator(".meta")).to_contain_text("plan session ses_")
+    expect(run.locator(".stream-end")).to_have_attribute("data-reason", "plan_awaiting_approval")
+    expect(run.locator(".plan-line[data-step-id]").first).to_contain_text("started")
+    expect(run).to_have_attribute("data-status", "executing")
+    console.screenshot(page, "chat-plan-live-approval")
+    card.locator("button.approve").click()
+    expect(run).to_have_attribute("data-status", "completed")
+    expect(run.locator(".answer-text")).to_have_text("The plan finished.")
+    expect(run.locator(".plan-line[data-step-id] .chip-completed").first).to_be_visible()
+    expect(run.locator(".tool-card[data-step-id]").first).to_have_attribute("data-result", "completed")
+    expect(run.locator("pre.unknown-event")).to_have_count(0)
+    assert [m.text for m in console.runtime.users.list_memories("nora")] == ["the plan's note"]
+
+
 def test_plans_lists_the_users_own_sessions_from_the_server(page: Page, console: Console) -> None:
     """Sessions started elsewhere (a backend, the CLI) are listed with their status; another
     user's are not."""
