@@ -209,3 +209,32 @@ def test_a_plan_act_needing_approval_ends_the_stream_and_the_client_follows(
     assert [m.text for m in app_runtime.users.list_memories("alice")] == ["summary of the notes"]
     decided = client.get("/api/agent/approvals?status=decided", headers=ALICE).get_json()["approvals"]
     assert [(a["approvalId"], a["status"]) for a in decided] == [(wait["approvalId"], "approved")]
+
+
+def test_a_plan_that_outlives_the_stream_ends_it_with_the_route_to_follow(fake_gemini: FakeGemini,
+                                                                          sqlite_docstore: DocStore) -> None:
+    # The stream's time is the run's invocation budget (AGENT_RUN_DEADLINE_S): a plan still running
+    # when it is spent leaves the stream with stream_end; the client follows the route it names.
+    brain = Brain()
+    fake_gemini.handler = brain
+    settings = fake_gemini.settings(make_settings(dispatcher="inline", run_deadline_s=4.0, plan_yield_margin_s=0.5))
+    rt = Runtime(settings, store=sqlite_docstore, model=GeminiModel(settings), authenticator=LocalAuthenticator())
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        resp = client.post("/api/agent/run/stream", json={"prompt": "summarise my notes"}, headers=ALICE,
+                           buffered=False)
+        first = list(_ndjson(resp))  # the gate stays shut: task 2 cannot end before the stream's time
+        end = first[-1]
+        assert end["type"] == "stream_end" and end["reason"] == "stream_time_spent" and end["seq"] == first[-2]["seq"]
+        assert [e["type"] for e in first].count("step_complete") == 1 and "result" not in [e["type"] for e in first]
+        brain.gate.set()
+        rest = _replay(client, end["runId"], end["follow"].split("?", 1)[1])
+        assert rest[-1]["type"] == "result" and rest[-1]["result"]["status"] == "completed"
+        assert _replay(client, end["runId"]) == first[:-1] + rest
+    finally:
+        brain.gate.set()
+        set_runtime(None)
+        dispatcher = rt.dispatcher
+        assert isinstance(dispatcher, InlineDispatcher)
+        dispatcher.close()
