@@ -303,14 +303,18 @@ def check_session_log(records: list[dict[str, Any]], report: Report) -> None:
             report.check("reply-pairing", False, f"{req['type']} {rid} got no reply")
 
 
-async def conform(url: str, room: str, *, timeout_s: float = 5.0, goal: str | None = None) -> Report:
+async def conform(url: str, room: str, *, timeout_s: float = 5.0, goal: str | None = None,
+                  update_timeout_s: float | None = None) -> Report:
+    """Both passes against the host at ``url``; ``timeout_s`` bounds every wait, ``update_timeout_s``
+    (default ``timeout_s``) the session pass's wait for a ``state.updated`` after a result."""
     report = Report(url, room)
     title = await probe(url, room, report, timeout_s)
     if goal is None:
         goal = f"Book 1 seat for {title or 'the first movie'}, name Conformance Check, email conform@example.com"
     with tempfile.TemporaryDirectory() as tmp:
         log_path = Path(tmp) / "conform.jsonl"
-        config = AgentConfig(url=url, room=room, goal=goal, timeout_s=timeout_s, question_timeout_s=timeout_s,
+        config = AgentConfig(url=url, room=room, goal=goal, timeout_s=timeout_s, update_timeout_s=update_timeout_s,
+                             question_timeout_s=timeout_s,
                              session_timeout_s=max(60.0, 20 * timeout_s), connect_timeout_s=timeout_s)
         await HostAgent(config, RulesPlanner(), SessionLog(str(log_path))).run()
         records = [json.loads(line) for line in log_path.read_text().splitlines()]

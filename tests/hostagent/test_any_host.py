@@ -19,7 +19,7 @@ import pytest
 from hostagent.llm_planner import build_llm_planner
 from shared.models.gemini import GeminiModel
 from tests.fakes.fake_gemini import FakeGemini, Reply, text
-from tests.hostagent.support import HOSTS, run
+from tests.hostagent.support import HOSTS, UPDATE_TIMEOUT_S, run
 from tests.hostagent.test_llm_planner import GOAL as LLM_GOAL
 from tests.hostagent.test_llm_planner import _context_of, _first_user_texts, booking_brain
 
@@ -60,7 +60,7 @@ def test_the_llm_planner_recovers_from_issue_12_faults_on_each_host(
         tmp_path: Path, host: str, fault: str, fake_gemini: FakeGemini, gemini: GeminiModel) -> None:
     fake_gemini.handler = lambda r: Reply([text(json.dumps(booking_brain(_context_of(_first_user_texts(r)))))])
     session = run(tmp_path, host=host, goal=LLM_GOAL, planner=build_llm_planner(gemini), fault_specs=[fault],
-                  timeout_s=0.3)
+                  update_timeout_s=UPDATE_TIMEOUT_S)  # drop_state_update's timer
     assert session.result.outcome == "completed", session.result
     assert session.booked.movie == "Inside Out 2" and session.booked.reference is not None
     met = [r["code"] for r in session.logged("recovery")] + [r["code"] for r in session.records if r["kind"] == "error"]
@@ -84,7 +84,7 @@ def test_the_rules_planner_finds_an_unlisted_movie_through_the_search_tool(tmp_p
 
 def test_a_movie_no_search_finds_is_asked_about_then_blocked(tmp_path: Path) -> None:
     session = run(tmp_path, host="alt", goal="Book 2 seats for Casablanca tonight", fault_specs=["hide_listing"],
-                  host_kwargs={"user_profile": None}, question_timeout_s=0.3, timeout_s=0.3)
+                  host_kwargs={"user_profile": None}, question_timeout_s=1.0)
     assert session.calls() == [("search_movies", {"query": "Casablanca"})]
     question = next(e for e in session.sent("agent.message") if e["payload"].get("kind") == "question")
     assert question["payload"]["text"] == "Which movie would you like to see?"  # no empty "On offer: ."
