@@ -39,6 +39,7 @@ def test_end_to_end_booking_with_the_rules_planner(tmp_path: Path, host: str) ->
     # The user was told, and the session was ended with the host.
     messages = [e["payload"] for e in session.sent("agent.message")]
     assert messages[-1]["text"].startswith(f"Booked {booked.reference}: Dune: Part Two")
+    assert re.search(r", total £?\d+\.\d\d\.$", messages[-1]["text"]), messages[-1]["text"]  # money: 2 decimals
     assert session.sent()[-1]["type"] == "session.end"
     assert session.received()[-1]["type"] == "session.ended"
     assert session.result.summary is not None and booked.reference in session.result.summary

@@ -191,7 +191,8 @@ def test_the_demo_runs_the_launcher_against_either_host(tmp_path: Path, kind: st
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert f"== {kind} host on ws://127.0.0.1:" in out and "host-agent exited 0" in out
-    assert f"== {LAUNCHER} --room demo --planner rules" in out
+    assert f"== {LAUNCHER} --url ws://127.0.0.1:" in out and "--room demo --goal 'Book two tickets" in out
+    assert "--planner rules --timeout-s 5" in out
     for stage in ("browse", "showtimes", "seats", "checkout", "confirmation"):
         assert f"[stage {stage}]" in out
     assert "agent (question): Which name and email should the booking be made for?" in out
