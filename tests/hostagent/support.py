@@ -132,6 +132,14 @@ def run(tmp_path: Path, *, fault_specs: Sequence[str] = (), goal: str = GOAL, pl
     return session
 
 
+def assert_clean(session: Session) -> None:
+    """No protocol violation on either side and nothing to recover from: the host sent no error and
+    no frame the agent refused; the agent logged no error and no recovery."""
+    assert not session.received("error"), session.received("error")
+    assert not [r for r in session.records if r["kind"] in ("error", "recovery")], [
+        (r["kind"], r["type"], r["code"], r["reason"]) for r in session.records if r["kind"] in ("error", "recovery")]
+
+
 def check_log(records: list[dict[str, Any]], result: SessionResult | None = None) -> None:
     """The log is complete: every line valid, numbered, from session.begin to session.finish."""
     assert records, "empty log"
