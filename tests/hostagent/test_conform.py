@@ -36,7 +36,9 @@ def test_conform_passes_on_each_host(host: str) -> None:
     report = _conform(host, [])
     assert report.passed, report.text()
     assert all(report.checked[rule] > 0 for rule in RULES), report.checked  # every rule was exercised
-    assert report.text().splitlines()[-1] == "result: PASS"
+    assert report.text().splitlines()[-2:] == [
+        f"session pass: {report.session}", "result: PASS"]
+    assert report.session is not None and report.session.startswith("completed (goal reached: booking ")
 
 
 FAULTS = [
@@ -77,6 +79,14 @@ def test_conform_names_a_result_without_reply_to() -> None:
 def test_what_the_protocol_allows_passes(host: str, fault: str) -> None:
     report = _conform(host, [fault])
     assert report.passed, report.text()
+    assert report.session is not None and report.session.startswith("completed"), report.session
+
+
+def test_a_host_that_lists_nothing_passes_and_the_report_says_the_session_booked_nothing() -> None:
+    report = _conform("alt", ["hide_listing"])
+    assert report.passed, report.text()
+    assert report.session is not None and not report.session.startswith("completed"), report.session
+    assert f"session pass: {report.session}" in report.text()
 
 
 def test_the_cli_prints_the_report_and_exits_non_zero_on_a_broken_rule(tmp_path: Path) -> None:
@@ -84,6 +94,7 @@ def test_the_cli_prints_the_report_and_exits_non_zero_on_a_broken_rule(tmp_path:
         ok = host_agent("conform", "--url", alt.url, "--room", "cli")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert ok.stdout.splitlines()[-1] == "result: PASS"
+    assert ok.stdout.splitlines()[-2].startswith("session pass: completed (goal reached: booking ")
     assert ok.stdout.count("PASS ") == len(RULES)
     with serve_in_thread(faults=[], user_profile=None) as ref, \
             running(faults=["wrong_version:select_movie"]) as broken:  # refused at once: no timer involved
