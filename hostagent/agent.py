@@ -297,7 +297,8 @@ class HostAgent:
             # The outcome is decided here; _finish tells the user and ends the session within the
             # session's bound, so a slow close cannot turn it into a timeout.
             self.memory.working.awaiting_user = False
-            why = f"no answer to my question within {bound:g}s"
+            seconds = f"{bound:.1f}".rstrip("0").rstrip(".")  # 60, 0.5, 3.7: what a person reads
+            why = f"no answer to my question within {seconds}s"
             raise _Stop("no_answer", f"blocked: {why}", tell=self._blocked_plan(why, "the question went unanswered"))
         self._observe(event)
 
