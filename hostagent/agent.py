@@ -9,7 +9,8 @@ with the host when the connection still allows it, and writes the log's ``sessio
 Outcomes and the CLI's exit codes: ``completed`` (goal reached), ``blocked`` (the user was told
 why not), ``ended`` (the host ended the session): 0; ``internal_error``: 1; ``protocol_error``
 (the host broke the protocol): 3; ``connection_lost`` (could not connect, or the connection
-closed mid-session): 4; ``timeout`` (a handshake reply or the session deadline): 5.
+closed mid-session): 4; ``timeout`` (a handshake reply or the session deadline): 5; ``no_answer``
+(a question to the user went unanswered within its bound; the user was told, the session ended): 6.
 """
 
 from __future__ import annotations
@@ -51,7 +52,11 @@ class AgentConfig:
     room: str
     goal: str
     timeout_s: float = 10.0
-    """Bound of every wait for a reply or a state update."""
+    """Bound of every wait for a reply, and of the wait for a state update unless ``update_timeout_s``."""
+    update_timeout_s: float | None = None
+    """Bound of the wait for the ``state.updated`` a successful ``tool.result`` announces (None:
+    ``timeout_s``). A host sends it right after the result, so a host that drops it can cost less
+    than a reply's bound."""
     question_timeout_s: float = 60.0
     """How long a question to the user waits for a ``user.message`` (never past the session's end)."""
     session_timeout_s: float = 600.0
@@ -79,13 +84,16 @@ class SessionResult(BaseModel):
 
 
 class _Stop(Exception):
-    """Ends the session with an outcome (control flow, raised from deep in the loop)."""
+    """Ends the session with an outcome (control flow, raised from deep in the loop). ``tell``: a
+    message the user is still to get while the session is closed (the outcome is decided already)."""
 
-    def __init__(self, outcome: Outcome, reason: str, code: str | None = None) -> None:
+    def __init__(self, outcome: Outcome, reason: str, code: str | None = None,
+                 tell: NavigationPlan | None = None) -> None:
         super().__init__(reason)
         self.outcome = outcome
         self.reason = reason
         self.code = code
+        self.tell = tell
 
 
 class HostAgent:
@@ -99,7 +107,8 @@ class HostAgent:
                                             max_frame_bytes=config.max_frame_bytes), self.bus, log,
                                   max_protocol_faults=config.max_protocol_faults)
         self.executor = Executor(self.client, self.memory, log, config.timeout_s)
-        self.verifier = Verifier(self.bus, self.memory, self.executor, log, config.timeout_s)
+        self.verifier = Verifier(self.bus, self.memory, self.executor, log,
+                                 config.update_timeout_s if config.update_timeout_s is not None else config.timeout_s)
         self.retry = RetryPolicy(max_stage_failures=config.max_stage_failures)
         self.safety = SafetyPolicy(max_actions=config.max_actions)
         self.summary: str | None = None
@@ -114,9 +123,9 @@ class HostAgent:
             "url": cfg.url, "room": cfg.room, "goal": cfg.goal, "planner": self.planner.name,
             "config": {k: v for k, v in asdict(cfg).items() if k not in ("url", "room", "goal")}})
         stop: _Stop
-        # The hard bound covers closing too: a question's wait ends a reserve before it (time to say
-        # so and end the session), the loop half a reserve before it (time for _finish to end it).
-        reserve = min(cfg.timeout_s, cfg.session_timeout_s / 10)
+        # The hard bound covers closing too: a question's wait ends a reserve before it (time for
+        # _finish to say so and end the session), the loop half a reserve before it.
+        reserve = min(cfg.timeout_s, cfg.session_timeout_s / 4)
         self.deadline = time.monotonic() + cfg.session_timeout_s - reserve
         self.close_by = self.deadline + reserve
         try:
@@ -214,9 +223,10 @@ class HostAgent:
         return await self._end("completed", action.reason)
 
     async def _tool_step(self, plan: NavigationPlan, action: PlannedAction, retry_of: str | None = None) -> None:
+        refused = self.bus.refused
         outcome, call = await self.executor.tool_call(plan, action, retry_of=retry_of)
         if outcome.ok:
-            verified = await self.verifier.verify(call, action)
+            verified = await self.verifier.verify(call, action, refused_before=refused)
             if not verified.ok:
                 await self._failure(f"{action.tool} led to stage {verified.observed_stage!r}, "
                                     f"not {action.expectedStage!r}")
@@ -254,15 +264,20 @@ class HostAgent:
         if self.retry.blocked(count):
             await self._block(f"{count} attempts failed on the {stage} screen; the last: {why}")
 
-    async def _block(self, why: str, outcome: Outcome = "blocked") -> None:
+    def _blocked_plan(self, why: str, reason: str) -> NavigationPlan:
+        """The policy's plan telling the user why the agent stops (logged as the ``block`` recovery)."""
         text = f"I am stopping without finishing: {why}"
         plan = NavigationPlan(planId=new_id("plan"), planner="policy", goal=self.config.goal,
                               currentStage=self.memory.working.stage, remainingSteps=[], confidence=1.0,
-                              nextAction=PlannedAction(type="agent.message", reason="retry policy: too many failures",
+                              nextAction=PlannedAction(type="agent.message", reason=reason,
                                                        payload={"text": text[:4000], "kind": "blocked"}))
         self.log.write("recovery", "block", id=plan.planId, code="BLOCKED", reason=why)
+        return plan
+
+    async def _block(self, why: str) -> None:
+        plan = self._blocked_plan(why, "retry policy: too many failures")
         await self.executor.message(plan, plan.nextAction)
-        raise await self._end(outcome, f"blocked: {why}")
+        raise await self._end("blocked", f"blocked: {why}")
 
     async def _end(self, outcome: Outcome, reason: str) -> _Stop:
         ended = await self.executor.end(reason)
@@ -279,9 +294,12 @@ class HostAgent:
         if event is None and self.bus.refused > refused:
             return  # a refused frame: the loop resyncs, then waits again
         if event is None:
+            # The outcome is decided here; _finish tells the user and ends the session within the
+            # session's bound, so a slow close cannot turn it into a timeout.
             self.memory.working.awaiting_user = False
-            await self._block(f"no answer to my question within {bound:g}s", outcome="no_answer")
-            return
+            seconds = f"{bound:.1f}".rstrip("0").rstrip(".")  # 60, 0.5, 3.7: what a person reads
+            why = f"no answer to my question within {seconds}s"
+            raise _Stop("no_answer", f"blocked: {why}", tell=self._blocked_plan(why, "the question went unanswered"))
         self._observe(event)
 
     def _take_events(self) -> None:
@@ -315,6 +333,8 @@ class HostAgent:
             # End the session with the host too, so both sides agree it is over.
             with contextlib.suppress(HostAgentError, RuntimeError, TimeoutError):
                 async with asyncio.timeout(max(0.0, min(self.config.timeout_s, self.close_by - time.monotonic()))):
+                    if stop.tell is not None:
+                        await self.executor.message(stop.tell, stop.tell.nextAction)
                     await self._end(stop.outcome, stop.reason)
         await self.client.close()
         result = SessionResult(outcome=stop.outcome, exit_code=EXIT_CODES[stop.outcome], reason=stop.reason,

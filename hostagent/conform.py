@@ -10,7 +10,7 @@ Two passes, each on its own connection:
    a call of an offered tool with params its schema refuses; ``session.end``; ``snapshot.get``
    after it. Each must get the reply (and error code) the protocol prescribes.
 2. **A session** (room ``ROOM``): the host agent (rules planner) books the first movie the probe saw
-   (or ``--goal``), and every frame of it is checked.
+   (or ``--goal``), and every frame of it is checked; the report says how it ended.
 
 The rules (``RULES``; docs/host-protocol.md, "Conformance checker", says what each requires):
 ``envelope``, ``reply-pairing``, ``tool-schema``, ``state-after-call``, ``error-codes``, ``session``.
@@ -61,6 +61,9 @@ class Report:
     room: str
     broken: dict[str, list[str]] = field(default_factory=lambda: {rule: [] for rule in RULES})
     checked: dict[str, int] = field(default_factory=lambda: {rule: 0 for rule in RULES})
+    session: str | None = None
+    """How the session pass ended (the agent's outcome and reason): a pass that booked nothing
+    checked fewer frames, and the report says so."""
 
     def check(self, rule: str, ok: bool, problem: str) -> None:
         self.checked[rule] += 1
@@ -77,12 +80,14 @@ class Report:
             problems = self.broken[rule]
             lines.append(f"{'FAIL' if problems else 'PASS'} {rule:<17} {summary} ({self.checked[rule]} checks)")
             lines += [f"     - {p}" for p in problems[:10]]
+        if self.session is not None:
+            lines.append(f"session pass: {self.session}")
         failed = [r for r, p in self.broken.items() if p]
         lines.append("result: PASS" if not failed else f"result: FAIL ({', '.join(failed)})")
         return "\n".join(lines)
 
     def json(self) -> dict[str, Any]:
-        return {"url": self.url, "room": self.room, "passed": self.passed,
+        return {"url": self.url, "room": self.room, "passed": self.passed, "session": self.session,
                 "rules": {r: {"passed": not self.broken[r], "checks": self.checked[r], "problems": self.broken[r]}
                           for r in RULES}}
 
@@ -303,16 +308,21 @@ def check_session_log(records: list[dict[str, Any]], report: Report) -> None:
             report.check("reply-pairing", False, f"{req['type']} {rid} got no reply")
 
 
-async def conform(url: str, room: str, *, timeout_s: float = 5.0, goal: str | None = None) -> Report:
+async def conform(url: str, room: str, *, timeout_s: float = 5.0, goal: str | None = None,
+                  update_timeout_s: float | None = None) -> Report:
+    """Both passes against the host at ``url``; ``timeout_s`` bounds every wait, ``update_timeout_s``
+    (default ``timeout_s``) the session pass's wait for a ``state.updated`` after a result."""
     report = Report(url, room)
     title = await probe(url, room, report, timeout_s)
     if goal is None:
         goal = f"Book 1 seat for {title or 'the first movie'}, name Conformance Check, email conform@example.com"
     with tempfile.TemporaryDirectory() as tmp:
         log_path = Path(tmp) / "conform.jsonl"
-        config = AgentConfig(url=url, room=room, goal=goal, timeout_s=timeout_s, question_timeout_s=timeout_s,
+        config = AgentConfig(url=url, room=room, goal=goal, timeout_s=timeout_s, update_timeout_s=update_timeout_s,
+                             question_timeout_s=timeout_s,
                              session_timeout_s=max(60.0, 20 * timeout_s), connect_timeout_s=timeout_s)
-        await HostAgent(config, RulesPlanner(), SessionLog(str(log_path))).run()
+        result = await HostAgent(config, RulesPlanner(), SessionLog(str(log_path))).run()
+        report.session = f"{result.outcome} ({result.reason})"
         records = [json.loads(line) for line in log_path.read_text().splitlines()]
     check_session_log(records, report)
     return report

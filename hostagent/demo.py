@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {kind} host on {host.url} (faults: {specs or 'none'})", flush=True)
         command = [*_command(), "--url", host.url, "--room", "demo", "--goal", goal, "--log", str(log_path),
                    "--planner", planner, "--timeout-s", "5"]
-        print(f"== {' '.join(command[:1])} --room demo --planner {planner} --log {log_path}", flush=True)
+        print(f"== {shlex.join(command)}", flush=True)  # the very command, to run again by hand
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         code = subprocess.call(command, cwd=REPO, env=env)
     print(f"== host-agent exited {code}; the JSONL log is {log_path}", flush=True)

@@ -329,7 +329,8 @@ def _intent_text(movie: tuple[str, str] | None, sig: IntentSignals, guess: str |
 def _done_text(view: ScreenView, notes: dict[str, Any]) -> str:
     movie = view.movie.title if view.movie else "your movie"
     show = view.showtime.label if view.showtime else ""
-    total = f", total {view.total}" if view.total is not None else ""
+    amount = f"{view.total:.2f}" if isinstance(view.total, float) else view.total  # a number as money: 22.50
+    total = f", total {amount}" if amount is not None else ""
     text = f"Booked {view.bookingId}: {movie}, {show}, seats {', '.join(view.heldSeats)}{total}."
     if notes.get("coupon_dropped"):
         text += f" The coupon {notes['coupon_dropped']} was not accepted, so it is not applied."

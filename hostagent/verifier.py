@@ -39,10 +39,12 @@ class Verifier:
     log: SessionLog
     timeout_s: float
 
-    async def verify(self, call: Envelope, action: PlannedAction) -> Verification:
+    async def verify(self, call: Envelope, action: PlannedAction, refused_before: int | None = None) -> Verification:
+        """``refused_before``: the frames refused before the call went out (a frame refused between its
+        result and this wait is the update's place taken, too); default: those refused by now."""
         deadline = time.monotonic() + self.timeout_s
         timed_out = False
-        refused = self.bus.refused
+        refused = self.bus.refused if refused_before is None else refused_before
         while True:
             remaining = deadline - time.monotonic()
             update = await self.bus.next(lambda e: e.type == "state.updated", timeout=max(0.0, remaining),

@@ -27,8 +27,13 @@ from hostagent.session_log import SessionLog, log_record_schema
 ROOM = "room-1"
 GOAL = ("Book 2 seats for Dune on 2026-07-01 in the evening, name Grace Hopper, email grace@example.com, "
         "coupon SAVE10")
-# Short bounded waits keep the fault tests fast; nothing asserts how long anything took.
-FAULT_TIMEOUT_S = 0.3
+# Every wait a test expects to end with an answer keeps run()'s REPLY_TIMEOUT_S, far above any
+# loopback reply on a loaded machine. Only the faults that drop or hold back a state.updated need a
+# timer to fire: those tests shorten the wait for an update to UPDATE_TIMEOUT_S (the host sends an
+# update right after its result, so a second of silence is the fault, not the load). Nothing asserts
+# how long anything took.
+REPLY_TIMEOUT_S = 5.0
+UPDATE_TIMEOUT_S = 1.0
 LOG_VALIDATOR = Draft202012Validator(log_record_schema())
 VACUOUS = {"next", "next step", "continue", "proceed", "because", "n/a", "none", "todo", "action"}
 
@@ -105,7 +110,8 @@ def start_host(kind: str, fault_specs: Sequence[str] = (), **kwargs: Any) -> Any
 
 
 def run(tmp_path: Path, *, fault_specs: Sequence[str] = (), goal: str = GOAL, planner: Planner | None = None,
-        timeout_s: float = 5.0, host_kwargs: dict[str, Any] | None = None, check: bool = True, host: str = "reference",
+        timeout_s: float = REPLY_TIMEOUT_S, host_kwargs: dict[str, Any] | None = None, check: bool = True,
+        host: str = "reference",
         **config: Any) -> Session:
     log_path = tmp_path / "session.jsonl"
     kind = host
@@ -124,6 +130,14 @@ def run(tmp_path: Path, *, fault_specs: Sequence[str] = (), goal: str = GOAL, pl
     if check:
         check_session(session)
     return session
+
+
+def assert_clean(session: Session) -> None:
+    """No protocol violation on either side and nothing to recover from: the host sent no error and
+    no frame the agent refused; the agent logged no error and no recovery."""
+    assert not session.received("error"), session.received("error")
+    assert not [r for r in session.records if r["kind"] in ("error", "recovery")], [
+        (r["kind"], r["type"], r["code"], r["reason"]) for r in session.records if r["kind"] in ("error", "recovery")]
 
 
 def check_log(records: list[dict[str, Any]], result: SessionResult | None = None) -> None:

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from hostagent.llm_planner import build_llm_planner
+from hostagent.screen import read_screen
 from shared.models.gemini import GeminiModel
 from tests.fakes.fake_gemini import FakeGemini, Reply, text
-from tests.hostagent.support import HOSTS, run
+from tests.hostagent.support import HOSTS, UPDATE_TIMEOUT_S, assert_clean, run
 from tests.hostagent.test_llm_planner import GOAL as LLM_GOAL
 from tests.hostagent.test_llm_planner import _context_of, _first_user_texts, booking_brain
 
@@ -37,6 +38,7 @@ def test_the_llm_planner_books_on_each_host_from_the_normalised_screen(
     fake_gemini.handler = lambda r: Reply([text(json.dumps(booking_brain(_context_of(_first_user_texts(r)))))])
     session = run(tmp_path, host=host, goal=LLM_GOAL, planner=build_llm_planner(gemini))
     assert session.result.outcome == "completed" and session.result.exit_code == 0
+    assert_clean(session)  # and check_session (in run): valid frames, offered tools, reasons, single flight
     assert [c[0] for c in session.calls()] == ["select_movie", "select_showtime", "select_seats", "enter_contact",
                                                "confirm_booking"]
     assert session.booked.movie == "Inside Out 2" and session.booked.reference is not None
@@ -49,9 +51,14 @@ def test_the_llm_planner_books_on_each_host_from_the_normalised_screen(
     assert {"id", "available"} == set(seats["seats"][0]) and seats["showtime"]["date"] == "2026-07-01"
 
 
-LLM_FAULTS = ["drop_state_update:select_movie", "unknown_tool_after_schema_change",
-              "tool_execution_failed:confirm_booking:2", "invalid_params_first:enter_contact",
-              "malformed_frame:select_showtime", "wrong_version:select_seats"]
+# Each fault, and the codes the agent logs (its recoveries, the frames it refused) when it meets it.
+LLM_FAULTS = {"drop_state_update:select_movie": ["TIMEOUT_STATE_UPDATE"],
+              "delay_state_update:select_showtime": ["TIMEOUT_STATE_UPDATE"],
+              "unknown_tool_after_schema_change": ["UNKNOWN_TOOL"],
+              "tool_execution_failed:confirm_booking:2": ["TOOL_EXECUTION_FAILED"] * 2,
+              "invalid_params_first:enter_contact": ["INVALID_PARAMS"],
+              "malformed_frame:select_showtime": ["FRAME_REFUSED", "INVALID_MESSAGE"],
+              "wrong_version:select_seats": ["FRAME_REFUSED", "INVALID_MESSAGE"]}
 
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -60,11 +67,11 @@ def test_the_llm_planner_recovers_from_issue_12_faults_on_each_host(
         tmp_path: Path, host: str, fault: str, fake_gemini: FakeGemini, gemini: GeminiModel) -> None:
     fake_gemini.handler = lambda r: Reply([text(json.dumps(booking_brain(_context_of(_first_user_texts(r)))))])
     session = run(tmp_path, host=host, goal=LLM_GOAL, planner=build_llm_planner(gemini), fault_specs=[fault],
-                  timeout_s=0.3)
+                  update_timeout_s=UPDATE_TIMEOUT_S)  # the timer a dropped or held update fires
     assert session.result.outcome == "completed", session.result
     assert session.booked.movie == "Inside Out 2" and session.booked.reference is not None
-    met = [r["code"] for r in session.logged("recovery")] + [r["code"] for r in session.records if r["kind"] == "error"]
-    assert met, "the fault was met (and recovered from: the booking completed)"
+    met = [r["code"] for r in session.records if r["kind"] in ("recovery", "error")]
+    assert sorted(met) == LLM_FAULTS[fault]  # the fault was met, recovered from (booked), and nothing else
 
 
 def test_the_rules_planner_finds_an_unlisted_movie_through_the_search_tool(tmp_path: Path) -> None:
@@ -73,6 +80,9 @@ def test_the_rules_planner_finds_an_unlisted_movie_through_the_search_tool(tmp_p
     goal = "Book 2 seats for Oppenheimer in the evening, name Grace Hopper, email grace@example.com"
     session = run(tmp_path, host="alt", goal=goal, fault_specs=["hide_listing"])
     assert session.result.outcome == "completed"
+    browse = session.received("snapshot.state")[0]["payload"]  # what the agent saw first: no list at all
+    assert browse["stage"] == "browse" and read_screen(browse["uiSpec"]).movies == []
+    assert "Oppenheimer" not in json.dumps(browse["uiSpec"]) and "film-opp" not in json.dumps(browse["uiSpec"])
     first, *rest = session.calls()
     assert first == ("search_movies", {"query": "Oppenheimer"})
     assert rest[0] == ("select_movie", {"movieId": "film-opp"})
@@ -84,7 +94,7 @@ def test_the_rules_planner_finds_an_unlisted_movie_through_the_search_tool(tmp_p
 
 def test_a_movie_no_search_finds_is_asked_about_then_blocked(tmp_path: Path) -> None:
     session = run(tmp_path, host="alt", goal="Book 2 seats for Casablanca tonight", fault_specs=["hide_listing"],
-                  host_kwargs={"user_profile": None}, question_timeout_s=0.3, timeout_s=0.3)
+                  host_kwargs={"user_profile": None}, question_timeout_s=1.0)
     assert session.calls() == [("search_movies", {"query": "Casablanca"})]
     question = next(e for e in session.sent("agent.message") if e["payload"].get("kind") == "question")
     assert question["payload"]["text"] == "Which movie would you like to see?"  # no empty "On offer: ."

@@ -72,8 +72,7 @@ def test_a_booking_session_exits_0(tmp_path: Path, host: ThreadedHost) -> None:
 def test_a_protocol_failure_exits_3(tmp_path: Path) -> None:
     with serve_in_thread(faults=[parse_fault("wrong_version:*:3")]) as running:  # the third one ends it
         log = tmp_path / "s.jsonl"
-        proc = host_agent("--url", running.url, "--room", "r", "--goal", GOAL, "--log", str(log), "--quiet",
-                          "--timeout-s", "0.5")
+        proc = host_agent("--url", running.url, "--room", "r", "--goal", GOAL, "--log", str(log), "--quiet")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stdout == ""  # --quiet
     error = json.loads(proc.stderr.splitlines()[-1])
@@ -192,7 +191,8 @@ def test_the_demo_runs_the_launcher_against_either_host(tmp_path: Path, kind: st
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert f"== {kind} host on ws://127.0.0.1:" in out and "host-agent exited 0" in out
-    assert f"== {LAUNCHER} --room demo --planner rules" in out
+    assert f"== {LAUNCHER} --url ws://127.0.0.1:" in out and "--room demo --goal 'Book two tickets" in out
+    assert "--planner rules --timeout-s 5" in out
     for stage in ("browse", "showtimes", "seats", "checkout", "confirmation"):
         assert f"[stage {stage}]" in out
     assert "agent (question): Which name and email should the booking be made for?" in out
@@ -220,10 +220,10 @@ def test_an_unanswered_question_exits_6(tmp_path: Path) -> None:
     with running(user_profile=None) as alt:
         log = tmp_path / "s.jsonl"
         proc = host_agent("--url", alt.url, "--room", "q", "--goal", "Book 1 seat for Dune", "--log", str(log),
-                          "--timeout-s", "0.5", "--question-timeout-s", "0.5", "--max-session-s", "30")
+                          "--question-timeout-s", "1", "--max-session-s", "30")
     assert proc.returncode == 6, proc.stdout + proc.stderr
     assert "agent (question): Which name and email should the booking be made for?" in proc.stdout
-    assert "agent (blocked): I am stopping without finishing: no answer to my question within 0.5s" in proc.stdout
+    assert "agent (blocked): I am stopping without finishing: no answer to my question within 1s" in proc.stdout
     assert "session finished: no_answer" in proc.stdout
     records = _records(log)
     check_log(records)

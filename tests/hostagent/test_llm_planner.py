@@ -20,7 +20,7 @@ from shared.models.base import ModelRequest, ModelResponse, Part, Turn
 from shared.models.gemini import GeminiModel
 from shared.models.scripted import ScriptedModel, text_turn
 from tests.fakes.fake_gemini import FakeGemini, Received, Reply, text
-from tests.hostagent.support import FAULT_TIMEOUT_S, run
+from tests.hostagent.support import run
 
 GOAL = "Book 2 seats for Inside Out 2, name Ada Lovelace, email ada@example.com"
 
@@ -130,7 +130,7 @@ def test_an_answer_outside_the_tool_schema_gets_one_repair(tmp_path: Path, fake_
 
 def test_a_plan_that_stays_invalid_counts_as_a_failure_and_blocks(tmp_path: Path) -> None:
     model = ScriptedModel([text_turn("I think you should pick a movie.")] * 6)
-    session = run(tmp_path, goal=GOAL, planner=build_llm_planner(model), timeout_s=FAULT_TIMEOUT_S)
+    session = run(tmp_path, goal=GOAL, planner=build_llm_planner(model))
     assert session.result.outcome == "blocked" and session.result.exit_code == 0
     assert session.calls() == []  # nothing reached the host
     errors = [r for r in session.records if r["kind"] == "error" and r["type"] == "plan"]

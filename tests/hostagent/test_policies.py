@@ -14,7 +14,7 @@ from hostagent.protocol import ToolSpec, new_id
 from hostagent.reference_host.catalog import TOOLS
 from hostagent.rules_planner import choose_seats
 from hostagent.screen import Seat
-from tests.hostagent.support import FAULT_TIMEOUT_S, run
+from tests.hostagent.support import run
 
 
 class FixedPlanner:
@@ -46,7 +46,7 @@ class FixedPlanner:
 ], ids=["tool-not-offered", "empty-reason", "vacuous-reason", "params-off-schema"])
 def test_an_unsafe_action_is_never_sent(tmp_path: Path, action: PlannedAction, problem: str) -> None:
     planner = FixedPlanner(action)
-    session = run(tmp_path, planner=planner, timeout_s=FAULT_TIMEOUT_S)
+    session = run(tmp_path, planner=planner)
     assert session.calls() == []  # nothing reached the host
     rejected = [r for r in session.records if r["kind"] == "recovery" and r["type"] == "plan_rejected"]
     assert len(rejected) == 3 and all(r["code"] == "SAFETY_REJECTED" for r in rejected)
@@ -58,7 +58,7 @@ def test_an_unsafe_action_is_never_sent(tmp_path: Path, action: PlannedAction, p
 def test_a_call_that_keeps_succeeding_in_a_loop_is_stopped(tmp_path: Path) -> None:
     search = PlannedAction(type="tool.call", reason="search for Dune again and again",
                            payload={"name": "search_movies", "params": {"query": "Dune"}})
-    session = run(tmp_path, planner=FixedPlanner(search), timeout_s=FAULT_TIMEOUT_S)
+    session = run(tmp_path, planner=FixedPlanner(search))
     assert [c[0] for c in session.calls()] == ["search_movies", "search_movies"]
     assert session.result.outcome == "blocked"
     assert "repeating it is a loop" in session.logged("recovery", "plan_rejected")[0]["reason"]
