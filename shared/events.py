@@ -1,4 +1,4 @@
-"""Run events: the NDJSON stream of seed 001 section 4, also persisted at ``runs/{runId}/events/{seq}``.
+"""Run events: the NDJSON stream of seed 001 section 4, also persisted under ``runs/{runId}/events/``.
 
 Every event carries ``seq`` (1, 2, 3, ... per run), identical on the live stream and in a replay.
 Added to the spec's set: ``tool_result`` (a tool finished, was rejected or failed) and ``usage``

@@ -49,6 +49,9 @@ class StartOutcome:
 EXPIRE_AT = "expireAt"
 TURNS_KEY = "turns"
 SHARED_TURNS_MAX_CHARS = 256 * 1024
+EVENTS_KEY = "events"
+SHARED_EVENTS_MAX = 32
+SHARED_EVENTS_MAX_CHARS = 256 * 1024
 """Consecutive turns of one commit share a document up to this JSON size (Firestore: 1 MiB each)."""
 
 
@@ -79,6 +82,30 @@ class RunsRepo:
         """The write persisting ``event`` (with its TTL field; replays strip it)."""
         return Write("create", paths.event(run_id, int(event["seq"])),
                      {**event, EXPIRE_AT: now() + self.event_retention_s})
+
+    def event_writes(self, run_id: str, events: Sequence[dict[str, Any]]) -> list[Write]:
+        """The writes persisting the events one commit adds. Consecutive events share one document,
+        ``{"events": [...]}``, named by the *last* one's ``seq``: a tool step's four events are one
+        document instead of four, and :meth:`list_events` still finds every event after ``N`` by
+        reading the documents whose name is after ``N``. At most ``SHARED_EVENTS_MAX`` events and
+        ``SHARED_EVENTS_MAX_CHARS`` of JSON share a document; an event alone is written as
+        :meth:`event_write` writes it."""
+        groups: list[list[dict[str, Any]]] = []
+        chars = 0
+        for ev in events:
+            size = len(json.dumps(ev, separators=(",", ":"), default=str))
+            last = groups[-1] if groups else None
+            if (last is not None and int(ev["seq"]) == int(last[-1]["seq"]) + 1 and len(last) < SHARED_EVENTS_MAX
+                    and chars + size <= SHARED_EVENTS_MAX_CHARS):
+                last.append(ev)
+                chars += size
+            else:
+                groups.append([ev])
+                chars = size
+        return [self.event_write(run_id, group[0]) if len(group) == 1 else
+                Write("create", paths.event(run_id, int(group[-1]["seq"])),
+                      {EVENTS_KEY: list(group), EXPIRE_AT: now() + self.event_retention_s})
+                for group in groups]
 
     def audit_write(self, record: AuditRecord) -> Write:
         if record.expire_at is None:
@@ -157,9 +184,20 @@ class RunsRepo:
         return [MessageRecord.from_doc(d.data) for d in reversed(docs)]
 
     def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """The run's events with ``seq`` > ``after`` in order (at most ``limit``). A document is named
+        by the last ``seq`` it holds (one event, or a commit's events, :meth:`event_writes`), so the
+        documents named after ``after`` hold exactly those events, and every one holds at least one
+        of them: ``limit`` documents are enough for ``limit`` events."""
         start = f"{after:08d}" if after > 0 else None
         docs = self.store.query(Query(paths.events(run_id), start_after=start, limit=limit))
-        return [{k: v for k, v in d.data.items() if k != EXPIRE_AT} for d in docs]
+        events: list[dict[str, Any]] = []
+        for d in docs:
+            shared = d.data.get(EVENTS_KEY) if "seq" not in d.data else None
+            if isinstance(shared, list):
+                events.extend(ev for ev in shared if int(ev["seq"]) > after)
+            else:
+                events.append({k: v for k, v in d.data.items() if k != EXPIRE_AT})
+        return events[:limit] if limit is not None else events
 
     def list_actions(self, run_id: str) -> list[ActionRecord]:
         docs = self.store.query(Query(paths.actions(run_id)))
@@ -239,8 +277,8 @@ class RunsRepo:
             for i, turn in enumerate(turns):
                 t.write(Write("create", paths.turn(run.run_id, i), turn_doc(turn)))
             t.write(Write("create", paths.message(run.thread_id, message.id), message.to_doc()))
-            for ev in events:
-                t.write(self.event_write(run.run_id, ev))
+            for w in self.event_writes(run.run_id, events):
+                t.write(w)
             if idempotency_key:
                 t.write(Write("create", paths.idempotency(run.uid, idempotency_key),
                               {"runId": run.run_id, "uid": run.uid, "createdAt": now()}))
@@ -283,7 +321,7 @@ class RunsRepo:
         its first turns and events. Its host (``run.host``) says what its stops mean."""
         return [Write("create", paths.run(run.run_id), run.to_doc()),
                 *(Write("create", paths.turn(run.run_id, i), turn_doc(t)) for i, t in enumerate(turns)),
-                *(self.event_write(run.run_id, ev) for ev in events)]
+                *self.event_writes(run.run_id, events)]
 
     def create_unit(self, run: RunRecord, *, turns: Sequence[Turn], events: Sequence[dict[str, Any]]) -> RunSnapshot:
         """Create a unit of work (``unit_writes``) in one commit."""
@@ -325,7 +363,7 @@ class RunsRepo:
         batch = turn_writes(run.run_id, new_turns)
         batch.extend(self.action_write(a) for a in actions)
         batch.extend(writes)
-        batch.extend(self.event_write(run.run_id, ev) for ev in events)
+        batch.extend(self.event_writes(run.run_id, events))
         return self.commit(snap, run, batch)
 
     def commit(self, snap: RunSnapshot, run: RunRecord, writes: Sequence[Write] = ()) -> RunSnapshot:

@@ -18,6 +18,8 @@ from google.cloud import firestore
 from bench.load import REPO, check_runs, percentiles
 from shared.config import Settings
 from shared.runtime import Runtime
+from shared.state import paths
+from shared.state.docstore import Query
 from shared.state.firestore_docstore import FirestoreDocStore
 from tests.emulators import Emulator
 
@@ -72,7 +74,12 @@ def test_store_check_catches_missing_events_missing_side_effects_and_unsettled_r
     lost = next(r for r in runs if r.result is not None and r.result.output and "toolResult" in r.result.output)
     gap, unsettled = [r for r in runs if r.run_id != lost.run_id][:2]
     client = store.client  # the test edits documents behind the runtime's back
-    client.document(f"runs/{gap.run_id}/events/{2:08d}").delete()
+    # The document holding event 2: alone, or shared with the other events of its commit and named
+    # by the last one's seq (docs/firestore-layout.md).
+    holder = next(d for d in store.query(Query(paths.events(gap.run_id))) if int(d.id) >= 2)
+    client.document(f"runs/{gap.run_id}/events/{holder.id}").delete()
+    left = [e["seq"] for e in rt.runs.list_events(gap.run_id)]
+    assert left[0] == 1 and 2 not in left
     action = next(a for a in rt.runs.list_actions(lost.run_id) if a.tool == "save_memory")
     client.document(f"users/{lost.uid}/memories/m-{action.action_id}").delete()
     client.document(f"runs/{unsettled.run_id}").update({"status": "planning"})
@@ -80,7 +87,7 @@ def test_store_check_catches_missing_events_missing_side_effects_and_unsettled_r
     report = check_runs(rt, {"run_never_stored": ("load-u1", "completed")}, latency_s=0.1)
     text = "\n".join(report["violations"])
     assert report["ok"] is False
-    assert f"{gap.run_id}: events [1, 3," in text
+    assert f"{gap.run_id}: events {left} are not 1..{gap.last_seq}" in text
     assert f"{lost.run_id}: approved action {action.action_id} never executed" in text
     assert f"{unsettled.run_id}: neither terminal nor paused for a pending approval: planning" in text
     assert "run_never_stored: the client saw it, the store has no such run" in text
