@@ -245,6 +245,9 @@ class Settings:
     """Deployment-wide MCP servers whose tools join the registry (``MCP_SERVERS``)."""
     mcp_timeout_s: float = 10.0
     """The most an MCP server's tool listing may take at a registry's build (a slow one is left out)."""
+    mcp_list_ttl_s: float = 300.0
+    """How long an instance keeps an MCP server's tool list (``MCP_LIST_TTL_S``; 0: lists at every
+    run start). A ``notifications/tools/list_changed`` drops it sooner (docs/connectors.md)."""
     follow_max_wait_s: float = 60.0
     """The longest one ``events?follow=1`` request reads on (then the client reconnects with ``after``)."""
 
@@ -331,5 +334,6 @@ class Settings:
             limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),
             mcp_servers=_mcp_servers("MCP_SERVERS"),
             mcp_timeout_s=_float("MCP_TIMEOUT_S", 10.0),
+            mcp_list_ttl_s=max(0.0, _float("MCP_LIST_TTL_S", 300.0)),
             follow_max_wait_s=max(1.0, _float("FOLLOW_MAX_WAIT_S", 60.0)),
         )

@@ -3,6 +3,10 @@ without configured servers never loads it). It lists a server's tools and calls 
 short-lived connection (stdio: the command as a subprocess; Streamable HTTP: the URL), bounded in
 time, and maps what the SDK raises to :class:`McpError`.
 
+A ``notifications/tools/list_changed`` the server sends during any of these connections (a listing
+or a call) is handed to ``on_list_changed``: the listing cache (``shared.tools.mcp_listings``)
+forgets that server's tools, so the next registry lists them again.
+
 Sampling and elicitation requests from a server are refused: no callback is registered, so the
 SDK answers them with a JSON-RPC error and the server sees "not supported" (docs/connectors.md).
 """
@@ -12,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,27 +60,42 @@ class McpResult:
     """The bounded function response: ``text``, ``structured``, ``images`` (references), ``resources``."""
 
 
+ListChanged = Callable[[], None]
+"""Called when the server says its tool list changed."""
+
+
+def _handler(on_list_changed: ListChanged | None) -> Any:
+    """The session's message handler: a tool-list change is reported, anything else ignored."""
+    async def handle(message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed" and on_list_changed is not None:
+            on_list_changed()
+
+    return handle
+
+
 @contextlib.asynccontextmanager
-async def _client(server: McpServer) -> AsyncIterator[Client]:
+async def _client(server: McpServer, on_list_changed: ListChanged | None = None) -> AsyncIterator[Client]:
     """A connected client; what it opened (the process, the HTTP client) is closed on exit."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
+    handler = _handler(on_list_changed)
     if server.command:
         params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]))
-        async with Client(params, mode="legacy") as client:
+        async with Client(params, mode="legacy", message_handler=handler) as client:
             yield client
         return
     assert server.url is not None
     if not server.headers:
-        async with Client(server.url, mode="legacy") as client:
+        async with Client(server.url, mode="legacy", message_handler=handler) as client:
             yield client
         return
     import httpx2  # the SDK's HTTP client: the headers (e.g. a token) go on it
     from mcp.client.streamable_http import streamable_http_client
 
     async with httpx2.AsyncClient(headers=dict(server.headers)) as http, \
-            Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client:
+            Client(streamable_http_client(server.url, http_client=http), mode="legacy",
+                   message_handler=handler) as client:
         yield client
 
 
@@ -105,12 +124,13 @@ def _hint(annotations: Any, name: str) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def list_tools(server: McpServer, *, timeout_s: float) -> list[McpToolInfo]:
+def list_tools(server: McpServer, *, timeout_s: float,
+               on_list_changed: ListChanged | None = None) -> list[McpToolInfo]:
     """The server's tools (every page), each with its annotations."""
 
     async def go() -> list[McpToolInfo]:
         out: list[McpToolInfo] = []
-        async with _client(server) as client:
+        async with _client(server, on_list_changed) as client:
             cursor: str | None = None
             while True:
                 page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
@@ -130,13 +150,14 @@ def list_tools(server: McpServer, *, timeout_s: float) -> list[McpToolInfo]:
     return result
 
 
-def call_tool(server: McpServer, tool: str, args: dict[str, Any], *, timeout_s: float) -> McpResult:
+def call_tool(server: McpServer, tool: str, args: dict[str, Any], *, timeout_s: float,
+              on_list_changed: ListChanged | None = None) -> McpResult:
     """One ``tools/call``; its content made into a bounded function response."""
 
     sent: list[bool] = []
 
     async def go() -> McpResult:
-        async with _client(server) as client:
+        async with _client(server, on_list_changed) as client:
             sent.append(True)  # connected: from here a lost answer may hide a done call
             result = await client.call_tool(tool, args, read_timeout_seconds=max(0.05, timeout_s))
         return _response(result)

@@ -58,7 +58,10 @@ CONFIG: dict[str, Any] = {
         # An integration's status is never deleted: DELETE forgets the tokens and GET then answers
         # 200 {"connected": false} by design (README), not the 404 use_after_free expects.
         "include-path": "/api/integrations/{provider}", "include-method": "GET",
-        "checks": {"use_after_free": {"enabled": False}}}],
+        "checks": {"use_after_free": {"enabled": False}}}, *[{
+        # The same for a user's MCP server (and its tools: "connected": false once deleted).
+        "include-path": path, "include-method": "GET", "checks": {"use_after_free": {"enabled": False}}}
+        for path in ("/api/integrations/mcp/{name}", "/api/integrations/mcp/{name}/tools")]],
 }
 SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     # The goals plan's rules between fields (a task's start/end both or neither and in order, a
@@ -70,6 +73,8 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "POST /api/agent/sessions": (("INVALID_DEADLINE", "deadline is in the past"),
                                  ("INVALID_DEADLINE", "s away (PLAN_MAX_DEADLINE_S)"),
                                  ("UNKNOWN_TOOLS", "unknown tool names")),
+    # A user's MCP servers are at most 20.
+    "POST /api/integrations/mcp/{name}": (("TOO_MANY_MCP_SERVERS", "at most 20 MCP servers per user"),),
     # from before to, at most 93 days apart.
     "GET /api/agent/usage": (("INVALID_QUERY", "must be before to"), ("INVALID_QUERY", "is at most 93 days")),
 }
@@ -146,7 +151,8 @@ def dev_server(tmp_path: Path) -> Iterator[str]:
     settings = Settings(sqlite_path=str(tmp_path / "dev.sqlite3"), credentials_encryption_key=KEY,
                         dispatcher="inline", gemini_api_key=None, limit_requests_per_minute=0,
                         limit_active_runs=0, limit_active_sessions=0, limit_daily_tokens=0,
-                        follow_max_wait_s=5.0)  # a follow (until=end) of a paused run ends within the request timeout
+                        follow_max_wait_s=5.0,  # a follow (until=end) of a paused run ends within the request timeout
+                        mcp_timeout_s=2.0)  # the fuzzer's MCP servers are made up: nothing answers there
     rt = Runtime(settings, model=pausing_model())
     set_runtime(rt)
     server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True,
