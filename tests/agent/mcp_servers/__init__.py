@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import time
@@ -12,12 +13,15 @@ from tests.emulators import free_port
 
 
 @contextlib.contextmanager
-def serving(argv: list[str], *, port: int | None = None, path: str = "/mcp", cwd: str | None = None) -> Iterator[str]:
-    """Start ``argv`` (``{port}`` in it replaced by a free port) as its own process, wait until it
-    accepts connections, yield its URL (``http://127.0.0.1:{port}{path}``); stop it on exit."""
-    port = port or free_port()
+def serving(argv: list[str], *, path: str = "/mcp", cwd: str | None = None,
+            port_env: str | None = None) -> Iterator[str]:
+    """Start ``argv`` (``{port}`` in it replaced by a free port, also given in the environment
+    variable ``port_env``) as its own process, wait until it accepts connections, yield its URL
+    (``http://127.0.0.1:{port}{path}``); stop it on exit."""
+    port = free_port()
+    env = {**os.environ, port_env: str(port)} if port_env else None
     proc = subprocess.Popen([a.replace("{port}", str(port)) for a in argv], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, cwd=cwd)
+                            stderr=subprocess.PIPE, cwd=cwd, env=env)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
