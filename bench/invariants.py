@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from shared.runtime import Runtime
 from shared.state.docstore import Query
 from shared.state.records import ActionRecord, now
+from shared.tools.mcp_tools import McpTool
 
 TERMINAL_ACTION_STATUSES = ("completed", "failed", "rejected")
 
@@ -33,6 +35,9 @@ class RunReport:
     recoveries: Counter[str] = field(default_factory=Counter)
     """What recovery decided for calls a crash cut off (``retry``, ``reconciled_done``,
     ``reconciled_not_done``, ``unknown``), from the run's audit entries."""
+    mcp: list[str] = field(default_factory=list)
+    """One ``"{tool} {n}:{outcome}"`` per side-effect action of an MCP server's tool (approved or
+    allowed): ``n`` its executions as the server counted them."""
     unknown: Counter[str] = field(default_factory=Counter)
     """Side effects left with outcome ``unknown``, by whether their tool can learn the true outcome
     (``reconcilable``: idempotent or with a reconciliation) or not (``other``)."""
@@ -76,8 +81,11 @@ def check_pause(rt: Runtime, run_id: str) -> list[str]:
     return out
 
 
-def check_run(rt: Runtime, run_id: str, executions: Counter[str]) -> RunReport:
-    """Executions per side-effect action, terminal state, events and function responses."""
+def check_run(rt: Runtime, run_id: str, executions: Counter[str],
+              mcp_effects: Counter[str] | None = None) -> RunReport:
+    """Executions per side-effect action, terminal state, events and function responses.
+    ``mcp_effects``: the MCP server's count of calls that took effect, by ``tool|args``
+    (``bench.chaos.mcp_key``): an MCP tool's action is counted there, not in ``executions``."""
     snap = rt.runs.get_run(run_id)
     assert snap is not None
     run = snap.run
@@ -105,23 +113,30 @@ def check_run(rt: Runtime, run_id: str, executions: Counter[str]) -> RunReport:
     for action in rt.runs.list_actions(run_id):
         if not action.side_effect:
             continue
-        n = executions.get(action.action_id, 0)
         aid = action.action_id
+        tool = rt.services.registry.get(action.tool)
+        if isinstance(tool, McpTool):
+            n = (mcp_effects or Counter()).get(mcp_key(tool.remote_name, action.args), 0)
+        else:
+            n = executions.get(aid, 0)
         if results[aid] > 1:
             v.append(f"{results[aid]} tool_result events for action {aid}")
         if run.terminal and action.status not in TERMINAL_ACTION_STATUSES:
             v.append(f"{action.tool} action {aid} left {action.status} in a {run.status} run")
-        tool = rt.services.registry.get(action.tool)
         reconcilable = tool is not None and tool.reconcilable
         if action.outcome == "unknown":
             report.unknown["reconcilable" if reconcilable else "other"] += 1
             if reconcilable:
                 v.append(f"{action.tool} action {aid} can learn its true outcome but was left unknown")
         if action.approval_id is None:
+            if isinstance(tool, McpTool):
+                report.mcp.append(f"{tool.remote_name} {n}:{action.outcome}")
             _check_executed(report, action, n, report.allowed_executions, results[aid], "allowed", run.terminal)
             continue
         approval = rt.runs.get_approval(run.uid, action.approval_id)
         decided = approval[0].status if approval else None
+        if decided == "approved" and isinstance(tool, McpTool):
+            report.mcp.append(f"{tool.remote_name} {n}:{action.outcome}")
         if decided == "approved":
             _check_executed(report, action, n, report.executions, results[aid], "approved", run.terminal)
         else:
@@ -135,6 +150,11 @@ def check_run(rt: Runtime, run_id: str, executions: Counter[str]) -> RunReport:
     for audit in rt.runs.store.query(Query("audit", where=(("runId", run_id), ("kind", "recovery")))):
         report.recoveries[str(audit.data.get("decision"))] += 1
     return report
+
+
+def mcp_key(remote_tool: str, args: dict[str, Any]) -> str:
+    """How the MCP ledger server's calls are matched to actions: the tool and its arguments."""
+    return f"{remote_tool}|{json.dumps(args, sort_keys=True)}"
 
 
 def _check_executed(report: RunReport, action: ActionRecord, n: int, into: list[str], tool_results: int,
@@ -209,10 +229,14 @@ def _histogram(entries: list[str]) -> tuple[dict[str, int], dict[str, int]]:
 def summarize(reports: list[RunReport]) -> dict[str, Any]:
     approved, approved_outcomes = _histogram([e for r in reports for e in r.executions])
     allowed, allowed_outcomes = _histogram([e for r in reports for e in r.allowed_executions])
+    mcp = Counter(e for r in reports for e in r.mcp)
     return {"executions_per_approved_action": approved,
             "executions_and_outcome": approved_outcomes,
             "executions_per_allowed_action": allowed,
             "allowed_executions_and_outcome": allowed_outcomes,
+            "mcp_executions_and_outcome": dict(sorted(mcp.items())),
+            "mcp_actions_executed_twice_or_more": sum(
+                v for k, v in mcp.items() if int(k.split(" ")[1].split(":")[0]) >= 2),
             "executions_of_rejected_actions": sum(r.rejected_executions for r in reports),
             "final_status": dict(Counter(r.status if not r.error_code else f"{r.status}:{r.error_code}"
                                          for r in reports)),
