@@ -156,8 +156,9 @@ def test_a_streamable_http_server_with_its_headers(make_runtime: MakeRuntime, ht
     headers (here the server's bearer token) go with every request; without them the server
     refuses and is left out."""
     server = McpServer(name="notes", url=http_server, headers=(("Authorization", "Bearer s3cret"),))
-    [info] = mcp.list_tools(server, timeout_s=20)
+    info, listing = mcp.list_tools(server, timeout_s=20)
     assert (info.name, info.read_only, info.idempotent) == ("add_note", False, True)
+    assert (listing.name, listing.read_only) == ("list_notes", True)
     rt, seen = runtime(make_runtime, [calls_turn(call("notes_add_note", {"text": "tea"})), text_turn("Noted.")],
                        server, trust="autonomous")
     tool = rt.registry.get("notes_add_note")

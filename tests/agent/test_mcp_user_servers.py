@@ -88,8 +88,9 @@ def test_a_users_server_is_stored_sealed_and_its_tools_join_only_that_users_runs
     assert client.get("/api/integrations/mcp/notes", headers=BOB).get_json() == {
         "ok": True, "name": "notes", "connected": False}
     tools = client.get("/api/integrations/mcp/notes/tools", headers=ALICE).get_json()
-    assert tools["available"] is True and [(t["name"], t["tool"], t["sideEffect"], t["idempotent"])
-                                           for t in tools["tools"]] == [("notes_add_note", "add_note", True, True)]
+    assert tools["available"] is True
+    assert [(t["name"], t["tool"], t["sideEffect"], t["idempotent"]) for t in tools["tools"]] == [
+        ("notes_add_note", "add_note", True, True), ("notes_list_notes", "list_notes", False, False)]
     assert client.get("/api/integrations/mcp/notes/tools", headers=BOB).get_json() == {
         "ok": True, "name": "notes", "connected": False, "available": False, "tools": []}
 
