@@ -37,7 +37,7 @@ $(VENV)/bin/agent: scripts/agent $(STAMP)
 venv: $(STAMP) $(CHROMIUM) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent
 
 dev: $(STAMP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
-	PORT=$(PORT) $(PY) devserver.py
+	PORT=$(PORT) MCP_ALLOW_PRIVATE_URLS=$${MCP_ALLOW_PRIVATE_URLS:-true} $(PY) devserver.py
 
 demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
 	$(PY) scripts/demo.py

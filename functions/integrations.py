@@ -89,7 +89,7 @@ def connect_integration(request: flask.Request, path: Mapping[str, str]) -> flas
 
 # ---- a user's own MCP servers (/api/integrations/mcp/{name}) -----------------------------------
 def _mcp_servers(rt: Runtime) -> UserMcpServers:
-    return UserMcpServers(rt.store, rt.connectors().vault)
+    return UserMcpServers(rt.store, rt.connectors().vault, allow_private=rt.settings.mcp_allow_private_urls)
 
 
 def list_mcp_servers(request: flask.Request, path: Mapping[str, str]) -> flask.Response:

@@ -214,6 +214,8 @@ ROUTES: tuple[Route, ...] = (
           "functions.integrations:connect_mcp_server", segments={"name": ANY_SEGMENT},
           description="Declare (replace) one of the caller's MCP servers (Streamable HTTP): its URL and an "
                       "optional bearer token, both stored encrypted; its tools join the caller's runs only. "
+                      "400 MCP_URL_NOT_ALLOWED when the URL's host resolves to a private, loopback, "
+                      "link-local or reserved address (unless MCP_ALLOW_PRIVATE_URLS); "
                       "409 TOO_MANY_MCP_SERVERS beyond 20 servers; 503 INTEGRATIONS_NOT_CONFIGURED without "
                       "CREDENTIALS_ENCRYPTION_KEY.",
           request="shared.connectors.user_mcp:McpServerRequest",

@@ -192,7 +192,8 @@ class Runtime:
         from shared.connectors.user_mcp import UserMcpServers
         from shared.tools.mcp_tools import with_servers
 
-        mine, unreadable = UserMcpServers(self.store, self.connectors().vault).servers(uid)
+        mine, unreadable = UserMcpServers(self.store, self.connectors().vault,
+                                          allow_private=self.settings.mcp_allow_private_urls).servers(uid)
         return with_servers(base, [*self.settings.mcp_servers, *mine], self.settings, unreadable)
 
     @property

@@ -9,6 +9,10 @@ forgets that server's tools, so the next registry lists them again.
 
 Sampling and elicitation requests from a server are refused: no callback is registered, so the
 SDK answers them with a JSON-RPC error and the server sees "not supported" (docs/connectors.md).
+
+A user's server (``McpServer.public_only``) is reached only when its host resolves to public
+addresses at that moment (``shared/connectors/url_guard.py``): otherwise the listing or the call
+fails as if the server were down, before anything is sent.
 """
 
 from __future__ import annotations
@@ -99,9 +103,24 @@ async def _client(server: McpServer, on_list_changed: ListChanged | None = None)
         yield client
 
 
+def _guard(server: McpServer, what: str) -> None:
+    """A user's server (``public_only``): its host must resolve to public addresses now."""
+    if not (server.public_only and server.url):
+        return
+    from shared.connectors.url_guard import UrlNotAllowed, check_public_url
+
+    try:
+        check_public_url(server.url)
+    except UrlNotAllowed as exc:
+        log.warning("MCP %s refused: %s", what, exc,
+                    extra={"fields": {"component": "mcp", "server": server.name, "stage": what}})
+        raise McpError(f"MCP server {server.name} not reached: {exc.message}") from None
+
+
 def _run(server: McpServer, what: str, coro_fn: Any, timeout_s: float, sent: list[bool] | None = None) -> Any:
     """Run ``coro_fn()`` within ``timeout_s``; ``sent`` (set by it when its request went out) says
-    whether a lost answer may hide a done request."""
+    whether a lost answer may hide a done request. A user's server is checked first (``_guard``)."""
+    _guard(server, what)
     async def bounded() -> Any:
         return await asyncio.wait_for(coro_fn(), timeout=max(0.05, timeout_s))
 

@@ -3,6 +3,8 @@
 A user declares a server by name with its URL (Streamable HTTP only: a Cloud Function reaches
 remote servers, never a process of its own) and, optionally, a bearer token. The URL and the token
 are sealed together (AES-256-GCM, the credentials key, the document's path as associated data);
+the URL must lead to public addresses (``shared/connectors/url_guard.py``, unless
+``MCP_ALLOW_PRIVATE_URLS``), checked here and before every connection;
 answers show the URL without its query and fragment (where tokens often hide) and never the token.
 The server's tools join that user's runs only (``shared.runtime.Runtime.registry_for``).
 """
@@ -19,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared.config import McpServer
 from shared.connectors.credentials import ConnectorError, CredentialVault
+from shared.connectors.url_guard import check_public_url
 from shared.errors import Conflict, InvalidInput
 from shared.responses import ResponseBody
 from shared.state.docstore import DocStore
@@ -131,12 +134,17 @@ def shown_url(url: str) -> str:
 class UserMcpServers:
     """Stores, lists and opens users' MCP servers."""
 
-    def __init__(self, store: DocStore, vault: CredentialVault) -> None:
+    def __init__(self, store: DocStore, vault: CredentialVault, *, allow_private: bool = False) -> None:
         self._repo = McpServersRepo(store)
         self._vault = vault
+        self._allow_private = allow_private
+        """``MCP_ALLOW_PRIVATE_URLS``: without it a URL must lead to public addresses only."""
 
     def put(self, uid: str, name: str, request: McpServerRequest) -> McpServerStatusBody:
-        """Declare (replace) ``uid``'s server ``name``; 409 beyond :data:`MAX_SERVERS_PER_USER`."""
+        """Declare (replace) ``uid``'s server ``name``; 409 beyond :data:`MAX_SERVERS_PER_USER`;
+        400 ``MCP_URL_NOT_ALLOWED`` when the URL leads to a non-public address (unless allowed)."""
+        if not self._allow_private:
+            check_public_url(request.url)
         if self._repo.get(uid, name) is None and len(self._repo.list(uid)) >= MAX_SERVERS_PER_USER:
             raise Conflict(f"at most {MAX_SERVERS_PER_USER} MCP servers per user; delete one first",
                            code="TOO_MANY_MCP_SERVERS")
@@ -181,7 +189,7 @@ class UserMcpServers:
         plain = json.loads(self._vault.open_text(McpServersRepo.location(uid, name), dict(doc), LABEL))
         token = plain.get("accessToken")
         headers = (("Authorization", f"Bearer {token}"),) if token else ()
-        return McpServer(name=name, url=str(plain["url"]), headers=headers)
+        return McpServer(name=name, url=str(plain["url"]), headers=headers, public_only=not self._allow_private)
 
 
 def _status(name: str, doc: dict[str, object]) -> McpServerStatusBody:

@@ -58,7 +58,8 @@ def chat() -> Chat:
 
 @pytest.fixture
 def rt(sqlite_docstore: DocStore, chat: Chat) -> Iterator[Runtime]:
-    runtime = Runtime(make_settings(credentials_encryption_key=KEY, mcp_timeout_s=20.0), store=sqlite_docstore,
+    settings = make_settings(credentials_encryption_key=KEY, mcp_timeout_s=20.0, mcp_allow_private_urls=True)
+    runtime = Runtime(settings, store=sqlite_docstore,
                       model=FunctionModel(chat, name="gemini-3-flash-preview"), authenticator=LocalAuthenticator(),
                       dispatcher=RecordingDispatcher())
     set_runtime(runtime)
@@ -146,7 +147,8 @@ def test_the_collection_answers_get_only_and_bad_names_are_400(client: FlaskClie
 
 
 def test_without_an_encryption_key_nothing_is_stored(sqlite_docstore: DocStore) -> None:
-    runtime = Runtime(make_settings(), store=sqlite_docstore, authenticator=LocalAuthenticator(),
+    runtime = Runtime(make_settings(mcp_allow_private_urls=True), store=sqlite_docstore,
+                      authenticator=LocalAuthenticator(),
                       dispatcher=RecordingDispatcher())
     set_runtime(runtime)
     try:
@@ -178,9 +180,9 @@ from shared.connectors.user_mcp import McpServerRequest, UserMcpServers
 from shared.connectors import create_connectors
 from tests.agent.conftest import make_settings
 from tests.agent.test_loop import start_and_drive
-settings = make_settings(credentials_encryption_key=sys.argv[2], mcp_timeout_s=2.0)
+settings = make_settings(credentials_encryption_key=sys.argv[2], mcp_timeout_s=2.0, mcp_allow_private_urls=True)
 store = SqliteDocStore(sys.argv[1])
-UserMcpServers(store, create_connectors(settings, store).vault).put(
+UserMcpServers(store, create_connectors(settings, store).vault, allow_private=True).put(
     "alice", "gone", McpServerRequest(url="http://127.0.0.1:9/mcp"))
 rt = Runtime(settings, store=store, model=ScriptedModel([text_turn("a"), text_turn("b")]),
              dispatcher=RecordingDispatcher())

@@ -268,7 +268,7 @@ PLAIN = [c for c in cells(DOC) if not isinstance(c, Cell)]
 @pytest.fixture
 def api(sqlite_docstore: DocStore) -> Iterator[Api]:
     dispatcher = RecordingDispatcher()
-    rt = Runtime(make_settings(credentials_encryption_key=KEY), store=sqlite_docstore,
+    rt = Runtime(make_settings(credentials_encryption_key=KEY, mcp_allow_private_urls=True), store=sqlite_docstore,
                  model=FunctionModel(_model), authenticator=LocalAuthenticator(), dispatcher=dispatcher)
     set_runtime(rt)
     yield Api(create_app().test_client(), rt, dispatcher)

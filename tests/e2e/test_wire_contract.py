@@ -200,7 +200,8 @@ def rt(sqlite_docstore: DocStore) -> Iterator[Runtime]:
     script = Script(acts={"": [("save_memory", {"text": "chat note"})],  # a chat run has no current task
                           "Write the summary": [("save_memory", {"text": "the summary"})]},
                     refine=lambda p: {"tasks": p["currentPlan"][:2], "summary": "shorter"})
-    runtime = Runtime(make_settings(credentials_encryption_key=KEY), store=sqlite_docstore, model=model(script),
+    runtime = Runtime(make_settings(credentials_encryption_key=KEY, mcp_allow_private_urls=True), store=sqlite_docstore,
+                      model=model(script),
                       authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
     set_runtime(runtime)
     yield runtime

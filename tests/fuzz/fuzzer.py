@@ -152,7 +152,8 @@ def dev_server(tmp_path: Path) -> Iterator[str]:
                         dispatcher="inline", gemini_api_key=None, limit_requests_per_minute=0,
                         limit_active_runs=0, limit_active_sessions=0, limit_daily_tokens=0,
                         follow_max_wait_s=5.0,  # a follow (until=end) of a paused run ends within the request timeout
-                        mcp_timeout_s=2.0)  # the fuzzer's MCP servers are made up: nothing answers there
+                        mcp_timeout_s=2.0,  # the fuzzer's MCP servers are made up: nothing answers there
+                        mcp_allow_private_urls=True)  # they are 127.0.0.1 and made-up hosts: no DNS lookups
     rt = Runtime(settings, model=pausing_model())
     set_runtime(rt)
     server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True,
