@@ -15,6 +15,17 @@ from shared.tools.mcp_tools import McpTool
 TERMINAL_ACTION_STATUSES = ("completed", "failed", "rejected")
 
 
+@dataclass(frozen=True)
+class McpCall:
+    """An MCP action as its run ended: ``executed`` its executions as the server had counted them
+    when the run was checked (the summary counts them again once every run ended)."""
+
+    tool: str
+    key: str
+    outcome: str | None
+    executed: int
+
+
 @dataclass
 class RunReport:
     run_id: str
@@ -35,9 +46,8 @@ class RunReport:
     recoveries: Counter[str] = field(default_factory=Counter)
     """What recovery decided for calls a crash cut off (``retry``, ``reconciled_done``,
     ``reconciled_not_done``, ``unknown``), from the run's audit entries."""
-    mcp: list[str] = field(default_factory=list)
-    """One ``"{tool} {n}:{outcome}"`` per side-effect action of an MCP server's tool (approved or
-    allowed): ``n`` its executions as the server counted them."""
+    mcp: list[McpCall] = field(default_factory=list)
+    """Each approved or allowed side-effect action of an MCP server's tool."""
     unknown: Counter[str] = field(default_factory=Counter)
     """Side effects left with outcome ``unknown``, by whether their tool can learn the true outcome
     (``reconcilable``: idempotent or with a reconciliation) or not (``other``)."""
@@ -130,13 +140,13 @@ def check_run(rt: Runtime, run_id: str, executions: Counter[str],
                 v.append(f"{action.tool} action {aid} can learn its true outcome but was left unknown")
         if action.approval_id is None:
             if isinstance(tool, McpTool):
-                report.mcp.append(f"{tool.remote_name} {n}:{action.outcome}")
+                report.mcp.append(McpCall(tool.remote_name, mcp_key(tool.remote_name, action.args), action.outcome, n))
             _check_executed(report, action, n, report.allowed_executions, results[aid], "allowed", run.terminal)
             continue
         approval = rt.runs.get_approval(run.uid, action.approval_id)
         decided = approval[0].status if approval else None
         if decided == "approved" and isinstance(tool, McpTool):
-            report.mcp.append(f"{tool.remote_name} {n}:{action.outcome}")
+            report.mcp.append(McpCall(tool.remote_name, mcp_key(tool.remote_name, action.args), action.outcome, n))
         if decided == "approved":
             _check_executed(report, action, n, report.executions, results[aid], "approved", run.terminal)
         else:
@@ -226,17 +236,24 @@ def _histogram(entries: list[str]) -> tuple[dict[str, int], dict[str, int]]:
     return {str(k): by_count[k] for k in sorted(by_count)}, dict(sorted(hist.items()))
 
 
+def summarize_mcp(reports: list[RunReport], effects: Counter[str]) -> dict[str, Any]:
+    """The MCP actions counted again on the server's ledger once every run ended: a call that
+    reached the server after its run was checked (an invocation the sweep presumed dead, still
+    in its call) is counted too; ``mcp_calls_after_their_run_was_checked`` says how many did."""
+    calls = [c for r in reports for c in r.mcp]
+    hist = Counter(f"{c.tool} {effects.get(c.key, 0)}:{c.outcome}" for c in calls)
+    return {"mcp_executions_and_outcome": dict(sorted(hist.items())),
+            "mcp_actions_executed_twice_or_more": sum(1 for c in calls if effects.get(c.key, 0) >= 2),
+            "mcp_calls_after_their_run_was_checked": sum(effects.get(c.key, 0) - c.executed for c in calls)}
+
+
 def summarize(reports: list[RunReport]) -> dict[str, Any]:
     approved, approved_outcomes = _histogram([e for r in reports for e in r.executions])
     allowed, allowed_outcomes = _histogram([e for r in reports for e in r.allowed_executions])
-    mcp = Counter(e for r in reports for e in r.mcp)
     return {"executions_per_approved_action": approved,
             "executions_and_outcome": approved_outcomes,
             "executions_per_allowed_action": allowed,
             "allowed_executions_and_outcome": allowed_outcomes,
-            "mcp_executions_and_outcome": dict(sorted(mcp.items())),
-            "mcp_actions_executed_twice_or_more": sum(
-                v for k, v in mcp.items() if int(k.split(" ")[1].split(":")[0]) >= 2),
             "executions_of_rejected_actions": sum(r.rejected_executions for r in reports),
             "final_status": dict(Counter(r.status if not r.error_code else f"{r.status}:{r.error_code}"
                                          for r in reports)),

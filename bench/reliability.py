@@ -56,7 +56,7 @@ from bench.chaos import (
     scenario_model,
 )
 from bench.emulator import firestore_store, sqlite_store
-from bench.invariants import RunReport, check_pause, check_run, settled, summarize
+from bench.invariants import RunReport, check_pause, check_run, settled, summarize, summarize_mcp
 from bench.scenario import bench_settings
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest, RunRequest
@@ -388,8 +388,11 @@ def run_reliability(opts: Options, store: DocStore | None = None) -> dict[str, A
         outbox_left = _final_drain(rt, dispatcher, tally, opts.lease)
         if outbox_left:
             tally.violate("outbox", f"{outbox_left} entries left after every run ended and a final sweep")
-    summary = summarize(reports)
+    summary = {**summarize(reports), **summarize_mcp(reports, chaos.mcp_effects())}
     ledger = chaos.mcp_ledger_lines()
+    if summary["mcp_actions_executed_twice_or_more"]:
+        tally.violate("mcp", f"{summary['mcp_actions_executed_twice_or_more']} MCP actions executed twice or more "
+                             "(the server's count once every run ended)")
     executions = summary["executions_per_approved_action"]
     allowed = summary["executions_per_allowed_action"]
     counts = dict(sorted(tally.c.items()))
