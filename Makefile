@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PORT ?= 8080
 CHROMIUM := /usr/bin/chromium
+MCP_NPM := tests/mcp_npm/node_modules/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability load bundle clean
@@ -20,6 +21,12 @@ $(CHROMIUM):
 	$(SUDO) apt-get install -y chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 	test -x $(CHROMIUM)
 
+# The npm reference MCP server the tests start (@modelcontextprotocol/server-everything, pinned
+# with its lock file): installed into tests/mcp_npm/node_modules from the npm registry.
+$(MCP_NPM): tests/mcp_npm/package.json tests/mcp_npm/package-lock.json
+	cd tests/mcp_npm && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # The host agent's command (the project is not pip-installed: a small launcher runs this checkout).
 $(VENV)/bin/host-agent: scripts/host-agent $(STAMP)
 	install -m 755 scripts/host-agent $@
@@ -27,10 +34,10 @@ $(VENV)/bin/host-agent: scripts/host-agent $(STAMP)
 $(VENV)/bin/agent: scripts/agent $(STAMP)
 	install -m 755 scripts/agent $@
 
-venv: $(STAMP) $(CHROMIUM) $(VENV)/bin/host-agent $(VENV)/bin/agent
+venv: $(STAMP) $(CHROMIUM) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent
 
 dev: $(STAMP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
-	PORT=$(PORT) $(PY) devserver.py
+	PORT=$(PORT) MCP_ALLOW_PRIVATE_URLS=$${MCP_ALLOW_PRIVATE_URLS:-true} $(PY) devserver.py
 
 demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
 	$(PY) scripts/demo.py
@@ -40,10 +47,10 @@ DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),reference)
 host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
 	$(PY) -m hostagent.demo --host $(DEMO_HOST)
 
-test: $(STAMP) $(CHROMIUM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
+test: $(STAMP) $(CHROMIUM) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
-unit: $(STAMP)
+unit: $(STAMP) $(MCP_NPM)
 	$(PY) -m pytest -q tests/agent tests/unit
 
 lint: $(STAMP)

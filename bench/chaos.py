@@ -10,6 +10,13 @@ reconciliation (the service is asked whether the action's note exists, as Gmail 
 action's booking, as Calendar does its event id). All count their real executions per action id
 in one ledger and honour an armed ``tool`` crash plan.
 
+Two more are the tools of a real MCP server (tests/agent/mcp_servers/ledger_server.py, stdio,
+through the MCP adapter as in production): ``ledger_append_note`` (no annotations: a side effect,
+not idempotent; a call cut off by a crash ends ``unknown``) and ``ledger_put_note``
+(``idempotentHint``: recovery runs a cut-off call again, the server keeps its note once). The
+server counts their executions itself (one line per call in its ledger file); an armed ``tool``
+crash fires just before the call goes to the server or just after its answer came back.
+
 A crash is a ``Crash`` (a BaseException, so nothing in the runtime catches it, as when a process
 dies). It is armed per thread, so only the chosen delivery of the chosen run crashes:
 - at a commit: before the store applies it, or after it was applied (``InstrumentedStore`` hooks);
@@ -18,6 +25,11 @@ dies). It is armed per thread, so only the chosen delivery of the chosen run cra
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
+import json
+import os
+import sys
 import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -26,16 +38,23 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from bench.instrument import InstrumentedStore
+from bench.invariants import mcp_key
+from shared.config import McpServer, Settings
 from shared.durable.messages import WorkMessage
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import call, calls_turn, text_turn
 from shared.state.docstore import DocStore
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
+from shared.tools.mcp_tools import McpTool, server_tools
 from shared.tools.registry import ToolRegistry
 
-Scenario = Literal["single", "parallel", "chain", "mixed", "reconciled", "keyed"]
-SCENARIOS: tuple[Scenario, ...] = ("single", "parallel", "chain", "mixed", "reconciled", "keyed")
+Scenario = Literal["single", "parallel", "chain", "mixed", "reconciled", "keyed", "mcp", "mcp_keyed"]
+SCENARIOS: tuple[Scenario, ...] = ("single", "parallel", "chain", "mixed", "reconciled", "keyed", "mcp", "mcp_keyed")
+MCP_SCENARIOS = ("mcp", "mcp_keyed")
+MCP_SERVER = "ledger"
+LEDGER_SERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "tests", "agent", "mcp_servers", "ledger_server.py")
 SCENARIO_MARK = "scenario="
 ALLOWLISTED = "bob@example.com"
 """The address the scenario user's allowlist holds (``notify`` to it runs without approval)."""
@@ -69,8 +88,10 @@ class _Armed(threading.local):
 class Chaos:
     """Crash injection and the side-effect ledger, shared by every thread of the scenario."""
 
-    def __init__(self, inner: DocStore) -> None:
+    def __init__(self, inner: DocStore, mcp_ledger: str | None = None) -> None:
         self._armed = _Armed()
+        self.mcp_ledger = mcp_ledger
+        """The ledger file of the MCP server (None: no MCP tools in the registry)."""
         self.store = InstrumentedStore(inner, before_commit=self._before, after_commit=self._after)
         self.executions: Counter[str] = Counter()
         """Real executions of ``send_note`` / ``notify`` per action id (the side effect we must never
@@ -104,18 +125,44 @@ class Chaos:
         self._hit("after", index)
 
     # ---- the tools ----------------------------------------------------------------------------
-    def _side_effect(self, action_id: str) -> None:
-        """The real side effect, bracketed by the armed ``tool`` crash points."""
+    def tool_point(self, when: str) -> None:
+        """Fire an armed ``tool`` crash planned for ``when`` (``before`` / ``after`` the side effect)."""
         plan = self._armed.plan
-        if plan is not None and plan.where == "tool" and plan.when == "before":
-            self._fire(plan.label)
-        with self._lock:
-            self.executions[action_id] += 1
-        if plan is not None and plan.where == "tool" and plan.when == "after":
+        if plan is not None and plan.where == "tool" and plan.when == when:
             self._fire(plan.label)
 
-    def registry(self) -> ToolRegistry:
+    def _side_effect(self, action_id: str) -> None:
+        """The real side effect, bracketed by the armed ``tool`` crash points."""
+        self.tool_point("before")
+        with self._lock:
+            self.executions[action_id] += 1
+        self.tool_point("after")
+
+    def mcp_server(self) -> McpServer:
+        assert self.mcp_ledger is not None
+        return McpServer(name=MCP_SERVER, command=(sys.executable, LEDGER_SERVER, self.mcp_ledger))
+
+    def mcp_ledger_lines(self) -> list[dict[str, Any]]:
+        """Every call the MCP server received (repeats of an idempotent one included)."""
+        if self.mcp_ledger is None or not os.path.exists(self.mcp_ledger):
+            return []
+        with open(self.mcp_ledger) as f:
+            fcntl.flock(f, fcntl.LOCK_SH)  # the server appends under an exclusive lock
+            return [json.loads(raw) for raw in f if raw.strip()]
+
+    def mcp_effects(self) -> Counter[str]:
+        """Calls that took effect on the MCP server, by ``tool|args`` (``bench.invariants.mcp_key``)."""
+        out: Counter[str] = Counter()
+        for line in self.mcp_ledger_lines():
+            out[mcp_key(line["tool"], line["args"])] += 1 if line["effect"] else 0
+        return out
+
+    def registry(self, settings: Settings | None = None) -> ToolRegistry:
         reg = default_registry()
+        if self.mcp_ledger is not None:
+            for tool in server_tools(self.mcp_server(), settings or Settings()):
+                reg.add(ChaosMcpTool(**{f.name: getattr(tool, f.name) for f in dataclasses.fields(tool)},
+                                      chaos=self))
 
         @reg.tool(side_effect=True)
         def send_note(ctx: ToolContext, to: str, body: str) -> dict[str, Any]:
@@ -172,6 +219,20 @@ class Chaos:
         return reg
 
 
+@dataclasses.dataclass(frozen=True)
+class ChaosMcpTool(McpTool):
+    """An MCP server's tool with the armed ``tool`` crash points around its call."""
+
+    chaos: Chaos | None = None
+
+    def run(self, ctx: ToolContext, args: BaseModel) -> dict[str, Any]:
+        assert self.chaos is not None
+        self.chaos.tool_point("before")
+        out = super().run(ctx, args)
+        self.chaos.tool_point("after")
+        return out
+
+
 def _notify_recipients(args: BaseModel) -> list[str]:
     return [str(args.model_dump()["to"])]
 
@@ -188,6 +249,9 @@ def scenario_model(request: ModelRequest) -> Turn:
     if scenario == "parallel" and done == 0:
         return calls_turn(call("search_memory", {"query": tag}), call("send_note", {"to": "bob", "body": tag}),
                           call("send_note", {"to": "carol", "body": tag}))
+    if scenario in MCP_SCENARIOS and done == 0:
+        return calls_turn(call(f"{MCP_SERVER}_{'put_note' if scenario == 'mcp_keyed' else 'append_note'}",
+                               {"to": "erin", "body": tag}))
     if scenario in ("reconciled", "keyed") and done == 0:
         return calls_turn(call("file_note" if scenario == "reconciled" else "book_slot", {"to": "dan", "body": tag}))
     if done == 0 or (scenario == "chain" and done == 1):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,8 +10,20 @@ from typing import Any
 from shared.runtime import Runtime
 from shared.state.docstore import Query
 from shared.state.records import ActionRecord, now
+from shared.tools.mcp_tools import McpTool
 
 TERMINAL_ACTION_STATUSES = ("completed", "failed", "rejected")
+
+
+@dataclass(frozen=True)
+class McpCall:
+    """An MCP action as its run ended: ``executed`` its executions as the server had counted them
+    when the run was checked (the summary counts them again once every run ended)."""
+
+    tool: str
+    key: str
+    outcome: str | None
+    executed: int
 
 
 @dataclass
@@ -33,6 +46,8 @@ class RunReport:
     recoveries: Counter[str] = field(default_factory=Counter)
     """What recovery decided for calls a crash cut off (``retry``, ``reconciled_done``,
     ``reconciled_not_done``, ``unknown``), from the run's audit entries."""
+    mcp: list[McpCall] = field(default_factory=list)
+    """Each approved or allowed side-effect action of an MCP server's tool."""
     unknown: Counter[str] = field(default_factory=Counter)
     """Side effects left with outcome ``unknown``, by whether their tool can learn the true outcome
     (``reconcilable``: idempotent or with a reconciliation) or not (``other``)."""
@@ -76,8 +91,11 @@ def check_pause(rt: Runtime, run_id: str) -> list[str]:
     return out
 
 
-def check_run(rt: Runtime, run_id: str, executions: Counter[str]) -> RunReport:
-    """Executions per side-effect action, terminal state, events and function responses."""
+def check_run(rt: Runtime, run_id: str, executions: Counter[str],
+              mcp_effects: Counter[str] | None = None) -> RunReport:
+    """Executions per side-effect action, terminal state, events and function responses.
+    ``mcp_effects``: the MCP server's count of calls that took effect, by ``tool|args``
+    (``bench.chaos.mcp_key``): an MCP tool's action is counted there, not in ``executions``."""
     snap = rt.runs.get_run(run_id)
     assert snap is not None
     run = snap.run
@@ -105,23 +123,30 @@ def check_run(rt: Runtime, run_id: str, executions: Counter[str]) -> RunReport:
     for action in rt.runs.list_actions(run_id):
         if not action.side_effect:
             continue
-        n = executions.get(action.action_id, 0)
         aid = action.action_id
+        tool = rt.services.registry.get(action.tool)
+        if isinstance(tool, McpTool):
+            n = (mcp_effects or Counter()).get(mcp_key(tool.remote_name, action.args), 0)
+        else:
+            n = executions.get(aid, 0)
         if results[aid] > 1:
             v.append(f"{results[aid]} tool_result events for action {aid}")
         if run.terminal and action.status not in TERMINAL_ACTION_STATUSES:
             v.append(f"{action.tool} action {aid} left {action.status} in a {run.status} run")
-        tool = rt.services.registry.get(action.tool)
         reconcilable = tool is not None and tool.reconcilable
         if action.outcome == "unknown":
             report.unknown["reconcilable" if reconcilable else "other"] += 1
             if reconcilable:
                 v.append(f"{action.tool} action {aid} can learn its true outcome but was left unknown")
         if action.approval_id is None:
+            if isinstance(tool, McpTool):
+                report.mcp.append(McpCall(tool.remote_name, mcp_key(tool.remote_name, action.args), action.outcome, n))
             _check_executed(report, action, n, report.allowed_executions, results[aid], "allowed", run.terminal)
             continue
         approval = rt.runs.get_approval(run.uid, action.approval_id)
         decided = approval[0].status if approval else None
+        if decided == "approved" and isinstance(tool, McpTool):
+            report.mcp.append(McpCall(tool.remote_name, mcp_key(tool.remote_name, action.args), action.outcome, n))
         if decided == "approved":
             _check_executed(report, action, n, report.executions, results[aid], "approved", run.terminal)
         else:
@@ -135,6 +160,11 @@ def check_run(rt: Runtime, run_id: str, executions: Counter[str]) -> RunReport:
     for audit in rt.runs.store.query(Query("audit", where=(("runId", run_id), ("kind", "recovery")))):
         report.recoveries[str(audit.data.get("decision"))] += 1
     return report
+
+
+def mcp_key(remote_tool: str, args: dict[str, Any]) -> str:
+    """How the MCP ledger server's calls are matched to actions: the tool and its arguments."""
+    return f"{remote_tool}|{json.dumps(args, sort_keys=True)}"
 
 
 def _check_executed(report: RunReport, action: ActionRecord, n: int, into: list[str], tool_results: int,
@@ -204,6 +234,17 @@ def _histogram(entries: list[str]) -> tuple[dict[str, int], dict[str, int]]:
     hist = Counter(entries)
     by_count: Counter[int] = Counter(int(k.split(":")[0]) for k in hist.elements())
     return {str(k): by_count[k] for k in sorted(by_count)}, dict(sorted(hist.items()))
+
+
+def summarize_mcp(reports: list[RunReport], effects: Counter[str]) -> dict[str, Any]:
+    """The MCP actions counted again on the server's ledger once every run ended: a call that
+    reached the server after its run was checked (an invocation the sweep presumed dead, still
+    in its call) is counted too; ``mcp_calls_after_their_run_was_checked`` says how many did."""
+    calls = [c for r in reports for c in r.mcp]
+    hist = Counter(f"{c.tool} {effects.get(c.key, 0)}:{c.outcome}" for c in calls)
+    return {"mcp_executions_and_outcome": dict(sorted(hist.items())),
+            "mcp_actions_executed_twice_or_more": sum(1 for c in calls if effects.get(c.key, 0) >= 2),
+            "mcp_calls_after_their_run_was_checked": sum(effects.get(c.key, 0) - c.executed for c in calls)}
 
 
 def summarize(reports: list[RunReport]) -> dict[str, Any]:

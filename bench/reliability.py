@@ -8,7 +8,9 @@ Each iteration starts a run whose non-idempotent ``send_note`` tool stops for ap
 resume; ``mixed``, an allowed non-idempotent ``notify`` to an allowlisted address in the same turn
 as a ``send_note`` needing approval, with a crash armed in that first invocation: inside
 ``notify`` or at one of its commits; ``reconciled`` and ``keyed``, a ``file_note`` or ``book_slot``
-needing approval, tools that can learn their true outcome after a crash). Then for every
+needing approval, tools that can learn their true outcome after a crash; ``mcp`` and ``mcp_keyed``,
+``ledger_append_note`` (no annotations) or ``ledger_put_note`` (``idempotentHint``), tools of a real
+stdio MCP server that counts their executions itself). Then for every
 approval: 2-3 concurrent approve calls (exactly one must succeed, the others 409), the resume
 message delivered 1-5 times (some concurrently), a crash injected at a random point of one
 delivery (at a commit, before or after it applies, or inside the tool, before or after the side
@@ -19,7 +21,8 @@ decisions whose message was not handled), deliver what it re-published, and as a
 redeliver the message whose delivery crashed (Pub/Sub redelivers what was not acknowledged).
 Prints one JSON summary; exits 1 if any invariant is violated. ``unknown_outcomes`` counts side
 effects left ``unknown``: for tools that can learn their true outcome it must be 0 (each one is a
-violation), for the others it is reported.
+violation), for the others it is reported. ``mcp_actions_executed_twice_or_more`` (by the MCP server's count)
+must be 0; ``mcp_server_calls`` / ``mcp_server_effects``: what the server received and did.
 """
 
 from __future__ import annotations
@@ -41,9 +44,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from bench.chaos import ALLOWLISTED, SCENARIO_MARK, SCENARIOS, Chaos, Crash, CrashPlan, RoutedDispatcher, scenario_model
+from bench.chaos import (
+    ALLOWLISTED,
+    MCP_SCENARIOS,
+    SCENARIO_MARK,
+    SCENARIOS,
+    Chaos,
+    Crash,
+    CrashPlan,
+    RoutedDispatcher,
+    scenario_model,
+)
 from bench.emulator import firestore_store, sqlite_store
-from bench.invariants import RunReport, check_pause, check_run, settled, summarize
+from bench.invariants import RunReport, check_pause, check_run, settled, summarize, summarize_mcp
 from bench.scenario import bench_settings
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest, RunRequest
@@ -62,7 +75,8 @@ INITIAL_CRASH_POINTS = [CrashPlan("commit", w, k) for k in (1, 2) for w in ("bef
     CrashPlan("tool", "before"), CrashPlan("tool", "after")]
 """Crash points of a ``mixed`` run's first invocation: commit 1 claims ``notify``, 2 records its
 result and the pause; or inside ``notify``."""
-SCENARIO_WEIGHTS = {"single": 4, "parallel": 2, "chain": 2, "mixed": 3, "reconciled": 3, "keyed": 2}
+SCENARIO_WEIGHTS = {"single": 4, "parallel": 2, "chain": 2, "mixed": 3, "reconciled": 3, "keyed": 2, "mcp": 3,
+                    "mcp_keyed": 2}
 UID = "alice"
 
 
@@ -294,7 +308,7 @@ class Iteration:
                 for message in self.dispatcher.take(run_id):
                     self.deliver(message)
                 self.recover(run_id)
-        report = check_run(self.rt, run_id, self.chaos.executions)
+        report = check_run(self.rt, run_id, self.chaos.executions, self.chaos.mcp_effects())
         for v in report.violations:
             self.tally.violate(run_id, v)
         return report
@@ -346,11 +360,13 @@ def run_reliability(opts: Options, store: DocStore | None = None) -> dict[str, A
     t0 = time.perf_counter()
     with contextlib.ExitStack() as stack:
         inner = store if store is not None else stack.enter_context(_open_store(opts))
-        chaos = Chaos(inner)
+        with_mcp = any(s in MCP_SCENARIOS for s in (opts.scenarios or SCENARIOS))
+        chaos = Chaos(inner, mcp_ledger=os.path.join(tempfile.mkdtemp(prefix="reliability-mcp-"), "ledger.jsonl")
+                      if with_mcp else None)
         dispatcher = RoutedDispatcher()
-        rt = Runtime(bench_settings(state_backend=opts.store, lease_ttl_s=opts.lease),
-                     store=chaos.store, model=FunctionModel(scenario_model, name="reliability-model"),
-                     dispatcher=dispatcher, registry=chaos.registry())
+        settings = bench_settings(state_backend=opts.store, lease_ttl_s=opts.lease)
+        rt = Runtime(settings, store=chaos.store, model=FunctionModel(scenario_model, name="reliability-model"),
+                     dispatcher=dispatcher, registry=chaos.registry(settings))
         rt.users.put_user(UserRecord(uid=UID, trust_level="delegated",
                                      profile=UserProfile(email_allowlist=[ALLOWLISTED])))
         tally = Tally()
@@ -372,7 +388,11 @@ def run_reliability(opts: Options, store: DocStore | None = None) -> dict[str, A
         outbox_left = _final_drain(rt, dispatcher, tally, opts.lease)
         if outbox_left:
             tally.violate("outbox", f"{outbox_left} entries left after every run ended and a final sweep")
-    summary = summarize(reports)
+    summary = {**summarize(reports), **summarize_mcp(reports, chaos.mcp_effects())}
+    ledger = chaos.mcp_ledger_lines()
+    if summary["mcp_actions_executed_twice_or_more"]:
+        tally.violate("mcp", f"{summary['mcp_actions_executed_twice_or_more']} MCP actions executed twice or more "
+                             "(the server's count once every run ended)")
     executions = summary["executions_per_approved_action"]
     allowed = summary["executions_per_allowed_action"]
     counts = dict(sorted(tally.c.items()))
@@ -382,6 +402,8 @@ def run_reliability(opts: Options, store: DocStore | None = None) -> dict[str, A
         **summary,
         "approved_actions_executed_twice_or_more": sum(v for k, v in executions.items() if int(k) >= 2),
         "allowed_actions_executed_twice_or_more": sum(v for k, v in allowed.items() if int(k) >= 2),
+        "mcp_server_calls": dict(sorted(Counter(str(line["tool"]) for line in ledger).items())),
+        "mcp_server_effects": dict(sorted(Counter(str(line["tool"]) for line in ledger if line["effect"]).items())),
         "event_violations": sum(1 for v in tally.violations if "event" in v),
         "outbox_left": outbox_left,
         "sweep_errors": sum(v for k, v in counts.items() if k.startswith("sweep_errors_")),

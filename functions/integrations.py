@@ -5,6 +5,9 @@
 - ``GET    /api/integrations``: whether each is connected -> 200 ``{integrations: [...]}``
 - ``GET    /api/integrations/{provider}``: whether that one is -> 200 the status object (like ``POST``)
   (``POST``/``DELETE`` on the collection itself: 405, ``Allow: GET``)
+- ``GET /api/integrations/mcp``, ``GET|POST|DELETE /api/integrations/mcp/{name}``,
+  ``GET /api/integrations/mcp/{name}/tools``: the caller's own MCP servers and their tools
+  (``shared/connectors/user_mcp.py``)
 Answers never contain a token. Routes: ``shared/routes.py``.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import flask
 
@@ -25,8 +29,21 @@ from shared.connectors.integrations_api import (
     provider_named,
     status_body,
 )
+from shared.connectors.user_mcp import (
+    McpServerRemovedResponse,
+    McpServerRequest,
+    McpServerResponse,
+    McpServersResponse,
+    McpToolBody,
+    McpToolsResponse,
+    UserMcpServers,
+    server_name,
+)
 from shared.errors import Unavailable
 from shared.web import json_response, parse_model, read_json_body
+
+if TYPE_CHECKING:
+    from shared.runtime import Runtime
 
 
 @contextmanager
@@ -68,3 +85,57 @@ def connect_integration(request: flask.Request, path: Mapping[str, str]) -> flas
         body = parse_model(ConnectRequest, read_json_body(request, rt.settings.max_body_bytes))
         status = vault.put(uid, provider, body.tokens())
     return json_response(one_status(status).to_json())
+
+
+# ---- a user's own MCP servers (/api/integrations/mcp/{name}) -----------------------------------
+def _mcp_servers(rt: Runtime) -> UserMcpServers:
+    return UserMcpServers(rt.store, rt.connectors().vault, allow_private=rt.settings.mcp_allow_private_urls)
+
+
+def list_mcp_servers(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    rt, uid = caller(request)
+    return json_response(McpServersResponse(servers=_mcp_servers(rt).statuses(uid)).to_json())
+
+
+def get_mcp_server(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    rt, uid = caller(request)
+    name = server_name(path["name"])
+    status = _mcp_servers(rt).status(uid, name)
+    return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
+
+
+def connect_mcp_server(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    rt, uid = caller(request)
+    name = server_name(path["name"])
+    body = parse_model(McpServerRequest, read_json_body(request, rt.settings.max_body_bytes))
+    with _configured():
+        status = _mcp_servers(rt).put(uid, name, body)
+    return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
+
+
+def disconnect_mcp_server(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    rt, uid = caller(request)
+    name = server_name(path["name"])
+    return json_response(McpServerRemovedResponse(name=name, removed=_mcp_servers(rt).delete(uid, name)).to_json())
+
+
+def list_mcp_server_tools(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    """The server's tools as the caller's runs see them (the listing cache; at most ``MCP_TIMEOUT_S``)."""
+    rt, uid = caller(request)
+    name = server_name(path["name"])
+    try:
+        server = _mcp_servers(rt).server(uid, name)
+    except ConnectorError as exc:
+        return json_response(McpToolsResponse(name=name, connected=True, available=False, error=str(exc)).to_json())
+    if server is None:
+        return json_response(McpToolsResponse(name=name, connected=False, available=False).to_json())
+    from shared.connectors.mcp import McpError
+    from shared.tools.mcp_tools import server_tools
+
+    try:
+        tools = server_tools(server, rt.settings)
+    except McpError as exc:
+        return json_response(McpToolsResponse(name=name, connected=True, available=False, error=str(exc)).to_json())
+    listed = [McpToolBody(name=t.name, tool=t.remote_name, description=t.description, sideEffect=t.side_effect,
+                          idempotent=t.idempotent) for t in tools]
+    return json_response(McpToolsResponse(name=name, connected=True, available=True, tools=listed).to_json())

@@ -112,6 +112,16 @@ def _allow_hosts(raw: str, on_cloud_run: bool) -> tuple[str, ...]:
     return hosts
 
 
+def _allow_private_mcp_urls(on_cloud_run: bool) -> bool:
+    """``MCP_ALLOW_PRIVATE_URLS``: users' MCP servers may be at private addresses. A local-dev and
+    test switch (it would open the metadata server and the VPC to any user): refused on Cloud Run."""
+    allowed = _bool("MCP_ALLOW_PRIVATE_URLS", False)
+    if allowed and on_cloud_run:
+        raise ConfigurationError("MCP_ALLOW_PRIVATE_URLS is for tests and local development only and is refused "
+                                 "on Cloud Run (K_SERVICE is set)")
+    return allowed
+
+
 def clamp_loop_steps(value: int) -> int:
     return max(1, min(15, value))
 
@@ -128,6 +138,9 @@ class McpServer:
     headers: tuple[tuple[str, str], ...] = ()
     tools: tuple[str, ...] | None = None
     side_effects: tuple[tuple[str, bool], ...] = ()
+    public_only: bool = False
+    """A user's server (never a deployment's): every connection first checks that its host resolves
+    to public addresses only (``shared/connectors/url_guard.py``)."""
 
 
 _MCP_KEYS = frozenset({"name", "url", "command", "headers", "tools", "sideEffects"})
@@ -245,6 +258,13 @@ class Settings:
     """Deployment-wide MCP servers whose tools join the registry (``MCP_SERVERS``)."""
     mcp_timeout_s: float = 10.0
     """The most an MCP server's tool listing may take at a registry's build (a slow one is left out)."""
+    mcp_list_ttl_s: float = 300.0
+    """How long an instance keeps an MCP server's tool list (``MCP_LIST_TTL_S``; 0: lists at every
+    run start). A ``notifications/tools/list_changed`` drops it sooner (docs/connectors.md)."""
+    mcp_allow_private_urls: bool = False
+    """``MCP_ALLOW_PRIVATE_URLS``: a user's MCP server may be at a private, loopback or link-local
+    address (``make dev``, tests; refused on Cloud Run). Off by default: such URLs are refused
+    (``shared/connectors/url_guard.py``)."""
     follow_max_wait_s: float = 60.0
     """The longest one ``events?follow=1`` request reads on (then the client reconnects with ``after``)."""
 
@@ -331,5 +351,7 @@ class Settings:
             limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),
             mcp_servers=_mcp_servers("MCP_SERVERS"),
             mcp_timeout_s=_float("MCP_TIMEOUT_S", 10.0),
+            mcp_list_ttl_s=max(0.0, _float("MCP_LIST_TTL_S", 300.0)),
+            mcp_allow_private_urls=_allow_private_mcp_urls(on_cloud_run),
             follow_max_wait_s=max(1.0, _float("FOLLOW_MAX_WAIT_S", 60.0)),
         )

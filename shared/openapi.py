@@ -19,6 +19,7 @@ from shared.approvals_inbox import DEFAULT_LIMIT as INBOX_DEFAULT_LIMIT
 from shared.approvals_inbox import INBOX_STATUSES
 from shared.approvals_inbox import MAX_LIMIT as INBOX_MAX_LIMIT
 from shared.connectors.credentials import PROVIDERS
+from shared.connectors.user_mcp import NAME_PATTERN
 from shared.events import RunEvent
 from shared.openapi_links import LINKS
 from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
@@ -154,8 +155,14 @@ def _parameters() -> dict[str, list[dict[str, Any]]]:
     }
 
 
-PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum": list(PROVIDERS)}}
-"""Path parameters that are not plain strings (ids)."""
+PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum": list(PROVIDERS)},
+                                           "/api/integrations/mcp/{name}": {"type": "string", "pattern": NAME_PATTERN}}
+"""Path parameters that are not plain strings (ids): by name, or by the path up to the parameter."""
+
+
+def _path_schema(path: str, name: str) -> dict[str, Any]:
+    head = path[:path.index("{" + name + "}") + len(name) + 2]
+    return PATH_SCHEMAS.get(head) or PATH_SCHEMAS.get(name) or {"type": "string"}
 
 DESCRIPTIONS = {
     "getUsage": "The caller's model calls (usage ledger) in [from, to), summed per group. "
@@ -189,7 +196,7 @@ def _operation(route: routes.Route, parameters: dict[str, list[dict[str, Any]]])
     description = DESCRIPTIONS.get(route.operation_id, route.description)
     if description:
         op["description"] = description
-    params = [{"name": name, "in": "path", "required": True, "schema": PATH_SCHEMAS.get(name, {"type": "string"})}
+    params = [{"name": name, "in": "path", "required": True, "schema": _path_schema(route.path, name)}
               for name in route.path_params] + parameters.get(route.operation_id, [])
     if params:
         op["parameters"] = params

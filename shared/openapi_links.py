@@ -81,6 +81,13 @@ integration_links = {
                               "parameters": {"provider": "$request.path.provider"}},
 }
 
+same_mcp_server = {"name": "$request.path.name"}
+mcp_server_links = {
+    "getMcpServer": {"operationId": "getMcpServer", "parameters": same_mcp_server},
+    "listMcpServerTools": {"operationId": "listMcpServerTools", "parameters": same_mcp_server},
+    "disconnectMcpServer": {"operationId": "disconnectMcpServer", "parameters": same_mcp_server},
+}
+
 LINKS: dict[str, dict[str, Any]] = {
     "run": run_links,
     "listRuns": list_runs_links,
@@ -94,4 +101,5 @@ LINKS: dict[str, dict[str, Any]] = {
     "listApprovals": inbox_links,
     "listIntegrations": list_integrations_links,
     "connectIntegration": integration_links,
+    "connectMcpServer": mcp_server_links,
 }

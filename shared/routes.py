@@ -30,6 +30,8 @@ SecretName = Literal["gemini", "credentials", "google_oauth"]
 ID_SEGMENT = r"[A-Za-z0-9_-]{1,128}"
 """What a ``{name}`` path parameter matches unless the route says otherwise (ids)."""
 ANY_SEGMENT = r"[^/]+"
+PROVIDER_SEGMENT = r"(?!mcp\Z)[^/]+"
+"""``/api/integrations/{provider}``: any segment but ``mcp`` (the user's MCP servers' collection)."""
 """One path segment of any content: the handler answers a bad value itself (after authentication)."""
 
 
@@ -198,12 +200,45 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/integrations", "listIntegrations", "integrations", "functions.integrations:list_integrations",
           replies=(Reply(200, "whether each integration is connected (never a token)",
                          model="shared.connectors.integrations_api:IntegrationsResponse"),), errors=(401,)),
+    # A user's own MCP servers: before ``{provider}`` (which never matches ``mcp``).
+    Route("GET", "/api/integrations/mcp", "listMcpServers", "integrations", "functions.integrations:list_mcp_servers",
+          replies=(Reply(200, "the caller's MCP servers (never a token)",
+                         model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
+    Route("GET", "/api/integrations/mcp/{name}", "getMcpServer", "integrations",
+          "functions.integrations:get_mcp_server", segments={"name": ANY_SEGMENT},
+          description="Whether the caller declared the MCP server; 400 INVALID_MCP_SERVER_NAME for a name "
+                      "outside [A-Za-z0-9_-]{1,40}.",
+          replies=(Reply(200, "the server (never its token)", model="shared.connectors.user_mcp:McpServerResponse"),),
+          errors=(400, 401)),
+    Route("POST", "/api/integrations/mcp/{name}", "connectMcpServer", "integrations",
+          "functions.integrations:connect_mcp_server", segments={"name": ANY_SEGMENT},
+          description="Declare (replace) one of the caller's MCP servers (Streamable HTTP): its URL and an "
+                      "optional bearer token, both stored encrypted; its tools join the caller's runs only. "
+                      "400 MCP_URL_NOT_ALLOWED when the URL's host resolves to a private, loopback, "
+                      "link-local or reserved address (unless MCP_ALLOW_PRIVATE_URLS); "
+                      "409 TOO_MANY_MCP_SERVERS beyond 20 servers; 503 INTEGRATIONS_NOT_CONFIGURED without "
+                      "CREDENTIALS_ENCRYPTION_KEY.",
+          request="shared.connectors.user_mcp:McpServerRequest",
+          replies=(Reply(200, "the stored server (never its token)",
+                         model="shared.connectors.user_mcp:McpServerResponse"),),
+          errors=(400, 401, 409, 413, 415, 503)),
+    Route("DELETE", "/api/integrations/mcp/{name}", "disconnectMcpServer", "integrations",
+          "functions.integrations:disconnect_mcp_server", segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the server is forgotten",
+                         model="shared.connectors.user_mcp:McpServerRemovedResponse"),), errors=(400, 401)),
+    Route("GET", "/api/integrations/mcp/{name}/tools", "listMcpServerTools", "integrations",
+          "functions.integrations:list_mcp_server_tools", segments={"name": ANY_SEGMENT},
+          description="The server's tools as the caller's runs see them (names, side effect or not), from "
+                      "the instance's listing cache (MCP_LIST_TTL_S) or listed now within MCP_TIMEOUT_S; "
+                      "available: false (with error) when it cannot be listed.",
+          replies=(Reply(200, "the server's tools", model="shared.connectors.user_mcp:McpToolsResponse"),),
+          errors=(400, 401)),
     Route("GET", "/api/integrations/{provider}", "getIntegration", "integrations",
-          "functions.integrations:get_integration", segments={"provider": ANY_SEGMENT},
+          "functions.integrations:get_integration", segments={"provider": PROVIDER_SEGMENT},
           replies=(Reply(200, "whether the integration is connected (never a token)",
                          model="shared.connectors.integrations_api:IntegrationResponse"),), errors=(401, 404)),
     Route("POST", "/api/integrations/{provider}", "connectIntegration", "integrations",
-          "functions.integrations:connect_integration", segments={"provider": ANY_SEGMENT},
+          "functions.integrations:connect_integration", segments={"provider": PROVIDER_SEGMENT},
           description="Store (replace) the caller's tokens for the provider, encrypted. "
                       "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY.",
           request="shared.connectors.integrations_api:ConnectRequest",
@@ -211,7 +246,7 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.connectors.integrations_api:IntegrationResponse"),),
           errors=(400, 401, 404, 413, 415, 503)),
     Route("DELETE", "/api/integrations/{provider}", "disconnectIntegration", "integrations",
-          "functions.integrations:disconnect_integration", segments={"provider": ANY_SEGMENT},
+          "functions.integrations:disconnect_integration", segments={"provider": PROVIDER_SEGMENT},
           replies=(Reply(200, "the tokens are forgotten",
                          model="shared.connectors.integrations_api:IntegrationRemovedResponse"),),
           errors=(401, 404, 503)),

@@ -181,6 +181,21 @@ class Runtime:
     def registry(self, registry: ToolRegistry) -> None:
         self._registry = registry
 
+    def registry_for(self, base: ToolRegistry, uid: str) -> ToolRegistry:
+        """The tools of ``uid``'s runs: ``base`` plus the user's own MCP servers' (one store query
+        per invocation). The deployment's servers are listed again when their listing expired
+        (``MCP_LIST_TTL_S``). Without any server the MCP SDK is never imported (cold start)."""
+        from shared.state.mcp_servers_repo import McpServersRepo
+
+        if not self.settings.mcp_servers and not McpServersRepo(self.store).list(uid):
+            return base
+        from shared.connectors.user_mcp import UserMcpServers
+        from shared.tools.mcp_tools import with_servers
+
+        mine, unreadable = UserMcpServers(self.store, self.connectors().vault,
+                                          allow_private=self.settings.mcp_allow_private_urls).servers(uid)
+        return with_servers(base, [*self.settings.mcp_servers, *mine], self.settings, unreadable)
+
     @property
     def services(self) -> Services:
         """The loop's collaborators; their tool registry is only built when a tool is looked up."""
@@ -188,7 +203,7 @@ class Runtime:
             settings=self.settings, runs=self.runs, users=self.users, registry=self._registry,
             model_factory=self.model, new_id=new_id, connectors=self.connectors, usage=self.usage,
             outbox=self.outbox, hosts=self.hosts, registry_factory=lambda: self.registry,
-            profile_models=self.model_for, limits=self.limits))
+            profile_models=self.model_for, limits=self.limits, user_registry=self.registry_for))
 
     @property
     def agent(self) -> AgentService:

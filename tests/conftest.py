@@ -132,6 +132,18 @@ def _no_leaked_signature_type() -> Iterator[None]:
     os.environ.pop("FUNCTION_SIGNATURE_TYPE", None)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_mcp_listings() -> Iterator[None]:
+    """Each test lists its MCP servers itself (the per-instance listing cache starts empty); the
+    cache's module is not imported by this fixture (cold-start tests look for it)."""
+    import sys
+
+    listings = sys.modules.get("shared.tools.mcp_listings")
+    if listings is not None:
+        listings.LISTINGS.clear()
+    yield
+
+
 def _emulator(name: str, env_var: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     existing = os.environ.get(env_var, "").strip()
     with pytest.MonkeyPatch.context() as mp:

@@ -70,7 +70,7 @@ def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
     virtual = ctx.host.virtual_tools(ctx).get(action.tool)
     if virtual is not None:
         return virtual.preview(virtual.validate(action.args))
-    tool = ctx.services.registry.get(action.tool)
+    tool = ctx.registry.get(action.tool)
     if tool is None:
         return action.tool
     return tool.preview(tool.validate(action.args))

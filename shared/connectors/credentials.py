@@ -213,6 +213,36 @@ class CredentialVault:
                 creds.refresh(Request(session))  # type: ignore[no-untyped-call]
         return creds
 
+    # ---- other secrets (a user's MCP servers) ---------------------------------------------------
+    def seal_text(self, location: str, secret: str, label: str) -> dict[str, Any]:
+        """``secret`` sealed for the document at ``location`` (its path is the associated data):
+        ``{keyId, alg, nonce, ciphertext}``. :class:`ConnectorError` without a key."""
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        key = self._require_key(label)
+        nonce = os.urandom(NONCE_BYTES)
+        ciphertext = AESGCM(key).encrypt(nonce, secret.encode(), _location_aad(location))
+        return {"keyId": self._key_id, "alg": "AES-256-GCM", "nonce": base64.b64encode(nonce).decode(),
+                "ciphertext": base64.b64encode(ciphertext).decode()}
+
+    def open_text(self, location: str, data: dict[str, Any], label: str) -> str:
+        """What :meth:`seal_text` sealed; :class:`ConnectorError` ``unreadable`` when another key
+        sealed it or it does not decrypt (never the secret in the message)."""
+        key = self._require_key(label)
+        if data.get("keyId") != self._key_id:
+            raise ConnectorError(f"the stored {label} credentials cannot be read; connect it again",
+                                 provider=label, reason="unreadable")
+        try:
+            from cryptography.exceptions import InvalidTag
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            nonce = base64.b64decode(str(data["nonce"]), validate=True)
+            ciphertext = base64.b64decode(str(data["ciphertext"]), validate=True)
+            return AESGCM(key).decrypt(nonce, ciphertext, _location_aad(location)).decode()
+        except (KeyError, binascii.Error, ValueError, InvalidTag):
+            raise ConnectorError(f"the stored {label} credentials cannot be read; connect it again",
+                                 provider=label, reason="unreadable") from None
+
     # ---- internals -----------------------------------------------------------------------------
     def _credentials(self, uid: str, tokens: IntegrationTokens) -> Credentials:
         from google.oauth2.credentials import Credentials
@@ -294,7 +324,11 @@ class CredentialVault:
 
 
 def _aad(uid: str, provider: str) -> bytes:
-    return f"agent-runtime/v{SCHEMA_VERSION}/{IntegrationsRepo.location(uid, provider)}".encode()
+    return _location_aad(IntegrationsRepo.location(uid, provider))
+
+
+def _location_aad(location: str) -> bytes:
+    return f"agent-runtime/v{SCHEMA_VERSION}/{location}".encode()
 
 
 def _check_provider(provider: str) -> None:

@@ -3,8 +3,16 @@ without configured servers never loads it). It lists a server's tools and calls 
 short-lived connection (stdio: the command as a subprocess; Streamable HTTP: the URL), bounded in
 time, and maps what the SDK raises to :class:`McpError`.
 
+A ``notifications/tools/list_changed`` the server sends during any of these connections (a listing
+or a call) is handed to ``on_list_changed``: the listing cache (``shared.tools.mcp_listings``)
+forgets that server's tools, so the next registry lists them again.
+
 Sampling and elicitation requests from a server are refused: no callback is registered, so the
 SDK answers them with a JSON-RPC error and the server sees "not supported" (docs/connectors.md).
+
+A user's server (``McpServer.public_only``) is reached only when its host resolves to public
+addresses at that moment (``shared/connectors/url_guard.py``): otherwise the listing or the call
+fails as if the server were down, before anything is sent.
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,33 +64,63 @@ class McpResult:
     """The bounded function response: ``text``, ``structured``, ``images`` (references), ``resources``."""
 
 
+ListChanged = Callable[[], None]
+"""Called when the server says its tool list changed."""
+
+
+def _handler(on_list_changed: ListChanged | None) -> Any:
+    """The session's message handler: a tool-list change is reported, anything else ignored."""
+    async def handle(message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed" and on_list_changed is not None:
+            on_list_changed()
+
+    return handle
+
+
 @contextlib.asynccontextmanager
-async def _client(server: McpServer) -> AsyncIterator[Client]:
+async def _client(server: McpServer, on_list_changed: ListChanged | None = None) -> AsyncIterator[Client]:
     """A connected client; what it opened (the process, the HTTP client) is closed on exit."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
+    handler = _handler(on_list_changed)
     if server.command:
         params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]))
-        async with Client(params, mode="legacy") as client:
+        async with Client(params, mode="legacy", message_handler=handler) as client:
             yield client
         return
     assert server.url is not None
     if not server.headers:
-        async with Client(server.url, mode="legacy") as client:
+        async with Client(server.url, mode="legacy", message_handler=handler) as client:
             yield client
         return
     import httpx2  # the SDK's HTTP client: the headers (e.g. a token) go on it
     from mcp.client.streamable_http import streamable_http_client
 
     async with httpx2.AsyncClient(headers=dict(server.headers)) as http, \
-            Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client:
+            Client(streamable_http_client(server.url, http_client=http), mode="legacy",
+                   message_handler=handler) as client:
         yield client
+
+
+def _guard(server: McpServer, what: str) -> None:
+    """A user's server (``public_only``): its host must resolve to public addresses now."""
+    if not (server.public_only and server.url):
+        return
+    from shared.connectors.url_guard import UrlNotAllowed, check_public_url
+
+    try:
+        check_public_url(server.url)
+    except UrlNotAllowed as exc:
+        log.warning("MCP %s refused: %s", what, exc,
+                    extra={"fields": {"component": "mcp", "server": server.name, "stage": what}})
+        raise McpError(f"MCP server {server.name} not reached: {exc.message}") from None
 
 
 def _run(server: McpServer, what: str, coro_fn: Any, timeout_s: float, sent: list[bool] | None = None) -> Any:
     """Run ``coro_fn()`` within ``timeout_s``; ``sent`` (set by it when its request went out) says
-    whether a lost answer may hide a done request."""
+    whether a lost answer may hide a done request. A user's server is checked first (``_guard``)."""
+    _guard(server, what)
     async def bounded() -> Any:
         return await asyncio.wait_for(coro_fn(), timeout=max(0.05, timeout_s))
 
@@ -105,12 +143,13 @@ def _hint(annotations: Any, name: str) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def list_tools(server: McpServer, *, timeout_s: float) -> list[McpToolInfo]:
+def list_tools(server: McpServer, *, timeout_s: float,
+               on_list_changed: ListChanged | None = None) -> list[McpToolInfo]:
     """The server's tools (every page), each with its annotations."""
 
     async def go() -> list[McpToolInfo]:
         out: list[McpToolInfo] = []
-        async with _client(server) as client:
+        async with _client(server, on_list_changed) as client:
             cursor: str | None = None
             while True:
                 page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
@@ -130,13 +169,14 @@ def list_tools(server: McpServer, *, timeout_s: float) -> list[McpToolInfo]:
     return result
 
 
-def call_tool(server: McpServer, tool: str, args: dict[str, Any], *, timeout_s: float) -> McpResult:
+def call_tool(server: McpServer, tool: str, args: dict[str, Any], *, timeout_s: float,
+              on_list_changed: ListChanged | None = None) -> McpResult:
     """One ``tools/call``; its content made into a bounded function response."""
 
     sent: list[bool] = []
 
     async def go() -> McpResult:
-        async with _client(server) as client:
+        async with _client(server, on_list_changed) as client:
             sent.append(True)  # connected: from here a lost answer may hide a done call
             result = await client.call_tool(tool, args, read_timeout_seconds=max(0.05, timeout_s))
         return _response(result)

@@ -99,6 +99,14 @@ class Services:
     """The model of a profile (``speed | balanced | quality``); None: ``model_factory`` for all."""
     limits: Limits | None = None
     """The per-user limits (docs/limits.md) checked when work starts; None: none (tests, tools)."""
+    user_registry: Callable[[ToolRegistry, str], ToolRegistry] | None = None
+    """``(registry, uid)`` -> the tools of ``uid``'s runs (the user's own MCP servers added); None:
+    every user gets ``registry``."""
+
+    def registry_for(self, uid: str) -> ToolRegistry:
+        """The tools ``uid``'s runs may use: :attr:`registry`, plus the user's own MCP servers'."""
+        base = self.registry
+        return base if self.user_registry is None else self.user_registry(base, uid)
 
     def model_for(self, profile: str) -> Model:
         return self.profile_models(profile) if self.profile_models is not None else self.model_factory()
@@ -124,6 +132,7 @@ class RunContext:
     pending_actions: dict[str, ActionRecord] = field(default_factory=dict)
     last_action: ActionRecord | None = None
     """The action the run's result reports (``actionId``, ``tool``, ``toolArgs``)."""
+    _registry: ToolRegistry | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.run: RunRecord = self.snapshot.run.model_copy(deep=True)
@@ -135,6 +144,14 @@ class RunContext:
         """Each invocation (a fresh run, a resume, a continuation) gets its own step budget."""
         if self.max_steps is None:
             self.max_steps = self.run.max_steps
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The tools of this run's user (built once per invocation: the user's own MCP servers
+        join it; a resume in another process builds the same from the store)."""
+        if self._registry is None:
+            self._registry = self.services.registry_for(self.run.uid)
+        return self._registry
 
     def log_fields(self) -> dict[str, str]:
         """The run's ids for ``shared.logs.log_context``: every line logged while serving it."""

@@ -76,7 +76,7 @@ class Host:
     def declarations(self, ctx: RunContext) -> list[ToolDeclaration]:
         """The tools the model is offered (default: every tool of the registry and the host's
         virtual tools)."""
-        return [*ctx.services.registry.declarations(), *(v.declaration() for v in self.virtual_tools(ctx).values())]
+        return [*ctx.registry.declarations(), *(v.declaration() for v in self.virtual_tools(ctx).values())]
 
     def virtual_tools(self, ctx: RunContext) -> dict[str, Tool]:
         """Tools this host answers itself (``loop/virtual.py``; default: none)."""

@@ -206,7 +206,7 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
 def _recover_cut_off(ctx: RunContext, action: ActionRecord) -> None:
     """A call a crash cut off: retry it when repeating is safe, ask the service when it can tell
     (done → recorded, not done → run once), else record the outcome ``unknown`` (never re-run)."""
-    tool = ctx.services.registry.get(action.tool)
+    tool = ctx.registry.get(action.tool)
     if action.idempotent:
         _rerun(ctx, action, "retry", "idempotent tool cut off by a crash; retried")
         return

@@ -101,9 +101,9 @@ def step(ctx: RunContext) -> StepOutcome:
 
     tools = ctx.host.declarations(ctx)
     instruction = ctx.run.system_instruction if tools else f"{ctx.run.system_instruction}\n\n{NO_TOOLS_REMINDER}"
-    if services.registry.unavailable:  # tool sources that could not be reached: the model is told
+    if ctx.registry.unavailable:  # tool sources that could not be reached: the model is told
         instruction += ("\n\n[UNAVAILABLE TOOLS]\nThe tools of these servers are unavailable right now: "
-                        + ", ".join(services.registry.unavailable) + ". Do not promise what only they could do.")
+                        + ", ".join(ctx.registry.unavailable) + ". Do not promise what only they could do.")
     request = ModelRequest(system_instruction=instruction, turns=ctx.turns, tools=tools,
                            timeout_s=max(0.001, ctx.remaining()))
     call = MeteredCall(uid=ctx.run.uid, unit_kind="run", unit_id=ctx.run.run_id, component=LOOP,

@@ -34,7 +34,7 @@ MAX_RESULT_CHARS = 20_000
 
 def lookup(ctx: RunContext, name: str) -> Tool | None:
     """The tool a call names: the host's virtual tool of that name, else the registry's."""
-    return ctx.host.virtual_tools(ctx).get(name) or ctx.services.registry.get(name)
+    return ctx.host.virtual_tools(ctx).get(name) or ctx.registry.get(name)
 
 
 def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]

@@ -50,7 +50,7 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
     rt.limits.check_daily_tokens(uid)  # new model work: before the planning call (docs/limits.md)
     services = rt.services
     deadline = engine.parse_deadline(services, req.deadline)
-    tools = engine.check_tools(services, req.tools)
+    tools = engine.check_tools(services, uid, req.tools)
     context = None
     if req.repoUrl:
         from shared.plans.repo_context import repo_context

@@ -107,7 +107,7 @@ class PlanHost(Host):
     # ---- tools -------------------------------------------------------------------------------
     def declarations(self, ctx: RunContext) -> list[ToolDeclaration]:
         allowed = plan_state(ctx).tools
-        every = ctx.services.registry.declarations()
+        every = ctx.registry.declarations()
         return every if allowed is None else [d for d in every if d.name in allowed]
 
     def allows(self, ctx: RunContext, tool: str) -> bool:

@@ -34,7 +34,7 @@ class Act:
 
 def preview(ctx: RunContext, name: str, args: dict[str, Any]) -> str:
     """The tool's one-line preview of a call (the tool's name when it has none)."""
-    tool = ctx.services.registry.get(name)
+    tool = ctx.registry.get(name)
     if tool is None:
         return name
     try:

@@ -63,10 +63,12 @@ def parse_deadline(services: Services, raw: str | None, *, now: float | None = N
     return deadline
 
 
-def check_tools(services: Services, tools: list[str] | None) -> list[str] | None:
+def check_tools(services: Services, uid: str, tools: list[str] | None) -> list[str] | None:
+    """The session's tool allowlist: each name one of ``uid``'s tools (their own MCP servers' included)."""
     if tools is None:
         return None
-    unknown = [t for t in tools if services.registry.get(t) is None]
+    registry = services.registry_for(uid)
+    unknown = [t for t in tools if registry.get(t) is None]
     if unknown:
         raise InvalidInput(f"unknown tool names: {', '.join(sorted(unknown))}", code="UNKNOWN_TOOLS",
                          details={"field": "tools", "unknown": sorted(unknown)})

@@ -99,6 +99,15 @@ def integration(uid: str, provider: str) -> str:
     return f"users/{uid}/integrations/{provider}"
 
 
+def mcp_servers(uid: str) -> str:
+    """The user's own MCP servers (``POST /api/integrations/mcp/{name}``), one document each."""
+    return f"users/{uid}/mcpServers"
+
+
+def mcp_server(uid: str, name: str) -> str:
+    return f"users/{uid}/mcpServers/{name}"
+
+
 def runs() -> str:
     return "runs"
 

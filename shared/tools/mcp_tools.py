@@ -13,10 +13,15 @@ ordinary :class:`~shared.tools.registry.Tool` and never learn where it came from
   them; the schema the model sees is cleaned for Gemini.
 - A server that is down or slow when the registry is built costs at most ``MCP_TIMEOUT_S``; its
   tools are left out (logged) and the run goes on without them.
+- Listings are cached per instance (``shared.tools.mcp_listings``): ``MCP_LIST_TTL_S``, dropped
+  sooner when the server sends ``notifications/tools/list_changed`` during a listing or a call.
+- A user's own servers (``/api/integrations/mcp/{name}``) join that user's registry only
+  (:func:`with_servers`, called per run by ``Runtime.registry_for``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
@@ -30,6 +35,7 @@ from shared.errors import OutcomeUnknown, ToolError
 from shared.formats import clean_json_schema
 from shared.models.base import ToolDeclaration
 from shared.tools.context import ToolContext
+from shared.tools.mcp_listings import LISTINGS
 from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
 
 log = logging.getLogger("agent_runtime.mcp")
@@ -57,7 +63,7 @@ class McpTool(Tool):
     remote_name: str = ""
     input_schema: Any = None
 
-    @property
+    @functools.cached_property
     def _declaration(self) -> ToolDeclaration:
         schema = clean_json_schema(dict(self.input_schema or {"type": "object"}), inline_refs=True,
                                    drop=_GEMINI_DROP)
@@ -82,10 +88,12 @@ class McpTool(Tool):
         return f"{self.remote_name} on MCP server {self.server.name}: {shown}"[:500]
 
     def run(self, ctx: ToolContext, args: BaseModel) -> dict[str, Any]:
-        assert self.server is not None
-        timeout = ctx.call_budget(f"MCP server {self.server.name}", 60.0)  # at most the run's time left
+        server = self.server
+        assert server is not None
+        timeout = ctx.call_budget(f"MCP server {server.name}", 60.0)  # at most the run's time left
         try:
-            result = mcp.call_tool(self.server, self.remote_name, args.model_dump(), timeout_s=timeout)
+            result = mcp.call_tool(server, self.remote_name, args.model_dump(), timeout_s=timeout,
+                                   on_list_changed=lambda: LISTINGS.changed(server))
         except mcp.McpError as exc:
             if exc.maybe_done and self.side_effect and not self.idempotent:
                 raise OutcomeUnknown(f"{exc}; it may or may not have taken effect, and is not repeated") from None
@@ -105,7 +113,7 @@ def _side_effect(server: McpServer, info: mcp.McpToolInfo) -> bool:
 def server_tools(server: McpServer, settings: Settings) -> list[McpTool]:
     """The server's tools as registry tools (its ``tools`` allowlist applied); raises
     :class:`~shared.connectors.mcp.McpError` when the server cannot be listed in time."""
-    infos = mcp.list_tools(server, timeout_s=settings.mcp_timeout_s)
+    infos = LISTINGS.tools(server, ttl_s=settings.mcp_list_ttl_s, timeout_s=settings.mcp_timeout_s)
     allowed = set(server.tools) if server.tools is not None else None
     out: list[McpTool] = []
     for info in infos:
@@ -143,3 +151,15 @@ def add_servers(registry: ToolRegistry, servers: tuple[McpServer, ...], settings
                 continue
             registry.add(tool)
     return left_out
+
+
+def with_servers(base: ToolRegistry, servers: list[McpServer], settings: Settings,
+                 unreadable: list[str] | None = None) -> ToolRegistry:
+    """A new registry: ``base``'s own tools (its MCP tools dropped) plus ``servers``' tools from
+    the listing cache; ``unreadable``: servers already known to be unusable (told to the model)."""
+    registry = ToolRegistry()
+    for tool in base:
+        if not isinstance(tool, McpTool):
+            registry.add(tool)
+    registry.unavailable = (*add_servers(registry, tuple(servers), settings), *(unreadable or ()))
+    return registry

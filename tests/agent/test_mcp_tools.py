@@ -4,12 +4,9 @@ starts the server's process through the official SDK."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +21,11 @@ from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from tests.agent.conftest import MakeRuntime, make_settings
+from tests.agent.mcp_servers import serving
 from tests.agent.test_approvals import approve
 from tests.agent.test_loop import audits, start_and_drive
-from tests.emulators import free_port
 
+HTTP_SERVER = Path(__file__).parent / "mcp_servers" / "http_server.py"
 TIME = McpServer(name="time", command=(sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"))
 DOWN = McpServer(name="down", command=(sys.executable, "-c", "import sys; sys.exit(3)"))
 
@@ -149,22 +147,8 @@ def test_a_server_killed_mid_call_leaves_the_outcome_unknown_and_nothing_is_repe
 @pytest.fixture(scope="module")
 def http_server() -> Iterator[str]:
     """The Streamable HTTP server, started as its own process; its URL."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "mcp_servers" / "http_server.py"),
-                             str(port), "s3cret"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            break
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
-        time.sleep(0.1)
-    else:
-        raise AssertionError("the MCP HTTP server did not start")
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
-    if proc.stderr:
-        proc.stderr.close()
+    with serving([sys.executable, str(HTTP_SERVER), "{port}", "s3cret"]) as url:
+        yield url
 
 
 def test_a_streamable_http_server_with_its_headers(make_runtime: MakeRuntime, http_server: str) -> None:
@@ -172,8 +156,9 @@ def test_a_streamable_http_server_with_its_headers(make_runtime: MakeRuntime, ht
     headers (here the server's bearer token) go with every request; without them the server
     refuses and is left out."""
     server = McpServer(name="notes", url=http_server, headers=(("Authorization", "Bearer s3cret"),))
-    [info] = mcp.list_tools(server, timeout_s=20)
+    info, listing = mcp.list_tools(server, timeout_s=20)
     assert (info.name, info.read_only, info.idempotent) == ("add_note", False, True)
+    assert (listing.name, listing.read_only) == ("list_notes", True)
     rt, seen = runtime(make_runtime, [calls_turn(call("notes_add_note", {"text": "tea"})), text_turn("Noted.")],
                        server, trust="autonomous")
     tool = rt.registry.get("notes_add_note")

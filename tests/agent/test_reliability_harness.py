@@ -114,3 +114,29 @@ def test_reliability_firestore(firestore_docstore: DocStore) -> None:
     initial, deliveries = _crashes(out)
     assert initial, out["crashes_fired"]
     assert len(deliveries) >= 2, deliveries
+
+
+def test_mcp_side_effects_are_never_run_twice_after_crashes_around_the_call(sqlite_docstore: DocStore) -> None:
+    """The tools of a real MCP server (tests/agent/mcp_servers/ledger_server.py, stdio), which
+    counts every call it receives: every delivery of an approved call dies just before the call
+    goes out, just after its answer came back, or just before its result is recorded. The
+    unannotated ``append_note`` is never called again (outcome ``unknown``); the ``idempotentHint``
+    ``put_note`` is called again and its note kept once."""
+    points = (CrashPlan("tool", "before"), CrashPlan("tool", "after"), CrashPlan("commit", "before", 3))
+    out = run_reliability(Options(runs=8, workers=3, seed=2, lease=0.2, store="sqlite", scenarios=("mcp", "mcp_keyed"),
+                                  delivery_crash_p=1.0, dead_letter_p=0.0, delivery_crash_points=points),
+                          store=sqlite_docstore)
+    assert out["ok"] is True, out["violation_samples"]
+    assert out["mcp_actions_executed_twice_or_more"] == 0
+    outcomes = out["mcp_executions_and_outcome"]
+    assert set(outcomes) <= {"append_note 0:unknown", "append_note 1:unknown", "put_note 1:success"}, outcomes
+    assert outcomes.get("append_note 0:unknown", 0) >= 1 and outcomes.get("append_note 1:unknown", 0) >= 1, outcomes
+    assert outcomes.get("put_note 1:success", 0) >= 1, outcomes
+    calls, effects = out["mcp_server_calls"], out["mcp_server_effects"]
+    # the server's own count: each append_note it received once; put_note received again after a
+    # crash (a retry) and kept once
+    assert calls["append_note"] == effects["append_note"] == outcomes["append_note 1:unknown"]
+    assert calls["put_note"] > effects["put_note"] == outcomes["put_note 1:success"]
+    assert out["unknown_outcomes"] == {"reconcilable": 0, "other": sum(
+        v for k, v in outcomes.items() if k.startswith("append_note"))}
+    assert out["recovery_decisions"].get("retry", 0) >= 1

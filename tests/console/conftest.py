@@ -196,7 +196,8 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     store = SqliteDocStore(str(tmp_path_factory.mktemp("console") / "state.sqlite3"))
     model = ConsoleModel()
-    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY),
+    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY,
+                               mcp_allow_private_urls=True),
                  store=store, model=model, authenticator=LocalAuthenticator())
     set_runtime(rt)
     server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)

@@ -1,19 +1,23 @@
 """The dev console in a real headless Chromium against the dev app: a chat run streaming, an
 approval decided from its card and the resumed run followed live, a reload in the middle of a run
 catching up from the event log, a plan draft refined then confirmed and its tasks progressing,
-the usage view, API errors shown with their code and message, integrations and the goals playground.
+the usage view, API errors shown with their code and message, integrations (a user's own MCP
+servers among them, against a real SDK server over HTTP) and the goals playground.
 
 Each test is its own dev user, so the tests share one server and store without seeing each other.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from datetime import UTC, datetime
 from typing import Any
 
 from playwright.sync_api import Page, expect
 
+from tests.agent.mcp_servers import serving
+from tests.agent.test_mcp_tools import HTTP_SERVER
 from tests.console.conftest import CALL_USAGE, Console, api, open_console
 
 
@@ -235,6 +239,54 @@ def test_integrations_connect_show_status_and_disconnect(page: Page, console: Co
     slack.locator("button", has_text="Disconnect slack").click()
     expect(slack.locator(".chip")).to_have_text("not connected")
     assert api(console, "GET", "/api/integrations/slack", "frank")["connected"] is False
+
+
+def test_integrations_list_add_and_remove_a_users_mcp_servers(page: Page, console: Console) -> None:
+    """A real MCP server (the official SDK's, Streamable HTTP) that answers only with its token."""
+    with serving([sys.executable, str(HTTP_SERVER), "{port}", "mcp-console-token"]) as url:
+        open_console(page, console, "mia", view="integrations")
+        expect(page.locator("#mcp-status .mcp-none")).to_have_text("No MCP server yet.")
+
+        page.fill("#mcp-name", "bad.name")
+        page.fill("#mcp-url", url)
+        page.click("#mcp-form button[type=submit]")
+        error = page.locator("#mcp-errors .error")
+        expect(error).to_have_attribute("data-code", "INVALID_MCP_SERVER_NAME")
+
+        page.fill("#mcp-name", "notes")
+        page.fill("#mcp-url", url + "?key=in-the-query")
+        page.fill("#mcp-token", "mcp-console-token")
+        page.click("#mcp-form button[type=submit]")
+        notes = page.locator("#mcp-status tr[data-server=notes]")
+        expect(notes.locator(".mcp-url")).to_have_text(url)  # as the API shows it: no query
+        expect(notes.locator(".mcp-token")).to_have_text("token set")
+        expect(notes.locator("td > .chip")).to_have_text("connected")
+        add = notes.locator("li[data-tool=notes_add_note]")
+        expect(add.locator("[data-side-effect]")).to_have_text("side effect (idempotent)")
+        expect(add.locator(".mcp-tool-description")).to_contain_text("Add a note")
+        expect(notes.locator("li[data-tool=notes_list_notes] [data-side-effect]")).to_have_text("read-only")
+        expect(notes.locator("li[data-tool=notes_list_notes] .mcp-tool-description")).to_contain_text(
+            "The notes kept so far")
+        expect(page.locator("#mcp-errors .error")).to_have_count(0)
+        content = page.content()
+        assert "mcp-console-token" not in content and "in-the-query" not in content
+
+        # Without its token the server refuses to list: the row says so, the view goes on.
+        page.fill("#mcp-name", "open")
+        page.fill("#mcp-url", url)
+        page.click("#mcp-form button[type=submit]")
+        unlisted = page.locator("#mcp-status tr[data-server=open]")
+        expect(unlisted.locator(".mcp-token")).to_have_text("no token")
+        expect(unlisted.locator(".mcp-unavailable")).to_contain_text("tools not available")
+        expect(notes.locator("li[data-tool]")).to_have_count(2)
+        assert [s["name"] for s in api(console, "GET", "/api/integrations/mcp", "mia")["servers"]] == ["notes", "open"]
+        assert api(console, "GET", "/api/integrations/mcp", "nina")["servers"] == []  # mia's only
+        console.screenshot(page, "integrations-mcp")
+
+        notes.locator("button", has_text="Remove notes").click()
+        expect(notes).to_have_count(0)
+        expect(unlisted).to_have_count(1)
+        assert api(console, "GET", "/api/integrations/mcp/notes", "mia")["connected"] is False
 
 
 def test_goals_playground_plans_then_finalises(page: Page, console: Console) -> None:

@@ -161,6 +161,15 @@ def create_integration(api: Api) -> Ref:
     return Ref("slack", "per_user")
 
 
+def create_mcp_server(api: Api) -> Ref:
+    """One of A's own MCP servers (its URL and token hold the secret; nothing listens there)."""
+    resp = api.client.post("/api/integrations/mcp/private-notes", json={
+        "url": f"http://127.0.0.1:9/{SECRET}?key={SECRET}", "accessToken": f"tok-{SECRET}"}, headers=ALICE)
+    assert resp.status_code == 200, resp.get_json()
+    assert SECRET in resp.get_json()["url"] and f"key={SECRET}" not in resp.get_data(as_text=True)
+    return Ref("private-notes", "per_user")
+
+
 def create_session(api: Api) -> Ref:
     """A plan session awaiting confirmation (its plan names the secret)."""
     resp = api.client.post("/api/agent/sessions", json={"prompt": f"plan {SECRET}"}, headers=ALICE)
@@ -185,6 +194,7 @@ CREATORS: dict[str, Creator] = {
     "threadId": create_thread,
     "approvalId": create_approval,
     "provider": create_integration,
+    "name": create_mcp_server,
     "sessionId": create_session,
     "entityId": create_project,
 }
@@ -198,6 +208,7 @@ BODIES: dict[str, dict[str, Any]] = {
     "RunRequest": {"prompt": PROBE, "supersede": True},  # B must not be able to supersede A's pause
     "ApproveRequest": {"approvalId": "apr_placeholder", "decision": "approve"},
     "ConnectRequest": {"accessToken": "xoxp-bob"},
+    "McpServerRequest": {"url": "http://127.0.0.1:9/bob", "accessToken": "tok-bob"},
     "CreateSessionRequest": {"prompt": "plan a trip"},
     "RefineRequest": {"message": "also pack"},
     "ConfirmRequest": {"planVersion": 1},
@@ -257,7 +268,7 @@ PLAIN = [c for c in cells(DOC) if not isinstance(c, Cell)]
 @pytest.fixture
 def api(sqlite_docstore: DocStore) -> Iterator[Api]:
     dispatcher = RecordingDispatcher()
-    rt = Runtime(make_settings(credentials_encryption_key=KEY), store=sqlite_docstore,
+    rt = Runtime(make_settings(credentials_encryption_key=KEY, mcp_allow_private_urls=True), store=sqlite_docstore,
                  model=FunctionModel(_model), authenticator=LocalAuthenticator(), dispatcher=dispatcher)
     set_runtime(rt)
     yield Api(create_app().test_client(), rt, dispatcher)
@@ -279,8 +290,10 @@ def test_the_matrix_covers_every_operation_and_reference() -> None:
         ("stream", "threadId"), ("run", "entityId"), ("stream", "entityId"), ("getIntegration", "provider"),
         ("connectIntegration", "provider"), ("disconnectIntegration", "provider"), ("getSession", "sessionId"),
         ("refineSession", "sessionId"), ("confirmSession", "sessionId"), ("cancelSession", "sessionId"),
-        ("getSessionEvents", "sessionId")}
-    assert {op for op, _, _ in READS} >= {"listRuns", "listSessions", "getUsage", "listIntegrations", "listApprovals"}
+        ("getSessionEvents", "sessionId"), ("getMcpServer", "name"), ("connectMcpServer", "name"),
+        ("disconnectMcpServer", "name"), ("listMcpServerTools", "name")}
+    assert {op for op, _, _ in READS} >= {"listRuns", "listSessions", "getUsage", "listIntegrations", "listApprovals",
+                                          "listMcpServers"}
     assert {op for op, _, _ in RUN_STARTS} == {"run", "stream"}
 
 
@@ -313,11 +326,16 @@ def _request(client: FlaskClient, cell: Cell, value: str, headers: dict[str, str
     return client.open(path, method=cell.method, json=body, headers=headers)
 
 
+def _integrations_of(client: FlaskClient, headers: dict[str, str]) -> list[Any]:
+    """Every per-user namespace: the providers' connections and the user's own MCP servers."""
+    return [client.get(path, headers=headers).get_json() for path in ("/api/integrations", "/api/integrations/mcp")]
+
+
 @pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])
 def test_user_b_gets_404_and_nothing_of_a(api: Api, cell: Cell) -> None:
     client = api.client
     ref = CREATORS[cell.reference](api)
-    before = client.get("/api/integrations", headers=ALICE).get_json()
+    before = _integrations_of(client, ALICE)
     resp = _request(client, cell, ref.value, BOB)
     text = resp.get_data(as_text=True)
     assert SECRET not in text, f"{cell.id}: B saw A's data: {text[:500]}"
@@ -328,7 +346,7 @@ def test_user_b_gets_404_and_nothing_of_a(api: Api, cell: Cell) -> None:
     else:
         assert resp.status_code == 200, f"{cell.id}: {resp.status_code} {text[:500]}"
         # B's own namespace: A's object is untouched (whatever B read, wrote or deleted).
-        assert client.get("/api/integrations", headers=ALICE).get_json() == before
+        assert _integrations_of(client, ALICE) == before
     # A itself can use the reference: the 404 above is about B.
     own = _request(client, cell, ref.value, ALICE)
     assert own.status_code in (200, 202), f"{cell.id}: A's own call answered {own.status_code} {own.get_data()[:300]!r}"

@@ -73,6 +73,8 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/agent/sessions/{sessionId}/refine": {"post"}, "/api/agent/sessions/{sessionId}/confirm": {"post"},
         "/api/agent/sessions/{sessionId}/cancel": {"post"}, "/api/agent/sessions/{sessionId}/events": {"get"},
         "/api/integrations": {"get"}, "/api/integrations/{provider}": {"get", "post", "delete"},
+        "/api/integrations/mcp": {"get"}, "/api/integrations/mcp/{name}": {"get", "post", "delete"},
+        "/api/integrations/mcp/{name}/tools": {"get"},
         "/healthz": {"get"}, "/openapi.json": {"get"}}
     jsonschema.Draft202012Validator.check_schema({"components": doc["components"]})
     for schema in doc["components"]["schemas"].values():

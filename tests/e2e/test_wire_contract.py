@@ -33,6 +33,7 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.wire import RFC3339_PATTERN
 from tests.agent.conftest import make_settings
+from tests.e2e.test_openapi import KEY
 from tests.plans.support import Script, model
 from tests.plans.test_sessions_http import ALICE, create, deliver
 
@@ -199,8 +200,9 @@ def rt(sqlite_docstore: DocStore) -> Iterator[Runtime]:
     script = Script(acts={"": [("save_memory", {"text": "chat note"})],  # a chat run has no current task
                           "Write the summary": [("save_memory", {"text": "the summary"})]},
                     refine=lambda p: {"tasks": p["currentPlan"][:2], "summary": "shorter"})
-    runtime = Runtime(make_settings(), store=sqlite_docstore, model=model(script), authenticator=LocalAuthenticator(),
-                      dispatcher=RecordingDispatcher())
+    runtime = Runtime(make_settings(credentials_encryption_key=KEY, mcp_allow_private_urls=True), store=sqlite_docstore,
+                      model=model(script),
+                      authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
     set_runtime(runtime)
     yield runtime
     set_runtime(None)
@@ -249,6 +251,13 @@ def test_live_answers_match_the_document_and_the_shapes(rt: Runtime, client: Fla
     answer("/api/agent/approvals", "get", client.get("/api/agent/approvals?status=decided", headers=ALICE))
     answer("/api/agent/usage", "get", client.get("/api/agent/usage", headers=ALICE))
     answer("/api/integrations/{provider}", "get", client.get("/api/integrations/slack", headers=ALICE))
+    mcp = "/api/integrations/mcp/{name}"
+    answer(mcp, "post", client.post("/api/integrations/mcp/notes", json={"url": "http://127.0.0.1:9/mcp",
+                                                                          "accessToken": "t"}, headers=ALICE))
+    answer(mcp, "get", client.get("/api/integrations/mcp/notes", headers=ALICE))
+    answer(mcp + "/tools", "get", client.get("/api/integrations/mcp/notes/tools", headers=ALICE))
+    answer("/api/integrations/mcp", "get", client.get("/api/integrations/mcp", headers=ALICE))
+    answer(mcp, "delete", client.delete("/api/integrations/mcp/notes", headers=ALICE))
     answer(one + "/cancel", "post", client.post(f"/api/agent/sessions/{sid}/cancel", json={}, headers=ALICE))
     assert chat["approval"]["approvalId"] == chat["approval"]["id"]
 

@@ -50,7 +50,7 @@ CONFIG: dict[str, Any] = {
     "generation": {"deterministic": True, "database": "none", "max-examples": 12},
     # Every check, the optional ones (negative/positive data, auth, use-after-free, methods...) too.
     "auth": {"openapi": {"firebaseIdToken": {"bearer": "dev:fuzzer"}}},
-    "phases": {"stateful": {"max-steps": 12, "generation": {"max-examples": 60}}},
+    "phases": {"stateful": {"max-steps": 16, "generation": {"max-examples": 60}}},
     # A body over MAX_BODY_BYTES is refused with 413 before it is parsed: a rejection too.
     "checks": {"enabled": True, "negative_data_rejection": {"expected-statuses": [
         400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]}},
@@ -58,7 +58,10 @@ CONFIG: dict[str, Any] = {
         # An integration's status is never deleted: DELETE forgets the tokens and GET then answers
         # 200 {"connected": false} by design (README), not the 404 use_after_free expects.
         "include-path": "/api/integrations/{provider}", "include-method": "GET",
-        "checks": {"use_after_free": {"enabled": False}}}],
+        "checks": {"use_after_free": {"enabled": False}}}, *[{
+        # The same for a user's MCP server (and its tools: "connected": false once deleted).
+        "include-path": path, "include-method": "GET", "checks": {"use_after_free": {"enabled": False}}}
+        for path in ("/api/integrations/mcp/{name}", "/api/integrations/mcp/{name}/tools")]],
 }
 SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     # The goals plan's rules between fields (a task's start/end both or neither and in order, a
@@ -70,6 +73,8 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "POST /api/agent/sessions": (("INVALID_DEADLINE", "deadline is in the past"),
                                  ("INVALID_DEADLINE", "s away (PLAN_MAX_DEADLINE_S)"),
                                  ("UNKNOWN_TOOLS", "unknown tool names")),
+    # A user's MCP servers are at most 20.
+    "POST /api/integrations/mcp/{name}": (("TOO_MANY_MCP_SERVERS", "at most 20 MCP servers per user"),),
     # from before to, at most 93 days apart.
     "GET /api/agent/usage": (("INVALID_QUERY", "must be before to"), ("INVALID_QUERY", "is at most 93 days")),
 }
@@ -146,7 +151,9 @@ def dev_server(tmp_path: Path) -> Iterator[str]:
     settings = Settings(sqlite_path=str(tmp_path / "dev.sqlite3"), credentials_encryption_key=KEY,
                         dispatcher="inline", gemini_api_key=None, limit_requests_per_minute=0,
                         limit_active_runs=0, limit_active_sessions=0, limit_daily_tokens=0,
-                        follow_max_wait_s=5.0)  # a follow (until=end) of a paused run ends within the request timeout
+                        follow_max_wait_s=5.0,  # a follow (until=end) of a paused run ends within the request timeout
+                        mcp_timeout_s=2.0,  # the fuzzer's MCP servers are made up: nothing answers there
+                        mcp_allow_private_urls=True)  # they are 127.0.0.1 and made-up hosts: no DNS lookups
     rt = Runtime(settings, model=pausing_model())
     set_runtime(rt)
     server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True,

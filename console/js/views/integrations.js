@@ -1,14 +1,17 @@
 // Integrations: GET /api/integrations (status, never a token), POST /api/integrations/{provider}
-// to connect with tokens (the local fakes'), DELETE to disconnect.
+// to connect with tokens (the local fakes'), DELETE to disconnect; the user's MCP servers below
+// (./mcp_servers.js).
 
 import {callJson} from '../api.js';
 import {$, clear, h, when} from '../dom.js';
 import {showError} from '../errors.js';
+import {mountMcpServers} from './mcp_servers.js';
 
 export function mountIntegrations() {
   const status = $('#integrations-status');
   const errors = $('#integrations-errors');
   const form = $('#integrations-form');
+  const mcpServers = mountMcpServers();
 
   async function disconnect(provider) {
     clear(errors);
@@ -75,6 +78,7 @@ export function mountIntegrations() {
     show() {
       clear(errors);
       refresh();
+      mcpServers.show();
     },
     userChanged() {},
   };

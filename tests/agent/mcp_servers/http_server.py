@@ -1,7 +1,7 @@
 """A real MCP server over Streamable HTTP (the official SDK's ``MCPServer`` under uvicorn) that
 answers only requests carrying ``Authorization: Bearer <token>`` (the token is its second
 argument; the port its first). Its tool ``add_note`` is annotated as having a side effect that
-is idempotent. Used by tests/agent/test_mcp_tools.py."""
+is idempotent; ``list_notes`` as read-only. Used by tests/agent/test_mcp_tools.py."""
 
 import sys
 from typing import Any
@@ -19,6 +19,12 @@ def add_note(text: str) -> dict[str, Any]:
     """Add a note (idempotent: a note with the same text is kept once)."""
     if text not in NOTES:
         NOTES.append(text)
+    return {"notes": list(NOTES)}
+
+
+@app.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def list_notes() -> dict[str, Any]:
+    """The notes kept so far."""
     return {"notes": list(NOTES)}
 
 

@@ -1,0 +1,199 @@
+"""A user's own MCP servers: ``/api/integrations/mcp/{name}`` (docs/connectors.md, "MCP servers").
+
+A user declares a server by name with its URL (Streamable HTTP only: a Cloud Function reaches
+remote servers, never a process of its own) and, optionally, a bearer token. The URL and the token
+are sealed together (AES-256-GCM, the credentials key, the document's path as associated data);
+the URL must lead to public addresses (``shared/connectors/url_guard.py``, unless
+``MCP_ALLOW_PRIVATE_URLS``), checked here and before every connection;
+answers show the URL without its query and fragment (where tokens often hide) and never the token.
+The server's tools join that user's runs only (``shared.runtime.Runtime.registry_for``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from shared.config import McpServer
+from shared.connectors.credentials import ConnectorError, CredentialVault
+from shared.connectors.url_guard import check_public_url
+from shared.errors import Conflict, InvalidInput
+from shared.responses import ResponseBody
+from shared.state.docstore import DocStore
+from shared.state.mcp_servers_repo import MAX_SERVERS_PER_USER, McpServersRepo
+from shared.wire import NO_WHITESPACE_PATTERN, WHITESPACE_CLASS, UtcTime, has_whitespace
+
+log = logging.getLogger("agent_runtime.mcp")
+
+NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
+URL_PATTERN = f"^https?://[^{WHITESPACE_CLASS}/?#@]+(?:[/?#][^{WHITESPACE_CLASS}]*)?$"
+"""http(s), a host (no ``user:password@``: a token goes in ``accessToken``), no whitespace."""
+_NAME = re.compile(NAME_PATTERN[:-1] + r"\Z")
+_URL = re.compile(URL_PATTERN[:-1] + r"\Z")
+SCHEMA_VERSION = 1
+LABEL = "MCP server"
+
+
+def server_name(segment: str) -> str:
+    """The ``{name}`` of ``/api/integrations/mcp/{name}``; 400 when outside ``[A-Za-z0-9_-]{1,40}``."""
+    if not _NAME.match(segment):
+        raise InvalidInput(f"an MCP server's name must match {NAME_PATTERN} (got {segment[:40]!r})",
+                           code="INVALID_MCP_SERVER_NAME")
+    return segment
+
+
+class McpServerRequest(BaseModel):
+    """Body of ``POST /api/integrations/mcp/{name}`` (unknown fields refused)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+    url: str = Field(min_length=1, max_length=2048, json_schema_extra={"pattern": URL_PATTERN},
+                     description="the server's Streamable HTTP endpoint (http or https)")
+    access_token: str | None = Field(default=None, alias="accessToken", min_length=1, max_length=8192,
+                                     json_schema_extra={"pattern": NO_WHITESPACE_PATTERN},
+                                     description="sent as Authorization: Bearer; stored encrypted, never shown")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not _URL.match(value):
+            raise ValueError("must be an http(s) URL with a host, without whitespace or user:password@")
+        return value
+
+    @field_validator("access_token")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is not None and has_whitespace(value):
+            raise ValueError("must be a single token without whitespace")
+        return value
+
+
+class McpServerStatusBody(ResponseBody):
+    """Whether the caller declared the server ``name``; never its token."""
+
+    name: str
+    connected: bool
+    url: str | None = Field(default=None, description="the URL without its query and fragment")
+    hasToken: bool | None = Field(default=None, description="whether a token is stored (never the token)")
+    updatedAt: UtcTime | None = None
+
+
+class McpServerResponse(McpServerStatusBody):
+    """``GET`` and ``POST /api/integrations/mcp/{name}``."""
+
+    ok: bool = True
+
+
+class McpServersResponse(ResponseBody):
+    """``GET /api/integrations/mcp``: the caller's servers, by name."""
+
+    ok: bool = True
+    servers: list[McpServerStatusBody]
+
+
+class McpServerRemovedResponse(ResponseBody):
+    """``DELETE /api/integrations/mcp/{name}``: ``removed`` is false when nothing was stored."""
+
+    ok: bool = True
+    name: str
+    connected: Literal[False] = False
+    removed: bool
+
+
+class McpToolBody(ResponseBody):
+    """One tool as the caller's runs see it."""
+
+    name: str = Field(description="what the model calls it: {server}_{tool}")
+    tool: str = Field(description="the server's own name for it")
+    description: str
+    sideEffect: bool = Field(description="needs the policy's consent (approval for supervised users)")
+    idempotent: bool
+
+
+class McpToolsResponse(ResponseBody):
+    """``GET /api/integrations/mcp/{name}/tools``: the server's tools now (cached listing, at most
+    ``MCP_TIMEOUT_S``); ``available`` false when it could not be listed (``error`` says why)."""
+
+    ok: bool = True
+    name: str
+    connected: bool
+    available: bool
+    tools: list[McpToolBody] = Field(default_factory=list)
+    error: str | None = None
+
+
+def shown_url(url: str) -> str:
+    return re.split(r"[?#]", url, maxsplit=1)[0]
+
+
+class UserMcpServers:
+    """Stores, lists and opens users' MCP servers."""
+
+    def __init__(self, store: DocStore, vault: CredentialVault, *, allow_private: bool = False) -> None:
+        self._repo = McpServersRepo(store)
+        self._vault = vault
+        self._allow_private = allow_private
+        """``MCP_ALLOW_PRIVATE_URLS``: without it a URL must lead to public addresses only."""
+
+    def put(self, uid: str, name: str, request: McpServerRequest) -> McpServerStatusBody:
+        """Declare (replace) ``uid``'s server ``name``; 409 beyond :data:`MAX_SERVERS_PER_USER`;
+        400 ``MCP_URL_NOT_ALLOWED`` when the URL leads to a non-public address (unless allowed)."""
+        if not self._allow_private:
+            check_public_url(request.url)
+        if self._repo.get(uid, name) is None and len(self._repo.list(uid)) >= MAX_SERVERS_PER_USER:
+            raise Conflict(f"at most {MAX_SERVERS_PER_USER} MCP servers per user; delete one first",
+                           code="TOO_MANY_MCP_SERVERS")
+        location = McpServersRepo.location(uid, name)
+        secret = json.dumps({"url": request.url, "accessToken": request.access_token})
+        doc = {"schemaVersion": SCHEMA_VERSION, "name": name, "url": shown_url(request.url),
+               "hasToken": request.access_token is not None, "updatedAt": time.time(),
+               **self._vault.seal_text(location, secret, LABEL)}
+        self._repo.put(uid, name, doc)
+        return _status(name, doc)
+
+    def delete(self, uid: str, name: str) -> bool:
+        return self._repo.delete(uid, name)
+
+    def status(self, uid: str, name: str) -> McpServerStatusBody:
+        doc = self._repo.get(uid, name)
+        return McpServerStatusBody(name=name, connected=False) if doc is None else _status(name, doc)
+
+    def statuses(self, uid: str) -> list[McpServerStatusBody]:
+        return [_status(name, doc) for name, doc in self._repo.list(uid)]
+
+    def server(self, uid: str, name: str) -> McpServer | None:
+        """The server as the MCP adapter reaches it (its token as a bearer header); ``None`` when
+        not declared. :class:`ConnectorError` when it cannot be read (another key sealed it)."""
+        doc = self._repo.get(uid, name)
+        return None if doc is None else self._open(uid, name, doc)
+
+    def servers(self, uid: str) -> tuple[list[McpServer], list[str]]:
+        """Every server of ``uid`` that can be opened, and the names of those that cannot."""
+        opened: list[McpServer] = []
+        unreadable: list[str] = []
+        for name, doc in self._repo.list(uid)[:MAX_SERVERS_PER_USER]:
+            try:
+                opened.append(self._open(uid, name, doc))
+            except ConnectorError:
+                log.warning("MCP server %s of %s cannot be read", name, uid,
+                            extra={"fields": {"component": "mcp", "server": name}})
+                unreadable.append(name)
+        return opened, unreadable
+
+    def _open(self, uid: str, name: str, doc: dict[str, object]) -> McpServer:
+        plain = json.loads(self._vault.open_text(McpServersRepo.location(uid, name), dict(doc), LABEL))
+        token = plain.get("accessToken")
+        headers = (("Authorization", f"Bearer {token}"),) if token else ()
+        return McpServer(name=name, url=str(plain["url"]), headers=headers, public_only=not self._allow_private)
+
+
+def _status(name: str, doc: dict[str, object]) -> McpServerStatusBody:
+    updated = doc.get("updatedAt")
+    return McpServerStatusBody(name=name, connected=True, url=str(doc.get("url") or ""),
+                               hasToken=bool(doc.get("hasToken")),
+                               updatedAt=updated if isinstance(updated, int | float) else None)

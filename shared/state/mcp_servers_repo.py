@@ -1,0 +1,41 @@
+"""A user's own MCP servers: ``users/{uid}/mcpServers/{name}`` (one document each, the URL and the
+token sealed like connector tokens)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.state import paths
+from shared.state.docstore import DocStore, Query, Write
+
+MAX_SERVERS_PER_USER = 20
+"""What one user may declare (the listing of every one bounds a run's start)."""
+
+
+class McpServersRepo:
+    def __init__(self, store: DocStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def location(uid: str, name: str) -> str:
+        """Where the document lives; the sealing binds the ciphertext to it (associated data)."""
+        return paths.mcp_server(uid, name)
+
+    def get(self, uid: str, name: str) -> dict[str, Any] | None:
+        doc = self.store.get(paths.mcp_server(uid, name))
+        return None if doc is None else doc.data
+
+    def list(self, uid: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(name, document)`` of every server of ``uid``, by name."""
+        docs = self.store.query(Query(paths.mcp_servers(uid), limit=MAX_SERVERS_PER_USER + 1))
+        return [(doc.id, doc.data) for doc in docs]
+
+    def put(self, uid: str, name: str, data: dict[str, Any]) -> None:
+        self.store.commit([Write("set", paths.mcp_server(uid, name), data)])
+
+    def delete(self, uid: str, name: str) -> bool:
+        """Forget the server; ``True`` if there was one."""
+        path = paths.mcp_server(uid, name)
+        existed = self.store.get(path) is not None
+        self.store.commit([Write("delete", path)])
+        return existed
