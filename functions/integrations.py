@@ -34,8 +34,6 @@ from shared.connectors.user_mcp import (
     McpServerRequest,
     McpServerResponse,
     McpServersResponse,
-    McpToolBody,
-    McpToolsResponse,
     UserMcpServers,
     server_name,
 )
@@ -122,20 +120,4 @@ def disconnect_mcp_server(request: flask.Request, path: Mapping[str, str]) -> fl
 def list_mcp_server_tools(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     """The server's tools as the caller's runs see them (the listing cache; at most ``MCP_TIMEOUT_S``)."""
     rt, uid = caller(request)
-    name = server_name(path["name"])
-    try:
-        server = _mcp_servers(rt).server(uid, name)
-    except ConnectorError as exc:
-        return json_response(McpToolsResponse(name=name, connected=True, available=False, error=str(exc)).to_json())
-    if server is None:
-        return json_response(McpToolsResponse(name=name, connected=False, available=False).to_json())
-    from shared.connectors.mcp import McpError
-    from shared.tools.mcp_tools import server_tools
-
-    try:
-        tools = server_tools(server, rt.settings)
-    except McpError as exc:
-        return json_response(McpToolsResponse(name=name, connected=True, available=False, error=str(exc)).to_json())
-    listed = [McpToolBody(name=t.name, tool=t.remote_name, description=t.description, sideEffect=t.side_effect,
-                          idempotent=t.idempotent) for t in tools]
-    return json_response(McpToolsResponse(name=name, connected=True, available=True, tools=listed).to_json())
+    return json_response(_mcp_servers(rt).tools(uid, server_name(path["name"]), rt.settings).to_json())
