@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.plans.contracts import Plan
+from shared.plans.contracts import Plan, SessionResultView
+from shared.state.plan_records import PlanChange, SessionStatus
 from shared.state.records import RunResult, RunStatus
 from shared.usage.figures import Usage
 
@@ -107,12 +108,16 @@ class PlanReviewEvent(_Event):
 
 
 class StepStartEvent(_Event):
-    """A step (task) of the plan the run started began (the plan session's ``task_start``)."""
+    """A step (task) of a plan began: in the log of the plan's run (a session's view shows it as
+    ``task_start``), relayed into the chat run that started the plan."""
 
     type: Literal["step_start"] = "step_start"
     planId: str
     stepId: str
     title: str
+    index: int | None = None
+    """1-based position among the plan's live steps (with ``total``)."""
+    total: int | None = None
 
 
 class StepCompleteEvent(_Event):
@@ -121,6 +126,43 @@ class StepCompleteEvent(_Event):
     stepId: str
     status: str
     summary: str = ""
+
+
+class ExecutorReasonEvent(_Event):
+    """The executor's reasoning before a step's act (a session's view: ``reason``)."""
+
+    type: Literal["executor_reason"] = "executor_reason"
+    planId: str
+    stepId: str
+    text: str
+
+
+class ExecutorReflectEvent(_Event):
+    """The reflection after a step's act (a session's view: ``reflect``)."""
+
+    type: Literal["executor_reflect"] = "executor_reflect"
+    planId: str
+    stepId: str
+    taskComplete: bool
+    taskFailed: bool
+    summary: str
+    modifications: int = 0
+
+
+class PlanStatusEvent(_Event):
+    """The plan session's status changed while its run executed it (a session's view: ``status``)."""
+
+    type: Literal["plan_status"] = "plan_status"
+    planId: str
+    status: SessionStatus
+
+
+class PlanResultEvent(_Event):
+    """The plan session's outcome, the last plan event of its run (a session's view: ``result``)."""
+
+    type: Literal["plan_result"] = "plan_result"
+    planId: str
+    result: SessionResultView
 
 
 class ExecutorActEvent(_Event):
@@ -159,11 +201,12 @@ class PlanApprovalRequiredEvent(_Event):
 
 
 class RunPlanUpdatedEvent(_Event):
-    """The run's plan changed while it ran (a reflection added, changed or dropped steps)."""
+    """The plan changed while it ran (a reflection added, changed or dropped steps)."""
 
     type: Literal["plan_updated"] = "plan_updated"
     planId: str
     plan: Plan
+    changes: list[PlanChange] = Field(default_factory=list)
     reason: str = ""
 
 
@@ -189,7 +232,7 @@ RunEvent = Annotated[
     StatusEvent | DeltaEvent | ThoughtDeltaEvent | ToolCallEvent | ToolResultEvent | UsageEvent | ResultEvent
     | ErrorEvent | AgentStateEvent | PlanCreatedEvent | PlanReadyForReviewEvent | PlanReviewEvent | StepStartEvent
     | StepCompleteEvent | ExecutorActEvent | ExecutorObserveEvent | PlanApprovalRequiredEvent | RunPlanUpdatedEvent
-    | StreamEndEvent,
+    | StreamEndEvent | ExecutorReasonEvent | ExecutorReflectEvent | PlanStatusEvent | PlanResultEvent,
     Field(discriminator="type"),
 ]
 

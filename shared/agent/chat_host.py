@@ -101,9 +101,9 @@ class ChatHost(Host):
             return
         from shared.agent.plan_relay import relayed_events
 
-        for event in relayed_events(self._sessions, chat.relay_plan_id, chat.relay_after):
+        for event in relayed_events(self._sessions, ctx.services.runs, chat.relay_plan_id):
             ctx.emit(event)
-        chat.relay_plan_id, chat.relay_after = None, 0
+        chat.relay_plan_id = None
 
     def virtual_tools(self, ctx: RunContext) -> dict[str, Tool]:
         return self._virtual

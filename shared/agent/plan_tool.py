@@ -143,14 +143,11 @@ class PlanTools:
         self.execute = host_tool(execute.name, ExecutePlanArgs, execute.run, preview=execute.preview)
 
     def start(self, ctx: RunContext, sid: str, version: int, action: ActionRecord) -> None:
-        """Confirm the plan at ``version`` with the run as its parent, and relay its events into the
-        run's log from here on (``plan_relay``: those after the session's last event before it ran)."""
-        got = self.sessions.get(sid)
-        before = got[0].last_seq if got is not None else 0
+        """Confirm the plan at ``version`` with the run as its parent, and relay its progress into
+        the run's log (``plan_relay``)."""
         engine.confirm(ctx.services, self.sessions, ctx.run.uid, sid, version,
                        parent=(ctx.run.run_id, action.action_id))
-        chat = chat_state(ctx)
-        chat.relay_plan_id, chat.relay_after = sid, before
+        chat_state(ctx).relay_plan_id = sid
 
     def outcome(self, ctx: RunContext, sid: str) -> VirtualOutcome:
         """The answer of a call whose plan ended: status, insights, references (the plan's steps

@@ -147,7 +147,7 @@ class _Follow:
             return []
         from shared.agent.plan_relay import pending_relay
 
-        return pending_relay(self.sessions(), run)
+        return pending_relay(self.sessions(), self.runs, run)
 
     def _plan_waits_for_decision(self, run: RunRecord) -> bool:
         if self.sessions is None:
@@ -155,7 +155,7 @@ class _Follow:
         from shared.agent.plan_relay import relayed_plan
 
         plan = relayed_plan(run)
-        got = self.sessions().get(plan[0]) if plan is not None else None
+        got = self.sessions().get(plan) if plan is not None else None
         if got is None or got[0].run_id is None:
             return False
         child = self.runs.get_run(got[0].run_id)

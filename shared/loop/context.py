@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_runtime.agent")
 
 EventListener = Callable[[dict[str, Any]], None]
-SENT_AFTER_COMMIT = frozenset({"usage", "result", "error"})
+SENT_AFTER_COMMIT = frozenset({"usage", "result", "error", "plan_status", "plan_result"})
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from shared.durable.kinds import CONTINUE, continue_entry_id
 from shared.durable.messages import WorkMessage
-from shared.events import ErrorEvent, ResultEvent, StatusEvent, UsageEvent, event_to_doc
+from shared.events import ErrorEvent, ResultEvent, RunEvent, StatusEvent, UsageEvent, event_to_doc
 from shared.failures import FailureCode
 from shared.loop.context import RunContext
 from shared.loop.outcomes import NextStepInterruption, NextStepYield
@@ -41,11 +41,16 @@ def _queue(ctx: RunContext, writes: Iterable[Write]) -> None:
         ctx.write(w)
 
 
-def complete(ctx: RunContext, *, writes: Iterable[Write] = (), result: RunResult | None = None) -> None:
+def complete(ctx: RunContext, *, writes: Iterable[Write] = (), result: RunResult | None = None,
+             final: Iterable[RunEvent] = ()) -> None:
+    """``final``: the host's own closing events, sent after the run's ``usage`` (a plan's status and
+    outcome)."""
     move_run(ctx.run, "completed")
     ctx.run.result = result
     _queue(ctx, writes)
     ctx.emit(UsageEvent(usage=ctx.run.usage))
+    for event in final:
+        ctx.emit(event)
     if result is not None:
         ctx.emit(ResultEvent(result=result))
     ctx.commit()
@@ -76,7 +81,7 @@ def _failed(run: RunRecord, code: FailureCode, message: str) -> None:
 
 
 def fail(ctx: RunContext, code: FailureCode, message: str, *, writes: Iterable[Write] = (),
-         result: RunResult | None = None) -> None:
+         result: RunResult | None = None, final: Iterable[RunEvent] = ()) -> None:
     run = ctx.run
     _failed(run, code, message)
     if result is not None:
@@ -84,6 +89,8 @@ def fail(ctx: RunContext, code: FailureCode, message: str, *, writes: Iterable[W
     run.result = result
     _queue(ctx, writes)
     ctx.emit(UsageEvent(usage=run.usage))
+    for event in final:  # the host's own closing events, before the error that ends the log
+        ctx.emit(event)
     ctx.emit(ErrorEvent(error=message, code=code))
     # Logged before the commit: a store that cannot record the failure must not hide that it happened.
     log_stop(ctx, f"run failed: {code}", logging.WARNING, code=code)

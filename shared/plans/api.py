@@ -21,6 +21,7 @@ from shared.plans.contracts import (
     SessionView,
     plan_body,
 )
+from shared.plans.session_log import session_events
 from shared.plans.views import created, session_view
 from shared.query import Args, int_arg
 from shared.responses import ResponseBody
@@ -102,18 +103,17 @@ def events(rt: Runtime, uid: str, session_id: str, after: int, *, follow: bool) 
         last = after
         stop_at = time.monotonic() + FOLLOW_MAX_S
         while True:
-            for ev in rt.sessions.events(session_id, last):
-                last = int(ev["seq"])
-                yield ndjson(ev)
-            if not follow or time.monotonic() > stop_at:
-                return
             got = rt.sessions.get(session_id)
             if got is None:
                 return
             session = got[0]
+            # Read the state before the events: a stop seen here is in the events read after it.
             waiting = session.status == "awaiting_confirmation" or (
                 session.run_id is not None and _paused(rt, session.run_id))
-            if (session.terminal or waiting) and last >= session.last_seq:
+            for ev in session_events(rt.sessions, rt.runs, session, last):
+                last = int(ev["seq"])
+                yield ndjson(ev)
+            if not follow or time.monotonic() > stop_at or session.terminal or waiting:
                 return
             time.sleep(FOLLOW_POLL_S)
 

@@ -22,7 +22,14 @@ import time
 from typing import Any
 
 from shared.config import Settings
-from shared.events import ErrorEvent, UsageEvent, _Event
+from shared.events import (
+    ExecutorReflectEvent,
+    PlanApprovalRequiredEvent,
+    PlanResultEvent,
+    PlanStatusEvent,
+    RunEvent,
+    StepCompleteEvent,
+)
 from shared.failures import FailureCode
 from shared.loop import stops
 from shared.loop.context import RunContext
@@ -46,13 +53,6 @@ from shared.plans.parent import wake_parent
 from shared.plans.plan_state import KIND, plan_state, task_turn
 from shared.plans.reflect import reflect
 from shared.plans.session_sync import SessionSync
-from shared.session_events import (
-    ApprovalRequiredEvent,
-    ReflectEvent,
-    SessionResultEvent,
-    SessionStatusEvent,
-    TaskCompleteEvent,
-)
 from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanTask, SessionResult, SessionStatus, TaskStatus
 from shared.state.plan_tasks import OPEN_TASK_STATUSES
@@ -114,9 +114,6 @@ class PlanHost(Host):
         allowed = plan_state(ctx).tools
         return allowed is None or tool in allowed
 
-    def emit(self, ctx: RunContext, event: _Event) -> None:
-        self.sync.emit(ctx, event)
-
     # ---- the ReAct act -----------------------------------------------------------------------
     def after_step(self, ctx: RunContext, outcome: Settled) -> HostStep | None:
         """Every act (a tool call answered, or a text that ends the task) is followed by this
@@ -162,8 +159,9 @@ class PlanHost(Host):
         ended: TaskStatus | None = "completed" if complete else "rejected" if task_done else None
         failed = reflection is not None and reflection.taskFailed and not complete
         summary = reflection.summary if reflection is not None else ""
-        self.emit(ctx, ReflectEvent(taskId=task.id, taskComplete=complete, taskFailed=failed, summary=summary,
-                                    modifications=len(reflection.modifications) if reflection else 0))
+        ctx.emit(ExecutorReflectEvent(planId=state.session_id, stepId=task.id, taskComplete=complete,
+                                      taskFailed=failed, summary=summary,
+                                      modifications=len(reflection.modifications) if reflection else 0))
         if reflection is not None and reflection.modifications:
             tasks, changes = plan_edits.modify(tasks, reflection.modifications, state.plan_version + 1)
         else:
@@ -185,7 +183,8 @@ class PlanHost(Host):
                 summary = f"{why} ({summary})" if summary else why
             current.status, current.summary = ended, summary[:1000]
             ctx.write(self.sessions.task_write(state.session_id, current))
-            self.emit(ctx, TaskCompleteEvent(taskId=current.id, status=ended, summary=summary[:1000]))
+            ctx.emit(StepCompleteEvent(planId=state.session_id, stepId=current.id, status=ended,
+                                       summary=summary[:1000]))
             state.tasks = tasks
             nxt = plan_edits.start_next(ctx, self.sync, state)
             self.sync.fields(ctx)
@@ -200,11 +199,13 @@ class PlanHost(Host):
 
     # ---- stops -------------------------------------------------------------------------------
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
-        task = plan_state(ctx).current
+        state = plan_state(ctx)
+        task = state.current
         for a in outcome.waiting:
-            self.emit(ctx, ApprovalRequiredEvent(taskId=task.id if task else "", approvalId=a.approval_id or "",
-                                                 tool=a.tool, preview=react.preview(ctx, a.tool, a.args),
-                                                 reason=a.policy_reason or ""))
+            ctx.emit(PlanApprovalRequiredEvent(planId=state.session_id, stepId=task.id if task else "",
+                                               approvalId=a.approval_id or "", toolName=a.tool,
+                                               preview=react.preview(ctx, a.tool, a.args),
+                                               reason=a.policy_reason or ""))
         self.sync.fields(ctx)
         stops.pause(ctx, outcome)
 
@@ -216,7 +217,8 @@ class PlanHost(Host):
             task.status, task.summary = "failed", message
             ctx.write(self.sessions.task_write(state.session_id, task))
             state.tasks = [task if t.id == task.id else t for t in state.tasks]
-            self.emit(ctx, TaskCompleteEvent(taskId=task.id, status="failed", summary=message[:1000]))
+            ctx.emit(StepCompleteEvent(planId=state.session_id, stepId=task.id, status="failed",
+                                       summary=message[:1000]))
         if status == "cancelled":  # no task is left pending or in progress by a cancelled session
             for t in state.tasks:
                 if t.status in OPEN_TASK_STATUSES:
@@ -224,25 +226,25 @@ class PlanHost(Host):
                     t.status = "cancelled"
                     ctx.write(self.sessions.task_write(state.session_id, t))
                     if was == "in_progress":
-                        self.emit(ctx, TaskCompleteEvent(taskId=t.id, status="cancelled", summary=message[:1000]))
+                        ctx.emit(StepCompleteEvent(planId=state.session_id, stepId=t.id, status="cancelled",
+                                                   summary=message[:1000]))
         self._end(ctx, status, code, message)
 
     def _end(self, ctx: RunContext, status: SessionStatus, code: FailureCode | None, message: str) -> None:
-        self.emit(ctx, UsageEvent(usage=ctx.run.usage))
-        self.emit(ctx, SessionStatusEvent(status=status, sessionId=plan_state(ctx).session_id))
+        sid = plan_state(ctx).session_id
+        final: list[RunEvent] = [PlanStatusEvent(planId=sid, status=status),
+                 PlanResultEvent(planId=sid, result=SessionResultView(status=status, log=[]))]
         result = SessionResult(status=status)
-        self.emit(ctx, SessionResultEvent(result=SessionResultView(status=status, log=[])))
         extra: dict[str, Any] = {"status": status, "result": result.to_doc()}
         if code is not None:
-            self.emit(ctx, ErrorEvent(error=message, code=code))
             extra["error"] = RunError(code=code, message=message).to_doc()
         self.sync.fields(ctx, **extra)
         # The run's mode says what it did, not the pause it was once in (requires_approval).
         ctx.run.mode = "tool_executed" if ctx.run.tools_executed > 0 else "assistant_text"
         entry = wake_parent(ctx)
         if code is None:
-            stops.complete(ctx)
+            stops.complete(ctx, final=final)
         else:
-            stops.fail(ctx, code, message)
+            stops.fail(ctx, code, message, final=final)
         if entry is not None:
             ctx.services.outbox.deliver(entry)

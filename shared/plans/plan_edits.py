@@ -3,12 +3,12 @@ ones are recorded, never applied), and the next pending task starts."""
 
 from __future__ import annotations
 
+from shared.events import RunPlanUpdatedEvent, StepStartEvent
 from shared.loop.context import RunContext
 from shared.plans import planner
 from shared.plans.contracts import plan_body
 from shared.plans.plan_state import task_turn
 from shared.plans.session_sync import SessionSync
-from shared.session_events import PlanUpdatedEvent, TaskStartEvent
 from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanChange, PlanTask, PlanVersionRecord
 
@@ -61,10 +61,11 @@ def record_version(ctx: RunContext, sync: SessionSync, state: PlanRunState, task
                 ctx.write(sync.sessions.task_write(state.session_id, t))
         ctx.write(sync.sessions.plan_write(state.session_id, PlanVersionRecord(
             version=version, tasks=tasks, changes=changes, reason=reason)))
-        sync.emit(ctx, PlanUpdatedEvent(plan=plan_body(version, tasks), changes=changes, reason=reason))
+        ctx.emit(RunPlanUpdatedEvent(planId=state.session_id, plan=plan_body(version, tasks), changes=changes,
+                                     reason=reason))
     elif changes:
-        sync.emit(ctx, PlanUpdatedEvent(plan=plan_body(state.plan_version, tasks), changes=changes,
-                                        reason="refused"))
+        ctx.emit(RunPlanUpdatedEvent(planId=state.session_id, plan=plan_body(state.plan_version, tasks),
+                                     changes=changes, reason="refused"))
 
 
 def start_next(ctx: RunContext, sync: SessionSync, state: PlanRunState) -> PlanTask | None:
@@ -81,5 +82,6 @@ def start_next(ctx: RunContext, sync: SessionSync, state: PlanRunState) -> PlanT
     live = [t for t in tasks if t.status != "obsolete"]
     index = next(i for i, t in enumerate(live) if t.id == nxt.id)
     ctx.add_turn(task_turn(nxt, index, len(live)))
-    sync.emit(ctx, TaskStartEvent(taskId=nxt.id, title=nxt.title, index=index + 1, total=len(live)))
+    ctx.emit(StepStartEvent(planId=state.session_id, stepId=nxt.id, title=nxt.title, index=index + 1,
+                            total=len(live)))
     return nxt

@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.events import ExecutorActEvent, ExecutorObserveEvent, ExecutorReasonEvent
 from shared.loop.context import RunContext
 from shared.plans.session_sync import SessionSync
-from shared.session_events import ActEvent, ObserveEvent, ReasonEvent
 from shared.state.plan_records import PlanTask, ReactStep
 
 TASK_DONE = "task_done"
@@ -62,17 +62,17 @@ def record(ctx: RunContext, sync: SessionSync, session_id: str, task: PlanTask, 
            acts: list[Act]) -> None:
     """Count the task's acts and queue their events and ``{reason, action, observation}`` triplets."""
     if reason:
-        sync.emit(ctx, ReasonEvent(taskId=task.id, text=reason[:4000]))
+        ctx.emit(ExecutorReasonEvent(planId=session_id, stepId=task.id, text=reason[:4000]))
     for act in acts:
         task.acts += 1
         if act.tool != TASK_DONE:
-            sync.emit(ctx, ActEvent(taskId=task.id, tool=act.tool, preview=act.preview))
+            ctx.emit(ExecutorActEvent(planId=session_id, stepId=task.id, toolName=act.tool, preview=act.preview))
             outcome = ("rejected" if act.observation.get("rejected") is True
                        else "error" if "error" in act.observation else "ok")
             if outcome == "rejected":
                 task.rejected_acts.append((act.preview or act.tool)[:200])
-            sync.emit(ctx, ObserveEvent(taskId=task.id, tool=act.tool, outcome=outcome,
-                                        observation=bounded(act.observation)))
+            ctx.emit(ExecutorObserveEvent(planId=session_id, stepId=task.id, toolName=act.tool, outcome=outcome,
+                                          observation=bounded(act.observation)))
         ctx.write(sync.sessions.react_write(session_id, ReactStep(
             n=task.acts, task_id=task.id, reason=reason, action=act.action(), observation=bounded(act.observation))))
 

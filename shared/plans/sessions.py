@@ -7,12 +7,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from shared.durable.kinds import CONTINUE
 from shared.durable.messages import WorkMessage
 from shared.errors import Conflict, InvalidInput
-from shared.events import event_to_doc
+from shared.events import PlanStatusEvent, StepStartEvent, event_to_doc
 from shared.failures import FailureCode
 from shared.formats import rfc3339_datetime
 from shared.ids import new_id
@@ -24,6 +24,7 @@ from shared.plans.contracts import plan_body
 from shared.plans.plan_state import KIND, task_turn
 from shared.session_events import PlanUpdatedEvent, SessionStatusEvent
 from shared.state.host_states import PlanRunState
+from shared.state.paused_runs import CloseReason
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
 from shared.state.plan_tasks import OPEN_TASK_STATUSES
 from shared.state.records import RunError, RunRecord
@@ -176,28 +177,23 @@ def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: st
     tasks[0] = first
     run_id = new_id("run")
     session.status, session.run_id, session.current_task_id = "executing", run_id, first.id
-    session.last_seq += 1
-    status = SessionStatusEvent(status="executing", sessionId=session_id, seq=session.last_seq)
-    from shared.session_events import TaskStartEvent
-
-    session.last_seq += 1
-    start = TaskStartEvent(taskId=first.id, title=first.title, index=1, total=len(tasks), seq=session.last_seq)
-    run = RunRecord(run_id=run_id, uid=uid, thread_id="", status="planning", host=KIND,
+    # From here the session's events are its run's (a session's view reads them from there).
+    status = PlanStatusEvent(planId=session_id, status="executing", seq=1)
+    start = StepStartEvent(planId=session_id, stepId=first.id, title=first.title, index=1, total=len(tasks), seq=2)
+    run = RunRecord(run_id=run_id, uid=uid, thread_id="", status="planning", host=KIND, last_seq=2,
                     model=services.model_factory().name,
                     max_steps=services.settings.plan_max_acts_per_task * services.settings.plan_max_tasks * 2,
                     system_instruction=planner.ACT_INSTRUCTION.format(objective=session.prompt[:4000]),
                     host_state=PlanRunState(session_id=session_id, objective=session.prompt, deadline=session.deadline,
                                             tools=session.tools, tasks=tasks, task_id=first.id,
-                                            plan_version=session.plan_version, seq=session.last_seq,
+                                            plan_version=session.plan_version,
                                             parent_run_id=parent[0] if parent else None,
                                             parent_action_id=parent[1] if parent else None))
     opening = Turn(role="user", parts=[Part(text=f"Objective: {session.prompt}")])
     turns = [Turn(role="user", parts=[*opening.parts, *task_turn(first, 0, len(tasks)).parts])]
     entry = f"{CONTINUE}-{run_id}-{0:05d}"
-    writes = [*services.runs.unit_writes(run, turns=turns),
+    writes = [*services.runs.unit_writes(run, turns=turns, events=[event_to_doc(status), event_to_doc(start)]),
               sessions.task_write(session_id, first),
-              sessions.event_write(session_id, event_to_doc(status)),
-              sessions.event_write(session_id, event_to_doc(start)),
               services.outbox.record(WorkMessage(kind=CONTINUE, unitId=run_id, uid=uid), entry)]
     sessions.commit(session, token, writes)
     services.outbox.deliver(entry)
@@ -229,10 +225,8 @@ def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str
         return session
     sessions.request_cancel(session_id, reason)
     session.cancel_requested, session.cancel_reason = True, reason
-    if session.run_id:
-        ev = SessionStatusEvent(status="cancelled", sessionId=session_id, seq=session.last_seq + 1)
-        if end_paused(services, sessions, session, session.run_id, ev, "cancelled"):
-            session.status = "cancelled"
+    if session.run_id and end_paused(services, sessions, session, session.run_id, "cancelled"):
+        session.status = "cancelled"
     return session
 
 
@@ -242,12 +236,21 @@ PAUSED_END: dict[str, RunError] = {
 
 
 def end_paused(services: Services, sessions: SessionsRepo, session: SessionRecord, run_id: str,
-               status: SessionStatusEvent, reason: Literal["cancelled", "deadline_exceeded"]) -> bool:
+               reason: Literal["cancelled", "deadline_exceeded"]) -> bool:
     """End a session whose execution waits for approvals (its run fails through the loop's
-    ``stops.close_paused``); False when the run is not paused (it stops by itself before its next act)."""
-    return sessions.end_paused(session, run_id, event_to_doc(status), reason=reason, error=PAUSED_END[reason],
+    ``stops.close_paused``, then its log says the session's status); False when the run is not
+    paused (it stops by itself before its next act)."""
+    status = event_to_doc(PlanStatusEvent(planId=session.session_id, status=reason, seq=1))
+
+    def fail(run: RunRecord, why: CloseReason, by_run: str) -> dict[str, Any]:
+        error = stops.close_paused(run, why, by_run)
+        run.last_seq += 1
+        status["seq"] = run.last_seq
+        return error
+
+    return sessions.end_paused(session, run_id, status, reason=reason, error=PAUSED_END[reason],
                                open_tasks_end="cancelled" if reason == "cancelled" else None,
-                               fail=stops.close_paused, event_write=services.runs.event_write,
+                               fail=fail, event_write=services.runs.event_write,
                                audit_write=services.runs.audit_write)
 
 
@@ -296,8 +299,7 @@ def end_past_deadline(services: Services, sessions: SessionsRepo, limit: int = 5
                                              message="the deadline passed before the plan was confirmed")
                     sessions.commit(session, token, [sessions.event_write(session.session_id, event_to_doc(ev))])
                     ended += 1
-                elif session.run_id and end_paused(services, sessions, session, session.run_id, ev,
-                                                   "deadline_exceeded"):
+                elif session.run_id and end_paused(services, sessions, session, session.run_id, "deadline_exceeded"):
                     ended += 1
             except Conflict:
                 continue  # changed meanwhile: the next sweep looks again

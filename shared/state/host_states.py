@@ -38,8 +38,6 @@ class ChatState(Record):
     """The plan ``agent_execute_plan`` started (a resumed call answers with its outcome)."""
     relay_plan_id: str | None = None
     """The plan the run waits on: its events are relayed into the run's log (agent/plan_relay.py)."""
-    relay_after: int = 0
-    """The plan session's last event before it started executing: relaying starts after it."""
     schema_version: int = HOST_STATE_VERSION
 
 
@@ -58,7 +56,7 @@ class PlanRunState(Record):
     """The task in progress (None once none is left)."""
     plan_version: int = 1
     seq: int = 0
-    """The session's last event sequence number."""
+    """Unused: the session's events are the run's (``RunRecord.lastSeq``); read from older records."""
     finished: bool = False
     parent_run_id: str | None = None
     parent_action_id: str | None = None

@@ -102,9 +102,8 @@ class SessionsRepo:
         by ``fail`` (the loop's stop), the session records ``error``, in one transaction. False when
         the run is not paused (it then stops by itself before its next act). ``open_tasks_end``: the
         status the tasks still pending or in progress end with (the caller's decision; None: left as
-        they are). ``status_event`` gets the next ``seq`` as of this transaction: the execution may
-        have appended events since ``session`` was read (its counter is the run's ``hostState.seq``),
-        and a ``seq`` taken from the earlier read would collide with one of them."""
+        they are). ``status_event`` is appended to the run's log (the session's events are its
+        run's): ``fail`` numbers it after the run's own closing event."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -113,16 +112,11 @@ class SessionsRepo:
             run = RunRecord.from_doc(doc.data)
             if run.status != "awaiting_confirmation":
                 return False
-            current = t.get(paths.session(session.session_id))
-            last_seq = int(current.data.get("lastSeq", 0)) if current is not None else session.last_seq
-            run_seq = run.host_state.seq if isinstance(run.host_state, PlanRunState) else 0
-            status_event["seq"] = max(last_seq, run_seq) + 1
             close_paused(t, run, doc.token, run_id, reason, fail=fail, event_write=event_write,
                          audit_write=audit_write)
             t.write(self.update_write(session.session_id, {
-                "status": reason, "lastSeq": int(status_event["seq"]), "result": {"status": reason, "log": []},
-                "error": error.to_doc()}))
-            t.write(self.event_write(session.session_id, status_event))
+                "status": reason, "result": {"status": reason, "log": []}, "error": error.to_doc()}))
+            t.write(event_write(run_id, status_event))
             if open_tasks_end is not None and isinstance(run.host_state, PlanRunState):
                 for task in run.host_state.tasks:
                     if task.status in OPEN_TASK_STATUSES:

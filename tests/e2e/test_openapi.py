@@ -89,9 +89,10 @@ def test_event_schemas_require_seq_and_type(client: FlaskClient) -> None:
     doc = client.get("/openapi.json").get_json()
     schemas = doc["components"]["schemas"]
     events = [ref.rsplit("/", 1)[-1] for ref in schemas["RunEvent"]["discriminator"]["mapping"].values()]
-    # the eight of seed 001, agent_state, the five plan events (seed 003), the four relayed from a
-    # run's plan (executor_act, executor_observe, approval_required, plan_updated) and stream_end
-    assert len(events) == 19
+    # the eight of seed 001, agent_state, the five plan events (seed 003), the events of a plan's
+    # execution (executor_reason/act/observe/reflect, approval_required, plan_updated, plan_status,
+    # plan_result: a plan run's log, partly relayed into its chat run's) and stream_end
+    assert len(events) == 23
     for name in events:
         assert {"seq", "type"} <= set(schemas[name]["required"]), name
         seq = schemas[name]["properties"]["seq"]

@@ -253,9 +253,9 @@ def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_i
                                                                                   client: FlaskClient) -> None:
     """Found by the OpenAPI fuzz test (a 500): ``cancel`` read the session, the execution appended
     events and paused, then the cancel's status event took a ``seq`` from its stale read and collided
-    with one of them. The status event takes the next ``seq`` as of its own transaction."""
+    with one of them. The status event takes the next ``seq`` as of its own transaction (now: the
+    next of the run's log, where the session's events live)."""
     from shared.plans.sessions import end_paused
-    from shared.session_events import SessionStatusEvent
 
     rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
     sid = create(client)["sessionId"]
@@ -264,8 +264,7 @@ def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_i
     deliver(rt)
     assert view(client, sid)["pendingApprovals"]
     assert stale.run_id is not None
-    ev = SessionStatusEvent(status="cancelled", sessionId=sid, seq=stale.last_seq + 1)
-    assert end_paused(rt.services, rt.sessions, stale, stale.run_id, ev, "cancelled")
+    assert end_paused(rt.services, rt.sessions, stale, stale.run_id, "cancelled")
     seqs = [e["seq"] for e in events(client, sid)]
     assert seqs == list(range(1, len(seqs) + 1)) and seqs[-1] > stale.last_seq + 1
     assert events(client, sid)[-1]["status"] == "cancelled" and view(client, sid)["status"] == "cancelled"

@@ -1,0 +1,93 @@
+"""Issue 22: one event log and one sequence counter per unit. A plan session's execution writes its
+events into the log of the run that executes it (with the run's other events, numbered by the run);
+the session's own log holds only what happened before it was confirmed; the session's view
+(``GET .../sessions/{id}/events``) reads the run's log in the session's words, and a chat run's
+relay shows the same events of that log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from devserver import create_app
+from shared.agent.plan_relay import RELAYED
+from shared.plans.session_log import as_session_event
+from shared.runtime import Runtime, set_runtime
+from shared.state.docstore import DocStore
+from tests.plans.conftest import MakeRuntime
+from tests.plans.support import Script
+from tests.plans.test_sessions_http import ALICE, create, deliver, events
+
+
+@pytest.fixture
+def client() -> FlaskClient:
+    return create_app().test_client()
+
+
+def _confirmed_and_run(rt: Runtime, client: FlaskClient) -> tuple[str, str]:
+    body = create(client)
+    sid = body["sessionId"]
+    assert client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": body["plan"]["version"]},
+                       headers=ALICE).status_code == 202
+    deliver(rt)
+    session, _ = rt.sessions.get_for("alice", sid)
+    assert session.status == "completed" and session.run_id is not None
+    return sid, session.run_id
+
+
+def _without_seq(ev: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in ev.items() if k != "seq"}
+
+
+def test_a_sessions_execution_events_are_its_runs_and_the_view_reads_them_there(make_rt: MakeRuntime,
+                                                                               client: FlaskClient) -> None:
+    rt = make_rt(Script(acts={"Read the notes": [("search_memory", {"query": "notes"})]}))
+    sid, run_id = _confirmed_and_run(rt, client)
+    own = rt.sessions.events(sid)
+    # Before confirmation only: planning, the first plan, waiting for confirmation.
+    assert [(e["seq"], e["type"], e.get("status")) for e in own] == [
+        (1, "status", "planning"), (2, "plan_updated", None), (3, "status", "awaiting_confirmation")]
+    session, _ = rt.sessions.get_for("alice", sid)
+    assert session.last_seq == 3  # the session's own counter stopped at confirmation
+    run_log = rt.runs.list_events(run_id)
+    snap = rt.runs.get_run(run_id)
+    assert snap is not None and [e["seq"] for e in run_log] == list(range(1, snap.run.last_seq + 1))
+    kinds = [e["type"] for e in run_log]
+    assert kinds[:2] == ["plan_status", "step_start"] and kinds[-2:] == ["plan_status", "plan_result"]
+    assert {"executor_reason", "executor_act", "executor_observe", "executor_reflect", "step_complete",
+            "tool_call", "tool_result", "status", "usage"} <= set(kinds)
+    # The view: the own events, then the run's in the session's words, numbered on.
+    view = events(client, sid)
+    assert [e["seq"] for e in view] == list(range(1, len(view) + 1))
+    assert view[:3] == own
+    mapped = [m for m in (as_session_event(e) for e in run_log) if m is not None]
+    assert [_without_seq(e) for e in view[3:]] == [_without_seq(m) for m in mapped]
+    assert [e["type"] for e in view[3:5]] == ["status", "task_start"] and view[-1]["type"] == "result"
+    assert not {"tool_call", "tool_result", "executor_act", "step_start", "plan_status"} & {e["type"] for e in view}
+    # Reading on from any point gives the rest, same numbers.
+    assert events(client, sid, after=4) == view[4:]
+
+
+def test_a_chat_runs_relay_shows_the_plan_runs_own_events(store: DocStore, client: FlaskClient) -> None:
+    from shared.models.scripted import call, calls_turn, text_turn
+    from tests.plans.test_plan_tool import runtime
+
+    rt = runtime(store, [calls_turn(call("agent_create_plan", {"objective": "Summarise my notes"})),
+                         text_turn("Done.")],
+                 Script(acts={"Read the notes": [("search_memory", {"query": "notes"})]}))
+    try:
+        body = client.post("/api/agent/run", json={"prompt": "summarise my notes"}, headers=ALICE).get_json()
+        deliver(rt)
+    finally:
+        set_runtime(None)
+    chat_log = rt.runs.list_events(body["runId"])
+    [created] = [e for e in chat_log if e["type"] == "plan_created"]
+    session, _ = rt.sessions.get_for("alice", created["planId"])
+    assert session.run_id is not None
+    plan_log = rt.runs.list_events(session.run_id)
+    relayed = [_without_seq(e) for e in chat_log if e["type"] in RELAYED]
+    assert relayed == [_without_seq(e) for e in plan_log if e["type"] in RELAYED]
+    assert [e["type"] for e in relayed].count("step_complete") == 3
+    assert [e["seq"] for e in chat_log] == list(range(1, len(chat_log) + 1))
