@@ -226,6 +226,20 @@ const DRAW = {
       onDecided: this.onDecided ? (resp) => this.onDecided(resp, this) : null,
     }));
   },
+  executor_reason(ev) {
+    this.block = null;
+    this.body.append(h('p', {class: 'plan-line reason', 'data-step-id': ev.stepId}, ev.text));
+  },
+  executor_reflect(ev) {
+    this.block = null;
+    if (ev.summary) this.body.append(h('p', {class: 'plan-line reflect', 'data-step-id': ev.stepId}, ev.summary));
+  },
+  plan_status(ev) {
+    this.block = null;
+    this.body.append(h('p', {class: 'plan-line', 'data-plan-id': ev.planId},
+      h('span', {class: 'label'}, 'plan '), chip(ev.status)));
+  },
+  plan_result() {}, // its status was just drawn (plan_status)
   plan_updated(ev) {
     this.block = null;
     this.body.append(planCard(ev, `plan updated${ev.reason ? ` (${ev.reason})` : ''}`));

@@ -458,6 +458,11 @@ def test_the_approvals_view_lists_a_plan_sessions_pending_approval_and_approves_
     expect(row.locator("a.session-link")).to_have_text(f"plan session {sid}")
     row.locator("a").first.click()
     expect(page.locator("#run-detail .facts a.session-link")).to_have_text(f"plan session {sid}")
+    # The plan run's log holds the session's events (issue 22): each drawn in words, none as raw JSON.
+    timeline = page.locator("#run-detail .timeline")
+    expect(timeline.locator("li.ev-plan_result")).to_have_count(1)
+    expect(timeline.locator("li.ev-executor_act").first).to_contain_text("save_memory")
+    assert "{" not in timeline.inner_text()
     page.click("nav >> text=Approvals")
     expect(page.locator("#approvals-list")).to_have_text("Nothing is waiting for a decision.")
 

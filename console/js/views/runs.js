@@ -24,6 +24,16 @@ function eventText(ev) {
     case 'plan_review': return [chip(ev.verdict), ev.notes ? ` ${ev.notes}` : ''];
     case 'step_start': return `${ev.stepId}: ${ev.title}`;
     case 'step_complete': return [`${ev.stepId} `, chip(ev.status), ev.summary ? ` ${ev.summary}` : ''];
+    case 'executor_reason': return `${ev.stepId}: ${ev.text}`;
+    case 'executor_act': return `${ev.stepId}: ${ev.toolName}: ${ev.preview}`;
+    case 'executor_observe': return [`${ev.stepId}: ${ev.toolName} `, chip(ev.outcome)];
+    case 'executor_reflect': return [`${ev.stepId} `, chip(ev.taskComplete ? 'completed' : ev.taskFailed ? 'failed'
+      : 'in_progress'), ev.summary ? ` ${ev.summary}` : ''];
+    case 'approval_required': return `${ev.stepId}: ${ev.toolName} waits for a decision: ${ev.preview}`;
+    case 'plan_updated': return [h('a', {href: `#/plans/${ev.planId}`}, ev.planId),
+      ` version ${ev.plan.version}${ev.reason ? `: ${ev.reason}` : ''}`];
+    case 'plan_status': return [h('a', {href: `#/plans/${ev.planId}`}, ev.planId), ' ', chip(ev.status)];
+    case 'plan_result': return chip(ev.result.status);
     default: return json(ev, 300);
   }
 }
