@@ -26,29 +26,29 @@ def _wire_schema(schema: dict[str, Any]) -> None:
     seq["minimum"] = 1
 
 
-class _Event(BaseModel):
+class Event(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra=_wire_schema)
     seq: int = 0
 
 
-class StatusEvent(_Event):
+class StatusEvent(Event):
     type: Literal["status"] = "status"
     status: RunStatus
     threadId: str
     runId: str
 
 
-class DeltaEvent(_Event):
+class DeltaEvent(Event):
     type: Literal["delta"] = "delta"
     delta: str
 
 
-class ThoughtDeltaEvent(_Event):
+class ThoughtDeltaEvent(Event):
     type: Literal["thought_delta"] = "thought_delta"
     delta: str
 
 
-class ToolCallEvent(_Event):
+class ToolCallEvent(Event):
     type: Literal["tool_call"] = "tool_call"
     toolName: str
     preview: str
@@ -56,7 +56,7 @@ class ToolCallEvent(_Event):
     status: Literal["executing", "awaiting_confirmation", "rejected", "failed"]
 
 
-class ToolResultEvent(_Event):
+class ToolResultEvent(Event):
     type: Literal["tool_result"] = "tool_result"
     toolName: str
     actionId: str
@@ -65,17 +65,17 @@ class ToolResultEvent(_Event):
     error: str | None = None
 
 
-class UsageEvent(_Event):
+class UsageEvent(Event):
     type: Literal["usage"] = "usage"
     usage: Usage
 
 
-class ResultEvent(_Event):
+class ResultEvent(Event):
     type: Literal["result"] = "result"
     result: RunResult
 
 
-class AgentStateEvent(_Event):
+class AgentStateEvent(Event):
     """What the loop is doing now (seed 003 §4.4), sent whenever it changes."""
 
     type: Literal["agent_state"] = "agent_state"
@@ -84,7 +84,7 @@ class AgentStateEvent(_Event):
     details: str | None = None
 
 
-class PlanCreatedEvent(_Event):
+class PlanCreatedEvent(Event):
     """``agent_create_plan`` made a plan (a plan session ``planId``)."""
 
     type: Literal["plan_created"] = "plan_created"
@@ -93,21 +93,21 @@ class PlanCreatedEvent(_Event):
     plan: Plan
 
 
-class PlanReadyForReviewEvent(_Event):
+class PlanReadyForReviewEvent(Event):
     type: Literal["plan_ready_for_review"] = "plan_ready_for_review"
     planId: str
     plan: Plan
     reasoning: str = ""
 
 
-class PlanReviewEvent(_Event):
+class PlanReviewEvent(Event):
     type: Literal["plan_review"] = "plan_review"
     planId: str
     verdict: Literal["approved", "rejected", "needs_changes"]
     notes: str = ""
 
 
-class StepStartEvent(_Event):
+class StepStartEvent(Event):
     """A step (task) of a plan began: in the log of the plan's run (a session's view shows it as
     ``task_start``), relayed into the chat run that started the plan."""
 
@@ -120,7 +120,7 @@ class StepStartEvent(_Event):
     total: int | None = None
 
 
-class StepCompleteEvent(_Event):
+class StepCompleteEvent(Event):
     type: Literal["step_complete"] = "step_complete"
     planId: str
     stepId: str
@@ -128,7 +128,7 @@ class StepCompleteEvent(_Event):
     summary: str = ""
 
 
-class ExecutorReasonEvent(_Event):
+class ExecutorReasonEvent(Event):
     """The executor's reasoning before a step's act (a session's view: ``reason``)."""
 
     type: Literal["executor_reason"] = "executor_reason"
@@ -137,7 +137,7 @@ class ExecutorReasonEvent(_Event):
     text: str
 
 
-class ExecutorReflectEvent(_Event):
+class ExecutorReflectEvent(Event):
     """The reflection after a step's act (a session's view: ``reflect``)."""
 
     type: Literal["executor_reflect"] = "executor_reflect"
@@ -149,7 +149,7 @@ class ExecutorReflectEvent(_Event):
     modifications: int = 0
 
 
-class PlanStatusEvent(_Event):
+class PlanStatusEvent(Event):
     """The plan session's status changed while its run executed it (a session's view: ``status``)."""
 
     type: Literal["plan_status"] = "plan_status"
@@ -157,7 +157,7 @@ class PlanStatusEvent(_Event):
     status: SessionStatus
 
 
-class PlanResultEvent(_Event):
+class PlanResultEvent(Event):
     """The plan session's outcome, the last plan event of its run (a session's view: ``result``)."""
 
     type: Literal["plan_result"] = "plan_result"
@@ -165,7 +165,7 @@ class PlanResultEvent(_Event):
     result: SessionResultView
 
 
-class ExecutorActEvent(_Event):
+class ExecutorActEvent(Event):
     """A step of the run's plan calls a tool (the plan session's ``act``), relayed live."""
 
     type: Literal["executor_act"] = "executor_act"
@@ -176,7 +176,7 @@ class ExecutorActEvent(_Event):
     actionId: str | None = None
 
 
-class ExecutorObserveEvent(_Event):
+class ExecutorObserveEvent(Event):
     """What that call answered (the plan session's ``observe``)."""
 
     type: Literal["executor_observe"] = "executor_observe"
@@ -187,7 +187,7 @@ class ExecutorObserveEvent(_Event):
     observation: dict[str, Any]
 
 
-class PlanApprovalRequiredEvent(_Event):
+class PlanApprovalRequiredEvent(Event):
     """A step of the run's plan waits for the user's decision (the approvals inbox lists it;
     decide with ``POST /api/agent/approve``)."""
 
@@ -200,7 +200,7 @@ class PlanApprovalRequiredEvent(_Event):
     reason: str = ""
 
 
-class RunPlanUpdatedEvent(_Event):
+class RunPlanUpdatedEvent(Event):
     """The plan changed while it ran (a reflection added, changed or dropped steps)."""
 
     type: Literal["plan_updated"] = "plan_updated"
@@ -210,7 +210,7 @@ class RunPlanUpdatedEvent(_Event):
     reason: str = ""
 
 
-class StreamEndEvent(_Event):
+class StreamEndEvent(Event):
     """Stream only, never persisted: the live stream ends while the run goes on without it (its plan
     waits for a decision, or the stream's time is spent). ``seq`` repeats the last event's: it takes
     no number of its own. ``follow`` is the route that reads on from there."""
@@ -222,7 +222,7 @@ class StreamEndEvent(_Event):
     follow: str
 
 
-class ErrorEvent(_Event):
+class ErrorEvent(Event):
     type: Literal["error"] = "error"
     error: str
     code: str = "RUN_FAILED"
@@ -237,5 +237,5 @@ RunEvent = Annotated[
 ]
 
 
-def event_to_doc(event: _Event) -> dict[str, Any]:
+def event_to_doc(event: Event) -> dict[str, Any]:
     return event.model_dump(mode="json", exclude_none=True, by_alias=True)

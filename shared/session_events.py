@@ -8,25 +8,25 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from shared.events import ErrorEvent, UsageEvent, _Event
+from shared.events import ErrorEvent, Event, UsageEvent
 from shared.plans.contracts import Plan, SessionResultView
 from shared.state.plan_records import PlanChange, SessionStatus
 
 
-class SessionStatusEvent(_Event):
+class SessionStatusEvent(Event):
     type: Literal["status"] = "status"
     status: SessionStatus
     sessionId: str
 
 
-class PlanUpdatedEvent(_Event):
+class PlanUpdatedEvent(Event):
     type: Literal["plan_updated"] = "plan_updated"
     plan: Plan
     changes: list[PlanChange]
     reason: str = ""
 
 
-class TaskStartEvent(_Event):
+class TaskStartEvent(Event):
     type: Literal["task_start"] = "task_start"
     taskId: str
     title: str
@@ -34,13 +34,13 @@ class TaskStartEvent(_Event):
     total: int
 
 
-class ReasonEvent(_Event):
+class ReasonEvent(Event):
     type: Literal["reason"] = "reason"
     taskId: str
     text: str
 
 
-class ActEvent(_Event):
+class ActEvent(Event):
     type: Literal["act"] = "act"
     taskId: str
     tool: str
@@ -48,7 +48,7 @@ class ActEvent(_Event):
     actionId: str | None = None
 
 
-class ObserveEvent(_Event):
+class ObserveEvent(Event):
     type: Literal["observe"] = "observe"
     taskId: str
     tool: str
@@ -56,7 +56,7 @@ class ObserveEvent(_Event):
     observation: dict[str, Any]
 
 
-class ReflectEvent(_Event):
+class ReflectEvent(Event):
     type: Literal["reflect"] = "reflect"
     taskId: str
     taskComplete: bool
@@ -65,14 +65,14 @@ class ReflectEvent(_Event):
     modifications: int = 0
 
 
-class TaskCompleteEvent(_Event):
+class TaskCompleteEvent(Event):
     type: Literal["task_complete"] = "task_complete"
     taskId: str
     status: Literal["completed", "failed", "rejected", "cancelled"]
     summary: str
 
 
-class ApprovalRequiredEvent(_Event):
+class ApprovalRequiredEvent(Event):
     type: Literal["approval_required"] = "approval_required"
     taskId: str
     approvalId: str
@@ -81,7 +81,7 @@ class ApprovalRequiredEvent(_Event):
     reason: str
 
 
-class SessionResultEvent(_Event):
+class SessionResultEvent(Event):
     type: Literal["result"] = "result"
     result: SessionResultView
 
