@@ -227,7 +227,8 @@ def test_a_plan_that_outlives_the_stream_ends_it_with_the_route_to_follow(fake_g
         first = list(_ndjson(resp))  # the gate stays shut: task 2 cannot end before the stream's time
         end = first[-1]
         assert end["type"] == "stream_end" and end["reason"] == "stream_time_spent" and end["seq"] == first[-2]["seq"]
-        assert [e["type"] for e in first].count("step_complete") == 1 and "result" not in [e["type"] for e in first]
+        # Task 2 cannot end before the gate opens (task 1 may or may not have ended by then on a slow machine).
+        assert [e["type"] for e in first].count("step_complete") <= 1 and "result" not in [e["type"] for e in first]
         brain.gate.set()
         rest = _replay(client, end["runId"], end["follow"].split("?", 1)[1])
         assert rest[-1]["type"] == "result" and rest[-1]["result"]["status"] == "completed"
