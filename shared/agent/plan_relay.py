@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
-from shared.events import RunEvent, event_to_doc
+from shared.events import RunEvent
 from shared.state.host_states import ChatState
 
 if TYPE_CHECKING:
@@ -49,14 +49,29 @@ def relayed_events(sessions: SessionsRepo, runs: RunsRepo, plan_id: str) -> list
     return out
 
 
-def pending_relay(sessions: SessionsRepo, runs: RunsRepo, run: RunRecord) -> list[dict[str, Any]]:
-    """What a reader shows after the persisted log of a run waiting on its plan: the relayed events
-    numbered from ``run.lastSeq + 1`` (the numbers the resumed run will persist them with)."""
-    plan_id = relayed_plan(run)
-    if plan_id is None:
-        return []
-    docs = []
-    for i, event in enumerate(relayed_events(sessions, runs, plan_id), start=1):
-        event.seq = run.last_seq + i
-        docs.append(event_to_doc(event))
-    return docs
+class RelayCursor:
+    """What a reader (one stream or follow request) shows after the persisted log of a run waiting
+    on its plan: the relayed events numbered from ``run.lastSeq + 1`` (the numbers the resumed run
+    will persist them with). It remembers what it read of the plan run's log, so each poll reads
+    only the plan's new events."""
+
+    def __init__(self, sessions: SessionsRepo, runs: RunsRepo) -> None:
+        self.sessions, self.runs = sessions, runs
+        self._plan: tuple[str, str] | None = None  # (planId, the run executing it)
+        self._read = 0
+        self._relayed: list[dict[str, Any]] = []
+
+    def pending(self, run: RunRecord) -> list[dict[str, Any]]:
+        plan_id = relayed_plan(run)
+        if plan_id is None:
+            return []
+        if self._plan is None or self._plan[0] != plan_id:
+            got = self.sessions.get(plan_id)
+            if got is None or got[0].run_id is None:
+                return []
+            self._plan, self._read, self._relayed = (plan_id, got[0].run_id), 0, []
+        for ev in self.runs.list_events(self._plan[1], after=self._read):
+            self._read = int(ev["seq"])
+            if ev.get("type") in RELAYED:
+                self._relayed.append({k: v for k, v in ev.items() if k != "seq"})
+        return [{"seq": run.last_seq + i, **ev} for i, ev in enumerate(self._relayed, start=1)]

@@ -22,6 +22,7 @@ from shared.ndjson import ndjson as ndjson  # the edge frames chat streams with 
 from shared.state.records import waits_on_child
 
 if TYPE_CHECKING:
+    from shared.agent.plan_relay import RelayCursor
     from shared.loop.context import RunContext
     from shared.state.records import RunRecord
     from shared.state.runs_repo import RunsRepo
@@ -140,14 +141,17 @@ class _Follow:
         self.runs, self.run_id, self.sessions = runs, run_id, sessions
         self.until_end, self.max_wait_s, self.poll_s, self.follow = until_end, max_wait_s, poll_s, follow
         self.last = 0
+        self._relay: RelayCursor | None = None
         self.stopped_because: Literal["plan_awaiting_approval", "stream_time_spent"] | None = None
 
     def _relayed(self, run: RunRecord) -> list[dict[str, Any]]:
         if self.sessions is None or not waits_on_child(run):
             return []
-        from shared.agent.plan_relay import pending_relay
+        if self._relay is None:
+            from shared.agent.plan_relay import RelayCursor
 
-        return pending_relay(self.sessions(), self.runs, run)
+            self._relay = RelayCursor(self.sessions(), self.runs)
+        return self._relay.pending(run)
 
     def _plan_waits_for_decision(self, run: RunRecord) -> bool:
         if self.sessions is None:

@@ -6,6 +6,7 @@ relay shows the same events of that log."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -91,3 +92,44 @@ def test_a_chat_runs_relay_shows_the_plan_runs_own_events(store: DocStore, clien
     assert relayed == [_without_seq(e) for e in plan_log if e["type"] in RELAYED]
     assert [e["type"] for e in relayed].count("step_complete") == 3
     assert [e["seq"] for e in chat_log] == list(range(1, len(chat_log) + 1))
+
+
+def test_a_followers_relay_reads_only_the_plans_new_events(store: DocStore) -> None:
+    """A follower of a chat run waiting on its plan polls: each poll reads the plan run's log only
+    after what it already read (the cost of a poll does not grow with the plan's progress)."""
+    from shared.agent.plan_relay import RelayCursor
+    from shared.models.scripted import call, calls_turn, text_turn
+    from shared.state.runs_repo import RunsRepo
+    from tests.plans.test_plan_tool import runtime
+
+    class Reads(RunsRepo):
+        def __init__(self, inner: RunsRepo) -> None:
+            super().__init__(inner.store)
+            self.afters: list[int] = []
+
+        def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+            self.afters.append(after)
+            return super().list_events(run_id, after, limit)
+
+    rt = runtime(store, [calls_turn(call("agent_create_plan", {"objective": "Save the summary"})),
+                         text_turn("Saved it.")],
+                 Script(acts={"Write the summary": [("save_memory", {"text": "summary"})]}))
+    try:
+        client = create_app().test_client()
+        body = client.post("/api/agent/run", json={"prompt": "save a summary"}, headers=ALICE).get_json()
+        deliver(rt)  # the plan runs until its act waits for approval
+        snap = rt.runs.get_run(body["runId"])
+        assert snap is not None and snap.run.status == "awaiting_confirmation"
+        reads = Reads(rt.runs)
+        cursor = RelayCursor(rt.sessions, reads)
+        first = cursor.pending(snap.run)
+        assert first[-1]["type"] == "approval_required"
+        assert [e["seq"] for e in first] == list(range(snap.run.last_seq + 1, snap.run.last_seq + 1 + len(first)))
+        assert cursor.pending(snap.run) == first
+        assert reads.afters[0] == 0 and reads.afters[1] > 0  # the second poll read after the first's end
+        shown = [json.loads(line) for line in client.get(
+            f"/api/agent/runs/{body['runId']}/events?after={snap.run.last_seq}", headers=ALICE
+        ).data.decode().splitlines() if line]
+        assert shown == first  # what the route shows is the cursor's view
+    finally:
+        set_runtime(None)
