@@ -7,18 +7,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from shared.config import McpServer
 from shared.models.base import ModelRequest, Turn
-from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
-from shared.runtime import Runtime
+from shared.models.scripted import call, calls_turn, text_turn
 from shared.tools.mcp_listings import LISTINGS
 from tests.agent.conftest import MakeRuntime
 from tests.agent.mcp_servers import serving
 from tests.agent.test_loop import start_and_drive
+from tests.agent.test_mcp_tools import runtime
 
 CHANGING = Path(__file__).parent / "mcp_servers" / "changing_server.py"
 
@@ -28,17 +27,6 @@ def changing_url() -> Iterator[str]:
     """A fresh server each test (its tool list is its state)."""
     with serving([sys.executable, str(CHANGING), "{port}"]) as url:
         yield url
-
-
-def runtime(make_runtime: MakeRuntime, chat: list[Turn], *servers: McpServer,
-            **kw: Any) -> tuple[Runtime, list[ModelRequest]]:
-    seen: list[ModelRequest] = []
-
-    def answer(request: ModelRequest) -> Turn:
-        seen.append(request)
-        return chat.pop(0) if chat else text_turn("done")
-
-    return make_runtime(FunctionModel(answer, name="gemini-3-flash-preview"), mcp_servers=servers, **kw), seen
 
 
 def offered(request: ModelRequest) -> set[str]:

@@ -10,20 +10,18 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from shared.config import McpServer
 from shared.connectors import mcp
 from shared.loop.resume import resume_run
-from shared.models.base import ModelRequest, Turn
-from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
-from shared.runtime import Runtime
+from shared.models.scripted import call, calls_turn, text_turn
 from tests.agent.conftest import MakeRuntime
 from tests.agent.mcp_servers import serving
 from tests.agent.test_approvals import approve
 from tests.agent.test_loop import audits, start_and_drive
+from tests.agent.test_mcp_tools import answers, runtime
 
 NPM = Path(__file__).resolve().parents[1] / "mcp_npm"
 EVERYTHING = NPM / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
@@ -50,22 +48,6 @@ def repo(tmp_path: Path) -> Path:
     return path
 
 
-def runtime(make_runtime: MakeRuntime, chat: list[Turn], *servers: McpServer,
-            **kw: Any) -> tuple[Runtime, list[ModelRequest]]:
-    seen: list[ModelRequest] = []
-
-    def answer(request: ModelRequest) -> Turn:
-        seen.append(request)
-        return chat.pop(0) if chat else text_turn("done")
-
-    return make_runtime(FunctionModel(answer, name="gemini-3-flash-preview"), mcp_servers=servers, **kw), seen
-
-
-def told(request: ModelRequest, name: str) -> list[dict[str, Any]]:
-    return [p.function_response.response for t in request.turns for p in t.parts
-            if p.function_response is not None and p.function_response.name == name]
-
-
 def test_everything_lists_its_tools_with_their_annotations(everything_url: str) -> None:
     tools = {t.name: t for t in mcp.list_tools(McpServer(name="everything", url=everything_url), timeout_s=30)}
     assert {"echo", "get-sum", "toggle-simulated-logging"} <= set(tools)
@@ -79,7 +61,7 @@ def test_everything_answers_a_read_only_call_in_a_chat_run(make_runtime: MakeRun
                                       text_turn("2 + 40 = 42")], server)
     result, _ = start_and_drive(rt, "what is 2 + 40?")
     assert result.status == "completed"
-    [got] = told(seen[-1], "everything_get_sum")
+    [got] = answers(seen[-1], "everything_get_sum")
     assert "42" in got["text"]
     [action] = rt.runs.list_actions(result.run_id)
     assert (action.tool, action.status, action.side_effect) == ("everything_get_sum", "completed", False)
@@ -105,7 +87,7 @@ def test_everything_side_effect_waits_for_approval_and_runs_once(make_runtime: M
     assert snap is not None and snap.run.status == "completed"
     [action] = other.runs.list_actions(paused.run_id)
     assert (action.status, action.side_effect, action.attempts) == ("completed", True, 1)
-    [answer] = told(seen[-1], "everything_toggle_simulated_logging")
+    [answer] = answers(seen[-1], "everything_toggle_simulated_logging")
     assert answer["text"].startswith("Started simulated, random-leveled logging")
     kinds = [a["kind"] for a in audits(rt) if a.get("tool") == "everything_toggle_simulated_logging"]
     assert "approval_requested" in kinds and "approval_decided" in kinds
@@ -121,8 +103,8 @@ def test_git_status_and_log_in_a_chat_run(make_runtime: MakeRuntime, repo: Path)
                        mcp_timeout_s=30.0, trust="autonomous")
     result, _ = start_and_drive(rt, "what is the state of the repository?")
     assert result.status == "completed"
-    [status] = told(seen[-1], "git_git_status")
-    [log] = told(seen[-1], "git_git_log")
+    [status] = answers(seen[-1], "git_git_status")
+    [log] = answers(seen[-1], "git_git_log")
     assert "notes.txt" in status["text"] and "first commit 7c1d" in log["text"]
     by_tool = {a.tool: a for a in rt.runs.list_actions(result.run_id)}
     assert {t: (a.status, a.side_effect) for t, a in by_tool.items()} == {

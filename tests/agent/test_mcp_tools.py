@@ -35,12 +35,15 @@ def answers(request: ModelRequest, name: str) -> list[dict[str, Any]]:
             if p.function_response is not None and p.function_response.name == name]
 
 
-def runtime(make_runtime: MakeRuntime, chat: list[Any], *servers: McpServer, **kw: Any) -> tuple[Runtime, list[Any]]:
-    seen: list[Any] = []
+def runtime(make_runtime: MakeRuntime, chat: list[Any], *servers: McpServer,
+            **kw: Any) -> tuple[Runtime, list[ModelRequest]]:
+    """A runtime with ``servers`` whose model answers ``chat`` in order (a turn, or a function of the
+    request), then "done"; the requests it saw. The MCP test files share it."""
+    seen: list[ModelRequest] = []
 
     def answer(request: ModelRequest) -> Turn:
         seen.append(request)
-        item = chat.pop(0)
+        item = chat.pop(0) if chat else text_turn("done")
         return item(request) if callable(item) else item  # type: ignore[no-any-return]
 
     return make_runtime(FunctionModel(answer, name="gemini-3-flash-preview"), mcp_servers=servers, **kw), seen
