@@ -149,6 +149,21 @@ class Received:
         return camel
 
     @property
+    def system_instruction(self) -> str:
+        """The text of the request's system instruction ("" without one)."""
+        parts = (self.body.get("systemInstruction") or {}).get("parts") or [{}]
+        return str(parts[0].get("text", ""))
+
+    def function_response(self, name: str) -> dict[str, Any] | None:
+        """The response the request carries for the function call ``name`` (None: not answered yet)."""
+        for content in self.body.get("contents", []):
+            for part in content.get("parts", []):
+                fr = part.get("functionResponse")
+                if fr and fr.get("name") == name:
+                    return fr.get("response")  # type: ignore[no-any-return]
+        return None
+
+    @property
     def google_search(self) -> bool:
         """Whether the request enables Gemini's built-in Google Search tool."""
         return any(isinstance(t, dict) and "googleSearch" in t for t in self.body.get("tools") or [])

@@ -25,15 +25,6 @@ SERVERS = Path(__file__).resolve().parents[1] / "agent" / "mcp_servers"
 TIME = McpServer(name="time", command=(sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"))
 
 
-def _answered(r: Received, name: str) -> dict[str, Any] | None:
-    for content in r.body.get("contents", []):
-        for part in content.get("parts", []):
-            fr = part.get("functionResponse")
-            if fr and fr.get("name") == name:
-                return fr.get("response")  # type: ignore[no-any-return]
-    return None
-
-
 def _declared(r: Received) -> dict[str, dict[str, Any]]:
     return {d["name"]: d for tool in r.body.get("tools", []) for d in tool.get("functionDeclarations", [])}
 
@@ -52,7 +43,7 @@ def test_a_read_only_mcp_call_answered_in_a_chat_run_through_the_sdk(fake_gemini
 
     def brain(r: Received) -> Reply:
         seen.append(r)
-        done = _answered(r, "time_get_current_time")
+        done = r.function_response("time_get_current_time")
         if done is None:
             return Reply([call("time_get_current_time", {"timezone": "UTC"})])
         return Reply([text(f"It is {json.dumps(done)[:60]}")])
@@ -80,7 +71,7 @@ def test_a_side_effecting_mcp_call_waits_for_approval_and_runs_once(fake_gemini:
     ledger = McpServer(name="ledger", command=(sys.executable, str(SERVERS / "ledger_server.py"), str(ledger_file)))
 
     def brain(r: Received) -> Reply:
-        if _answered(r, "ledger_append_note") is None:
+        if r.function_response("ledger_append_note") is None:
             return Reply([call("ledger_append_note", {"to": "bob", "body": "lunch at noon"})])
         return Reply([text("Noted for Bob.")])
 

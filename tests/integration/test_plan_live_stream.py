@@ -32,16 +32,6 @@ ALICE = {"Authorization": "Bearer dev:alice"}
 GATE_TIMEOUT_S = 30.0
 
 
-def _instruction(r: Received) -> str:
-    parts = (r.body.get("systemInstruction") or {}).get("parts") or [{}]
-    return str(parts[0].get("text", ""))
-
-
-def _answered(r: Received, name: str) -> bool:
-    return any((part.get("functionResponse") or {}).get("name") == name
-               for content in r.body.get("contents", []) for part in content.get("parts", []))
-
-
 def _task_texts(r: Received) -> list[str]:
     return [str(part.get("text", "")) for content in r.body.get("contents", []) if content.get("role") == "user"
             for part in content.get("parts", []) if str(part.get("text", "")).startswith("Task ")]
@@ -57,9 +47,9 @@ class Brain:
         self.second_act = second_act
 
     def __call__(self, r: Received) -> Reply:
-        si = _instruction(r)
+        si = r.system_instruction
         if "[CONTEXT:" in si:
-            if not _answered(r, "agent_create_plan"):
+            if r.function_response("agent_create_plan") is None:
                 return Reply([thought("Two steps: plan it."),
                               call("agent_create_plan", {"objective": "Summarise my notes and keep the summary",
                                                          "execution_mode": "auto_execute"})])
@@ -74,11 +64,11 @@ class Brain:
                                            "taskFailed": False, "summary": "ok"}))])
         task = _task_texts(r)[-1]
         if task.startswith("Task 1 "):
-            if not _answered(r, "search_memory"):
+            if r.function_response("search_memory") is None:
                 return Reply([call("search_memory", {"query": "notes"})])
             return Reply.text("Read them.")
         assert self.gate.wait(GATE_TIMEOUT_S), "the test never opened the gate"
-        if self.second_act and not _answered(r, self.second_act):
+        if self.second_act and r.function_response(self.second_act) is None:
             return Reply([call(self.second_act, {"text": "summary of the notes"})])
         return Reply.text("Kept it.")
 

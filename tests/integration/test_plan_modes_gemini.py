@@ -23,26 +23,12 @@ from tests.fakes.fake_gemini import FakeGemini, Received, Reply, call, text, tho
 ALICE = {"Authorization": "Bearer dev:alice"}
 
 
-def _instruction(r: Received) -> str:
-    parts = (r.body.get("systemInstruction") or {}).get("parts") or [{}]
-    return str(parts[0].get("text", ""))
-
-
-def _answered(r: Received, name: str) -> dict[str, Any] | None:
-    for content in r.body.get("contents", []):
-        for part in content.get("parts", []):
-            fr = part.get("functionResponse")
-            if fr and fr.get("name") == name:
-                return fr.get("response")  # type: ignore[no-any-return]
-    return None
-
-
 def brain(mode: str, chat_answers: list[dict[str, Any]]) -> Any:
     def handle(r: Received) -> Reply:
-        si = _instruction(r)
+        si = r.system_instruction
         prompt = r.body["contents"][0]["parts"][0].get("text", "")
         if "[CONTEXT:" in si:
-            done = _answered(r, "agent_create_plan")
+            done = r.function_response("agent_create_plan")
             if done is None:
                 return Reply([thought("A multi-step request: plan it."),
                               call("agent_create_plan", {"objective": "Summarise my notes",
