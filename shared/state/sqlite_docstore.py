@@ -1,7 +1,8 @@
 """``SqliteDocStore``: the DocStore seam on stdlib sqlite3, the local default backend.
 
-One table holds every document, keyed by its full path, with its collection path and id
-indexed for queries; data is JSON text. A document's token is the revision of the commit that
+One table holds every document, keyed by (collection path, id), so a document is one B-tree
+entry and a collection one key range (schema 2; a schema-1 file, keyed by the full path with a
+second index, is converted when opened); data is JSON text. A document's token is the revision of the commit that
 last wrote it, drawn from a counter that only grows (so a deleted and re-created document never
 gets an old token back).
 
@@ -41,22 +42,50 @@ from shared.state.docstore import (
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 DEFAULT_SYNCHRONOUS = "NORMAL"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS docs (
-    path TEXT PRIMARY KEY,
+# One B-tree keyed by (collection path, id) holds each document with its data: a document's
+# path is ``parent/id``, and a collection's documents are one contiguous key range in id order.
+# (Schema 1 keyed the table by the full path with a second index on (parent, id): every write
+# touched two B-trees, and a commit wrote about half again as many WAL pages.)
+_DOCS_TABLE = """
+CREATE TABLE {name} (
     parent TEXT NOT NULL,
     id TEXT NOT NULL,
     data TEXT NOT NULL,
-    rev INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS docs_parent_id ON docs (parent, id);
+    rev INTEGER NOT NULL,
+    PRIMARY KEY (parent, id)
+) WITHOUT ROWID
+"""
+_META_TABLE = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta (key, value) VALUES ('rev', 0);
 """
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    """Create the tables, or bring a schema-1 file to schema 2 (same documents, same tokens), in
+    one write transaction: several processes opening one file at once do it once."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(docs)")]
+        if not columns:
+            conn.execute(_DOCS_TABLE.format(name="docs"))
+        elif "path" in columns:  # schema 1
+            conn.execute(_DOCS_TABLE.format(name="docs_v2"))
+            conn.execute("INSERT INTO docs_v2 (parent, id, data, rev) SELECT parent, id, data, rev FROM docs")
+            conn.execute("DROP TABLE docs")  # drops its index docs_parent_id too
+            conn.execute("ALTER TABLE docs_v2 RENAME TO docs")
+        for statement in _META_TABLE.strip().split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _dumps(data: JsonDict) -> str:
@@ -139,17 +168,17 @@ class SqliteDocStore:
                                          check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={mode}")
-            self._conn.executescript(_SCHEMA)
-            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            _prepare(self._conn)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {path!r}: {exc}") from exc
 
     # -- reads -----------------------------------------------------------------------------
 
     def get(self, path: str) -> Doc | None:
-        split_doc_path(path)
+        parent, doc_id = split_doc_path(path)
         with self._guard():
-            row = self._conn.execute("SELECT data, rev FROM docs WHERE path = ?", (path,)).fetchone()
+            row = self._conn.execute("SELECT data, rev FROM docs WHERE parent = ? AND id = ?",
+                                     (parent, doc_id)).fetchone()
         return None if row is None else Doc(path, json.loads(row[0]), str(row[1]))
 
     def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
@@ -158,10 +187,11 @@ class SqliteDocStore:
             return [self.get(p) for p in paths]
 
     def query(self, query: Query) -> list[Doc]:
-        sql, params = _select(query, "path, data, rev")
+        sql, params = _select(query, "id, data, rev")
         with self._guard():
             rows = self._conn.execute(sql, params).fetchall()
-        return [Doc(r[0], json.loads(r[1]), str(r[2])) for r in rows]
+        prefix = query.collection + "/"
+        return [Doc(prefix + r[0], json.loads(r[1]), str(r[2])) for r in rows]
 
     def sum_of(self, query: Query, field: str) -> float:
         """``SUM`` over the rows ``query`` selects; only JSON numbers count, as in Firestore."""
@@ -242,17 +272,17 @@ class SqliteDocStore:
                 # One statement: the primary key refuses an existing document (most writes of a
                 # step are creates: events, turns, ledger and audit entries).
                 try:
-                    conn.execute("INSERT INTO docs (path, parent, id, data, rev) VALUES (?, ?, ?, ?, ?)",
-                                 (w.path, parent, doc_id, _dumps(w.data), rev))
+                    conn.execute("INSERT INTO docs (parent, id, data, rev) VALUES (?, ?, ?, ?)",
+                                 (parent, doc_id, _dumps(w.data), rev))
                 except sqlite3.IntegrityError:
                     raise PreconditionFailed(f"{w.path} already exists") from None
                 tokens.append(token)
                 continue
-            row = conn.execute("SELECT data, rev FROM docs WHERE path = ?", (w.path,)).fetchone()
+            row = conn.execute("SELECT data, rev FROM docs WHERE parent = ? AND id = ?", (parent, doc_id)).fetchone()
             current = None if row is None else str(row[1])
             _check(w, current)
             if w.op == "delete":
-                conn.execute("DELETE FROM docs WHERE path = ?", (w.path,))
+                conn.execute("DELETE FROM docs WHERE parent = ? AND id = ?", (parent, doc_id))
                 tokens.append("")
                 continue
             old = None if row is None else json.loads(row[0])
@@ -263,8 +293,8 @@ class SqliteDocStore:
             if current is not None and old is not None and _same(old, data):
                 tokens.append(current)  # Firestore keeps the update time of an unchanged document
                 continue
-            conn.execute("INSERT OR REPLACE INTO docs (path, parent, id, data, rev) VALUES (?, ?, ?, ?, ?)",
-                         (w.path, parent, doc_id, _dumps(data), rev))
+            conn.execute("INSERT OR REPLACE INTO docs (parent, id, data, rev) VALUES (?, ?, ?, ?)",
+                         (parent, doc_id, _dumps(data), rev))
             tokens.append(token)
         return tokens
 

@@ -64,3 +64,46 @@ def test_commit_inside_transaction_is_refused(sqlite_docstore: SqliteDocStore) -
 def test_unopenable_file_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         SqliteDocStore(str(tmp_path / "missing-dir" / "state.sqlite3"))
+
+
+_SCHEMA_1 = """
+CREATE TABLE docs (path TEXT PRIMARY KEY, parent TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL,
+                   rev INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX docs_parent_id ON docs (parent, id);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('rev', 7);
+INSERT INTO docs VALUES ('runs/r', 'runs', 'r', '{"v":1}', 5);
+INSERT INTO docs VALUES ('runs/r/events/1', 'runs/r/events', '1', '{"seq":1}', 6);
+INSERT INTO docs VALUES ('runs/s', 'runs', 's', '{"v":2}', 7);
+PRAGMA user_version=1;
+"""
+
+
+def test_a_schema_1_file_is_converted_with_its_documents_and_tokens(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = str(tmp_path / "old.sqlite3")
+    old = sqlite3.connect(path)
+    old.executescript(_SCHEMA_1)
+    old.close()
+
+    store = SqliteDocStore(path)
+    try:
+        doc = store.get("runs/r")
+        assert doc is not None and doc.data == {"v": 1} and doc.token == "5"
+        assert [(d.path, d.token) for d in store.query(Query("runs"))] == [("runs/r", "5"), ("runs/s", "7")]
+        assert [d.path for d in store.query(Query("runs/r/events"))] == ["runs/r/events/1"]
+        store.commit([Write("set", "runs/r", {"v": 3}, if_token="5")])  # the old token still holds
+        (created,) = store.commit([Write("create", "runs/t", {})])
+        assert int(created) > 7  # the revision counter carries on
+        tables = store._conn.execute("SELECT name FROM sqlite_master ORDER BY name").fetchall()
+        assert [t[0] for t in tables] == ["docs", "meta"]  # no second index, no leftover table
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    finally:
+        store.close()
+    again = SqliteDocStore(path)  # opening a converted file changes nothing
+    try:
+        doc = again.get("runs/r")
+        assert doc is not None and doc.data == {"v": 3}
+    finally:
+        again.close()
