@@ -27,7 +27,7 @@ def _wire_schema(schema: dict[str, Any]) -> None:
 
 
 class Event(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_wire_schema)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_wire_schema, defer_build=True)
     seq: int = 0
 
 

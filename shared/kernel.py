@@ -30,11 +30,19 @@ if TYPE_CHECKING:
 
 def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> HostRegistry:
     from shared.agent.plan_tool import PlanTools
-    from shared.plans.host import PlanHost
+    from shared.plans.plan_state import KIND as PLAN
+
+    def plan_host() -> Host:  # the plan executor's modules load when a plan's run first needs them
+        from shared.plans.host import PlanHost
+
+        return PlanHost(sessions)
 
     tools = PlanTools(sessions)
-    return HostRegistry(ChatHost({t.name: t for t in (tools.create, tools.execute)}, sessions), PlanHost(sessions),
-                        *(extra or []))
+    hosts = HostRegistry(ChatHost({t.name: t for t in (tools.create, tools.execute)}, sessions))
+    hosts.register_lazy(PLAN, plan_host)
+    for host in extra or []:
+        hosts.register(host)
+    return hosts
 
 
 def build_router(services: Services, sessions: SessionsRepo) -> Router:

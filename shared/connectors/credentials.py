@@ -73,7 +73,7 @@ class IntegrationTokens(BaseModel):
     as metadata; the tokens themselves only inside the ciphertext.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     access_token: str = Field(min_length=1, max_length=8192)
     refresh_token: str | None = Field(default=None, min_length=1, max_length=8192)
