@@ -27,10 +27,13 @@ if TYPE_CHECKING:
     from shared.state.sessions_repo import SessionsRepo
 
 
+PLAN_KIND = "plan"
+"""``shared.plans.plan_state.KIND``, written here so that building the hosts imports nothing of the
+plan executor (tests/unit/test_entry_point_imports.py checks they agree)."""
+
 
 def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> HostRegistry:
     from shared.agent.plan_tool import PlanTools
-    from shared.plans.plan_state import KIND as PLAN
 
     def plan_host() -> Host:  # the plan executor's modules load when a plan's run first needs them
         from shared.plans.host import PlanHost
@@ -39,7 +42,7 @@ def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> Host
 
     tools = PlanTools(sessions)
     hosts = HostRegistry(ChatHost({t.name: t for t in (tools.create, tools.execute)}, sessions))
-    hosts.register_lazy(PLAN, plan_host)
+    hosts.register_lazy(PLAN_KIND, plan_host)
     for host in extra or []:
         hosts.register(host)
     return hosts

@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.agent.chat_host import chat_state
 from shared.errors import LimitExceeded
-from shared.events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent
 from shared.loop.virtual import HostCall, VirtualOutcome, host_tool
 
 if TYPE_CHECKING:
@@ -33,8 +32,8 @@ if TYPE_CHECKING:
     from shared.state.records import ActionRecord
     from shared.state.sessions_repo import SessionsRepo
 
-# The plan engine (shared/plans/sessions.py: planner, session events), the plan contracts and the
-# structured-answer helper are imported when a meta tool runs, not with the declarations: a chat
+# The plan engine (shared/plans/sessions.py: planner, session events), the plan contracts and events
+# and the structured-answer helper are imported when a meta tool runs, not with the declarations: a chat
 # run's cold start loads this module to offer both tools, and most runs never make a plan (issue 20).
 
 ExecutionMode = Literal["auto_execute", "draft_only", "agent_review"]
@@ -180,6 +179,7 @@ class AgentCreatePlan:
         return f"Plan ({args.mode}): {args.objective[:200]}"
 
     def run(self, call: HostCall, args: CreatePlanArgs) -> VirtualOutcome:
+        from shared.plan_events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent
         from shared.plans import sessions as engine
         from shared.plans.contracts import plan_body
 

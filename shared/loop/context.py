@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from shared.config import Settings
 from shared.durable import leases
-from shared.events import RunEvent, event_to_doc
+from shared.events import event_to_doc
 from shared.failures import FailureCode
 from shared.loop.outcomes import BudgetSpent, HostStep, NextStepInterruption, Settled, StopOutcome
 from shared.models.base import Model, ToolDeclaration, Turn
@@ -33,6 +33,7 @@ from shared.tools.registry import Tool, ToolRegistry
 if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
     from shared.limits import Limits
+    from shared.plan_events import RunEvent
 
 log = logging.getLogger("agent_runtime.agent")
 

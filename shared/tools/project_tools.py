@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from shared.state.project_records import ProjectTaskStatus, TemplateTask
+from shared.state.project_statuses import ProjectTaskStatus
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
@@ -199,6 +199,8 @@ def register(registry: ToolRegistry) -> None:
             description: What kind of project it is for.
             tasks: The default tasks, in order (1 to 50); each project made from the template starts with them.
         """
+        from shared.state.project_records import TemplateTask
+
         template = _service(ctx).create_template(
             ctx.uid, key=ctx.action_id, name=name, description=description, run_id=ctx.run_id,
             tasks=[TemplateTask(title=t.title, description=t.description, due_in_days=t.dueInDays) for t in tasks])
