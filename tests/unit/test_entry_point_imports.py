@@ -136,7 +136,8 @@ def test_approve_decides_without_the_loop_tools_connectors_goals_or_a_model(seed
     assert got["status"] == 202
     assert "shared.ids" in got["modules"]
     assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
-                                    "shared.models.factory", "shared.agent.service", "shared.loop.steps")) == []
+                                    "shared.models.factory", "shared.agent.service", "shared.loop.steps",
+                                    "shared.agent.chat_host", "shared.plans", "shared.plan_events")) == []
 
 
 @pytest.mark.parametrize("signature", ["cloudevent", ""], ids=["signature-cloudevent", "no-signature-type"])
@@ -147,7 +148,7 @@ def test_resume_of_a_waiting_run_needs_no_model_tools_or_connectors(seeded: dict
     assert got["status"] == 200
     assert "shared.loop.resume" in got["modules"]  # the message was handled, not dropped
     assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
-                                    "shared.models.factory")) == []
+                                    "shared.models.factory", "shared.plans.sessions", "shared.plans.host")) == []
 
 
 def test_goals_loads_the_usage_ledger_but_never_the_agent(seeded: dict[str, str]) -> None:
@@ -246,9 +247,11 @@ def test_a_chat_run_without_a_plan_loads_no_plan_executor_or_projects_workspace(
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def test_the_kernel_names_the_plan_host_kind_as_the_plan_host_does() -> None:
-    from shared.kernel import PLAN_KIND
+def test_the_kernel_names_the_host_kinds_as_the_hosts_do() -> None:
+    from shared.agent.chat_host import ChatHost
+    from shared.kernel import CHAT_KIND, PLAN_KIND
     from shared.plans.host import PlanHost
     from shared.plans.plan_state import KIND
 
-    assert PLAN_KIND == KIND == PlanHost.kind
+    assert (ChatHost.kind, PlanHost.kind) == (CHAT_KIND, PLAN_KIND)
+    assert PLAN_KIND == KIND
