@@ -87,6 +87,7 @@ class IntegrationTokens(BaseModel):
 class IntegrationStatus(BaseModel):
     """The non-secret view of a stored integration (safe to return to a client)."""
 
+    model_config = ConfigDict(defer_build=True)
     provider: str
     connected: bool
     scopes: list[str] = Field(default_factory=list)
