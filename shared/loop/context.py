@@ -28,12 +28,12 @@ from shared.state.records import ActionRecord, AuditRecord, RunRecord, UsageEntr
 from shared.state.runs_repo import RunSnapshot, RunsRepo
 from shared.state.usage_repo import UsageRepo
 from shared.state.users_repo import UsersRepo
-from shared.tools.registry import Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
     from shared.limits import Limits
     from shared.plan_events import RunEvent
+    from shared.tools.registry import Tool, ToolRegistry  # annotations: approve loads no tools
 
 log = logging.getLogger("agent_runtime.agent")
 
