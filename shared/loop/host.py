@@ -9,6 +9,7 @@ and touches neither the loop nor the durability layer.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -119,6 +120,7 @@ class HostRegistry:
     def __init__(self, *hosts: Host) -> None:
         self._hosts: dict[str, Host] = {}
         self._lazy: dict[str, Callable[[], Host]] = {}
+        self._building = threading.Lock()
         self.fallback = Host()
         """Fails units whose host kind is not registered (a deploy that dropped a kind)."""
         for host in hosts:
@@ -136,6 +138,9 @@ class HostRegistry:
 
     def get(self, kind: str) -> Host | None:
         host = self._hosts.get(kind)
-        if host is None and kind in self._lazy:
-            host = self._hosts[kind] = self._lazy.pop(kind)()
+        if host is None and kind in self._lazy:  # the factory stays: a concurrent caller finds it too
+            with self._building:  # one build per kind, even when requests arrive together
+                host = self._hosts.get(kind)
+                if host is None:
+                    host = self._hosts[kind] = self._lazy[kind]()
         return host
