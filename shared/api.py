@@ -20,7 +20,7 @@ class _Strict(BaseModel):
     values are not coerced (``"supersede": 0`` or ``"1"`` is not a boolean): what the OpenAPI
     document calls invalid is refused."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, strict=True)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, strict=True, defer_build=True)
 
 
 class ConversationItem(_Strict):

@@ -50,8 +50,8 @@ def parse_query(args: Args) -> tuple[InboxStatus, int]:
         if name not in QUERY_PARAMETERS:
             raise InvalidInput(f"unknown query parameter {name}; expected {', '.join(sorted(QUERY_PARAMETERS))}",
                              code="INVALID_QUERY", details={"field": name})
-    raw = one_arg(args, "status") or "pending"
-    status = next((s for s in INBOX_STATUSES if s == raw), None)
+    raw = one_arg(args, "status")  # an empty ``status=`` is not one of the document's values: a 400
+    status = "pending" if raw is None else next((s for s in INBOX_STATUSES if s == raw), None)
     if status is None:
         raise InvalidInput(f"query parameter status must be one of {', '.join(INBOX_STATUSES)}",
                          code="INVALID_QUERY", details={"field": "status"})

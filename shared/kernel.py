@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.agent.chat_host import ChatHost
 from shared.durable.kinds import CONTINUE, RESUME
 from shared.loop.host import Host, HostRegistry
 
@@ -27,25 +26,48 @@ if TYPE_CHECKING:
     from shared.state.sessions_repo import SessionsRepo
 
 
+CHAT_KIND = "chat"
+PLAN_KIND = "plan"
+"""``ChatHost.kind`` and ``shared.plans.plan_state.KIND``, written here so that building the hosts
+imports no host: each is built (its modules imported) when a unit of its kind first needs it, so
+deciding an approval loads neither, and a chat run never loads the plan executor
+(tests/unit/test_entry_point_imports.py checks the kinds agree)."""
+
 
 def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> HostRegistry:
-    from shared.agent.plan_tool import PlanTools
-    from shared.plans.host import PlanHost
+    def chat_host() -> Host:
+        from shared.agent.chat_host import ChatHost
+        from shared.agent.plan_tool import PlanTools
 
-    tools = PlanTools(sessions)
-    return HostRegistry(ChatHost({t.name: t for t in (tools.create, tools.execute)}, sessions), PlanHost(sessions),
-                        *(extra or []))
+        tools = PlanTools(sessions)
+        return ChatHost({t.name: t for t in (tools.create, tools.execute)}, sessions)
+
+    def plan_host() -> Host:
+        from shared.plans.host import PlanHost
+
+        return PlanHost(sessions)
+
+    hosts = HostRegistry()
+    hosts.register_lazy(CHAT_KIND, chat_host)
+    hosts.register_lazy(PLAN_KIND, plan_host)
+    for host in extra or []:
+        hosts.register(host)
+    return hosts
 
 
 def build_router(services: Services, sessions: SessionsRepo) -> Router:
     from shared.durable.router import Router
     from shared.loop.resume import close_expired_pauses, handle_run_message, recover_runs
-    from shared.plans.sessions import end_past_deadline
+
+    def session_deadlines(limit: int) -> int:
+        from shared.plans.sessions import end_past_deadline  # the plan engine: only when the sweep runs
+
+        return end_past_deadline(services, sessions, limit)
 
     router = Router(services.outbox)
     router.register(RESUME, lambda m: handle_run_message(services, m),
                     recover=lambda limit: recover_runs(services, limit))
     router.register(CONTINUE, lambda m: handle_run_message(services, m))
-    router.add_recoverer("session_deadlines", lambda limit: end_past_deadline(services, sessions, limit))
+    router.add_recoverer("session_deadlines", session_deadlines)
     router.add_recoverer("expired_pauses", lambda limit: close_expired_pauses(services, limit))
     return router

@@ -20,8 +20,8 @@ from shared.approvals_inbox import INBOX_STATUSES
 from shared.approvals_inbox import MAX_LIMIT as INBOX_MAX_LIMIT
 from shared.connectors.credentials import PROVIDERS
 from shared.connectors.user_mcp import NAME_PATTERN
-from shared.events import RunEvent
 from shared.openapi_links import LINKS
+from shared.plan_events import RunEvent
 from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from shared.query import UNTIL
 from shared.responses import ErrorResponse

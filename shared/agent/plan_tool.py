@@ -18,22 +18,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.agent.chat_host import chat_state
 from shared.errors import LimitExceeded
-from shared.events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent
-from shared.loop.context import RunContext
 from shared.loop.virtual import HostCall, VirtualOutcome, host_tool
-from shared.plans import sessions as engine
-from shared.plans.contracts import plan_body
-from shared.plans.structured import Refused, ask
-from shared.state.plan_records import PlanTask
-from shared.state.records import ActionRecord
-from shared.state.sessions_repo import SessionsRepo
-from shared.usage.meter import MeteredCall, MeteredModel
+
+if TYPE_CHECKING:
+    from shared.loop.context import RunContext
+    from shared.state.plan_records import PlanTask
+    from shared.state.records import ActionRecord
+    from shared.state.sessions_repo import SessionsRepo
+
+# The plan engine (shared/plans/sessions.py: planner, session events), the plan contracts and events
+# and the structured-answer helper are imported when a meta tool runs, not with the declarations: a chat
+# run's cold start loads this module to offer both tools, and most runs never make a plan (issue 20).
 
 ExecutionMode = Literal["auto_execute", "draft_only", "agent_review"]
 
@@ -46,7 +47,7 @@ PROJECT_CREATE_FIX = ("For a project_create request the plan must contain, in th
 class CreatePlanArgs(BaseModel):
     """Generate an execution plan for multi-step objectives, optionally executing it or pausing for review."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     objective: str = Field(min_length=1, max_length=4000, description="What you want to accomplish end-to-end.")
     execution_mode: ExecutionMode | None = Field(
         default=None, description="Default is auto_execute. Use draft_only to return the plan without running it, "
@@ -69,7 +70,7 @@ class ExecutePlanArgs(BaseModel):
     """Run a plan the user reviewed (a draft from agent_create_plan), optionally revising it first with the
     user's changes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     planId: str = Field(pattern=r"^[A-Za-z0-9_-]{1,160}$", description="The planId of the draft.")
     changes: str | None = Field(default=None, max_length=4000, description="What to change first, in words.")
 
@@ -100,7 +101,7 @@ class PlanIntent:
 
 
 class Review(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
     verdict: Literal["approved", "rejected", "needs_changes"]
     notes: str = Field(default="", max_length=2000)
 
@@ -145,6 +146,8 @@ class PlanTools:
     def start(self, ctx: RunContext, sid: str, version: int, action: ActionRecord) -> None:
         """Confirm the plan at ``version`` with the run as its parent, and relay its progress into
         the run's log (``plan_relay``)."""
+        from shared.plans import sessions as engine
+
         engine.confirm(ctx.services, self.sessions, ctx.run.uid, sid, version,
                        parent=(ctx.run.run_id, action.action_id))
         chat_state(ctx).relay_plan_id = sid
@@ -176,6 +179,10 @@ class AgentCreatePlan:
         return f"Plan ({args.mode}): {args.objective[:200]}"
 
     def run(self, call: HostCall, args: CreatePlanArgs) -> VirtualOutcome:
+        from shared.plan_events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent
+        from shared.plans import sessions as engine
+        from shared.plans.contracts import plan_body
+
         ctx, action = call.ctx, call.action
         sid = session_id_for(action)
         if self.tools.sessions.get(sid) is not None:  # resumed after the plan ended (or a retried call)
@@ -233,6 +240,9 @@ class AgentCreatePlan:
         return VirtualOutcome(waiting=True)
 
     def review(self, ctx: RunContext, intent: PlanIntent, tasks: list[dict[str, Any]]) -> tuple[Any, str]:
+        from shared.plans.structured import Refused, ask
+        from shared.usage.meter import MeteredCall, MeteredModel
+
         services = ctx.services
         call = MeteredCall(uid=intent.uid, unit_kind="run", unit_id=intent.run_id, component="reviewer",
                            operation_type="plan_review", profile="quality", context_type=intent.context_type)
@@ -263,6 +273,8 @@ class AgentExecutePlan:
         return f"Run plan {args.planId}" + (f" after: {args.changes[:150]}" if args.changes else "")
 
     def run(self, call: HostCall, args: ExecutePlanArgs) -> VirtualOutcome:
+        from shared.plans import sessions as engine
+
         ctx, action = call.ctx, call.action
         got = self.tools.sessions.get(args.planId)
         if got is None or got[0].uid != ctx.run.uid:

@@ -73,7 +73,7 @@ class IntegrationTokens(BaseModel):
     as metadata; the tokens themselves only inside the ciphertext.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     access_token: str = Field(min_length=1, max_length=8192)
     refresh_token: str | None = Field(default=None, min_length=1, max_length=8192)
@@ -87,6 +87,7 @@ class IntegrationTokens(BaseModel):
 class IntegrationStatus(BaseModel):
     """The non-secret view of a stored integration (safe to return to a client)."""
 
+    model_config = ConfigDict(defer_build=True)
     provider: str
     connected: bool
     scopes: list[str] = Field(default_factory=list)

@@ -33,7 +33,7 @@ class MalformedMessage(AgentRuntimeError):
 
 
 class WorkMessage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: str = Field(default="resume", pattern=r"^[a-z][a-z0-9_.-]{0,63}$")
     schemaVersion: int = Field(default=MESSAGE_SCHEMA_VERSION, ge=1)

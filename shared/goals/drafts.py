@@ -40,7 +40,7 @@ class DraftError(ValueError):
 
 
 class _Draft(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class TaskDraft(_Draft):

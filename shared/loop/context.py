@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from shared.config import Settings
 from shared.durable import leases
-from shared.events import RunEvent, event_to_doc
+from shared.events import event_to_doc
 from shared.failures import FailureCode
 from shared.loop.outcomes import BudgetSpent, HostStep, NextStepInterruption, Settled, StopOutcome
 from shared.models.base import Model, ToolDeclaration, Turn
@@ -28,11 +28,12 @@ from shared.state.records import ActionRecord, AuditRecord, RunRecord, UsageEntr
 from shared.state.runs_repo import RunSnapshot, RunsRepo
 from shared.state.usage_repo import UsageRepo
 from shared.state.users_repo import UsersRepo
-from shared.tools.registry import Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
     from shared.limits import Limits
+    from shared.plan_events import RunEvent
+    from shared.tools.registry import Tool, ToolRegistry  # annotations: approve loads no tools
 
 log = logging.getLogger("agent_runtime.agent")
 

@@ -9,7 +9,9 @@ and touches neither the loop nor the durability layer.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from shared.config import Settings
@@ -117,13 +119,28 @@ class Host:
 class HostRegistry:
     def __init__(self, *hosts: Host) -> None:
         self._hosts: dict[str, Host] = {}
+        self._lazy: dict[str, Callable[[], Host]] = {}
+        self._building = threading.Lock()
         self.fallback = Host()
         """Fails units whose host kind is not registered (a deploy that dropped a kind)."""
         for host in hosts:
             self.register(host)
 
     def register(self, host: Host) -> None:
+        self._lazy.pop(host.kind, None)
         self._hosts[host.kind] = host
 
+    def register_lazy(self, kind: str, make: Callable[[], Host]) -> None:
+        """A host built (and its modules imported) when a unit of ``kind`` first needs it: a cold
+        start whose first request serves another kind never loads it (issue 20)."""
+        self._hosts.pop(kind, None)
+        self._lazy[kind] = make
+
     def get(self, kind: str) -> Host | None:
-        return self._hosts.get(kind)
+        host = self._hosts.get(kind)
+        if host is None and kind in self._lazy:  # the factory stays: a concurrent caller finds it too
+            with self._building:  # one build per kind, even when requests arrive together
+                host = self._hosts.get(kind)
+                if host is None:
+                    host = self._hosts[kind] = self._lazy[kind]()
+        return host

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.durable.kinds import CONTINUE, continue_entry_id
 from shared.durable.messages import WorkMessage
-from shared.events import ErrorEvent, ResultEvent, RunEvent, StatusEvent, UsageEvent, event_to_doc
+from shared.events import ErrorEvent, ResultEvent, StatusEvent, UsageEvent, event_to_doc
 from shared.failures import FailureCode
 from shared.loop.context import RunContext
 from shared.loop.outcomes import NextStepInterruption, NextStepYield
@@ -22,6 +22,9 @@ from shared.state.docstore import Write
 from shared.state.paused_runs import CloseReason
 from shared.state.records import RunError, RunRecord, RunResult, now
 from shared.state.transitions import move_run
+
+if TYPE_CHECKING:
+    from shared.plan_events import RunEvent
 
 log = logging.getLogger("agent_runtime.agent")
 

@@ -16,7 +16,7 @@ from shared.usage.figures import Usage as Usage
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class FunctionCall(_Wire):

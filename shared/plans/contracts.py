@@ -17,7 +17,7 @@ MAX_PROMPT_CHARS = 16_000
 class _Strict(BaseModel):
     """Unknown fields refused and no coercion: what the OpenAPI document calls invalid is a 400."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 def _not_blank(value: str) -> str:

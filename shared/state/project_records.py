@@ -11,15 +11,13 @@ their own (a project document never grows with its tasks).
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
 
 from pydantic import Field
 
+from shared.state.project_statuses import DocumentKind as DocumentKind
+from shared.state.project_statuses import ProjectStatus as ProjectStatus
+from shared.state.project_statuses import ProjectTaskStatus as ProjectTaskStatus
 from shared.state.records import SCHEMA_VERSION, Record, now
-
-ProjectStatus = Literal["active", "on_hold", "completed", "archived"]
-ProjectTaskStatus = Literal["todo", "in_progress", "blocked", "done"]
-DocumentKind = Literal["context"]
 
 
 class TemplateTask(Record):

@@ -23,7 +23,6 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from shared.connectors import require_connectors
-from shared.connectors.mail_text import reply_subject
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
@@ -152,6 +151,8 @@ def _draft_preview(args: BaseModel) -> str:
 def _reply_preview(args: BaseModel) -> str:
     # The subject shown is exactly the one sent: the tool passes the same ``subject`` argument,
     # and the adapter refuses to send when it does not match the thread (no I/O here).
+    from shared.connectors.mail_text import reply_subject  # html.parser: not at registration
+
     return (f"Reply in Gmail thread {getattr(args, 'thread_id', '')}\n{_people(args)}\n"
             f"Subject: {reply_subject(str(getattr(args, 'subject', '')))}\n"
             f"{_body_start(str(getattr(args, 'body', '')))}")

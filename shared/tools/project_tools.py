@@ -18,22 +18,17 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from shared.projects.service import ProjectsService, iso
-from shared.state.project_records import (
-    ContextDocumentRecord,
-    ProjectRecord,
-    ProjectTaskRecord,
-    ProjectTaskStatus,
-    TemplateRecord,
-    TemplateTask,
-)
-from shared.state.projects_repo import ProjectsRepo
+from shared.state.project_statuses import ProjectTaskStatus
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from shared.projects.service import ProjectsService
+    from shared.state.project_records import ContextDocumentRecord, ProjectRecord, ProjectTaskRecord, TemplateRecord
 
 MAX_NAME_CHARS = 120
 MAX_TITLE_CHARS = 200
@@ -83,8 +78,21 @@ class TemplateTaskSpec(BaseModel):
 
 def _service(ctx: ToolContext) -> ProjectsService:
     # The runtime may hand a service (with its clock); otherwise the workspace lives in the same
-    # store as the user's other documents.
-    return ctx.projects if ctx.projects is not None else ProjectsService(ProjectsRepo(ctx.users.store))
+    # store as the user's other documents. Imported here: registering the tools (a chat run's cold
+    # start) does not load the workspace service.
+    if ctx.projects is not None:
+        return ctx.projects
+    from shared.projects.service import ProjectsService
+    from shared.state.projects_repo import ProjectsRepo
+
+    return ProjectsService(ProjectsRepo(ctx.users.store))
+
+
+def iso(ts: float) -> str:
+    """Epoch seconds as an ISO 8601 UTC time (``shared.projects.service.iso``)."""
+    from shared.projects.service import iso as service_iso
+
+    return service_iso(ts)
 
 
 def _timezone(ctx: ToolContext) -> str | None:
@@ -191,6 +199,8 @@ def register(registry: ToolRegistry) -> None:
             description: What kind of project it is for.
             tasks: The default tasks, in order (1 to 50); each project made from the template starts with them.
         """
+        from shared.state.project_records import TemplateTask
+
         template = _service(ctx).create_template(
             ctx.uid, key=ctx.action_id, name=name, description=description, run_id=ctx.run_id,
             tasks=[TemplateTask(title=t.title, description=t.description, due_in_days=t.dueInDays) for t in tasks])

@@ -85,7 +85,7 @@ def test_chat_and_plan_approvals_newest_first_with_status_and_limit(make_rt: Mak
     assert [a["approvalId"] for a in inbox(client, "?status=all")] == [newest["approvalId"], oldest["approvalId"]]
 
 
-@pytest.mark.parametrize(("query", "field"), [("?status=open", "status"), ("?limit=0", "limit"),
+@pytest.mark.parametrize(("query", "field"), [("?status=open", "status"), ("?status=", "status"), ("?limit=0", "limit"),
                                               ("?limit=201", "limit"), ("?limit=x", "limit"),
                                               ("?status=pending&status=all", "status"), ("?since=1", "since")])
 def test_bad_query_parameters_are_a_400_naming_them(make_rt: MakeRuntime, client: FlaskClient,

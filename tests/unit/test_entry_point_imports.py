@@ -136,7 +136,8 @@ def test_approve_decides_without_the_loop_tools_connectors_goals_or_a_model(seed
     assert got["status"] == 202
     assert "shared.ids" in got["modules"]
     assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
-                                    "shared.models.factory", "shared.agent.service", "shared.loop.steps")) == []
+                                    "shared.models.factory", "shared.agent.service", "shared.loop.steps",
+                                    "shared.agent.chat_host", "shared.plans", "shared.plan_events")) == []
 
 
 @pytest.mark.parametrize("signature", ["cloudevent", ""], ids=["signature-cloudevent", "no-signature-type"])
@@ -147,7 +148,7 @@ def test_resume_of_a_waiting_run_needs_no_model_tools_or_connectors(seeded: dict
     assert got["status"] == 200
     assert "shared.loop.resume" in got["modules"]  # the message was handled, not dropped
     assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
-                                    "shared.models.factory")) == []
+                                    "shared.models.factory", "shared.plans.sessions", "shared.plans.host")) == []
 
 
 def test_goals_loads_the_usage_ledger_but_never_the_agent(seeded: dict[str, str]) -> None:
@@ -215,3 +216,42 @@ def test_run_and_stream_load_no_goals_nor_connector_sdk(seeded: dict[str, str], 
     assert got["status"] == 200
     assert "shared.loop.steps" in got["modules"]
     assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.goals")) == []
+
+
+def test_a_chat_run_without_a_plan_loads_no_plan_executor_or_projects_workspace(tmp_path: Path) -> None:
+    """Issue 20 (cold start): the chat host offers the plan meta tools and the project tools by their
+    argument models only; the plan engine, executor, contracts and events, and the projects service
+    and records load when a plan is made or a project tool runs."""
+    code = ("import sys\n"
+            "from shared.api import RunRequest\n"
+            "from shared.config import Settings\n"
+            "from shared.durable.dispatcher import RecordingDispatcher\n"
+            "from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn\n"
+            "from shared.runtime import Runtime\n"
+            "from shared.state.sqlite_docstore import SqliteDocStore\n"
+            f"store = SqliteDocStore({str(tmp_path / 'chat.sqlite3')!r})\n"
+            "model = ScriptedModel([calls_turn(call('search_memory', {'query': 'tea'})), text_turn('none')])\n"
+            "rt = Runtime(Settings(state_backend='sqlite', auth_mode='local', dispatcher='none'), store=store,\n"
+            "             model=model, dispatcher=RecordingDispatcher())\n"
+            "started = rt.agent.start('alice', RunRequest(prompt='what do I drink?'))\n"
+            "result = rt.agent.run(rt.agent.context(started))\n"
+            "assert result.status == 'completed', result\n"
+            "assert 'shared.tools.project_tools' in sys.modules and 'shared.agent.plan_tool' in sys.modules\n"
+            "lazy = ('shared.plans.host', 'shared.plans.sessions', 'shared.plans.contracts', 'shared.plan_events',\n"
+            "        'shared.session_events', 'shared.projects', 'shared.state.project_records')\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith(lazy))\n"
+            "assert not loaded, loaded\n"
+            "assert rt.hosts.get('plan') is not None and 'shared.plans.host' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={"PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_kernel_names_the_host_kinds_as_the_hosts_do() -> None:
+    from shared.agent.chat_host import ChatHost
+    from shared.kernel import CHAT_KIND, PLAN_KIND
+    from shared.plans.host import PlanHost
+    from shared.plans.plan_state import KIND
+
+    assert (ChatHost.kind, PlanHost.kind) == (CHAT_KIND, PLAN_KIND)
+    assert PLAN_KIND == KIND

@@ -156,8 +156,8 @@ def test_durability_and_state_import_nothing_of_the_agent_domain() -> None:
     assert any(m.startswith("shared.durable.") for m in edges) and any(m.startswith("shared.state.") for m in edges)
 
 
-STATE_MUST_NOT_IMPORT = ("shared.events", "shared.session_events", "shared.failures", "shared.web",
-                         "shared.http_errors", "flask", "werkzeug")
+STATE_MUST_NOT_IMPORT = ("shared.events", "shared.plan_events", "shared.session_events", "shared.failures",
+                         "shared.web", "shared.http_errors", "flask", "werkzeug")
 
 
 def state_decisions(edges: dict[str, set[str]], imported: dict[str, set[str]]) -> set[tuple[str, str]]:

@@ -8,9 +8,10 @@ import pytest
 from pydantic import StringConstraints
 
 from shared.errors import ConfigurationError
+from shared.formats import clean_json_schema
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
-from shared.tools.registry import ToolArgsError, ToolRegistry, build_tool
+from shared.tools.registry import ToolArgsError, ToolRegistry, args_schema, build_tool
 
 
 def _lookup(ctx: ToolContext, key: str, limit: int = 3) -> dict[str, Any]:
@@ -99,3 +100,21 @@ def test_annotated_constraints_are_validated_and_declared() -> None:
     assert tool.validate({"label": " ok "}).label == "ok"  # type: ignore[attr-defined]
     with pytest.raises(ToolArgsError, match="label: String should have at most 5 characters"):
         tool.validate({"label": "too long"})
+
+
+def test_declared_schemas_equal_pydantics_own() -> None:
+    """``args_schema`` encodes simple defaults itself (cold start): every shipped tool's schema, the
+    plan meta tools' and one with defaults of every kind are exactly what pydantic generates."""
+    from shared.agent.plan_tool import CreatePlanArgs, ExecutePlanArgs
+
+    def _defaults(ctx: ToolContext, a: str = "x", b: int = 3, c: bool = False, d: float = 0.5,
+                  e: list[str] | None = None, f: tuple[int, ...] = (1, 2), g: str | None = None) -> dict[str, Any]:
+        """Defaults of every kind."""
+        return {}
+
+    models = [t.args_model for t in default_registry()]
+    models += [CreatePlanArgs, ExecutePlanArgs, build_tool(_defaults, side_effect=False).args_model]
+    for model in models:
+        expected = clean_json_schema(model.model_json_schema())
+        expected.pop("description", None)
+        assert args_schema(model) == expected, model.__name__
