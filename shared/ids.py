@@ -6,8 +6,10 @@ mints ids without loading the agent loop (cold start, issue 2).
 
 from __future__ import annotations
 
-import uuid
+import os
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+    """80 random bits as 20 lowercase hex digits (what ``uuid4().hex[:20]`` gave, minus its fixed
+    version digit, at a third of its cost: a tool step mints three ids)."""
+    return f"{prefix}_{os.urandom(10).hex()}"
