@@ -94,7 +94,8 @@ def _dumps(data: JsonDict) -> str:
     """Compact JSON text of a document. pydantic-core's encoder (3-5x faster than the json module's:
     a step encodes 7 documents); a NaN or an infinity is refused as the json module refuses it
     (SQLite's JSON functions cannot read them), and what pydantic-core cannot encode goes to the
-    json module for its error."""
+    json module for its error. Values the json module refused but pydantic-core encodes (``datetime``,
+    ``bytes``) are stored as JSON strings; documents are meant to hold JSON values only."""
     if not isinstance(data, dict):
         raise TypeError(f"document data must be a dict, got {type(data).__name__}")
     try:
