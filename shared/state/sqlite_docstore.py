@@ -61,10 +61,7 @@ CREATE TABLE {name} (
     PRIMARY KEY (parent, id)
 ) WITHOUT ROWID
 """
-_META_TABLE = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('rev', 0);
-"""
+_META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID"
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
@@ -80,9 +77,8 @@ def _prepare(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO docs_v2 (parent, id, data, rev) SELECT parent, id, data, rev FROM docs")
             conn.execute("DROP TABLE docs")  # drops its index docs_parent_id too
             conn.execute("ALTER TABLE docs_v2 RENAME TO docs")
-        for statement in _META_TABLE.strip().split(";"):
-            if statement.strip():
-                conn.execute(statement)
+        conn.execute(_META_TABLE)
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('rev', 0)")
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
