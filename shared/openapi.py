@@ -20,13 +20,13 @@ from shared.approvals_inbox import INBOX_STATUSES
 from shared.approvals_inbox import MAX_LIMIT as INBOX_MAX_LIMIT
 from shared.connectors.credentials import PROVIDERS
 from shared.connectors.user_mcp import NAME_PATTERN
+from shared.events.run import RunEvent
+from shared.events.session import SessionEvent
 from shared.openapi_links import LINKS
-from shared.plan_events import RunEvent
-from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
+from shared.plans.session_handlers import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from shared.query import UNTIL
 from shared.responses import ErrorResponse
 from shared.runs_list import DEFAULT_LIMIT, MAX_LIMIT
-from shared.session_events import SessionEvent
 from shared.usage.params import MAX_RANGE_DAYS
 from shared.usage.views import GROUP_BY, RUN_RECORD_NOT_SERVED
 from shared.wire import MAX_INT64
