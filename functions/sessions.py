@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller
-from shared.query import bool_arg, int_arg
+from shared.query import params
 from shared.web import json_response, ndjson_response, read_json_body
 
 
@@ -24,7 +24,7 @@ def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Resp
     from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
-    return json_response(api.list_sessions(rt, uid, request.args).to_json())
+    return json_response(api.list_sessions(rt, uid, params(request)["limit"]).to_json())
 
 
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -46,9 +46,8 @@ def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Res
     from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
-    after = int_arg(request.args, "after", default=0)
-    follow = bool_arg(request.args, "follow")
-    return ndjson_response(api.events(rt, uid, path["sessionId"], after, follow=follow))
+    query = params(request)
+    return ndjson_response(api.events(rt, uid, path["sessionId"], query["after"], follow=query["follow"]))
 
 
 def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
