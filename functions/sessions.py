@@ -21,14 +21,14 @@ from shared.web import json_response, ndjson_response, read_json_body
 
 
 def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     return json_response(api.list_sessions(rt, uid, params(request)["limit"]).to_json())
 
 
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     created = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes))
@@ -36,14 +36,14 @@ def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def get_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     return json_response(api.view(rt, uid, path["sessionId"]).to_json())
 
 
 def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     query = params(request)
@@ -51,7 +51,7 @@ def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -59,7 +59,7 @@ def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -67,7 +67,7 @@ def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Re
 
 
 def cancel_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     # The body is optional (no body, ``{}`` or ``{"reason"}``); read through the stream like every
