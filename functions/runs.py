@@ -1,5 +1,6 @@
 """``runs``: GET /api/agent/runs?limit=N (the caller's runs, newest first), GET /api/agent/runs/{runId},
-GET /api/agent/runs/{runId}/events?after=N[&follow=1] and the approvals inbox,
+GET /api/agent/runs/{runId}/events?after=N[&follow=1] (NDJSON, or Server-Sent Events by ``Accept``;
+``Last-Event-ID`` resumes) and the approvals inbox,
 GET /api/agent/approvals?status=pending|decided|all&limit=N (shared/approvals_inbox.py).
 Routes: ``shared/routes.py``.
 
@@ -15,8 +16,8 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller
-from shared.query import bool_arg, int_arg, until_end
-from shared.web import json_response, ndjson_response
+from shared.query import bool_arg, resume_after, until_end
+from shared.web import SSE_RETRY_MS, json_response, ndjson_response, sse_response, wants_sse
 
 
 def list_runs(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -47,8 +48,11 @@ def run_events(request: flask.Request, path: Mapping[str, str]) -> flask.Respons
 
     rt, uid = caller(request)
     snap = rt.runs.get_run_for(uid, path["runId"])
-    after = int_arg(request.args, "after", default=0)
+    after = resume_after(request.args, request.headers.get("Last-Event-ID"))
     follow = bool_arg(request.args, "follow")
     events = replay_events(rt.runs, snap.run.run_id, after, follow=follow, until_end=until_end(request.args),
-                           max_wait_s=rt.settings.follow_max_wait_s, sessions=lambda: rt.sessions)
+                           max_wait_s=rt.settings.follow_max_wait_s, heartbeat_s=rt.settings.heartbeat_s,
+                           sessions=lambda: rt.sessions)
+    if wants_sse(request):
+        return sse_response(events, retry_ms=SSE_RETRY_MS)
     return ndjson_response(ndjson(ev) for ev in events)

@@ -9,9 +9,9 @@ agent's open plan objects), so a response with an unexpected field does not matc
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, Union, get_args
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from shared import routes
@@ -20,6 +20,7 @@ from shared.approvals_inbox import INBOX_STATUSES
 from shared.approvals_inbox import MAX_LIMIT as INBOX_MAX_LIMIT
 from shared.connectors.credentials import PROVIDERS
 from shared.connectors.user_mcp import NAME_PATTERN
+from shared.events import HeartbeatEvent
 from shared.openapi_links import LINKS
 from shared.plan_events import RunEvent
 from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
@@ -100,10 +101,10 @@ def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
                 models.append((routes.resolve(target), mode))
     _, defs = models_json_schema(models, ref_template=REF, by_alias=True)
     schemas: dict[str, Any] = dict(defs.get("$defs", {}))
-    event_schema = TypeAdapter(RunEvent).json_schema(ref_template=REF, mode="serialization")
+    event_schema = TypeAdapter(stream_lines(RunEvent)).json_schema(ref_template=REF, mode="serialization")
     schemas.update(event_schema.pop("$defs", {}))
     schemas["RunEvent"] = event_schema
-    session_events = TypeAdapter(SessionEvent).json_schema(ref_template=REF, mode="serialization")
+    session_events = TypeAdapter(stream_lines(SessionEvent)).json_schema(ref_template=REF, mode="serialization")
     for name, schema in session_events.pop("$defs", {}).items():
         schemas.setdefault(name, schema)
     schemas["SessionEvent"] = session_events
@@ -118,9 +119,22 @@ def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
     return schemas
 
 
+def stream_lines(events: Any) -> Any:
+    """What a stream of ``events`` (a discriminated union) carries: those events and the heartbeat a
+    follow sends while it is quiet (stream only, no ``seq``)."""
+    members = get_args(get_args(events)[0])
+    return Annotated[Union[(*members, HeartbeatEvent)], Field(discriminator="type")]
+
+
 def _after_and_follow() -> list[dict[str, Any]]:
-    return [{"name": "after", "in": "query", "required": False,
-             "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT64}},
+    seq = {"type": "integer", "minimum": 0, "maximum": MAX_INT64}
+    return [{"name": "after", "in": "query", "required": False, "schema": seq},
+            {"name": "lastEventId", "in": "query", "required": False, "schema": seq,
+             "description": "the same as after, for clients that cannot set the Last-Event-ID header (not with after)"},
+            {"name": "Last-Event-ID", "in": "header", "required": False,
+             "schema": {"type": "string", "pattern": "^[0-9]*$"},
+             "description": "the seq of the last event read (an EventSource sends it when it reconnects); "
+                            "wins over after and lastEventId"},
             {"name": "follow", "in": "query", "required": False, "schema": {"type": "boolean"}}]
 
 

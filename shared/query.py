@@ -80,3 +80,21 @@ def until_end(args: Args) -> bool:
     if raw != "end":
         raise _invalid("until", f"must be one of {', '.join(UNTIL)}")
     return True
+
+
+def resume_after(args: Args, last_event_id: str | None) -> int:
+    """Where a read of an event log starts: after the ``seq`` in the ``Last-Event-ID`` header (what an
+    ``EventSource`` sends when it reconnects, so it wins), else in ``lastEventId`` (for clients that
+    cannot set headers), else ``after`` (default 0). ``lastEventId`` and ``after`` together are a 400:
+    they say the same thing."""
+    if last_event_id is not None and last_event_id.strip():
+        raw = last_event_id.strip()
+        if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_INT64:
+            raise InvalidInput("header Last-Event-ID must be the seq of an event (an integer >= 0)",
+                               code="INVALID_LAST_EVENT_ID", details={"field": "Last-Event-ID"})
+        return int(raw)
+    if one_arg(args, "lastEventId") is not None:
+        if one_arg(args, "after") is not None:
+            raise _invalid("lastEventId", "and after are both given; give one")
+        return int_arg(args, "lastEventId", default=0)
+    return int_arg(args, "after", default=0)

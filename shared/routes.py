@@ -173,13 +173,18 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.plans.contracts:SessionAccepted"),), errors=_BODY),
     Route("GET", "/api/agent/sessions/{sessionId}/events", "getSessionEvents", "sessions",
           "functions.sessions:session_events",
-          replies=(Reply(200, "the session's events with seq > after (NDJSON)", stream="SessionEvent"),),
+          replies=(Reply(200, "the session's events with seq > after (NDJSON; Server-Sent Events with Accept: "
+                              "text/event-stream, id = seq); after = the Last-Event-ID header, lastEventId or after",
+                         stream="SessionEvent", sse=True),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/usage", "getUsage", "usage", "functions.usage:usage",
           replies=(Reply(200, "token and cost figures per group", model="shared.usage.views:UsageResponse"),),
           errors=(400, 401)),
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
-          replies=(Reply(200, "persisted events with seq > after (NDJSON)", stream="RunEvent"),),
+          replies=(Reply(200, "persisted events with seq > after (NDJSON; Server-Sent Events with Accept: "
+                              "text/event-stream, event = type, id = seq); after = the Last-Event-ID header, "
+                              "lastEventId or after; a follow sends heartbeats and ends with result, error or "
+                              "stream_end", stream="RunEvent", sse=True),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/approvals", "listApprovals", "runs", "functions.runs:list_approvals",
           description="The caller's approvals across chat runs and plan sessions, newest first (other users' "
