@@ -17,19 +17,19 @@ import flask
 
 from functions.common import caller
 from shared.ndjson import ndjson
-from shared.query import bool_arg, resume_after
+from shared.query import params, resume_after
 from shared.web import SSE_RETRY_MS, json_response, ndjson_response, read_json_body, sse_response, wants_sse
 
 
 def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
-    return json_response(api.list_sessions(rt, uid, request.args).to_json())
+    return json_response(api.list_sessions(rt, uid, params(request)["limit"]).to_json())
 
 
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     created = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes))
@@ -37,7 +37,7 @@ def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def get_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     return json_response(api.view(rt, uid, path["sessionId"]).to_json())
@@ -47,16 +47,14 @@ def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Res
     from shared.plans.session_follow import follow_session
 
     rt, uid = caller(request)
-    after = resume_after(request.args, request.headers.get("Last-Event-ID"))
-    follow = bool_arg(request.args, "follow")
-    events = follow_session(rt, uid, path["sessionId"], after, follow=follow)
+    events = follow_session(rt, uid, path["sessionId"], resume_after(request), follow=params(request)["follow"])
     if wants_sse(request):
         return sse_response(events, retry_ms=SSE_RETRY_MS)
     return ndjson_response(ndjson(ev) for ev in events)
 
 
 def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -64,7 +62,7 @@ def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -72,7 +70,7 @@ def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Re
 
 
 def cancel_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     # The body is optional (no body, ``{}`` or ``{"reason"}``); read through the stream like every

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from shared.events import ErrorEvent, StreamEndEvent, StreamEndReason, event_to_doc, heartbeat
+from shared.events.loop import ErrorEvent, StreamEndEvent, StreamEndReason, event_to_doc, heartbeat
 from shared.failures import FailureCode
 from shared.logs import iterate_in_context
 from shared.ndjson import ndjson as ndjson  # the edge frames chat streams with it (functions/)

@@ -9,9 +9,9 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from shared.events import event_to_doc, heartbeat
+from shared.events.loop import event_to_doc, heartbeat
+from shared.events.session import SessionStreamEndEvent
 from shared.plans.session_log import session_events
-from shared.session_events import SessionStreamEndEvent
 
 if TYPE_CHECKING:
     from shared.runtime import Runtime

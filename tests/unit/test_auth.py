@@ -361,7 +361,8 @@ def test_local_mode_reads_the_session_cookie_without_a_header(monkeypatch: pytes
     Firebase session cookie is in production; the header, when present, alone decides."""
     monkeypatch.delenv("K_SERVICE", raising=False)
     assert LocalAuthenticator().authenticate({}, {"__session": "dev:alice"}).uid == "alice"
-    assert LocalAuthenticator().authenticate({"Authorization": "Bearer dev:bob"}, {"__session": "dev:alice"}).uid == "bob"
+    both = LocalAuthenticator().authenticate({"Authorization": "Bearer dev:bob"}, {"__session": "dev:alice"})
+    assert both.uid == "bob"
     for bad in ("alice", "dev:", "dev:a/b"):
         with pytest.raises(Unauthenticated):
             LocalAuthenticator().authenticate({}, {"__session": bad})
