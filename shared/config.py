@@ -279,6 +279,9 @@ class Settings:
     github_git_base_url: str = "https://github.com"
     """Where ``owner/name`` repositories are cloned from and pushed to (``GITHUB_GIT_BASE_URL``);
     the user's GitHub token is sent only to this origin."""
+    heartbeat_s: float = 15.0
+    """``STREAM_HEARTBEAT_S``: the longest a followed stream stays silent: then it sends a heartbeat (an
+    SSE comment line, an NDJSON ``{"type": "heartbeat"}`` line), so proxies with an idle timeout keep it."""
 
     def model_for(self, profile: Profile) -> str:
         return dict(self.model_profiles).get(profile, self.gemini_model)
@@ -371,4 +374,5 @@ class Settings:
             workspaces_per_user=max(1, _int("WORKSPACES_PER_USER", 5)),
             workspace_idle_ttl_s=max(60.0, _float("WORKSPACE_IDLE_TTL_S", 86400.0)),
             github_git_base_url=os.environ.get("GITHUB_GIT_BASE_URL", "").strip().rstrip("/") or "https://github.com",
+            heartbeat_s=max(0.01, _float("STREAM_HEARTBEAT_S", 15.0)),
         )
