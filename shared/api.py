@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.wire import NOT_BLANK_PATTERN, is_blank
 
@@ -67,3 +67,12 @@ class ApproveRequest(_Strict):
     approvalId: str = Field(pattern=ID_PATTERN)
     decision: Literal["approve", "reject"]
     reason: str | None = Field(default=None, max_length=2000)
+    arguments: dict[str, Any] | None = None
+    """Approve with edits: the call runs with these arguments instead of the model's (validated
+    against the tool's schema, decided by policy again; only with ``decision: approve``)."""
+
+    @model_validator(mode="after")
+    def _edits_only_when_approving(self) -> ApproveRequest:
+        if self.arguments is not None and self.decision != "approve":
+            raise ValueError("arguments (edits) go only with decision approve")
+        return self

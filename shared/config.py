@@ -267,6 +267,9 @@ class Settings:
     (``shared/connectors/url_guard.py``)."""
     follow_max_wait_s: float = 60.0
     """The longest one ``events?follow=1`` request reads on (then the client reconnects with ``after``)."""
+    heartbeat_s: float = 15.0
+    """``STREAM_HEARTBEAT_S``: the longest a followed stream stays silent: then it sends a heartbeat (an
+    SSE comment line, an NDJSON ``{"type": "heartbeat"}`` line), so proxies with an idle timeout keep it."""
 
     def model_for(self, profile: Profile) -> str:
         return dict(self.model_profiles).get(profile, self.gemini_model)
@@ -354,4 +357,5 @@ class Settings:
             mcp_list_ttl_s=max(0.0, _float("MCP_LIST_TTL_S", 300.0)),
             mcp_allow_private_urls=_allow_private_mcp_urls(on_cloud_run),
             follow_max_wait_s=max(1.0, _float("FOLLOW_MAX_WAIT_S", 60.0)),
+            heartbeat_s=max(0.01, _float("STREAM_HEARTBEAT_S", 15.0)),
         )

@@ -100,6 +100,8 @@ def page_limit(default: int = 50, maximum: int = 200) -> Param:
 CURSOR = Param("cursor", "string", description="where the page starts: the nextCursor of the previous page "
                                                "(absent: the first page); 400 INVALID_CURSOR when it is not one")
 AFTER = Param("after", "integer", default=0, description="the seq after which events are read")
+LAST_EVENT_ID = Param("lastEventId", "integer", description="the same as after, for clients that cannot set the "
+                                                            "Last-Event-ID header (400 INVALID_QUERY with after)")
 FOLLOW = Param("follow", "boolean", default=False, description="keep the response open and stream new events")
 UNTIL = Param("until", "enum", default="stop", values=("stop", "end"),
               description="with follow: stop (default) ends the follow when the run stops, also at a pause for "
@@ -213,8 +215,10 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.plans.contracts:SessionAccepted"),), errors=_BODY),
     Route("GET", "/api/agent/sessions/{sessionId}/events", "getSessionEvents", "sessions",
           "functions.sessions:session_events",
-          query=(AFTER, FOLLOW),
-          replies=(Reply(200, "the session's events with seq > after (NDJSON)", stream="SessionEvent"),),
+          query=(AFTER, LAST_EVENT_ID, FOLLOW),
+          replies=(Reply(200, "the session's events with seq > after (NDJSON; Server-Sent Events with Accept: "
+                              "text/event-stream, id = seq); after = the Last-Event-ID header, lastEventId or after",
+                         stream="SessionEvent", sse=True),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/usage", "getUsage", "usage", "functions.usage:usage",
           query=(Param("from", "instant"), Param("to", "instant"),
@@ -223,8 +227,11 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "token and cost figures per group", model="shared.usage.views:UsageResponse"),),
           errors=(400, 401)),
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
-          query=(AFTER, FOLLOW, UNTIL),
-          replies=(Reply(200, "persisted events with seq > after (NDJSON)", stream="RunEvent"),),
+          query=(AFTER, LAST_EVENT_ID, FOLLOW, UNTIL),
+          replies=(Reply(200, "persisted events with seq > after (NDJSON; Server-Sent Events with Accept: "
+                              "text/event-stream, event = type, id = seq); after = the Last-Event-ID header, "
+                              "lastEventId or after; a follow sends heartbeats and ends with result, error or "
+                              "stream_end", stream="RunEvent", sse=True),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/approvals", "listApprovals", "runs", "functions.runs:list_approvals",
           description="The caller's approvals across chat runs and plan sessions, newest first (other users' "

@@ -228,13 +228,30 @@ def wants_sse(request: flask.Request) -> bool:
                                                default="application/x-ndjson") == "text/event-stream"
 
 
-def sse_response(events: Iterator[dict[str, Any]]) -> flask.Response:
-    """The same events as Server-Sent Events: ``event`` = the event's type, ``id`` = its seq (a
-    client that reconnects can resume from ``Last-Event-ID`` through the events route)."""
+def sse_frame(event: dict[str, Any]) -> bytes:
+    """One event as a Server-Sent Events frame: ``event`` = its type, ``id`` = its seq (what an
+    ``EventSource`` sends back as ``Last-Event-ID`` when it reconnects), ``data`` = the event as JSON.
+    A heartbeat (no seq) is a comment line: every client ignores it, and it keeps proxies from
+    closing an idle connection."""
+    if event.get("type") == "heartbeat" and "seq" not in event:
+        return b": heartbeat\n\n"
+    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event.get('type', 'message')}\nid: {event.get('seq', '')}\ndata: {data}\n\n".encode()
+
+
+SSE_RETRY_MS = 1000
+"""What the events routes tell an ``EventSource`` to wait before it reconnects (``retry``)."""
+
+
+def sse_response(events: Iterator[dict[str, Any]], *, retry_ms: int | None = None) -> flask.Response:
+    """The same events as Server-Sent Events (:func:`sse_frame`): a client that reconnects resumes
+    with ``Last-Event-ID`` through the events route. ``retry_ms``: sent first, how long an
+    ``EventSource`` waits before it reconnects when the stream closes."""
     def frames() -> Iterator[bytes]:
+        if retry_ms is not None:
+            yield f"retry: {retry_ms}\n\n".encode()
         for ev in events:
-            data = json.dumps(ev, ensure_ascii=False, separators=(",", ":"))
-            yield f"event: {ev.get('type', 'message')}\nid: {ev.get('seq', '')}\ndata: {data}\n\n".encode()
+            yield sse_frame(ev)
 
     resp = flask.Response(frames(), mimetype="text/event-stream")
     resp.headers["Cache-Control"] = "no-store"

@@ -218,6 +218,9 @@ class ActionRecord(Record):
     result: dict[str, Any] | None = None
     error: str | None = None
     outcome: Literal["success", "error", "rejected", "unknown"] | None = None
+    original_args: dict[str, Any] | None = None
+    """Set when the person who approved the call edited its arguments: the model's arguments
+    (``args`` are the edited ones the call runs with)."""
     attempts: int = 0
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
@@ -258,6 +261,9 @@ class AuditRecord(Record):
     tool: str | None = None
     decision: str | None = None
     reason: str | None = None
+    args_before: dict[str, Any] | None = None
+    args_after: dict[str, Any] | None = None
+    """An approval with edits: the call's arguments as the model made them and as approved."""
     at: float = Field(default_factory=now)
     expire_at: float | None = None
     """When Firestore's TTL policy may delete the entry (set from AUDIT_RETENTION_S)."""
