@@ -172,11 +172,11 @@ _BODY = (400, 401, 404, 409, 413, 415)
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
           replies=(Reply(200, "the run's result (status completed, awaiting_confirmation or failed)",
-                         model="shared.state.records:RunResult"),), errors=_BODY),
+                         model="shared.state.records:RunResult"),), errors=(*_BODY, 422)),
     Route("POST", "/api/agent/run/stream", "stream", "stream", "functions.stream:stream",
           request="shared.api:RunRequest",
           replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
-                              "event = type, id = seq)", stream="RunEvent", sse=True),), errors=_BODY),
+                              "event = type, id = seq)", stream="RunEvent", sse=True),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
           description="The caller's runs, newest first (other users' runs are never listed).",
           query=(page_limit(),),

@@ -55,7 +55,7 @@ INDEXES: tuple[IndexSpec, ...] = (
 # Collection (group) ids whose documents carry an ``expireAt`` timestamp that Firestore's TTL
 # deletes after; the runtime sets it (retention per stack, APPROVAL_TTL_S for approvals).
 TTL_FIELD = "expireAt"
-TTL_COLLECTIONS = ("events", "audit", "agentApprovals")
+TTL_COLLECTIONS = ("events", "audit", "agentApprovals", "idempotencyKeys")
 
 
 def create_database(cfg: StackConfig, depends_on: list[pulumi.Resource]) -> gcp.firestore.Database:

@@ -136,6 +136,9 @@ def reported_status(run: RunRecord) -> RunStatus:
     return "executing" if waits_on_child(run) else run.status
 
 
+ThreadScope = Literal["user", "shared"]
+
+
 class RunRecord(Record):
     run_id: str
     uid: str
@@ -173,6 +176,10 @@ class RunRecord(Record):
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
     idempotency_key: str | None = None
+    thread_scope: ThreadScope = "user"
+    """Where the run's thread is: ``user`` (``users/{uid}/threads/{threadId}``, every run started
+    since issue 35) or ``shared`` (``threads/{threadId}``, a thread begun before it). A stored run
+    without the field was written before issue 35: its thread is ``shared`` (:meth:`from_doc`)."""
     result: RunResult | None = None
     error: RunError | None = None
     created_at: float = Field(default_factory=now)
@@ -182,6 +189,12 @@ class RunRecord(Record):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_RUN_STATUSES
+
+    @classmethod
+    def from_doc(cls, data: dict[str, Any]) -> Any:
+        if "threadScope" not in data and data.get("threadId"):
+            data = {**data, "threadScope": "shared"}
+        return super().from_doc(data)
 
     @model_validator(mode="before")
     @classmethod

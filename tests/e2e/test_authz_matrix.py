@@ -146,8 +146,10 @@ def create_run(api: Api) -> Ref:
 
 
 def create_thread(api: Api) -> Ref:
-    """A thread paused on an approval: B's ``supersede`` (see BODIES) must not touch it either."""
-    return Ref(_paused_run(api)["threadId"], "global")
+    """A thread paused on an approval. A thread id is the client's, so each user has their own
+    (issue 35): B's run on the same id is B's own thread, and B's ``supersede`` (see BODIES) does
+    not touch A's."""
+    return Ref(_paused_run(api)["threadId"], "per_user")
 
 
 def create_approval(api: Api) -> Ref:
@@ -327,8 +329,10 @@ def _request(client: FlaskClient, cell: Cell, value: str, headers: dict[str, str
 
 
 def _integrations_of(client: FlaskClient, headers: dict[str, str]) -> list[Any]:
-    """Every per-user namespace: the providers' connections and the user's own MCP servers."""
-    return [client.get(path, headers=headers).get_json() for path in ("/api/integrations", "/api/integrations/mcp")]
+    """Every per-user namespace: the providers' connections, the user's own MCP servers and threads
+    (seen through the user's runs)."""
+    return [client.get(path, headers=headers).get_json()
+            for path in ("/api/integrations", "/api/integrations/mcp", "/api/agent/runs")]
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])
