@@ -274,3 +274,13 @@ def test_a_contact_profile_books_without_asking(tmp_path: Path, host: str) -> No
     assert (session.booked.name, session.booked.email) == (PROFILE.name, PROFILE.email)
     begin = session.records[0]["data"]["config"]
     assert begin["contact"] == {"name": PROFILE.name, "email": PROFILE.email}
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_calling_it_off_after_the_booking_is_confirmed_is_answered_honestly(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, goal=_here(DEFAULT_GOAL), contact=PROFILE,
+                  fault_specs=["goal_change:confirm_booking:1:cancel that"])
+    assert session.result.outcome == "completed" and session.booked.reference is not None
+    report = session.sent("agent.message")[-1]["payload"]["text"]
+    assert report.startswith("Booked ")
+    assert report.endswith("the booking was already confirmed; I cannot cancel it here.")
