@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from hostagent.understanding import MAX_UNHELPFUL_ANSWERS, Contact, Turn, read, understand
+from hostagent.understanding import MAX_READ_CHARS, MAX_UNHELPFUL_ANSWERS, Contact, Turn, read, understand
 from tests.hostagent.corpus import CASES, CONTACT_QUESTION, DEFAULT_GOAL, PATH, USABLE_CONTACT, score
 from tests.hostagent.support import HOSTS, Session, run
 
@@ -66,6 +66,9 @@ def test_a_reading_holds_what_one_message_says() -> None:
     assert read("cancel the coupon").cancel is False
     assert read("Actually the later show please").showtime == "later"
     assert (read("around 8.30pm").showtime, read("around 8.30pm").approximate) == ("20:30", True)
+    # Only the start of a message is read (an answer is short): what a wall of text hides is not taken.
+    assert read("x" * MAX_READ_CHARS + " ada@example.com").email is None
+    assert read("Ada Lovelace <ada@example.com> " + "x" * MAX_READ_CHARS, asked="contact").name == "Ada Lovelace"
 
 
 # More phrasings, written by the extraction's author after the corpus (so not an independent
