@@ -37,8 +37,8 @@ MAX_READ_CHARS = 2000
 
 # Bounded parts: a search stays linear in the text, whatever it holds.
 EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}")
-_SPELLED_EMAIL = re.compile(r"\b([\w.+-]{1,64})\s*[\[(]?\s*\bat\b\s*[\])]?\s*([\w-]+)((?:\s*[\[(]?\s*\bdot\b\s*[\])]?\s*"
-                            r"[\w-]+)+)", re.IGNORECASE)
+_SPELLED_EMAIL = re.compile(r"\b([\w.+-]{1,64})\s*[\[(]?\s*\bat\b\s*[\])]?\s*([\w-]+)"
+                            r"((?:\s*[\[(]?\s*\bdot\b\s*[\])]?\s*[\w-]+)+)", re.IGNORECASE)
 _NOT_BEFORE = re.compile(r"\b(?:not|isn'?t|wrong|instead\s+of)\s*[:,]?\s*$", re.IGNORECASE)
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _TIME24 = re.compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)\b(?!\s*[ap]\.?m\b)", re.IGNORECASE)
