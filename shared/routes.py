@@ -164,6 +164,8 @@ FUNCTIONS: tuple[Function, ...] = (
              summary="plan sessions"),
     # Reads the caller's usage ledger; writes only the caller's request counter.
     Function("usage", summary="the caller's model calls, summed per group"),
+    # Lists and destroys the caller's workspaces (records in the store, files in the sandbox service).
+    Function("containers", summary="the caller's workspaces of the sandbox service"),
 )
 
 _BODY = (400, 401, 404, 409, 413, 415)
@@ -304,6 +306,15 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the tokens are forgotten",
                          model="shared.connectors.integrations_api:IntegrationRemovedResponse"),),
           errors=(401, 404, 503)),
+    Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
+          replies=(Reply(200, "the caller's live workspaces, oldest first",
+                         model="shared.workspaces:ContainersResponse"),), errors=(401,)),
+    Route("DELETE", "/api/agent/containers/{containerId}", "deleteContainer", "containers",
+          "functions.containers:delete_container",
+          description="Destroy one of the caller's workspaces and its files (its snapshot too). Another user's "
+                      "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
+          replies=(Reply(200, "the workspace is gone", model="shared.workspaces:ContainerRemovedResponse"),),
+          errors=(401, 404, 502, 503)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
           replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},

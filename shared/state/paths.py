@@ -207,3 +207,12 @@ def limit(uid: str, name: str) -> str:
     """A per-user limit's state: ``requests`` (the current minute's count), ``runs`` and ``sessions``
     (the units counted as active), see shared/state/limits_repo.py."""
     return f"users/{uid}/limits/{name}"
+
+
+def workspaces() -> str:
+    """Workspaces of the sandbox service (docs/workspaces.md): one record each, owner in ``uid``."""
+    return "workspaces"
+
+
+def workspace(workspace_id: str) -> str:
+    return f"workspaces/{workspace_id}"
