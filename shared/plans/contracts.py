@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
-from shared.responses import Approval, ResponseBody
+from shared.responses import Approval, PageBody, ResponseBody
 from shared.state.plan_records import PlanTask, SessionStatus, TaskStatus
 from shared.usage.figures import Usage
 from shared.wire import INTEGRAL, MAX_INT64, NOT_BLANK_PATTERN, UtcTime, is_blank
@@ -135,8 +135,8 @@ class SessionSummary(ResponseBody):
     createdAt: UtcTime
 
 
-class SessionsList(ResponseBody):
-    """``GET /api/agent/sessions?limit=N``: the caller's sessions, newest first."""
+class SessionsList(PageBody):
+    """``GET /api/agent/sessions?limit=N&cursor=C``: the caller's sessions, newest first."""
 
     ok: bool = True
     sessions: list[SessionSummary]
