@@ -35,6 +35,8 @@ class ApproveResponse(ResponseBody):
     approvalId: str
     status: str
     decision: str
+    arguments: dict[str, Any] | None = None
+    """Approved with edits: the arguments the call runs with."""
 
 
 class Approval(ResponseBody):

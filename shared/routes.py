@@ -100,6 +100,8 @@ def page_limit(default: int = 50, maximum: int = 200) -> Param:
 CURSOR = Param("cursor", "string", description="where the page starts: the nextCursor of the previous page "
                                                "(absent: the first page); 400 INVALID_CURSOR when it is not one")
 AFTER = Param("after", "integer", default=0, description="the seq after which events are read")
+LAST_EVENT_ID = Param("lastEventId", "integer", description="the same as after, for clients that cannot set the "
+                                                            "Last-Event-ID header (400 INVALID_QUERY with after)")
 FOLLOW = Param("follow", "boolean", default=False, description="keep the response open and stream new events")
 UNTIL = Param("until", "enum", default="stop", values=("stop", "end"),
               description="with follow: stop (default) ends the follow when the run stops, also at a pause for "
@@ -162,6 +164,8 @@ FUNCTIONS: tuple[Function, ...] = (
              summary="plan sessions"),
     # Reads the caller's usage ledger; writes only the caller's request counter.
     Function("usage", summary="the caller's model calls, summed per group"),
+    # Lists and destroys the caller's workspaces (records in the store, files in the sandbox service).
+    Function("containers", summary="the caller's workspaces of the sandbox service"),
 )
 
 _BODY = (400, 401, 404, 409, 413, 415)
@@ -170,11 +174,11 @@ _BODY = (400, 401, 404, 409, 413, 415)
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
           replies=(Reply(200, "the run's result (status completed, awaiting_confirmation or failed)",
-                         model="shared.state.records:RunResult"),), errors=_BODY),
+                         model="shared.state.records:RunResult"),), errors=(*_BODY, 422)),
     Route("POST", "/api/agent/run/stream", "stream", "stream", "functions.stream:stream",
           request="shared.api:RunRequest",
           replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
-                              "event = type, id = seq)", stream="RunEvent", sse=True),), errors=_BODY),
+                              "event = type, id = seq)", stream="RunEvent", sse=True),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
           description="The caller's runs, newest first (other users' runs are never listed).",
           query=(page_limit(),),
@@ -213,8 +217,10 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.plans.contracts:SessionAccepted"),), errors=_BODY),
     Route("GET", "/api/agent/sessions/{sessionId}/events", "getSessionEvents", "sessions",
           "functions.sessions:session_events",
-          query=(AFTER, FOLLOW),
-          replies=(Reply(200, "the session's events with seq > after (NDJSON)", stream="SessionEvent"),),
+          query=(AFTER, LAST_EVENT_ID, FOLLOW),
+          replies=(Reply(200, "the session's events with seq > after (NDJSON; Server-Sent Events with Accept: "
+                              "text/event-stream, id = seq); after = the Last-Event-ID header, lastEventId or after",
+                         stream="SessionEvent", sse=True),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/usage", "getUsage", "usage", "functions.usage:usage",
           query=(Param("from", "instant"), Param("to", "instant"),
@@ -223,8 +229,11 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "token and cost figures per group", model="shared.usage.views:UsageResponse"),),
           errors=(400, 401)),
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
-          query=(AFTER, FOLLOW, UNTIL),
-          replies=(Reply(200, "persisted events with seq > after (NDJSON)", stream="RunEvent"),),
+          query=(AFTER, LAST_EVENT_ID, FOLLOW, UNTIL),
+          replies=(Reply(200, "persisted events with seq > after (NDJSON; Server-Sent Events with Accept: "
+                              "text/event-stream, event = type, id = seq); after = the Last-Event-ID header, "
+                              "lastEventId or after; a follow sends heartbeats and ends with result, error or "
+                              "stream_end", stream="RunEvent", sse=True),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/approvals", "listApprovals", "runs", "functions.runs:list_approvals",
           description="The caller's approvals across chat runs and plan sessions, newest first (other users' "
@@ -297,6 +306,15 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the tokens are forgotten",
                          model="shared.connectors.integrations_api:IntegrationRemovedResponse"),),
           errors=(401, 404, 503)),
+    Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
+          replies=(Reply(200, "the caller's live workspaces, oldest first",
+                         model="shared.workspaces:ContainersResponse"),), errors=(401,)),
+    Route("DELETE", "/api/agent/containers/{containerId}", "deleteContainer", "containers",
+          "functions.containers:delete_container",
+          description="Destroy one of the caller's workspaces and its files (its snapshot too). Another user's "
+                      "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
+          replies=(Reply(200, "the workspace is gone", model="shared.workspaces:ContainerRemovedResponse"),),
+          errors=(401, 404, 502, 503)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
           replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},

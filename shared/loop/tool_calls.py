@@ -248,6 +248,11 @@ def outcomes(actions: Sequence[ActionRecord]) -> tuple[ActOutcome, ...]:
 
 
 def function_response(action: ActionRecord) -> dict[str, Any]:
+    if action.status == "completed" and action.original_args is not None:
+        # Approved with edits: the model learns the call ran with the user's arguments, not its own.
+        return {"result": action.result or {}, "executedWithArguments": action.args,
+                "note": "the user edited the arguments of this call before approving it; it ran with "
+                        "executedWithArguments"}
     if action.status == "completed":
         return action.result or {}
     if action.status == "rejected":

@@ -133,6 +133,9 @@ def reported_status(run: RunRecord) -> RunStatus:
     return "executing" if waits_on_child(run) else run.status
 
 
+ThreadScope = Literal["user", "shared"]
+
+
 class RunRecord(Record):
     run_id: str
     uid: str
@@ -170,6 +173,10 @@ class RunRecord(Record):
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
     idempotency_key: str | None = None
+    thread_scope: ThreadScope = "user"
+    """Where the run's thread is: ``user`` (``users/{uid}/threads/{threadId}``, every run started
+    since issue 35) or ``shared`` (``threads/{threadId}``, a thread begun before it). A stored run
+    without the field was written before issue 35: its thread is ``shared`` (:meth:`from_doc`)."""
     result: RunResult | None = None
     error: RunError | None = None
     created_at: float = Field(default_factory=now)
@@ -179,6 +186,12 @@ class RunRecord(Record):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_RUN_STATUSES
+
+    @classmethod
+    def from_doc(cls, data: dict[str, Any]) -> Any:
+        if "threadScope" not in data and data.get("threadId"):
+            data = {**data, "threadScope": "shared"}
+        return super().from_doc(data)
 
     @model_validator(mode="before")
     @classmethod
@@ -215,6 +228,9 @@ class ActionRecord(Record):
     result: dict[str, Any] | None = None
     error: str | None = None
     outcome: Literal["success", "error", "rejected", "unknown"] | None = None
+    original_args: dict[str, Any] | None = None
+    """Set when the person who approved the call edited its arguments: the model's arguments
+    (``args`` are the edited ones the call runs with)."""
     attempts: int = 0
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
@@ -255,6 +271,9 @@ class AuditRecord(Record):
     tool: str | None = None
     decision: str | None = None
     reason: str | None = None
+    args_before: dict[str, Any] | None = None
+    args_after: dict[str, Any] | None = None
+    """An approval with edits: the call's arguments as the model made them and as approved."""
     at: float = Field(default_factory=now)
     expire_at: float | None = None
     """When Firestore's TTL policy may delete the entry (set from AUDIT_RETENTION_S)."""
