@@ -18,6 +18,16 @@ class ResponseBody(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+class PageBody(ResponseBody):
+    """One page of a list (shared/state/pages.py): ``nextCursor`` is always there, ``null`` on the
+    last page."""
+
+    nextCursor: str | None = Field(description="pass as cursor for the next page; null on the last page")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "nextCursor": self.nextCursor}
+
+
 class ErrorBody(ResponseBody):
     code: str
     message: str

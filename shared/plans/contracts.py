@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
-from shared.responses import Approval, ResponseBody
+from shared.responses import Approval, PageBody, ResponseBody
 from shared.state.plan_records import PlanTask, SessionStatus, TaskStatus
 from shared.state.records import ActOutcome
 from shared.usage.figures import Usage
@@ -136,8 +136,8 @@ class SessionSummary(ResponseBody):
     createdAt: UtcTime
 
 
-class SessionsList(ResponseBody):
-    """``GET /api/agent/sessions?limit=N``: the caller's sessions, newest first."""
+class SessionsList(PageBody):
+    """``GET /api/agent/sessions?limit=N&cursor=C``: the caller's sessions, newest first."""
 
     ok: bool = True
     sessions: list[SessionSummary]

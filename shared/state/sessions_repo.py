@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -10,12 +11,15 @@ from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.host_states import PlanRunState
 from shared.state.limits_repo import Slot
+from shared.state.pages import Page, read_page, tolerant
 from shared.state.paused_runs import FailPaused, close_paused
 from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord, TaskStatus
 from shared.state.plan_tasks import OPEN_TASK_STATUSES
 from shared.state.records import AuditRecord, RunError, RunRecord, now
 
 EXPIRE_AT = "expireAt"
+
+log = logging.getLogger("agent_runtime.state")
 
 
 class SessionsRepo:
@@ -55,6 +59,12 @@ class SessionsRepo:
         docs = self.store.query(Query(paths.sessions(), where=(("uid", uid),), order_by="createdAt",
                                       descending=True, limit=limit))
         return [SessionRecord.from_doc(d.data) for d in docs]
+
+    def page_for(self, uid: str, limit: int, cursor: str | None = None) -> Page[SessionRecord]:
+        """One page of the user's sessions, newest first, after ``cursor`` (a session document that
+        cannot be read is left out and logged)."""
+        query = Query(paths.sessions(), where=(("uid", uid),), order_by="createdAt", descending=True)
+        return read_page(self.store, query, cursor, limit, tolerant(lambda d: SessionRecord.from_doc(d.data), log))
 
     def by_status(self, status: str, limit: int = 50) -> list[SessionRecord]:
         """Sessions in ``status``, earliest deadline first (the sweep ends those past it)."""

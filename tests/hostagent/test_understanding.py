@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from hostagent.understanding import MAX_UNHELPFUL_ANSWERS, Contact, Turn, read, understand
+from hostagent.understanding import MAX_READ_CHARS, MAX_UNHELPFUL_ANSWERS, Contact, Turn, read, understand
 from tests.hostagent.corpus import CASES, CONTACT_QUESTION, DEFAULT_GOAL, PATH, USABLE_CONTACT, score
 from tests.hostagent.support import HOSTS, Session, run
 
@@ -66,6 +66,9 @@ def test_a_reading_holds_what_one_message_says() -> None:
     assert read("cancel the coupon").cancel is False
     assert read("Actually the later show please").showtime == "later"
     assert (read("around 8.30pm").showtime, read("around 8.30pm").approximate) == ("20:30", True)
+    # Only the start of a message is read (an answer is short): what a wall of text hides is not taken.
+    assert read("x" * MAX_READ_CHARS + " ada@example.com").email is None
+    assert read("Ada Lovelace <ada@example.com> " + "x" * MAX_READ_CHARS, asked="contact").name == "Ada Lovelace"
 
 
 # More phrasings, written by the extraction's author after the corpus (so not an independent
@@ -274,3 +277,13 @@ def test_a_contact_profile_books_without_asking(tmp_path: Path, host: str) -> No
     assert (session.booked.name, session.booked.email) == (PROFILE.name, PROFILE.email)
     begin = session.records[0]["data"]["config"]
     assert begin["contact"] == {"name": PROFILE.name, "email": PROFILE.email}
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_calling_it_off_after_the_booking_is_confirmed_is_answered_honestly(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, goal=_here(DEFAULT_GOAL), contact=PROFILE,
+                  fault_specs=["goal_change:confirm_booking:1:cancel that"])
+    assert session.result.outcome == "completed" and session.booked.reference is not None
+    report = session.sent("agent.message")[-1]["payload"]["text"]
+    assert report.startswith("Booked ")
+    assert report.endswith("the booking was already confirmed; I cannot cancel it here.")
