@@ -6,6 +6,7 @@ read (``commit``), so two invocations can never both move the same run forward.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from shared.errors import Conflict, NotFound, Unprocessable
 from shared.state import paths
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Slot
+from shared.state.pages import Page, after, merged, page_of, read_page, tolerant
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
 from shared.state.records import (
     ActionRecord,
@@ -47,6 +49,7 @@ class StartOutcome:
     """False when an Idempotency-Key matched an earlier request: ``snapshot`` is that run."""
 
 
+log = logging.getLogger("agent_runtime.state")
 EXPIRE_AT = "expireAt"
 IDEMPOTENCY_KEY_TTL_S = 24 * 3600.0
 """How long an ``Idempotency-Key`` answers its run (and refuses another body): 24 h from its first
@@ -174,6 +177,12 @@ class RunsRepo:
                                       limit=limit))
         return [RunRecord.from_doc(d.data) for d in docs]
 
+    def page_runs_for(self, uid: str, limit: int, cursor: str | None = None) -> Page[RunRecord]:
+        """One page of ``uid``'s runs, newest first, after ``cursor`` (shared/state/pages.py). A run
+        document that cannot be read is left out (and logged), not a 500 for the whole list."""
+        query = Query(paths.runs(), where=(("uid", uid),), order_by="createdAt", descending=True)
+        return read_page(self.store, query, cursor, limit, tolerant(lambda d: RunRecord.from_doc(d.data), log))
+
     def load_turns(self, run_id: str) -> list[Turn]:
         from shared.models.base import Turn  # the model contract: reading a run record never needs it
 
@@ -244,6 +253,18 @@ class RunsRepo:
     def get_approval(self, uid: str, approval_id: str) -> tuple[ApprovalRecord, str] | None:
         doc = self.store.get(paths.approval(uid, approval_id))
         return None if doc is None else (ApprovalRecord.from_doc(doc.data), doc.token)
+
+    def page_approvals_for(self, uid: str, statuses: Sequence[ApprovalStatus] | None, limit: int,
+                           cursor: str | None = None) -> Page[ApprovalRecord]:
+        """One page of ``uid``'s approvals in ``statuses`` (``None``: any), newest first, after
+        ``cursor``: one bounded query per status, merged in the one order."""
+        base = Query(paths.approvals(uid), order_by="createdAt", descending=True, limit=limit + 1)
+        queries = [base] if statuses is None else [
+            Query(paths.approvals(uid), where=(("status", s),), order_by="createdAt", descending=True,
+                  limit=limit + 1) for s in statuses]
+        docs = merged([self.store.query(after(q, cursor)) for q in queries], "createdAt", descending=True)
+        return page_of(docs[:limit + 1], limit, "createdAt",
+                       tolerant(lambda d: ApprovalRecord.from_doc(d.data), log))
 
     def list_approvals_for(self, uid: str, status: ApprovalStatus | None, limit: int) -> list[ApprovalRecord]:
         """``uid``'s approvals (in ``status``, or any), newest first: one bounded query."""
