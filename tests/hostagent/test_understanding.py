@@ -302,3 +302,19 @@ def test_an_answer_in_two_messages_completes_the_contact(tmp_path: Path, host: s
     asked = _questions(session)
     assert asked[0] == CONTACT_QUESTION and len(asked) <= 2  # at most a follow-up the second message answers
     assert [r["outcome"] for r in _readings(session)] == ["usable", "usable"]
+
+
+UNUSABLE = [c for c in CASES if c["category"] == "unusable"]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("case", UNUSABLE, ids=[c["id"] for c in UNUSABLE])
+def test_each_unusable_answer_gets_a_clarifying_question_not_the_same_one(tmp_path: Path, host: str,
+                                                                       case: dict[str, Any]) -> None:
+    answers = [case["message"], "Ada Lovelace <ada@example.com>"]
+    session = run(tmp_path, host=host, goal=_here(DEFAULT_GOAL), host_kwargs={"user_answers": answers})
+    assert session.result.outcome == "completed" and session.booked.name == "Ada Lovelace"
+    first, second = _questions(session)
+    assert first == CONTACT_QUESTION and second != first
+    assert f'"{case["message"]}"' in second  # the clarification quotes what it could not use
+    assert [r["outcome"] for r in _readings(session)] == ["unusable", "usable"]
