@@ -266,6 +266,9 @@ class Settings:
     address (``make dev``, tests; refused on Cloud Run). Off by default: such URLs are refused
     (``shared/connectors/url_guard.py``)."""
     follow_max_wait_s: float = 60.0
+    a2a_public_url: str | None = None
+    """``A2A_PUBLIC_URL``: the server's public base URL as the agent card names it (default: the
+    scheme and host the card was requested at)."""
     """The longest one ``events?follow=1`` request reads on (then the client reconnects with ``after``)."""
 
     def model_for(self, profile: Profile) -> str:
@@ -354,4 +357,5 @@ class Settings:
             mcp_list_ttl_s=max(0.0, _float("MCP_LIST_TTL_S", 300.0)),
             mcp_allow_private_urls=_allow_private_mcp_urls(on_cloud_run),
             follow_max_wait_s=max(1.0, _float("FOLLOW_MAX_WAIT_S", 60.0)),
+            a2a_public_url=os.environ.get("A2A_PUBLIC_URL", "").strip().rstrip("/") or None,
         )
