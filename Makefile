@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PORT ?= 8080
 CHROMIUM := /usr/bin/chromium
+BWRAP := /usr/bin/bwrap
 MCP_NPM := tests/mcp_npm/node_modules/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -23,6 +24,11 @@ $(STAMP): requirements.txt requirements-dev.txt
 $(CHROMIUM):
 	$(SUDO) apt-get install -y chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 	test -x $(CHROMIUM)
+
+# Workspaces (sandbox/): scripts run under bubblewrap, never as a plain subprocess.
+$(BWRAP):
+	$(SUDO) apt-get install -y bubblewrap || { $(SUDO) apt-get update && $(SUDO) apt-get install -y bubblewrap; }
+	test -x $(BWRAP)
 
 # The npm reference MCP server the tests start (@modelcontextprotocol/server-everything, pinned
 # with its lock file): installed into tests/mcp_npm/node_modules from the npm registry.
@@ -43,9 +49,9 @@ $(TCK_STAMP): tests/a2a/tck-requirements.txt
 	$(TCK_VENV)/bin/pip install -q --disable-pip-version-check -r tests/a2a/tck-requirements.txt
 	rm -f $(TCK_VENV)/.installed-* && touch $(TCK_STAMP)
 
-venv: $(STAMP) $(CHROMIUM) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP)
+venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP)
 
-dev: $(STAMP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
+dev: $(STAMP) $(BWRAP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
 	PORT=$(PORT) MCP_ALLOW_PRIVATE_URLS=$${MCP_ALLOW_PRIVATE_URLS:-true} $(PY) devserver.py
 
 demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
@@ -56,7 +62,7 @@ DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),reference)
 host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
 	$(PY) -m hostagent.demo --host $(DEMO_HOST)
 
-test: $(STAMP) $(CHROMIUM) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP) lint typecheck  ## everything CI runs
+test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP) lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP) $(MCP_NPM)
