@@ -147,10 +147,13 @@ def answer_part(text: str) -> pb.Part:
     return pb.Part(text=text)
 
 
-def task_of(doc: dict[str, Any], run: RunRecord) -> pb.Task:
-    """The task as of the run's last committed state."""
+def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False) -> pb.Task:
+    """The task as of the run's last committed state; ``decided``: every approval its pause waits
+    for is decided (it is about to resume: ``working``, not ``input-required``)."""
     task_id, context_id = str(doc["taskId"]), str(doc["contextId"])
     state = state_of(run)
+    if decided and state == S.TASK_STATE_INPUT_REQUIRED:
+        state = int(S.TASK_STATE_WORKING)
     error = run.error.message if run.error is not None else None
     status = pb.TaskStatus(state=state, timestamp=timestamp(run.updated_at))  # type: ignore[arg-type]
     message = status_message(task_id, context_id, state, run.result, error)

@@ -130,7 +130,11 @@ class RuntimeRequestHandler(RequestHandler):
 
     def _task(self, uid: str, task_id: str) -> pb.Task:
         doc, run = self._load(uid, task_id)
-        return convert.task_of(doc, run)
+        return self._task_of(uid, doc, run)
+
+    def _task_of(self, uid: str, doc: dict[str, Any], run: RunRecord) -> pb.Task:
+        decided = convert.state_of(run) == pb.TaskState.TASK_STATE_INPUT_REQUIRED and not self._pending(uid, run)
+        return convert.task_of(doc, run, decided=decided)
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
         validate_history_length(params)
@@ -275,7 +279,8 @@ class RuntimeRequestHandler(RequestHandler):
         if params.message.task_id:
             doc, run = await asyncio.to_thread(self._answer, uid, params.message)
             if params.configuration.return_immediately:
-                return apply_history_length(convert.task_of(doc, run), params.configuration)
+                task = await asyncio.to_thread(self._task_of, uid, doc, run)
+                return apply_history_length(task, params.configuration)
             task = await asyncio.to_thread(self._wait, uid, doc, run.last_seq)
             return apply_history_length(task, params.configuration)
         started, doc = await asyncio.to_thread(self._start, uid, params.message)
@@ -295,7 +300,8 @@ class RuntimeRequestHandler(RequestHandler):
         uid = uid_of(context)
         if params.message.task_id:
             doc, run = await asyncio.to_thread(self._answer, uid, params.message)
-            yield apply_history_length(convert.task_of(doc, run), params.configuration)
+            first = await asyncio.to_thread(self._task_of, uid, doc, run)
+            yield apply_history_length(first, params.configuration)
             async for event in _relay(convert.stream_events(doc, self._follow(uid, str(doc["taskId"]),
                                                                               run.last_seq, STREAM_S))):
                 yield event
@@ -332,7 +338,7 @@ class RuntimeRequestHandler(RequestHandler):
                                    context: ServerCallContext) -> AsyncGenerator[Any, None]:
         uid = uid_of(context)
         doc, run = await asyncio.to_thread(self._load, uid, params.id)
-        task = convert.task_of(doc, run)
+        task = await asyncio.to_thread(self._task_of, uid, doc, run)
         if task.status.state in convert.TERMINAL:
             raise a2a_errors.UnsupportedOperationError(
                 message=f"task {params.id} is in terminal state {pb.TaskState.Name(task.status.state)}")

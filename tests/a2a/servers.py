@@ -10,6 +10,7 @@ import contextlib
 import os
 import secrets
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.load import LIMIT_ENV, dev_server, server_env
@@ -29,13 +30,20 @@ def sqlite_env(model_env: dict[str, str], path: Path) -> dict[str, str]:
     return env
 
 
+@dataclass
+class A2aServers:
+    proxy: RoundRobinProxy
+    agent: ScriptedAgent
+    ports: list[int]
+    model: FakeGemini
+    """The fake Gemini the servers' model calls reach (``model.settings()`` points a runtime there)."""
+
+
 @contextlib.contextmanager
 def a2a_servers(tmp: Path, *, processes: int, firestore_host: str | None = None, project: str = "demo-a2a",
-                agent: ScriptedAgent | None = None,
-                extra_env: dict[str, str] | None = None) -> Iterator[tuple[RoundRobinProxy, ScriptedAgent,
-                                                                           list[int]]]:
+                agent: ScriptedAgent | None = None, extra_env: dict[str, str] | None = None) -> Iterator[A2aServers]:
     """``processes`` dev servers (on Firestore when ``firestore_host``, else one SQLite file) behind
-    one round-robin proxy; yields the proxy, the scripted agent and the servers' ports."""
+    one round-robin proxy."""
     agent = agent or ScriptedAgent()
     with FakeGemini() as fake, contextlib.ExitStack() as stack:
         fake.handler = agent
@@ -47,4 +55,4 @@ def a2a_servers(tmp: Path, *, processes: int, firestore_host: str | None = None,
         env.update(extra_env or {})
         ports = [stack.enter_context(dev_server(env, tmp / f"server-{i}"))[0] for i in range(processes)]
         proxy = stack.enter_context(RoundRobinProxy(ports))
-        yield proxy, agent, ports
+        yield A2aServers(proxy, agent, ports, fake)

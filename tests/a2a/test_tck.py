@@ -42,16 +42,16 @@ def _check(result_failures: list[str], passed: int, output: str) -> None:
 
 
 def test_tck_mandatory_one_process(tmp_path: Path) -> None:
-    with a2a_servers(tmp_path, processes=1) as (proxy, _, _):
-        result = run_tck(proxy.url, tmp_path)
+    with a2a_servers(tmp_path, processes=1) as servers:
+        result = run_tck(servers.proxy.url, tmp_path)
     _check(result.failures, result.passed, result.output)
 
 
 @pytest.mark.firestore
 def test_tck_mandatory_two_processes_on_firestore(tmp_path: Path, firestore_emulator: Emulator) -> None:
     with a2a_servers(tmp_path, processes=2, firestore_host=firestore_emulator.host,
-                     project="demo-a2a-tck") as (proxy, _, _):
-        result = run_tck(proxy.url, tmp_path)
-        served = list(proxy.served)
+                     project="demo-a2a-tck") as servers:
+        result = run_tck(servers.proxy.url, tmp_path)
+        served = list(servers.proxy.served)
     assert min(served) > 50, served  # both processes served a share of the requests
     _check(result.failures, result.passed, result.output)
