@@ -24,7 +24,9 @@ def list_runs(request: flask.Request, path: Mapping[str, str]) -> flask.Response
     from shared.runs_list import runs_list
 
     rt, uid = caller(request)
-    return json_response(runs_list(rt.runs.list_runs_for(uid, params(request)["limit"]), rt.runs).to_json())
+    query = params(request)
+    page = rt.runs.page_runs_for(uid, query["limit"], query.get("cursor"))
+    return json_response(runs_list(page.items, rt.runs, page.next_cursor).to_json())
 
 
 def list_approvals(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -32,7 +34,7 @@ def list_approvals(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
     rt, uid = caller(request)
     query = params(request)
-    return json_response(inbox(rt.runs, uid, query["status"], query["limit"]).to_json())
+    return json_response(inbox(rt.runs, uid, query["status"], query["limit"], query.get("cursor")).to_json())
 
 
 def get_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:

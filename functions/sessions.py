@@ -25,7 +25,8 @@ def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Resp
     from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
-    return json_response(api.list_sessions(rt, uid, params(request)["limit"]).to_json())
+    query = params(request)
+    return json_response(api.list_sessions(rt, uid, query["limit"], query.get("cursor")).to_json())
 
 
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:

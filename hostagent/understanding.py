@@ -32,10 +32,13 @@ Topic = Literal["contact", "name", "email", "movie"]
 Relative = Literal["later", "earlier"]
 MAX_UNHELPFUL_ANSWERS = 3
 """Answers in a row that did not help before the agent stops as ``blocked``."""
+MAX_READ_CHARS = 2000
+"""How much of one message is read (an answer is short; the rest of a longer text is not read)."""
 
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_SPELLED_EMAIL = re.compile(r"\b([\w.+-]+)\s*[\[(]?\s*\bat\b\s*[\])]?\s*([\w-]+)((?:\s*[\[(]?\s*\bdot\b\s*[\])]?\s*"
-                            r"[\w-]+)+)", re.IGNORECASE)
+# Bounded parts: a search stays linear in the text, whatever it holds.
+EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}")
+_SPELLED_EMAIL = re.compile(r"\b([\w.+-]{1,64})\s*[\[(]?\s*\bat\b\s*[\])]?\s*([\w-]+)"
+                            r"((?:\s*[\[(]?\s*\bdot\b\s*[\])]?\s*[\w-]+)+)", re.IGNORECASE)
 _NOT_BEFORE = re.compile(r"\b(?:not|isn'?t|wrong|instead\s+of)\s*[:,]?\s*$", re.IGNORECASE)
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _TIME24 = re.compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)\b(?!\s*[ap]\.?m\b)", re.IGNORECASE)
@@ -48,6 +51,9 @@ _NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "sev
             "ten": 10, "a": 1, "an": 1, "single": 1, "pair of": 2, "couple of": 2}
 _COUNT = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|a|an|single|pair of|couple of)\s+"
                     r"(?:\w+\s+)?(?:seats?|tickets?|places?|people|persons)\b", re.IGNORECASE)
+_COUNT_PEOPLE = re.compile(r"\b(?:(\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)\s+of\s+us|"
+                           r"we(?:'re|\s+are)\s+(\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)\b|"
+                           r"(?:just|only)\s+(me|myself)\b)", re.IGNORECASE)
 _COUPON = re.compile(r"\b(?:coupon|promo(?:\s+code)?|discount(?:\s+code)?|voucher)\s*(?:code\s*)?:?\s*"
                      r"([A-Za-z0-9]{3,16})\b", re.IGNORECASE)
 _DAY_PARTS = {"morning": "morning", "afternoon": "afternoon", "matinee": "afternoon", "evening": "evening",
@@ -55,7 +61,8 @@ _DAY_PARTS = {"morning": "morning", "afternoon": "afternoon", "matinee": "aftern
 _CANCEL = re.compile(r"\bcancel\b(?!\s+(?:the\s+)?(?:coupon|promo|voucher))|\bnever\s*mind\b|\bcall\s+it\s+off\b|"
                      r"\bforget\s+(?:it|about\s+it|the\s+(?:booking|tickets|whole\s+thing))\b|"
                      r"\b(?:don'?t|do\s+not|no\s+longer)\s+(?:want|need)\s+(?:to\s+book|it|them|the\s+(?:tickets|"
-                     r"seats|booking))\b", re.IGNORECASE)
+                     r"seats|booking))\b|\b(?:don'?t|do\s+not)\s+book\b|\bscrap\s+(?:it|that|the\s+booking)\b|"
+                     r"^\W*(?:stop|abort)\W*$", re.IGNORECASE)
 _YES = re.compile(r"^\s*(?:yes|yep|yeah|yup|correct|right|exactly|that'?s\s+(?:right|it|correct))\b", re.IGNORECASE)
 
 # A name follows these cues. strength 3: says it is a name; 2: usually introduces one ("it's for",
@@ -84,7 +91,8 @@ _NOT_NAMES = frozenset({
     "contact", "phone", "number", "reach", "send", "put", "book", "booking", "reserve", "reservation", "call", "use",
     "tickets", "ticket", "seat", "seats", "place", "places", "show", "showing", "shows", "screening", "film",
     "movie", "cinema", "tonight", "today", "tomorrow", "morning", "afternoon", "evening", "night", "later",
-    "earlier", "cancel", "stop", "never", "mind", "make", "switch", "change", "let", "let's", "lets", "go", "what",
+    "earlier", "cancel", "stop", "maybe", "great", "never", "mind", "make", "switch", "change", "let", "let's",
+    "lets", "go", "what",
     "why", "who", "how", "when", "where", "which", "whatever", "anything", "nothing", "something", "everything",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february", "march",
     "april", "june", "july", "august", "september", "october", "november", "december", "mr", "mrs", "ms", "miss",
@@ -96,6 +104,10 @@ _WHEN_AFTER = re.compile(r"^\s*(?:\d|tonight|today|tomorrow|on|at|this|next|in\s
 # Words that may stand between a name and the address it belongs to ("Grace Kim. Email grace@...").
 _CONNECTORS = frozenset({"and", "my", "email", "e-mail", "mail", "address", "is", "at", "reach", "me", "you", "can",
                          "send", "it", "to", "the", "tickets", "confirmation", "please", "thanks", "or", "via"})
+
+
+_FILLERS = frozenset({"ok", "okay", "sure", "yes", "hi", "hello", "hey", "sorry", "oh", "right", "it's", "its", "s",
+                      "well", "so", "thing", "fine", "of", "course", "my", "is", "it"})
 
 
 @dataclass(frozen=True)
@@ -215,7 +227,7 @@ def read(text: str, *, asked: Topic | None = None, titles: Collection[str] = ())
     """What ``text`` says; ``asked``: the topic of the question it answers; ``titles``: movie titles
     (never taken as a name)."""
     found: dict[str, Any] = {}
-    text = text.replace("\u2019", "'")  # typographic apostrophes (U+2019) read as plain ones
+    text = text[:MAX_READ_CHARS].replace("\u2019", "'")  # typographic apostrophes (U+2019) read as plain ones
     email, spans = _email(text)
     if email is not None:
         found["email"] = email
@@ -226,7 +238,9 @@ def read(text: str, *, asked: Topic | None = None, titles: Collection[str] = ())
         found["guess"] = f"{m.group(1)}@{m.group(2)}" + "".join(
             f".{part}" for part in re.findall(r"dot\b\s*[\])]?\s*([\w-]+)", m.group(3), re.IGNORECASE))
         masked = masked[:m.start()] + " <EMAIL> " + masked[m.end():]
-    name = _name(masked, asked=asked, has_email=bool(spans) or "guess" in found, titles=titles)
+    local = {w for start, end in spans for w in re.split(r"[._+-]+", text[start:end].split("@")[0].lower())
+             if len(w) > 1}
+    name = _name(masked, asked=asked, has_email=bool(spans) or "guess" in found, titles=titles, local=local)
     if name is not None:
         found["name"] = name
     found.update(_booking(masked))
@@ -286,6 +300,9 @@ def _booking(text: str) -> dict[str, Any]:
     if m := _COUNT.search(clean):
         raw = " ".join(m.group(1).lower().split())
         out["seats"] = int(raw) if raw.isdigit() else _NUMBERS[raw]
+    elif m := _COUNT_PEOPLE.search(clean):  # "three of us", "we're four", "just me"
+        raw = (m.group(1) or m.group(2) or "one").lower()
+        out["seats"] = int(raw) if raw.isdigit() else _NUMBERS.get(raw, 1)
     if m := _COUPON.search(clean):
         out["coupon"] = m.group(1)
     changes = any(k in out for k in ("seats", "showtime"))
@@ -302,8 +319,10 @@ class _Candidate:
     strength: int
 
 
-def _name(text: str, *, asked: Topic | None, has_email: bool, titles: Collection[str]) -> str | None:
-    """The name ``text`` gives (``text`` has its addresses replaced by ``<EMAIL>``)."""
+def _name(text: str, *, asked: Topic | None, has_email: bool, titles: Collection[str],
+          local: Collection[str] = ()) -> str | None:
+    """The name ``text`` gives (``text`` has its addresses replaced by ``<EMAIL>``; ``local``: the
+    words of the addresses before the @, which a name in lower case next to one must share)."""
     banned = {w.lower() for t in titles for w in re.findall(r"[^\W\d_]+", t)}
     answering = asked in ("contact", "name")
     found: list[_Candidate] = []
@@ -317,25 +336,32 @@ def _name(text: str, *, asked: Topic | None, has_email: bool, titles: Collection
                 continue  # "for Dune tonight": a movie; without a contact question or an address: not a name
             found.append(_Candidate(name, m.end(), end, strength))
     covered = 0
-    for m in re.finditer(r"(?:^|(?<=[\s,;:!?()<>\[\]/|\"\u201c\u201d\u2013\u2014.-]))([^\W\d_])", text):
+    for m in re.finditer(r"(?:^|(?<=[\s,;:!?()<>\[\]/|\"\u201c\u201d\u2013\u2014]))([^\W\d_])", text):
         if m.start(1) < covered:
             continue  # inside the name found just before ("Lopez" of "Maria Lopez")
-        got = _name_at(text, m.start(1), lower_ok=False, banned=banned)
+        start = m.start(1)
+        got = _name_at(text, start, lower_ok=False, banned=banned)
+        if got is None and local:  # "ada lovelace, ada@example.com": lower case, but it is the address's
+            got = _name_at(text, start, lower_ok=True, banned=banned)
+            if got is not None and not (got[0].islower() and set(got[0].split()) & set(local)
+                                        and _next_to_email(text, start, got[1])):
+                got = None
         if got is None:
             continue
         name, end = got
         covered = end
         if _NAME_BEFORE_CUE.match(text[end:]):
-            found.append(_Candidate(name, m.start(1), end, 3))
-        elif (answering and _alone(text, m.start(1), end)) or (
-                (answering or has_email) and _next_to_email(text, m.start(1), end)):
-            found.append(_Candidate(name, m.start(1), end, 1))
+            found.append(_Candidate(name, start, end, 3))
+        elif (answering and (_alone(text, start, end) or _leads(text, start, end, name))) or (
+                (answering or has_email) and _next_to_email(text, start, end)):
+            found.append(_Candidate(name, start, end, 1))
     if not found:
         return None
     best = max(c.strength for c in found)
     top = [c for c in found if c.strength == best]
     near = [c for c in top if _next_to_email(text, c.start, c.end)]
-    return (near or top)[-1].name
+    name = (near or top)[-1].name
+    return name.title() if name.islower() else name  # "dana smith" -> "Dana Smith"
 
 
 def _name_at(text: str, pos: int, *, lower_ok: bool, banned: set[str]) -> tuple[str, int] | None:
@@ -366,21 +392,34 @@ def _name_at(text: str, pos: int, *, lower_ok: bool, banned: set[str]) -> tuple[
     return " ".join(words), end
 
 
+def _leads(text: str, start: int, end: int, name: str) -> bool:
+    """Whether a name of two words or more opens the answer, set off by punctuation ("Alan Turing,
+    but I'd rather not give my e-mail")."""
+    if start > 60:
+        return False
+    before = re.findall(r"[^\W\d_]+", text[:start].lower())
+    return len(name.split()) >= 2 and all(w in _FILLERS for w in before) and bool(
+        re.match(r"\s*(?:[,.;!]|$)", text[end:]))
+
+
 def _alone(text: str, start: int, end: int) -> bool:
     """Whether the name is all its line says (fillers and an address aside): "Zoe Miller", "Lucy Hale please"."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
+    if (line_end if line_end >= 0 else len(text)) - line_start > 200:
+        return False  # a long line is not a name on its own
     rest = (text[line_start:start] + " " + text[end:line_end if line_end >= 0 else len(text)])
     words = re.findall(r"[^\W\d_]+|<EMAIL>", rest.lower())
-    return all(w in _CONNECTORS or w in {"<email>", "ok", "okay", "sure", "yes", "hi", "hello", "sorry", "oh",
-                                         "right", "it's", "its", "s"} for w in words)
+    return all(w in _CONNECTORS or w in _FILLERS or w in ("<email>", "name", "this") for w in words)
 
 
 def _next_to_email(text: str, start: int, end: int) -> bool:
     """Whether only punctuation and connecting words stand between the name and an address."""
-    for m in re.finditer(r"<EMAIL>", text):
-        between = text[end:m.start()] if m.start() >= end else text[m.end():start] if m.end() <= start else None
-        if between is None:
+    after = text.find("<EMAIL>", end)
+    before = text.rfind("<EMAIL>", 0, start)
+    for between in (text[end:after] if after >= 0 else None,
+                    text[before + len("<EMAIL>"):start] if before >= 0 else None):
+        if between is None or len(between) > 80:
             continue
         words = re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)?", between.lower())
         if len(words) <= 6 and all(w in _CONNECTORS for w in words):
@@ -395,13 +434,18 @@ def understand(goal: str, turns: Sequence[Turn], *, contact: Contact | None = No
     unhelpful: list[str] = []
     guess: str | None = None
     reading = read(goal, titles=titles)
+    previous: Topic | None = None
     for index in range(len(turns) + 1):
         if index > 0:
             turn = turns[index - 1]
             topic = topic_of(turn.question)
-            if topic is None and turn.question is not None and not (state.get("name") and state.get("email")):
-                topic = "contact"  # a question in other words while the contact is incomplete may get it
+            incomplete = not (state.get("name") and state.get("email"))
+            if topic is None and incomplete and (turn.question is not None or previous in ("contact", "name", "email")):
+                # A question in other words, or a second message going on with an answer about the
+                # contact ("maria@example.com", then "Maria Lopez"), while the contact is incomplete.
+                topic = "contact"
             reading = read(turn.text, asked=topic, titles=titles)
+            previous = topic
         asked = index > 0 and turns[index - 1].question is not None
         if reading.confirms and guess is not None and reading.email is None:
             reading = reading.model_copy(update={"email": guess, "usable": True})

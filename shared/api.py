@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -54,6 +55,11 @@ class RunRequest(_Strict):
         if is_blank(v):
             raise ValueError("prompt must not be blank")
         return v
+
+    def fingerprint(self) -> str:
+        """What an ``Idempotency-Key`` is bound to: a digest of the request as validated (so the same
+        fields in another order, or a default written out, are the same request)."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
 
     def normalised(self) -> RunRequest:
         """Route-level bounds: the last 40 conversation items and the first 12 attached items."""

@@ -144,7 +144,10 @@ def _query_parameter(p: routes.Param) -> dict[str, Any]:
 def _parameters() -> dict[str, list[dict[str, Any]]]:
     """Header parameters per operationId (path and query parameters come from the route table)."""
     idem = {"name": "Idempotency-Key", "in": "header", "required": False,
-            "description": "1-255 visible ASCII characters (spaces inside allowed); a repeat returns the same run",
+            "description": "1-255 visible ASCII characters (spaces inside allowed), the caller's own (another user's "
+                           "key of the same name is another key). A repeat with the same body within 24 h returns "
+                           "the same run (header Idempotent-Replayed: true); with another body it is a 422 "
+                           "IDEMPOTENCY_KEY_REUSED. After 24 h the key is new again.",
             "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]*[!-~][ -~]*$"}}
     last_event_id = {"name": "Last-Event-ID", "in": "header", "required": False,
                      "schema": {"type": "string", "pattern": "^[0-9]*$"},

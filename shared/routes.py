@@ -164,6 +164,8 @@ FUNCTIONS: tuple[Function, ...] = (
              summary="plan sessions"),
     # Reads the caller's usage ledger; writes only the caller's request counter.
     Function("usage", summary="the caller's model calls, summed per group"),
+    # Lists and destroys the caller's workspaces (records in the store, files in the sandbox service).
+    Function("containers", summary="the caller's workspaces of the sandbox service"),
 )
 
 _BODY = (400, 401, 404, 409, 413, 415)
@@ -172,27 +174,27 @@ _BODY = (400, 401, 404, 409, 413, 415)
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
           replies=(Reply(200, "the run's result (status completed, awaiting_confirmation or failed)",
-                         model="shared.state.records:RunResult"),), errors=_BODY),
+                         model="shared.state.records:RunResult"),), errors=(*_BODY, 422)),
     Route("POST", "/api/agent/run/stream", "stream", "stream", "functions.stream:stream",
           request="shared.api:RunRequest",
           replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
-                              "event = type, id = seq)", stream="RunEvent", sse=True),), errors=_BODY),
+                              "event = type, id = seq)", stream="RunEvent", sse=True),), errors=(*_BODY, 422)),
     Route("POST", "/api/agent/agui", "agui", "stream", "functions.stream:agui", request="ag_ui.core:RunAgentInput",
           description="AG-UI (docs/ag-ui.md): a RunAgentInput starts a run (threadId, runId: the same input again "
                       "is the same run) or, with resume entries, decides its interrupts (approvals) through the "
                       "same path as POST /api/agent/approve and follows the resumed run. Last-Event-ID resumes "
                       "the stream.",
           replies=(Reply(200, "the AG-UI event stream (Server-Sent Events; data: one AG-UI event, id: "
-                              "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=_BODY),
+                              "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
           description="The caller's runs, newest first (other users' runs are never listed).",
-          query=(page_limit(),),
+          query=(page_limit(), CURSOR),
           replies=(Reply(200, "one summary per run", model="shared.runs_list:RunsListResponse"),), errors=(400, 401)),
     Route("GET", "/api/agent/runs/{runId}", "getRun", "runs", "functions.runs:get_run",
           replies=(Reply(200, "the run record and each model call's usage", model="shared.usage.views:RunView"),),
           errors=(401, 404)),
     Route("GET", "/api/agent/sessions", "listSessions", "sessions", "functions.sessions:list_sessions",
-          query=(page_limit(),),
+          query=(page_limit(), CURSOR),
           replies=(Reply(200, "the caller's sessions, newest first", model="shared.plans.contracts:SessionsList"),),
           errors=(400, 401)),
     Route("POST", "/api/agent/sessions", "createSession", "sessions", "functions.sessions:create_session",
@@ -246,7 +248,7 @@ ROUTES: tuple[Route, ...] = (
                       "expired. Decide with POST /api/agent/approve. Unknown, repeated or bad parameters: "
                       "400 INVALID_QUERY.",
           query=(Param("status", "enum", default="pending", values=("pending", "decided", "all")),
-                 page_limit()),
+                 page_limit(), CURSOR),
           replies=(Reply(200, "the approvals, newest first", model="shared.approvals_inbox:ApprovalsList"),),
           errors=(400, 401)),
     Route("GET", "/api/agent/approvals/{approvalId}", "getApproval", "approve", "functions.approve:get_approval",
@@ -317,6 +319,15 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the tokens are forgotten",
                          model="shared.connectors.integrations_api:IntegrationRemovedResponse"),),
           errors=(401, 404, 503)),
+    Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
+          replies=(Reply(200, "the caller's live workspaces, oldest first",
+                         model="shared.workspaces:ContainersResponse"),), errors=(401,)),
+    Route("DELETE", "/api/agent/containers/{containerId}", "deleteContainer", "containers",
+          "functions.containers:delete_container",
+          description="Destroy one of the caller's workspaces and its files (its snapshot too). Another user's "
+                      "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
+          replies=(Reply(200, "the workspace is gone", model="shared.workspaces:ContainerRemovedResponse"),),
+          errors=(401, 404, 502, 503)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
           replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},

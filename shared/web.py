@@ -36,6 +36,7 @@ from shared.errors import (
     TransactionContention,
     Unauthenticated,
     Unavailable,
+    Unprocessable,
     UnsupportedMediaType,
     UpstreamFailed,
 )
@@ -52,7 +53,8 @@ Handler = Callable[[flask.Request], flask.Response]
 
 HTTP_STATUS: dict[type[DomainError], int] = {
     DomainError: 400, InvalidInput: 400, Unauthenticated: 401, NotFound: 404, MethodNotAllowed: 405,
-    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, LimitExceeded: 429,
+    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, Unprocessable: 422,
+    LimitExceeded: 429,
     Internal: 500, UpstreamFailed: 502, Unavailable: 503,
 }
 """The one mapping of domain errors to HTTP: a subclass answers as its nearest listed ancestor."""

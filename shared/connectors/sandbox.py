@@ -24,7 +24,7 @@ from typing import Any
 
 import urllib3
 
-from shared.errors import ToolError
+from shared.errors import OutcomeUnknown, ToolError
 
 _ID_TOKEN_TTL_S = 45 * 60
 
@@ -106,9 +106,12 @@ class SandboxClient:
             resp = self._http.request(method, self.base_url + path, headers=headers,
                                       body=None if body is None else json.dumps(body).encode(),
                                       timeout=urllib3.Timeout(connect=min(10.0, timeout_s), read=timeout_s))
-        except urllib3.exceptions.HTTPError as exc:
-            raise SandboxError(f"the sandbox service did not answer: {type(exc).__name__}",
+        except (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError) as exc:
+            raise SandboxError(f"the sandbox service cannot be reached: {type(exc).__name__}",
                                code="SANDBOX_UNAVAILABLE", status=503) from None
+        except urllib3.exceptions.HTTPError as exc:  # the request went out; its answer was lost
+            raise OutcomeUnknown(f"the sandbox service went silent during {method} {path.rsplit('/', 1)[-1]} "
+                                 f"({type(exc).__name__}): it may or may not have happened") from None
         try:
             payload = json.loads(resp.data or b"{}")
         except ValueError:

@@ -14,6 +14,7 @@ from pydantic import Field
 from shared.events.loop import Event
 from shared.plans.contracts import Plan, SessionResultView
 from shared.state.plan_records import PlanChange, SessionStatus
+from shared.state.records import ActOutcome
 
 
 class PlanCreatedEvent(Event):
@@ -115,7 +116,7 @@ class ExecutorObserveEvent(Event):
     planId: str
     stepId: str
     toolName: str
-    outcome: str
+    outcome: ActOutcome
     observation: dict[str, Any]
 
 

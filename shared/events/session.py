@@ -11,6 +11,7 @@ from pydantic import Field
 from shared.events import ErrorEvent, Event, UsageEvent
 from shared.plans.contracts import Plan, SessionResultView
 from shared.state.plan_records import PlanChange, SessionStatus
+from shared.state.records import ActOutcome
 
 
 class SessionStatusEvent(Event):
@@ -52,7 +53,7 @@ class ObserveEvent(Event):
     type: Literal["observe"] = "observe"
     taskId: str
     tool: str
-    outcome: str
+    outcome: ActOutcome
     observation: dict[str, Any]
 
 

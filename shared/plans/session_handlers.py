@@ -53,11 +53,12 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
     return created(outcome.session, outcome.tasks)
 
 
-def list_sessions(rt: Runtime, uid: str, limit: int) -> SessionsList:
+def list_sessions(rt: Runtime, uid: str, limit: int, cursor: str | None = None) -> SessionsList:
+    page = rt.sessions.page_for(uid, limit, cursor)
     return SessionsList(sessions=[SessionSummary(sessionId=s.session_id, status=s.status, prompt=s.prompt[:500],
                                                  deadline=s.deadline, planVersion=s.plan_version,
                                                  createdAt=s.created_at)
-                                  for s in rt.sessions.list_for(uid, limit)])
+                                  for s in page.items], nextCursor=page.next_cursor)
 
 
 def refine(rt: Runtime, uid: str, session_id: str, body: Any) -> RefineResponse:
@@ -83,4 +84,4 @@ def cancel(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepted
 
 def view(rt: Runtime, uid: str, session_id: str) -> SessionView:
     session, _ = rt.sessions.get_for(uid, session_id)
-    return session_view(rt.sessions, rt.runs, session)
+    return session_view(rt.sessions, rt.runs, rt.services.usage, session)

@@ -752,7 +752,7 @@ def test_the_sweep_closes_a_pause_whose_approvals_all_expired(make_runtime: Make
     assert old.run.error.code == "APPROVAL_EXPIRED" and "sweep" in old.run.error.message
     got = rt.runs.get_approval("alice", first.approval.id)
     assert got is not None and got[0].status == "expired"
-    thread = rt.runs.get_thread("t12")
+    thread = rt.runs.get_thread("alice", "t12")
     assert thread is not None and thread.active_run_id is None
     assert rt.router.sweep()["recovered"] == 0  # closed once
     assert ledger.calls == []
