@@ -4,19 +4,25 @@ side effect runs once, with them."""
 
 from __future__ import annotations
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.console.conftest import Console, api, open_console
 
 
-def test_an_approval_card_edits_the_arguments_before_approving(page: Page, console: Console) -> None:
-    open_console(page, console, "erin")
-    page.fill("#chat-prompt", "remember: I like tea")
+def paused_card(page: Page, prompt: str) -> tuple[Locator, Locator]:
+    """Send ``prompt`` in Chat; the paused run and its approval card, its edit form open."""
+    page.fill("#chat-prompt", prompt)
     page.press("#chat-prompt", "Enter")
     paused = page.locator("#chat-transcript .run").last
     expect(paused).to_have_attribute("data-status", "awaiting_confirmation")
     card = paused.locator(".approval-card")
     card.locator(".edit-arguments summary").click()
+    return paused, card
+
+
+def test_an_approval_card_edits_the_arguments_before_approving(page: Page, console: Console) -> None:
+    open_console(page, console, "erin")
+    paused, card = paused_card(page, "remember: I like tea")
     text = card.locator("textarea[name=text]")
     expect(text).to_have_value("I like tea")
     expect(card.locator("textarea[name=tags]")).to_have_count(1)  # every argument of the schema
@@ -31,12 +37,7 @@ def test_an_approval_card_edits_the_arguments_before_approving(page: Page, conso
     expect(paused).to_have_attribute("data-status", "completed")
     assert [m.text for m in console.runtime.users.list_memories("erin")] == ["I like green tea"]
     # a schema failure is refused on the card and nothing runs
-    page.fill("#chat-prompt", "remember: I like coffee")
-    page.press("#chat-prompt", "Enter")
-    second = page.locator("#chat-transcript .run").last
-    expect(second).to_have_attribute("data-status", "awaiting_confirmation")
-    card = second.locator(".approval-card")
-    card.locator(".edit-arguments summary").click()
+    _, card = paused_card(page, "remember: I like coffee")
     card.locator("textarea[name=tags]").fill('"not a list"')
     card.locator("button.approve").click()
     expect(card.locator(".errors")).to_contain_text("arguments.tags")
