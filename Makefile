@@ -75,12 +75,13 @@ typecheck: $(STAMP)
 infra-test:
 	$(MAKE) -C infra test
 
-bench: $(STAMP)  ## performance figures (JSON)
+bench: $(STAMP) $(BWRAP)  ## performance figures (JSON)
 	$(PY) -m bench.run
 
-reliability: $(STAMP)  ## the approval/resume and plan-session reliability scenarios (JSON summaries)
+reliability: $(STAMP) $(BWRAP)  ## the approval/resume, plan-session and script reliability scenarios (JSON summaries)
 	$(PY) -m bench.reliability
 	$(PY) -m bench.plan_reliability --sessions 100
+	$(PY) -m bench.script_reliability --runs 40
 
 load: $(STAMP)  ## 50 users stream runs with approvals for 60 s against make dev on the Firestore emulator (JSON)
 	$(PY) -m bench.load $(LOAD_ARGS)
