@@ -234,8 +234,9 @@ ROUTES: tuple[Route, ...] = (
           description="AG-UI (docs/ag-ui.md): a RunAgentInput starts a run (threadId, runId: the same input again "
                       "is the same run) or, with resume entries, decides its interrupts (approvals) through the "
                       "same path as POST /api/agent/approve and follows the resumed run. A new run needs a "
-                      "user message with text, and threadId and runId are our ids (1-128 characters of A-Z, a-z, "
-                      "0-9, _ and -; 400 INVALID_REQUEST otherwise). Last-Event-ID resumes the stream.",
+                      "user message with text, threadId is one of our thread ids (1-128 characters of A-Z, a-z, "
+                      "0-9, _ and -) and runId an idempotency key (1-255 visible ASCII characters); 400 "
+                      "INVALID_REQUEST otherwise. Last-Event-ID resumes the stream.",
           replies=(Reply(200, "the AG-UI event stream (Server-Sent Events; data: one AG-UI event, id: "
                               "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",

@@ -86,7 +86,8 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
                                 ("INVALID_ARGUMENTS", "")),  # one entry per field, each its own message
     # A new AG-UI run needs a user message with text; resume entries name the caller's own interrupts.
     "POST /api/agent/agui": (("INVALID_REQUEST", "a new run needs a user message with text"),
-                             ("INVALID_REQUEST", "must be 1-128 characters of A-Z, a-z, 0-9, _ and -")),
+                             ("INVALID_REQUEST", "must be 1-128 characters of A-Z, a-z, 0-9, _ and -"),
+                             ("INVALID_REQUEST", "must be 1-255 visible ASCII characters")),
     # An Idempotency-Key the caller used before with another body (the stateful phase reuses keys).
     "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
     "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
