@@ -131,8 +131,13 @@ _BODY = (400, 401, 404, 409, 413, 415)
 
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
+          description="multitaskStrategy (reject by default) says what happens when the thread is busy "
+                      "(docs/run-control.md).",
           replies=(Reply(200, "the run's result (status completed, awaiting_confirmation or failed)",
-                         model="shared.state.records:RunResult"),), errors=_BODY),
+                         model="shared.state.records:RunResult"),
+                   Reply(202, "queued behind the thread's runs (multitaskStrategy enqueue, interrupt or rollback): "
+                              "status queued, runId, follow", model="shared.state.records:RunResult")),
+          errors=_BODY),
     Route("POST", "/api/agent/run/stream", "stream", "stream", "functions.stream:stream",
           request="shared.api:RunRequest",
           replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
@@ -181,6 +186,14 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
           replies=(Reply(200, "persisted events with seq > after (NDJSON)", stream="RunEvent"),),
           errors=(400, 401, 404)),
+    Route("POST", "/api/agent/runs/{runId}/cancel", "cancelRun", "approve", "functions.approve:cancel_run",
+          request="shared.api:CancelRunRequest", body_required=False,
+          description="Cancel a run: a queued one leaves its thread's queue at once; a paused one is closed "
+                      "(its approvals rejected); a working one stops at its next step boundary (its executed "
+                      "side effects stay, named in its error). A repeat answers the run as it is; "
+                      "409 RUN_ENDED when it already ended otherwise.",
+          replies=(Reply(202, "cancelled, or cancelling at the next step boundary",
+                         model="shared.responses:CancelRunResponse"),), errors=_BODY),
     Route("GET", "/api/agent/approvals", "listApprovals", "runs", "functions.runs:list_approvals",
           description="The caller's approvals across chat runs and plan sessions, newest first (other users' "
                       "are never listed): pending = waiting for a decision; decided = approved, rejected or "

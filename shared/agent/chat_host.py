@@ -66,6 +66,13 @@ def _release(ctx: RunContext) -> Write:
         execution_modes=list(chat_state(ctx).execution_modes) or None)
 
 
+def _next_run(ctx: RunContext) -> None:
+    """The thread is free: its next queued run starts (``run_queue``)."""
+    from shared.agent.run_queue import publish_next
+
+    publish_next(ctx.services, ctx.run.thread_id)
+
+
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
     virtual = ctx.host.virtual_tools(ctx).get(action.tool)
     if virtual is not None:
@@ -119,6 +126,13 @@ class ChatHost(Host):
             return NextStepFailed(FailureCode.TOOL_CALL_LIMIT,
                                   f"this request needed more than {limit} tool calls "
                                   "(AGENT_MAX_TOOL_CALLS_PER_TURN); rephrase it more narrowly, or wait and ask again")
+        from shared.agent.run_queue import stop_requested
+
+        stop = stop_requested(ctx.services, run=ctx.run)
+        if stop is not None:  # a newer run interrupted this one, or its owner cancelled it
+            failure, writes = stop
+            ctx.write(*writes)
+            return failure
         _state(ctx, "thinking")
         return None
 
@@ -147,6 +161,7 @@ class ChatHost(Host):
         runs = ctx.services.runs
         stops.complete(ctx, result=result, writes=[runs.message_write(run.thread_id, message),
                                                    _release(ctx)])
+        _next_run(ctx)
 
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
         run = ctx.run
@@ -178,3 +193,4 @@ class ChatHost(Host):
         result.mode = ctx.run.mode or "assistant_text"
         stops.fail(ctx, code, message, writes=[_release(ctx)],
                    result=result)
+        _next_run(ctx)

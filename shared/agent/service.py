@@ -7,12 +7,12 @@ instruction built from the user's stored profile and memories (a failed read doe
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from shared.agent.chat_host import current_result
 from shared.agent.context_types import context_type
+from shared.agent.conversation import conversation_turns as conversation_turns
 from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
 from shared.durable import leases
 from shared.errors import NotFound
@@ -24,8 +24,8 @@ from shared.loop import stops
 from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
-from shared.models.base import Part, Turn
-from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
+from shared.models.base import Turn
+from shared.state.records import MemoryRecord, MessageRecord, QueuedStart, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
@@ -40,20 +40,6 @@ class StartedRun:
     """Events committed with the run (``status: planning``), to be sent first on a live stream."""
     owner: str
     """The invocation holding the new run's lease (it drives the run)."""
-
-
-def conversation_turns(items: Sequence[ConversationItem], prompt: str) -> list[Turn]:
-    """The last 30 conversation messages and the prompt as model turns (same-role runs merged)."""
-    turns: list[Turn] = []
-    for item in [*items[-MAX_CONVERSATION_FOR_MODEL:], ConversationItem(role="user", text=prompt)]:
-        role = "model" if item.role == "assistant" else "user"
-        if not item.text.strip():
-            continue
-        if turns and turns[-1].role == role:
-            turns[-1] = Turn(role=role, parts=[*turns[-1].parts, Part(text=item.text)])
-        else:
-            turns.append(Turn(role=role, parts=[Part(text=item.text)]))
-    return turns
 
 
 class AgentService:
@@ -75,7 +61,8 @@ class AgentService:
         return user, memories
 
     def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None) -> StartedRun:
-        """Persist a new run (or find the one an Idempotency-Key already created)."""
+        """Persist a new run (or find the one an Idempotency-Key already created). On a busy thread,
+        ``request.strategy`` says what happens (``outcome.queued``: the run waits its turn)."""
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
         limits = self.services.limits
@@ -99,8 +86,12 @@ class AgentService:
         if not conversation and req.threadId:
             thread = s.runs.get_thread(req.threadId)
             if thread is not None and thread.uid == uid:
+                # A rollback closes the thread's paused run and removes its messages: its abandoned
+                # prompt is not history (``supersede`` is that rollback).
+                dropped = thread.active_run_id if req.strategy == "rollback" else None
                 conversation = [ConversationItem(role=m.role, text=m.text)
-                                for m in s.runs.list_messages(req.threadId, MAX_CONVERSATION_FOR_MODEL)]
+                                for m in s.runs.list_messages(req.threadId, MAX_CONVERSATION_FOR_MODEL)
+                                if dropped is None or m.run_id != dropped]
         user, memories = self._load_user(uid)
         run_id = new_id("run")
         # The invocation that starts the run holds its lease from the first write: recovery only
@@ -125,9 +116,15 @@ class AgentService:
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
         turns = conversation_turns(conversation, req.prompt)
         slot = s.limits.slot(uid, "runs") if s.limits is not None else None
+        from shared.agent.run_queue import publish, queue_entry
+
+        queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation])
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-                                   idempotency_key=idempotency_key, supersede=bool(req.supersede), slot=slot,
+                                   idempotency_key=idempotency_key, strategy=req.strategy,
+                                   queue_entry=lambda r: queue_entry(s, r), queued_start=queued, slot=slot,
                                    fail_paused=stops.close_paused)
+        if outcome.deliver:
+            publish(s, list(outcome.deliver))
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

@@ -6,6 +6,8 @@ RESUME = "resume"
 """A decided approval: continue the unit (its outbox entry is named by the approval id)."""
 CONTINUE = "continue"
 """A unit yielded its invocation: the next invocation continues it."""
+DEQUEUE = "dequeue"
+"""A run queued on a busy thread: start it if its turn came (docs/run-control.md)."""
 SWEEP = "sweep"
 """Periodic recovery of every registered kind (Cloud Scheduler, ``make dev``'s thread)."""
 

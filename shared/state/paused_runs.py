@@ -70,7 +70,8 @@ def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, re
                             tool=approval.tool, decision=approval.status if expired else "rejected",
                             reason=f"{reason}; closed by run {new_run_id}")
         t.write(audit_write(audit))
-    action_error = "the approval expired before anyone decided" if expired else "superseded by a new run"
+    action_error = ("the approval expired before anyone decided" if expired else
+                    "cancelled by the user" if reason == "cancelled" else "superseded by a new run")
     for doc in actions:
         if doc is None:
             continue

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from shared.errors import Conflict, NotFound
+from shared.errors import NotFound
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Slot
@@ -23,10 +23,12 @@ from shared.state.records import (
     ApprovalStatus,
     AuditRecord,
     MessageRecord,
+    QueuedStart,
     RunRecord,
     ThreadRecord,
     now,
 )
+from shared.state.thread_queue import Busy, QueueEntry, Strategy, busy_thread
 
 if TYPE_CHECKING:
     from shared.models.base import Turn
@@ -45,6 +47,10 @@ class StartOutcome:
     snapshot: RunSnapshot
     created: bool
     """False when an Idempotency-Key matched an earlier request: ``snapshot`` is that run."""
+    queued: bool = False
+    """The run waits in its thread's queue (``multitaskStrategy`` enqueue, interrupt, rollback)."""
+    deliver: tuple[str, ...] = ()
+    """Outbox entries to publish after the commit (the entry that starts the thread's next run)."""
 
 
 EXPIRE_AT = "expireAt"
@@ -136,7 +142,8 @@ class RunsRepo:
         """The thread has no active run any more (its run stopped for good). The planner state of
         the thread (seed 003 §5.1): ``mode`` (the last turn's contextType) and the execution modes
         its plans used, when the run says them."""
-        fields: dict[str, Any] = {"activeRunId": None, "updatedAt": now()}
+        fields: dict[str, Any] = {"activeRunId": None, "interruptRunId": None, "interruptMode": None,
+                                  "interruptBy": None, "updatedAt": now()}
         if mode is not None:
             fields["mode"] = mode
         if execution_modes:
@@ -237,42 +244,39 @@ class RunsRepo:
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
-                  supersede: bool = False, slot: Slot | None = None, fail_paused: FailPaused) -> StartOutcome:
-        """Create the run, claim its thread (one active run per thread) and persist the prompt.
+                  strategy: Strategy = "reject", queue_entry: QueueEntry | None = None,
+                  queued_start: QueuedStart | None = None, slot: Slot | None = None,
+                  fail_paused: FailPaused) -> StartOutcome:
+        """Create the run, claim its thread (one active run per thread) and persist the prompt, or
+        queue it behind the thread's runs (``thread_queue.busy_thread``: what ``strategy`` does
+        when the thread is busy; ``queue_entry`` makes the outbox write that starts a queued run).
 
-        Raises NotFound for another user's thread and Conflict when the thread's current run is not
-        finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE (working, or every
-        approval decided and the resume on its way). A paused run is closed by ``close_paused``
-        (inside the same transaction) instead when ``supersede`` is set ("superseded"), or when
-        every open approval of its pause has expired ("expired"); ``fail_paused`` (the loop's stop)
-        says what that means for it. ``slot``: the user's limit on
-        active runs, reserved just before the transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing
-        written) and released if the transaction does not create the run.
+        Raises NotFound for another user's thread and, with ``reject``, Conflict when the thread's
+        current run is not finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE
+        (working, every approval decided and the resume on its way, or runs queued). A paused run
+        whose open approvals all expired is closed by ``fail_paused`` (the loop's stop) inside the
+        same transaction. ``slot``: the user's limit on active runs, reserved just before the
+        transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing written) and released if the
+        transaction does not create the run.
         """
+        interrupting = strategy in ("interrupt", "rollback")
 
-        def txn(t: Transaction) -> str | None:
+        def txn(t: Transaction) -> str | Busy | None:
             if idempotency_key:
                 seen = t.get(paths.idempotency(run.uid, idempotency_key))
                 if seen is not None:
                     return str(seen.data["runId"])
-            closed: list[str] = []
             thread_doc = t.get(paths.thread(run.thread_id))
+            busy: Busy | None = None
             if thread_doc is not None:
                 thread = ThreadRecord.from_doc(thread_doc.data)
                 if thread.uid != run.uid:
                     raise NotFound(f"thread {run.thread_id} not found", code="THREAD_NOT_FOUND")
-                if thread.active_run_id:
-                    active = t.get(paths.run(thread.active_run_id))
-                    if active is not None:
-                        active_run = RunRecord.from_doc(active.data)
-                        pause = pause_state(t, active_run)
-                        if pause == "expired" or (pause == "open" and supersede):
-                            close_paused(t, active_run, active.token, run.run_id,
-                                         "expired" if pause == "expired" else "superseded", fail=fail_paused,
-                                         event_write=self.event_write, audit_write=self.audit_write)
-                            closed.append(active_run.run_id)
-                        else:
-                            _refuse_if_active(active_run, undecided=pause == "open")
+                busy = busy_thread(t, thread, run, strategy, queue_entry, queued_start, fail_paused=fail_paused,
+                                   event_write=self.event_write, audit_write=self.audit_write)
+                if busy is not None and busy.queued:
+                    self._write_queued(t, run, events, idempotency_key)
+                    return busy
                 t.write(Write("update", paths.thread(run.thread_id),
                               {"activeRunId": run.run_id, "updatedAt": now()}))
             else:
@@ -286,21 +290,21 @@ class RunsRepo:
             for w in self.event_writes(run.run_id, events):
                 t.write(w)
             if idempotency_key:
-                t.write(Write("create", paths.idempotency(run.uid, idempotency_key),
-                              {"runId": run.run_id, "uid": run.uid, "createdAt": now()}))
-            return None
+                t.write(self._idempotency_write(run, idempotency_key))
+            return busy
 
         if slot is not None:
             if idempotency_key and self.store.get(paths.idempotency(run.uid, idempotency_key)) is not None:
                 slot = None  # a replay: the transaction answers the run it started, nothing new counts
             else:
-                slot.reserve(run.run_id, also_ended=self._paused_on_thread(run) if supersede else ())
+                slot.reserve(run.run_id, also_ended=self._paused_on_thread(run) if interrupting else ())
         try:
-            existing = self.store.run_transaction(txn)
+            out = self.store.run_transaction(txn)
         except Exception:
             if slot is not None:
                 slot.release(run.run_id)
             raise
+        existing = out if isinstance(out, str) else None
         if existing and slot is not None:
             slot.release(run.run_id)
         run_id = existing or run.run_id
@@ -309,7 +313,24 @@ class RunsRepo:
             raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
         if existing and snap.run.uid != run.uid:  # pragma: no cover - keys are scoped per user
             raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
-        return StartOutcome(snap, created=existing is None)
+        busy = out if isinstance(out, Busy) else None
+        return StartOutcome(snap, created=existing is None, queued=snap.run.status == "queued",
+                            deliver=busy.deliver if busy is not None else ())
+
+    @staticmethod
+    def _idempotency_write(run: RunRecord, key: str) -> Write:
+        return Write("create", paths.idempotency(run.uid, key),
+                     {"runId": run.run_id, "uid": run.uid, "createdAt": now()})
+
+    def _write_queued(self, t: Transaction, run: RunRecord, events: Sequence[dict[str, Any]],
+                      idempotency_key: str | None) -> None:
+        """A queued run: its document (``queued`` holds what it starts from) and its first event."""
+        t.write(Write("create", paths.run(run.run_id), run.to_doc()))
+        for w in self.event_writes(run.run_id, [{**ev, "status": "queued"} if ev.get("type") == "status" else ev
+                                                for ev in events]):
+            t.write(w)
+        if idempotency_key:
+            t.write(self._idempotency_write(run, idempotency_key))
 
     def _paused_on_thread(self, run: RunRecord) -> list[str]:
         """The paused run a superseding start closes: it does not count against the reservation (it
@@ -334,6 +355,11 @@ class RunsRepo:
         tokens = self.store.commit(self.unit_writes(run, turns=turns, events=events))
         return RunSnapshot(run, tokens[0])
 
+    def threads_with_queued_runs(self, limit: int = 50) -> list[str]:
+        """Threads of (up to ``limit``) queued runs, each once (the sweep's queue recovery)."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", "queued"),), limit=limit))
+        return sorted({str(d.data["threadId"]) for d in docs if d.data.get("threadId")})
+
     def awaiting(self, limit: int = 50) -> list[str]:
         """Ids of runs paused for approval, longest-waiting first (the sweep closes expired pauses)."""
         docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
@@ -344,22 +370,37 @@ class RunsRepo:
         """Close a pause whose open approvals all expired (the sweep; before, only the next run on the
         thread or an approve call noticed): approvals ``expired``, actions rejected, audited, the run
         ended by ``fail`` (the loop's stop) and its thread released, in one transaction."""
+        return self.close_pause(run_id, fail, None)
+
+    def close_pause(self, run_id: str, fail: FailPaused, reason: CloseReason | None) -> bool:
+        """Close a run paused for approval (``reason``: why; None: only if every open approval has
+        expired) and release its thread, in one transaction. False when it is not paused so."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return False
             run = RunRecord.from_doc(doc.data)
-            if pause_state(t, run) != "expired":
+            state = pause_state(t, run)
+            if state is None or state == "decided" or (reason is None and state != "expired"):
                 return False
             thread = t.get(paths.thread(run.thread_id)) if run.thread_id else None
-            close_paused(t, run, doc.token, "", "expired", fail=fail, event_write=self.event_write,
-                         audit_write=self.audit_write)
+            close_paused(t, run, doc.token, "", "expired" if state == "expired" else reason or "expired", fail=fail,
+                         event_write=self.event_write, audit_write=self.audit_write)
             if thread is not None and thread.data.get("activeRunId") == run_id:
                 t.write(self.release_thread_write(run.thread_id))
             return True
 
         return self.store.run_transaction(txn)
+
+    @staticmethod
+    def turn_create_write(run_id: str, index: int, turn: Turn) -> Write:
+        return Write("create", paths.turn(run_id, index), turn_doc(turn))
+
+    def message_deletes(self, thread_id: str, run_id: str) -> list[Write]:
+        """The writes removing a run's messages from its thread's history (``rollback``)."""
+        docs = self.store.query(Query(paths.messages(thread_id), where=(("runId", run_id),)))
+        return [Write("delete", d.path) for d in docs]
 
     def commit_step(self, snap: RunSnapshot, run: RunRecord, *, new_turns: Mapping[int, Turn],
                     actions: Sequence[ActionRecord], writes: Sequence[Write],
@@ -382,12 +423,3 @@ class RunsRepo:
                                     *writes])
         return RunSnapshot(run, tokens[0])
 
-
-def _refuse_if_active(active: RunRecord, *, undecided: bool) -> None:
-    if active.terminal:
-        return
-    if undecided:
-        raise Conflict(f"thread has a run awaiting approval ({active.run_id}); decide it or set supersede",
-                       code="APPROVAL_PENDING", details={"runId": active.run_id})
-    raise Conflict(f"thread already has an active run ({active.run_id})", code="RUN_ACTIVE",
-                   details={"runId": active.run_id})

@@ -213,6 +213,7 @@ BODIES: dict[str, dict[str, Any]] = {
     "RefineRequest": {"message": "also pack"},
     "ConfirmRequest": {"planVersion": 1},
     "CancelRequest": {"reason": "changed my mind"},
+    "CancelRunRequest": {"reason": "changed my mind"},
 }
 """A valid body per request schema; the reference under test replaces its field."""
 
@@ -286,7 +287,7 @@ def test_the_matrix_covers_every_operation_and_reference() -> None:
     no_body = sorted({c.body_schema for c in CELLS if c.body_schema} - set(BODIES))
     assert not no_body, f"no request body template for {no_body}: add one to BODIES"
     assert {(c.operation, c.reference) for c in CELLS} >= {
-        ("getRun", "runId"), ("getRunEvents", "runId"), ("approve", "approvalId"), ("run", "threadId"),
+        ("getRun", "runId"), ("getRunEvents", "runId"), ("cancelRun", "runId"), ("approve", "approvalId"), ("run", "threadId"),
         ("stream", "threadId"), ("run", "entityId"), ("stream", "entityId"), ("getIntegration", "provider"),
         ("connectIntegration", "provider"), ("disconnectIntegration", "provider"), ("getSession", "sessionId"),
         ("refineSession", "sessionId"), ("confirmSession", "sessionId"), ("cancelSession", "sessionId"),

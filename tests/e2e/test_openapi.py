@@ -67,7 +67,8 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
     assert {path: set(item) for path, item in doc["paths"].items()} == {
         "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/runs": {"get"},
         "/api/agent/runs/{runId}": {"get"},
-        "/api/agent/runs/{runId}/events": {"get"}, "/api/agent/approve": {"post"}, "/agent/run": {"post"},
+        "/api/agent/runs/{runId}/events": {"get"}, "/api/agent/runs/{runId}/cancel": {"post"},
+        "/api/agent/approve": {"post"}, "/agent/run": {"post"},
         "/api/agent/approvals": {"get"},
         "/api/agent/usage": {"get"}, "/api/agent/sessions": {"get", "post"}, "/api/agent/sessions/{sessionId}": {"get"},
         "/api/agent/sessions/{sessionId}/refine": {"post"}, "/api/agent/sessions/{sessionId}/confirm": {"post"},
