@@ -90,7 +90,7 @@ class StreamEndEvent(Event):
 
     type: Literal["stream_end"] = "stream_end"
     runId: str
-    status: Literal["executing"] = "executing"
+    status: Literal["executing", "queued"] = "executing"
     reason: Literal["plan_awaiting_approval", "stream_time_spent"]
     follow: str
 

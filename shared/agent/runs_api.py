@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared.agent.chat_host import current_result
 from shared.agent.service import AgentService
-from shared.agent.streaming import live_events, replay_events
+from shared.agent.streaming import follow_queued, live_events, replay_events
 from shared.api import RunRequest
 from shared.state.records import RunRecord, RunResult
 
@@ -44,7 +44,10 @@ def stream_run(service: AgentService, uid: str, request: RunRequest, *, idempote
     queued run's events are followed the same way (``status: queued``, then the run as it runs).
     ``sessions``: where the plans a run starts are read, to relay their events on its stream."""
     started = service.start(uid, request, idempotency_key=idempotency_key)
-    if not started.outcome.created or started.outcome.queued:  # a queued run's stream starts when it does
+    if started.outcome.queued:  # its stream starts when it does
+        return follow_queued(service.services.runs, started.outcome.snapshot.run.run_id, sessions=sessions,
+                             max_wait_s=service.services.settings.follow_max_wait_s)
+    if not started.outcome.created:
         return replay_events(service.services.runs, started.outcome.snapshot.run.run_id, 0, follow=True,
                              sessions=sessions)
     return live_events(service.context(started), started.first_events, sessions)

@@ -212,3 +212,13 @@ def test_a_lost_dequeue_message_is_published_again_by_the_sweep(make_runtime: Ma
     rt.router.sweep()
     pump(rt)
     assert run_of(rt, second.outcome.snapshot.run.run_id).status == "completed"
+
+
+def test_a_queued_runs_stream_starts_with_queued_and_ends_with_a_follow_link(make_runtime: MakeRuntime) -> None:
+    from shared.agent.runs_api import stream_run
+
+    rt = make_runtime(FunctionModel(Echo()), follow_max_wait_s=0.3)
+    rt.agent.start("alice", RunRequest(prompt="one", threadId="q8"))
+    events = list(stream_run(rt.agent, "alice", RunRequest(prompt="two", threadId="q8", multitaskStrategy="enqueue")))
+    assert [(e["type"], e.get("status")) for e in events] == [("status", "queued"), ("stream_end", "queued")]
+    assert events[-1]["follow"].startswith(f"/api/agent/runs/{events[0]['runId']}/events?after=1&follow=1")
