@@ -53,6 +53,11 @@ class RunRequest(_Strict):
     """Deprecated alias of ``multitaskStrategy: "rollback"`` (``true`` with any other strategy: 400)."""
     multitaskStrategy: MultitaskStrategy | None = None
     """What to do when the thread is busy; ``reject`` when absent (docs/run-control.md)."""
+    webhook: str | None = Field(default=None, max_length=2048,
+                                json_schema_extra={"pattern": r"^https?://[^\s/?#@]+(?:[/?#]\S*)?$"},
+                                description="a URL that receives this run's run.completed, run.failed and "
+                                            "run.awaiting_approval deliveries, signed with the secret of your "
+                                            "webhook named default")
     contextType: Literal["project_create", "project", "task", "project_audit", "general", "global"] = "general"
     """What the user is doing (seed 003 §4.1): its guidance goes into the system instruction."""
     entityId: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_/-]{1,256}$")

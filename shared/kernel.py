@@ -6,6 +6,7 @@ layer itself knows none of these names.
 |------------|---------------------------------------|---------------------------------|
 | `resume`   | a decided approval (outbox)           | continue the run (loop/resume)  |
 | `continue` | a unit that yielded its invocation    | continue the run (loop/resume)  |
+| `deliver`  | a recorded webhook delivery (outbox); the sweep for due retries | one signed attempt (shared/delivery) |
 | `dequeue`  | a run queued on a busy thread (outbox) | start it when its turn came (agent/run_queue) |
 | `sweep`    | Cloud Scheduler / `make dev`'s thread | the router's sweep (every kind; sessions past deadline) |
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.durable.kinds import CONTINUE, DEQUEUE, RESUME
+from shared.durable.kinds import CONTINUE, DELIVER, DEQUEUE, RESUME
 from shared.loop.host import Host, HostRegistry
 
 if TYPE_CHECKING:
@@ -82,6 +83,18 @@ def build_router(services: Services, sessions: SessionsRepo) -> Router:
         return recover_queues(services, limit)
 
     router.register(DEQUEUE, dequeue, recover=queues)
+
+    def deliver(message: WorkMessage) -> Disposition:
+        from shared.agent.webhooks import Webhooks
+
+        return Webhooks(services).deliverer().handle(message)
+
+    def retries(limit: int) -> int:
+        from shared.agent.webhooks import Webhooks
+
+        return Webhooks(services).deliverer().retry_due(limit)
+
+    router.register(DELIVER, deliver, recover=retries)
     router.add_recoverer("session_deadlines", session_deadlines)
     router.add_recoverer("expired_pauses", lambda limit: close_expired_pauses(services, limit))
     return router

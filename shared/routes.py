@@ -263,6 +263,38 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the tokens are forgotten",
                          model="shared.connectors.integrations_api:IntegrationRemovedResponse"),),
           errors=(401, 404, 503)),
+    # The caller's webhooks: served by ``integrations``, which holds the
+    # credentials key that seals their secrets.
+    Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",
+          replies=(Reply(200, "the caller's webhooks (never a secret)",
+                         model="shared.agent.webhooks:WebhooksResponse"),),
+          errors=(401,)),
+    Route("GET", "/api/agent/webhooks/{name}", "getWebhook", "integrations", "functions.integrations:get_webhook",
+          segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the webhook (never its secret); declared false when the caller has none of that "
+                              "name", model="shared.agent.webhooks:WebhookResponse"),),
+          errors=(400, 401)),
+    Route("PUT", "/api/agent/webhooks/{name}", "putWebhook", "integrations", "functions.integrations:put_webhook",
+          segments={"name": ANY_SEGMENT}, request="shared.agent.webhooks:WebhookRequest",
+          description="Declare (replace) one of the caller's webhooks: the URL deliveries are POSTed to, the "
+                      "events delivered and the Standard Webhooks signing secret (generated when absent; shown "
+                      "in this answer only). 400 WEBHOOK_URL_NOT_ALLOWED when the URL's host is not public "
+                      "(unless MCP_ALLOW_PRIVATE_URLS); 409 TOO_MANY_WEBHOOKS beyond 20; "
+                      "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY. Deliveries: "
+                      "docs/run-control.md.",
+          replies=(Reply(200, "the stored webhook and its secret", model="shared.agent.webhooks:WebhookResponse"),),
+          errors=(400, 401, 409, 413, 415, 503)),
+    Route("DELETE", "/api/agent/webhooks/{name}", "deleteWebhook", "integrations",
+          "functions.integrations:delete_webhook", segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the webhook is forgotten", model="shared.agent.webhooks:WebhookRemovedResponse"),),
+          errors=(400, 401)),
+    Route("GET", "/api/agent/webhooks/{name}/deliveries", "listWebhookDeliveries", "integrations",
+          "functions.integrations:webhook_deliveries", segments={"name": ANY_SEGMENT},
+          description="The webhook's deliveries, newest first (at most 100): each with its deliveryId (the "
+                      "webhook-id header of every attempt), status and attempts. Deliveries to a run's own "
+                      "webhook URL are listed under default.",
+          replies=(Reply(200, "the deliveries", model="shared.agent.webhooks:DeliveriesResponse"),),
+          errors=(400, 401)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
           replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},

@@ -104,13 +104,17 @@ class AgentService:
 
             if entity_scope(s.users.store, uid, req.entityId) is None:
                 raise NotFound(f"entity {req.entityId} not found", code="ENTITY_NOT_FOUND")
+        if req.webhook:
+            from shared.agent.webhooks import Webhooks
+
+            Webhooks(s).check_run_webhook(uid, req.webhook)
         instruction = "\n\n".join((build_system_instruction(user, memories, req.attachedContext),
                                     ctype.guidance(req.entityId)))
         run = RunRecord(run_id=run_id, uid=uid, thread_id=thread_id, status="planning",
                         model=s.model_for(ctype.profile).name, max_steps=s.settings.max_loop_steps,
                         context_type=ctype.name, profile=ctype.profile, entity_id=req.entityId,
                         system_instruction=instruction,
-                        idempotency_key=idempotency_key, last_seq=1, lease=lease,
+                        idempotency_key=idempotency_key, last_seq=1, lease=lease, webhook=req.webhook,
                         lease_expires_at=lease.expires_at)
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)

@@ -8,6 +8,8 @@ CONTINUE = "continue"
 """A unit yielded its invocation: the next invocation continues it."""
 DEQUEUE = "dequeue"
 """A run queued on a busy thread: start it if its turn came (docs/run-control.md)."""
+DELIVER = "deliver"
+"""A signed HTTP delivery (a webhook): make its next attempt (``shared/delivery``)."""
 SWEEP = "sweep"
 """Periodic recovery of every registered kind (Cloud Scheduler, ``make dev``'s thread)."""
 

@@ -192,6 +192,8 @@ class RunRecord(Record):
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
     idempotency_key: str | None = None
+    webhook: str | None = None
+    """The run's own webhook URL (its stops are delivered there too; ``shared/agent/webhooks.py``)."""
     queued: QueuedStart | None = None
     """A run queued on its thread (``multitaskStrategy: enqueue``): what it starts from."""
     started_at: float | None = None

@@ -162,11 +162,16 @@ def create_integration(api: Api) -> Ref:
 
 
 def create_mcp_server(api: Api) -> Ref:
-    """One of A's own MCP servers (its URL and token hold the secret; nothing listens there)."""
+    """One of A's own MCP servers (its URL and token hold the secret; nothing listens there), and
+    A's webhook of that name."""
     resp = api.client.post("/api/integrations/mcp/private-notes", json={
         "url": f"http://127.0.0.1:9/{SECRET}?key={SECRET}", "accessToken": f"tok-{SECRET}"}, headers=ALICE)
     assert resp.status_code == 200, resp.get_json()
     assert SECRET in resp.get_json()["url"] and f"key={SECRET}" not in resp.get_data(as_text=True)
+    # and a webhook of the same name (names live in each user's namespace, per kind)
+    resp = api.client.put("/api/agent/webhooks/private-notes", json={
+        "url": f"http://127.0.0.1:9/{SECRET}", "events": ["run.*"]}, headers=ALICE)
+    assert resp.status_code == 200, resp.get_json()
     return Ref("private-notes", "per_user")
 
 
@@ -214,6 +219,7 @@ BODIES: dict[str, dict[str, Any]] = {
     "ConfirmRequest": {"planVersion": 1},
     "CancelRequest": {"reason": "changed my mind"},
     "CancelRunRequest": {"reason": "changed my mind"},
+    "WebhookRequest": {"url": "http://127.0.0.1:9/bob", "events": ["run.*"]},
 }
 """A valid body per request schema; the reference under test replaces its field."""
 

@@ -76,6 +76,8 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/integrations": {"get"}, "/api/integrations/{provider}": {"get", "post", "delete"},
         "/api/integrations/mcp": {"get"}, "/api/integrations/mcp/{name}": {"get", "post", "delete"},
         "/api/integrations/mcp/{name}/tools": {"get"},
+        "/api/agent/webhooks": {"get"}, "/api/agent/webhooks/{name}": {"get", "put", "delete"},
+        "/api/agent/webhooks/{name}/deliveries": {"get"},
         "/healthz": {"get"}, "/openapi.json": {"get"}}
     jsonschema.Draft202012Validator.check_schema({"components": doc["components"]})
     for schema in doc["components"]["schemas"].values():
