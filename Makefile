@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PORT ?= 8080
 CHROMIUM := /usr/bin/chromium
+BWRAP := /usr/bin/bwrap
 MCP_NPM := tests/mcp_npm/node_modules/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -21,6 +22,11 @@ $(CHROMIUM):
 	$(SUDO) apt-get install -y chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 	test -x $(CHROMIUM)
 
+# Workspaces (sandbox/): scripts run under bubblewrap, never as a plain subprocess.
+$(BWRAP):
+	$(SUDO) apt-get install -y bubblewrap || { $(SUDO) apt-get update && $(SUDO) apt-get install -y bubblewrap; }
+	test -x $(BWRAP)
+
 # The npm reference MCP server the tests start (@modelcontextprotocol/server-everything, pinned
 # with its lock file): installed into tests/mcp_npm/node_modules from the npm registry.
 $(MCP_NPM): tests/mcp_npm/package.json tests/mcp_npm/package-lock.json
@@ -34,9 +40,9 @@ $(VENV)/bin/host-agent: scripts/host-agent $(STAMP)
 $(VENV)/bin/agent: scripts/agent $(STAMP)
 	install -m 755 scripts/agent $@
 
-venv: $(STAMP) $(CHROMIUM) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent
+venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent
 
-dev: $(STAMP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
+dev: $(STAMP) $(BWRAP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
 	PORT=$(PORT) MCP_ALLOW_PRIVATE_URLS=$${MCP_ALLOW_PRIVATE_URLS:-true} $(PY) devserver.py
 
 demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
@@ -47,7 +53,7 @@ DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),reference)
 host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
 	$(PY) -m hostagent.demo --host $(DEMO_HOST)
 
-test: $(STAMP) $(CHROMIUM) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
+test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP) $(MCP_NPM)

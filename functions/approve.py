@@ -19,12 +19,12 @@ def approve(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
     decision = decide(rt.services, rt.dispatcher, uid, body)
     answer = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,
-                             status="resume_requested")
+                             status="resume_requested", arguments=decision.arguments)
     return json_response(answer.to_json(), status=202)
 
 
 def cancel_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.agent.runs_api import cancel_run as cancel
+    from shared.agent.run_handlers import cancel_run as cancel
     from shared.api import CancelRunRequest
     from shared.responses import CancelRunResponse
 

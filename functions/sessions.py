@@ -6,7 +6,7 @@ Routes: ``shared/routes.py``.
 - ``POST /api/agent/sessions/{id}/confirm`` -> 202 ``executing``
 - ``POST /api/agent/sessions/{id}/cancel`` (no body, ``{}`` or ``{"reason"}``) -> 202
 - ``GET  /api/agent/sessions/{id}`` -> the session
-- ``GET  /api/agent/sessions/{id}/events?after=N&follow=1`` -> NDJSON
+- ``GET  /api/agent/sessions/{id}/events?after=N&follow=1`` -> NDJSON (SSE by ``Accept``; ``Last-Event-ID``)
 """
 
 from __future__ import annotations
@@ -16,19 +16,21 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller
-from shared.query import bool_arg, int_arg
-from shared.web import json_response, ndjson_response, read_json_body
+from shared.ndjson import ndjson
+from shared.query import params, resume_after
+from shared.web import SSE_RETRY_MS, json_response, ndjson_response, read_json_body, sse_response, wants_sse
 
 
 def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
-    return json_response(api.list_sessions(rt, uid, request.args).to_json())
+    query = params(request)
+    return json_response(api.list_sessions(rt, uid, query["limit"], query.get("cursor")).to_json())
 
 
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     created = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes))
@@ -36,23 +38,24 @@ def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def get_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     return json_response(api.view(rt, uid, path["sessionId"]).to_json())
 
 
 def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans.session_follow import follow_session
 
     rt, uid = caller(request)
-    after = int_arg(request.args, "after", default=0)
-    follow = bool_arg(request.args, "follow")
-    return ndjson_response(api.events(rt, uid, path["sessionId"], after, follow=follow))
+    events = follow_session(rt, uid, path["sessionId"], resume_after(request), follow=params(request)["follow"])
+    if wants_sse(request):
+        return sse_response(events, retry_ms=SSE_RETRY_MS)
+    return ndjson_response(ndjson(ev) for ev in events)
 
 
 def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -60,7 +63,7 @@ def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -68,7 +71,7 @@ def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Re
 
 
 def cancel_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     # The body is optional (no body, ``{}`` or ``{"reason"}``); read through the stream like every

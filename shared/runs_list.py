@@ -1,4 +1,4 @@
-"""``GET /api/agent/runs?limit=N``: the caller's runs, newest first, one summary each.
+"""``GET /api/agent/runs?limit=N&cursor=C``: the caller's runs, newest first, one summary each.
 
 A summary is what a list needs (status, thread, usage, the approvals a paused run waits for); the
 whole record stays at ``GET /api/agent/runs/{runId}`` and the timeline at its events route.
@@ -11,16 +11,12 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from shared.query import Args, int_arg
-from shared.responses import ResponseBody
+from shared.responses import PageBody, ResponseBody
 from shared.state.host_states import PlanRunState
 from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus, reported_status
 from shared.state.runs_repo import RunsRepo
 from shared.usage.figures import Usage
 from shared.wire import UtcTime
-
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 200
 
 
 class RunSummary(ResponseBody):
@@ -45,14 +41,9 @@ class RunSummary(ResponseBody):
     updatedAt: UtcTime
 
 
-class RunsListResponse(ResponseBody):
+class RunsListResponse(PageBody):
     ok: bool = True
     runs: list[RunSummary]
-
-
-def parse_limit(args: Args) -> int:
-    """``limit`` query parameter: 1..MAX_LIMIT, default DEFAULT_LIMIT; anything else is a 400."""
-    return int_arg(args, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
 
 
 def stored_approvals(runs: RunsRepo, run: RunRecord) -> list[ApprovalView]:
@@ -90,6 +81,7 @@ def summary(run: RunRecord, runs: RunsRepo | None = None) -> RunSummary:
                       usage=run.usage, costUsd=run.cost_usd, createdAt=run.created_at, updatedAt=run.updated_at)
 
 
-def runs_list(runs: Sequence[RunRecord], repo: RunsRepo | None = None) -> RunsListResponse:
+def runs_list(runs: Sequence[RunRecord], repo: RunsRepo | None = None,
+              next_cursor: str | None = None) -> RunsListResponse:
     """``repo``: to read the approvals of paused runs whose result does not list them (plan runs)."""
-    return RunsListResponse(runs=[summary(r, repo) for r in runs])
+    return RunsListResponse(runs=[summary(r, repo) for r in runs], nextCursor=next_cursor)

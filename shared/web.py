@@ -15,13 +15,14 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar, cast
 
 import flask
 from pydantic import BaseModel, ValidationError
 
-from shared import routes
+from shared import query, routes
 from shared.errors import (
     Conflict,
     DomainError,
@@ -35,6 +36,7 @@ from shared.errors import (
     TransactionContention,
     Unauthenticated,
     Unavailable,
+    Unprocessable,
     UnsupportedMediaType,
     UpstreamFailed,
 )
@@ -51,7 +53,8 @@ Handler = Callable[[flask.Request], flask.Response]
 
 HTTP_STATUS: dict[type[DomainError], int] = {
     DomainError: 400, InvalidInput: 400, Unauthenticated: 401, NotFound: 404, MethodNotAllowed: 405,
-    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, LimitExceeded: 429,
+    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, Unprocessable: 422,
+    LimitExceeded: 429,
     Internal: 500, UpstreamFailed: 502, Unavailable: 503,
 }
 """The one mapping of domain errors to HTTP: a subclass answers as its nearest listed ancestor."""
@@ -76,8 +79,35 @@ def error_response(err: DomainError) -> flask.Response:
     return json_response(err.to_json(), status, headers)
 
 
+MAX_JSON_DEPTH = 64
+"""How deeply a request body's arrays and objects may nest. Checked on the bytes before the JSON
+parser runs: the parser recurses once per level (a body 1,000 levels deep raised ``RecursionError``,
+a 500), and no request contract of the API nests more than a few levels."""
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON text ``raw`` nests arrays and objects deeper than ``limit`` (brackets inside
+    strings do not count). Linear in ``raw``; no recursion."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    depth = 0
+    for m in _JSON_BRACKET.finditer(_JSON_STRING.sub(b'""', raw)):
+        if m.group() in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = False) -> dict[str, Any]:
-    """The request's JSON object body, or a 4xx naming what is wrong. ``optional``: a route whose
+    """The request's JSON object body, or a 4xx naming what is wrong: 413 beyond ``max_bytes``
+    (read no further), 400 ``INVALID_JSON`` nested deeper than :data:`MAX_JSON_DEPTH` (checked before
+    parsing) or not a JSON object. ``optional``: a route whose
     every field has a default (``cancel``) also takes no body at all, read as ``{}``."""
     length = request.content_length
     if length is not None and length > max_bytes:
@@ -92,6 +122,10 @@ def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = F
         if optional:
             return {}
         raise InvalidInput("request body is empty; expected a JSON object", code="INVALID_JSON")
+    if json_depth_exceeds(raw):
+        raise InvalidInput(f"request body nests arrays and objects more than {MAX_JSON_DEPTH} levels deep; the "
+                           f"limit is {MAX_JSON_DEPTH}", code="INVALID_JSON",
+                           details={"limit": "maxDepth", "maxDepth": MAX_JSON_DEPTH})
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -150,13 +184,15 @@ RouteHandler = Callable[[flask.Request, Mapping[str, str]], flask.Response]
 def dispatch(request: flask.Request, table: Iterable[routes.Route]) -> flask.Response:
     """Serve ``request`` by the route table (``shared/routes.py``): a path no route matches is a 404
     ``ROUTE_NOT_FOUND`` whatever the method, a path some route matches with another method a 405
-    with ``Allow``; otherwise the route's handler is imported (on its first request) and called with
+    with ``Allow``; a query string the route does not take a 400 ``INVALID_QUERY`` (``shared/query.py``);
+    otherwise the route's handler is imported (on its first request) and called with
     the path parameters. One dispatch for every deployed function and the dev server."""
     found = routes.match(request.method, request.path, table)
     if found.route is None:
         if found.allowed:
             raise MethodNotAllowed(request.method, found.allowed)
         raise NotFound(f"no route for {request.method} {shown_path(request.path)}", code="ROUTE_NOT_FOUND")
+    query.parse_request(found.route, request)  # 400 INVALID_QUERY before the handler runs
     handler = cast(RouteHandler, routes.resolve(found.route.handler))
     return handler(request, found.params)
 
@@ -194,13 +230,30 @@ def wants_sse(request: flask.Request) -> bool:
                                                default="application/x-ndjson") == "text/event-stream"
 
 
-def sse_response(events: Iterator[dict[str, Any]]) -> flask.Response:
-    """The same events as Server-Sent Events: ``event`` = the event's type, ``id`` = its seq (a
-    client that reconnects can resume from ``Last-Event-ID`` through the events route)."""
+def sse_frame(event: dict[str, Any]) -> bytes:
+    """One event as a Server-Sent Events frame: ``event`` = its type, ``id`` = its seq (what an
+    ``EventSource`` sends back as ``Last-Event-ID`` when it reconnects), ``data`` = the event as JSON.
+    A heartbeat (no seq) is a comment line: every client ignores it, and it keeps proxies from
+    closing an idle connection."""
+    if event.get("type") == "heartbeat" and "seq" not in event:
+        return b": heartbeat\n\n"
+    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event.get('type', 'message')}\nid: {event.get('seq', '')}\ndata: {data}\n\n".encode()
+
+
+SSE_RETRY_MS = 1000
+"""What the events routes tell an ``EventSource`` to wait before it reconnects (``retry``)."""
+
+
+def sse_response(events: Iterator[dict[str, Any]], *, retry_ms: int | None = None) -> flask.Response:
+    """The same events as Server-Sent Events (:func:`sse_frame`): a client that reconnects resumes
+    with ``Last-Event-ID`` through the events route. ``retry_ms``: sent first, how long an
+    ``EventSource`` waits before it reconnects when the stream closes."""
     def frames() -> Iterator[bytes]:
+        if retry_ms is not None:
+            yield f"retry: {retry_ms}\n\n".encode()
         for ev in events:
-            data = json.dumps(ev, ensure_ascii=False, separators=(",", ":"))
-            yield f"event: {ev.get('type', 'message')}\nid: {ev.get('seq', '')}\ndata: {data}\n\n".encode()
+            yield sse_frame(ev)
 
     resp = flask.Response(frames(), mimetype="text/event-stream")
     resp.headers["Cache-Control"] = "no-store"

@@ -26,6 +26,7 @@ FIRESTORE_ROLES = {
     "integrations": {"roles/datastore.user"},
     "usage": {"roles/datastore.user"},
     "sessions": {"roles/datastore.user"},
+    "containers": {"roles/datastore.user"},
 }
 
 

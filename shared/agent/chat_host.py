@@ -72,7 +72,7 @@ def chat_state(ctx: RunContext) -> ChatState:
 
 def _release(ctx: RunContext) -> Write:
     return ctx.services.runs.release_thread_write(
-        ctx.run.thread_id, mode=ctx.run.context_type,
+        ctx.run, mode=ctx.run.context_type,
         execution_modes=list(chat_state(ctx).execution_modes) or None)
 
 
@@ -94,7 +94,7 @@ def _next_run(ctx: RunContext) -> None:
     """The thread is free: its next queued run starts (``run_queue``)."""
     from shared.agent.run_queue import publish_next
 
-    publish_next(ctx.services, ctx.run.thread_id)
+    publish_next(ctx.services, ctx.run)
 
 
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
@@ -184,7 +184,7 @@ class ChatHost(Host):
         message = MessageRecord(id=ctx.services.new_id("msg"), role="assistant", text=text, run_id=run.run_id)
         runs = ctx.services.runs
         deliveries = _announce(ctx, "run.completed", result)
-        stops.complete(ctx, result=result, writes=[runs.message_write(run.thread_id, message),
+        stops.complete(ctx, result=result, writes=[runs.message_write(run, message),
                                                    _release(ctx)])
         _published(ctx, deliveries)
         _next_run(ctx)

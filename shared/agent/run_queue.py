@@ -52,11 +52,11 @@ def publish(services: Services, entry_ids: tuple[str, ...] | list[str]) -> None:
         services.outbox.deliver(entry_id)
 
 
-def publish_next(services: Services, thread_id: str) -> None:
-    """After a commit that released ``thread_id``: publish the start of its next queued run. A crash
-    before this leaves the entry for the sweep (``recover_queues``)."""
+def publish_next(services: Services, run: RunRecord) -> None:
+    """After a commit that released ``run``'s thread: publish the start of its next queued run. A
+    crash before this leaves the entry for the sweep (``recover_queues``)."""
     try:
-        entry_id = thread_queue(services).next_entry(thread_id)
+        entry_id = thread_queue(services).next_entry(run)
     except Exception:
         log.warning("reading the thread's queue failed; the sweep starts its next run", exc_info=True)
         return
@@ -107,8 +107,8 @@ def recover_queues(services: Services, limit: int) -> int:
     released its thread and died before publishing)."""
     queue = thread_queue(services)
     sent = 0
-    for thread_id in services.runs.threads_with_queued_runs(limit):
-        entry_id = queue.next_entry(thread_id)
+    for run in services.runs.threads_with_queued_runs(limit):
+        entry_id = queue.next_entry(run)
         if entry_id is not None and services.outbox.deliver(entry_id):
             sent += 1
     return sent
@@ -121,7 +121,7 @@ def stop_requested(services: Services, run: RunRecord) -> tuple[NextStepFailed, 
     the writes removing its messages from the thread's history."""
     if not run.thread_id:
         return None
-    thread = services.runs.get_thread(run.thread_id)
+    thread = thread_queue(services).thread_of(run)
     if thread is None or thread.interrupt_run_id != run.run_id:
         return None
     executed = [f"{a.tool} ({a.action_id})" for a in services.runs.list_actions(run.run_id)
@@ -131,7 +131,7 @@ def stop_requested(services: Services, run: RunRecord) -> tuple[NextStepFailed, 
     if thread.interrupt_mode == "cancel":
         return NextStepFailed(FailureCode.CANCELLED, f"cancelled by the user{kept}"), writes
     if thread.interrupt_mode == "rollback":
-        writes = services.runs.message_deletes(run.thread_id, run.run_id)
+        writes = services.runs.message_deletes(run)
         how = "rolled back (its messages left the thread's history)"
     else:
         how = "interrupted"
@@ -162,7 +162,7 @@ def cancel_run(services: Services, uid: str, run_id: str, *, reason: str | None 
         done = queue.cancel_queued(uid, run_id, lambda r: _cancelled(r, reason),
                                    [services.outbox.done(dequeue_entry_id(run_id))])
         if done is not None:
-            publish_next(services, done.thread_id)
+            publish_next(services, done)
             return done, False
         run = services.runs.get_run_for(uid, run_id).run
     if run.terminal:
@@ -172,7 +172,7 @@ def cancel_run(services: Services, uid: str, run_id: str, *, reason: str | None 
                        details={"runId": run_id, "status": run.status})
     if run.status == "awaiting_confirmation" and run.pending_approval_ids and services.runs.close_pause(
             run_id, stops.close_paused, "cancelled"):
-        publish_next(services, run.thread_id)
+        publish_next(services, run)
         return services.runs.get_run_for(uid, run_id).run, False
     if not queue.request_stop(uid, run_id):
         raise Conflict(f"run {run_id} cannot be cancelled now ({run.status})", code="RUN_NOT_CANCELLABLE",

@@ -71,7 +71,8 @@ class AgentService:
             limits.check_daily_tokens(uid, replayed=(lambda: self.services.runs.used_idempotency_key(uid, key))
                                       if key else None)
         with log_context(uid=uid, threadId=thread_id):
-            started = self._start(uid, req, thread_id, idempotency_key)
+            fingerprint = request.fingerprint() if idempotency_key else None
+            started = self._start(uid, req, thread_id, idempotency_key, fingerprint)
             run = started.outcome.snapshot.run
             # Counts only: the prompt, conversation and attached context are user data.
             log.info("run started" if started.outcome.created else "run found for a repeated Idempotency-Key",
@@ -80,18 +81,18 @@ class AgentService:
                                        "attachedContext": len(req.attachedContext)}})
         return started
 
-    def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None) -> StartedRun:
+    def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
+               fingerprint: str | None) -> StartedRun:
         s = self.services
         conversation = list(req.conversation)
-        if not conversation and req.threadId:
-            thread = s.runs.get_thread(req.threadId)
-            if thread is not None and thread.uid == uid:
-                # A rollback closes the thread's paused run and removes its messages: its abandoned
-                # prompt is not history (``supersede`` is that rollback).
-                dropped = thread.active_run_id if req.strategy == "rollback" else None
-                conversation = [ConversationItem(role=m.role, text=m.text)
-                                for m in s.runs.list_messages(req.threadId, MAX_CONVERSATION_FOR_MODEL)
-                                if dropped is None or m.run_id != dropped]
+        if not conversation and req.threadId:  # the caller's own thread of that id (never another user's)
+            thread = s.runs.get_thread(uid, req.threadId)
+            # A rollback closes the thread's paused run and removes its messages: its abandoned
+            # prompt is not history (``supersede`` is that rollback).
+            dropped = thread.active_run_id if thread is not None and req.strategy == "rollback" else None
+            conversation = [ConversationItem(role=m.role, text=m.text)
+                            for m in s.runs.list_messages(uid, req.threadId, MAX_CONVERSATION_FOR_MODEL)
+                            if dropped is None or m.run_id != dropped]
         user, memories = self._load_user(uid)
         run_id = new_id("run")
         # The invocation that starts the run holds its lease from the first write: recovery only
@@ -124,7 +125,7 @@ class AgentService:
 
         queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation])
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-                                   idempotency_key=idempotency_key, strategy=req.strategy,
+                                   idempotency_key=idempotency_key, fingerprint=fingerprint, strategy=req.strategy,
                                    queue_entry=lambda r: queue_entry(s, r), queued_start=queued, slot=slot,
                                    fail_paused=stops.close_paused)
         if outcome.deliver:

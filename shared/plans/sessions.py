@@ -13,17 +13,18 @@ from shared.durable.kinds import CONTINUE
 from shared.durable.messages import WorkMessage
 from shared.errors import Conflict, InvalidInput
 from shared.events import event_to_doc
+from shared.events.plan import PlanResultEvent, PlanStatusEvent, StepCompleteEvent, StepStartEvent
+from shared.events.run import RunEvent
+from shared.events.session import PlanUpdatedEvent, SessionStatusEvent
 from shared.failures import FailureCode
 from shared.formats import rfc3339_datetime
 from shared.ids import new_id
 from shared.loop import stops
 from shared.loop.context import Services
 from shared.models.base import Model, Part, Turn
-from shared.plan_events import PlanStatusEvent, StepStartEvent
 from shared.plans import planner
-from shared.plans.contracts import plan_body
-from shared.plans.plan_state import KIND, task_turn
-from shared.session_events import PlanUpdatedEvent, SessionStatusEvent
+from shared.plans.contracts import SessionResultView, plan_body
+from shared.plans.plan_state import KIND, ended_mode, task_turn
 from shared.state.host_states import PlanRunState
 from shared.state.paused_runs import CloseReason
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
@@ -216,7 +217,7 @@ def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str
                        details={"status": session.status})
     if session.status in ("planning", "awaiting_confirmation"):
         session.status, session.result = "cancelled", SessionResult(status="cancelled")
-        session.cancel_reason = reason
+        session.cancel_requested, session.cancel_reason = True, reason
         session.last_seq += 1
         ev = SessionStatusEvent(status="cancelled", sessionId=session_id, seq=session.last_seq)
         open_tasks = [t.model_copy(update={"status": "cancelled"}) for t in sessions.tasks(session_id)
@@ -238,18 +239,34 @@ PAUSED_END: dict[str, RunError] = {
 
 def end_paused(services: Services, sessions: SessionsRepo, session: SessionRecord, run_id: str,
                reason: Literal["cancelled", "deadline_exceeded"]) -> bool:
-    """End a session whose execution waits for approvals (its run fails through the loop's
-    ``stops.close_paused``, then its log says the session's status); False when the run is not
-    paused (it stops by itself before its next act)."""
-    status = event_to_doc(PlanStatusEvent(planId=session.session_id, status=reason, seq=1))
+    """End a session whose execution waits for approvals: its run ends with the session's status
+    through the loop's ``stops.close_paused``, then its log closes the plan as the host does (on a
+    cancel the task in progress gets its ``step_complete``, then ``plan_status`` and ``plan_result``);
+    False when the run is not paused (it stops by itself before its next act)."""
+    closing: list[dict[str, Any]] = []
+    sid = session.session_id
 
     def fail(run: RunRecord, why: CloseReason, by_run: str) -> dict[str, Any]:
-        error = stops.close_paused(run, why, by_run)
-        run.last_seq += 1
-        status["seq"] = run.last_seq
+        error = stops.close_paused(run, why, by_run, status=reason)
+        run.mode = ended_mode(run)
+        events: list[RunEvent] = []
+        if reason == "cancelled" and isinstance(run.host_state, PlanRunState):
+            for task in run.host_state.tasks:
+                if task.status in OPEN_TASK_STATUSES:
+                    if task.status == "in_progress":
+                        events.append(StepCompleteEvent(planId=sid, stepId=task.id, status="cancelled",
+                                                        summary="cancelled by the user"))
+                    task.status = "cancelled"
+        events += [PlanStatusEvent(planId=sid, status=reason),
+                   PlanResultEvent(planId=sid, result=SessionResultView(status=reason, log=[]))]
+        closing.clear()
+        for ev in events:
+            run.last_seq += 1
+            ev.seq = run.last_seq
+            closing.append(event_to_doc(ev))
         return error
 
-    return sessions.end_paused(session, run_id, status, reason=reason, error=PAUSED_END[reason],
+    return sessions.end_paused(session, run_id, closing, reason=reason, error=PAUSED_END[reason],
                                open_tasks_end="cancelled" if reason == "cancelled" else None,
                                fail=fail, event_write=services.runs.event_write,
                                audit_write=services.runs.audit_write)

@@ -6,16 +6,18 @@ read (``commit``), so two invocations can never both move the same run forward.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from shared.errors import NotFound
+from shared.errors import NotFound, Unprocessable
 from shared.state import paths
-from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Slot
+from shared.state.pages import Page, after, merged, page_of, read_page, tolerant
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
 from shared.state.records import (
     ActionRecord,
@@ -28,12 +30,12 @@ from shared.state.records import (
     ThreadRecord,
     now,
 )
-from shared.state.thread_queue import Busy, QueueEntry, Strategy, busy_thread
+from shared.state.thread_queue import Busy, QueueEntry, Strategy, busy_thread, thread_path
 
 if TYPE_CHECKING:
     from shared.models.base import Turn
 
-__all__ = ["CloseReason", "FailPaused", "RunSnapshot", "RunsRepo", "StartOutcome"]
+__all__ = ["CloseReason", "FailPaused", "RunSnapshot", "RunsRepo", "StartOutcome", "thread_path"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,13 @@ class StartOutcome:
     """Outbox entries to publish after the commit (the entry that starts the thread's next run)."""
 
 
+log = logging.getLogger("agent_runtime.state")
 EXPIRE_AT = "expireAt"
+IDEMPOTENCY_KEY_TTL_S = 24 * 3600.0
+"""How long an ``Idempotency-Key`` answers its run (and refuses another body): 24 h from its first
+use, as Stripe's keys. Its document carries ``expireAt`` (Firestore's TTL policy deletes it later);
+an expired key is a new key. Keys stored before issue 35 (no ``expireAt``) expire 24 h after
+``createdAt`` and, having no fingerprint, replay their run whatever the body."""
 TURNS_KEY = "turns"
 SHARED_TURNS_MAX_CHARS = 256 * 1024
 EVENTS_KEY = "events"
@@ -133,11 +141,12 @@ class RunsRepo:
         return Write("set", paths.action(action.run_id, action.action_id), action.to_doc())
 
     @staticmethod
-    def message_write(thread_id: str, message: MessageRecord) -> Write:
-        return Write("create", paths.message(thread_id, message.id), message.to_doc())
+    def message_write(run: RunRecord, message: MessageRecord) -> Write:
+        """A message of ``run``'s thread (where the run's thread is: :func:`thread_path`)."""
+        return Write("create", f"{thread_path(run)}/messages/{message.id}", message.to_doc())
 
     @staticmethod
-    def release_thread_write(thread_id: str, *, mode: str | None = None,
+    def release_thread_write(run: RunRecord, *, mode: str | None = None,
                              execution_modes: list[str] | None = None) -> Write:
         """The thread has no active run any more (its run stopped for good). The planner state of
         the thread (seed 003 §5.1): ``mode`` (the last turn's contextType) and the execution modes
@@ -148,7 +157,7 @@ class RunsRepo:
             fields["mode"] = mode
         if execution_modes:
             fields["lastExecutionModes"] = execution_modes
-        return Write("update", paths.thread(thread_id), fields)
+        return Write("update", thread_path(run), fields)
 
     @staticmethod
     def touch_run_write(run_id: str, at: float) -> Write:
@@ -175,6 +184,12 @@ class RunsRepo:
                                       limit=limit))
         return [RunRecord.from_doc(d.data) for d in docs]
 
+    def page_runs_for(self, uid: str, limit: int, cursor: str | None = None) -> Page[RunRecord]:
+        """One page of ``uid``'s runs, newest first, after ``cursor`` (shared/state/pages.py). A run
+        document that cannot be read is left out (and logged), not a 500 for the whole list."""
+        query = Query(paths.runs(), where=(("uid", uid),), order_by="createdAt", descending=True)
+        return read_page(self.store, query, cursor, limit, tolerant(lambda d: RunRecord.from_doc(d.data), log))
+
     def load_turns(self, run_id: str) -> list[Turn]:
         from shared.models.base import Turn  # the model contract: reading a run record never needs it
 
@@ -187,13 +202,27 @@ class RunsRepo:
                 turns.append(Turn.model_validate(d.data))
         return turns
 
-    def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        doc = self.store.get(paths.thread(thread_id))
-        return None if doc is None else ThreadRecord.from_doc(doc.data)
+    def find_thread(self, uid: str, thread_id: str) -> tuple[ThreadRecord, str] | None:
+        """``uid``'s thread ``thread_id`` and its document path: the user's own
+        (``users/{uid}/threads``), else one begun before issue 35 in the shared collection if ``uid``
+        owns it. Another user's thread of the same id is not found (it is theirs)."""
+        return _owned_thread(uid, thread_id, [self.store.get(paths.thread(uid, thread_id)),
+                                              self.store.get(paths.shared_thread(thread_id))])
 
-    def list_messages(self, thread_id: str, limit: int = 30) -> list[MessageRecord]:
-        docs = self.store.query(Query(paths.messages(thread_id), order_by="createdAt", descending=True,
-                                      limit=limit))
+    def get_thread(self, uid: str, thread_id: str) -> ThreadRecord | None:
+        found = self.find_thread(uid, thread_id)
+        return None if found is None else found[0]
+
+    def list_messages(self, uid: str, thread_id: str, limit: int = 30) -> list[MessageRecord]:
+        """The last ``limit`` messages of ``uid``'s thread, oldest first (none for a thread not found)."""
+        found = self.find_thread(uid, thread_id)
+        if found is None:
+            return []
+        if found[1] == paths.thread(uid, thread_id):
+            query = Query(paths.messages(uid, thread_id), order_by="createdAt", descending=True, limit=limit)
+        else:
+            query = Query(paths.shared_messages(thread_id), order_by="createdAt", descending=True, limit=limit)
+        docs = self.store.query(query)
         return [MessageRecord.from_doc(d.data) for d in reversed(docs)]
 
     def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
@@ -224,12 +253,25 @@ class RunsRepo:
         return [d.id for d in docs if float(d.data.get("leaseExpiresAt", 0)) < before]
 
     def used_idempotency_key(self, uid: str, key: str) -> bool:
-        """Whether ``uid`` already started a run with this Idempotency-Key (a repeat is answered with it)."""
-        return self.store.get(paths.idempotency(uid, key)) is not None
+        """Whether ``uid`` started a run with this Idempotency-Key less than
+        :data:`IDEMPOTENCY_KEY_TTL_S` ago (a repeat is answered with it)."""
+        return _live_key(self.store.get(paths.idempotency(uid, key))) is not None
 
     def get_approval(self, uid: str, approval_id: str) -> tuple[ApprovalRecord, str] | None:
         doc = self.store.get(paths.approval(uid, approval_id))
         return None if doc is None else (ApprovalRecord.from_doc(doc.data), doc.token)
+
+    def page_approvals_for(self, uid: str, statuses: Sequence[ApprovalStatus] | None, limit: int,
+                           cursor: str | None = None) -> Page[ApprovalRecord]:
+        """One page of ``uid``'s approvals in ``statuses`` (``None``: any), newest first, after
+        ``cursor``: one bounded query per status, merged in the one order."""
+        base = Query(paths.approvals(uid), order_by="createdAt", descending=True, limit=limit + 1)
+        queries = [base] if statuses is None else [
+            Query(paths.approvals(uid), where=(("status", s),), order_by="createdAt", descending=True,
+                  limit=limit + 1) for s in statuses]
+        docs = merged([self.store.query(after(q, cursor)) for q in queries], "createdAt", descending=True)
+        return page_of(docs[:limit + 1], limit, "createdAt",
+                       tolerant(lambda d: ApprovalRecord.from_doc(d.data), log))
 
     def list_approvals_for(self, uid: str, status: ApprovalStatus | None, limit: int) -> list[ApprovalRecord]:
         """``uid``'s approvals (in ``status``, or any), newest first: one bounded query."""
@@ -244,9 +286,9 @@ class RunsRepo:
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
-                  strategy: Strategy = "reject", queue_entry: QueueEntry | None = None,
-                  queued_start: QueuedStart | None = None, slot: Slot | None = None,
-                  fail_paused: FailPaused) -> StartOutcome:
+                  fingerprint: str | None = None, strategy: Strategy = "reject",
+                  queue_entry: QueueEntry | None = None, queued_start: QueuedStart | None = None,
+                  slot: Slot | None = None, fail_paused: FailPaused) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt, or
         queue it behind the thread's runs (``thread_queue.busy_thread``: what ``strategy`` does
         when the thread is busy; ``queue_entry`` makes the outbox write that starts a queued run).
@@ -263,38 +305,47 @@ class RunsRepo:
 
         def txn(t: Transaction) -> str | Busy | None:
             if idempotency_key:
-                seen = t.get(paths.idempotency(run.uid, idempotency_key))
+                seen = _live_key(t.get(paths.idempotency(run.uid, idempotency_key)))
                 if seen is not None:
-                    return str(seen.data["runId"])
-            thread_doc = t.get(paths.thread(run.thread_id))
+                    stored = seen.get("fingerprint")
+                    if fingerprint and stored and stored != fingerprint:
+                        raise Unprocessable("this Idempotency-Key was used with a different request body (within "
+                                            f"{IDEMPOTENCY_KEY_TTL_S / 3600:.0f} h); use a new key for a new "
+                                            "request", code="IDEMPOTENCY_KEY_REUSED",
+                                            details={"runId": str(seen["runId"])})
+                    return str(seen["runId"])
+            found = _owned_thread(run.uid, run.thread_id, [t.get(paths.thread(run.uid, run.thread_id)),
+                                                           t.get(paths.shared_thread(run.thread_id))])
+            record = run.model_copy(update={"thread_scope": "user" if found is None or found[1] == paths.thread(
+                run.uid, run.thread_id) else "shared"})
+            where = thread_path(record)
             busy: Busy | None = None
-            if thread_doc is not None:
-                thread = ThreadRecord.from_doc(thread_doc.data)
-                if thread.uid != run.uid:
-                    raise NotFound(f"thread {run.thread_id} not found", code="THREAD_NOT_FOUND")
-                busy = busy_thread(t, thread, run, strategy, queue_entry, queued_start, fail_paused=fail_paused,
-                                   event_write=self.event_write, audit_write=self.audit_write)
-                if busy is not None and busy.queued:
-                    self._write_queued(t, run, events, idempotency_key)
+            if found is not None:
+                busy = busy_thread(t, found[0], where, record, strategy, queue_entry, queued_start,
+                                   fail_paused=fail_paused, event_write=self.event_write,
+                                   audit_write=self.audit_write)
+                if busy is not None:  # queued: its prompt is written when it starts
+                    t.write(Write("create", paths.run(run.run_id), record.to_doc()))
+                    for w in self.event_writes(run.run_id, [{**ev, "status": "queued"} if ev.get("type") == "status"
+                                                            else ev for ev in events]):
+                        t.write(w)
+                    self._write_key(t, run, idempotency_key, fingerprint)
                     return busy
-                t.write(Write("update", paths.thread(run.thread_id),
-                              {"activeRunId": run.run_id, "updatedAt": now()}))
+                t.write(Write("update", where, {"activeRunId": run.run_id, "updatedAt": now()}))
             else:
-                t.write(Write("create", paths.thread(run.thread_id),
-                              ThreadRecord(thread_id=run.thread_id, uid=run.uid,
-                                           active_run_id=run.run_id).to_doc()))
-            t.write(Write("create", paths.run(run.run_id), run.to_doc()))
+                t.write(Write("create", where, ThreadRecord(thread_id=run.thread_id, uid=run.uid,
+                                                            active_run_id=run.run_id).to_doc()))
+            t.write(Write("create", paths.run(run.run_id), record.to_doc()))
             for i, turn in enumerate(turns):
                 t.write(Write("create", paths.turn(run.run_id, i), turn_doc(turn)))
-            t.write(Write("create", paths.message(run.thread_id, message.id), message.to_doc()))
+            t.write(self.message_write(record, message))
             for w in self.event_writes(run.run_id, events):
                 t.write(w)
-            if idempotency_key:
-                t.write(self._idempotency_write(run, idempotency_key))
-            return busy
+            self._write_key(t, run, idempotency_key, fingerprint)
+            return None
 
         if slot is not None:
-            if idempotency_key and self.store.get(paths.idempotency(run.uid, idempotency_key)) is not None:
+            if idempotency_key and self.used_idempotency_key(run.uid, idempotency_key):
                 slot = None  # a replay: the transaction answers the run it started, nothing new counts
             else:
                 slot.reserve(run.run_id, also_ended=self._paused_on_thread(run) if interrupting else ())
@@ -318,25 +369,18 @@ class RunsRepo:
                             deliver=busy.deliver if busy is not None else ())
 
     @staticmethod
-    def _idempotency_write(run: RunRecord, key: str) -> Write:
-        return Write("create", paths.idempotency(run.uid, key),
-                     {"runId": run.run_id, "uid": run.uid, "createdAt": now()})
-
-    def _write_queued(self, t: Transaction, run: RunRecord, events: Sequence[dict[str, Any]],
-                      idempotency_key: str | None) -> None:
-        """A queued run: its document (``queued`` holds what it starts from) and its first event."""
-        t.write(Write("create", paths.run(run.run_id), run.to_doc()))
-        for w in self.event_writes(run.run_id, [{**ev, "status": "queued"} if ev.get("type") == "status" else ev
-                                                for ev in events]):
-            t.write(w)
-        if idempotency_key:
-            t.write(self._idempotency_write(run, idempotency_key))
+    def _write_key(t: Transaction, run: RunRecord, key: str | None, fingerprint: str | None) -> None:
+        if key:  # "set": an expired key of the same name is replaced
+            at = now()
+            t.write(Write("set", paths.idempotency(run.uid, key),
+                          {"runId": run.run_id, "uid": run.uid, "createdAt": at,
+                           "fingerprint": fingerprint or "", EXPIRE_AT: at + IDEMPOTENCY_KEY_TTL_S}))
 
     def _paused_on_thread(self, run: RunRecord) -> list[str]:
         """The paused run a superseding start closes: it does not count against the reservation (it
         stays listed, so it counts again should the transaction not close it)."""
-        thread = self.store.get(paths.thread(run.thread_id))
-        active_id = thread.data.get("activeRunId") if thread is not None else None
+        found = self.find_thread(run.uid, run.thread_id)
+        active_id = found[0].active_run_id if found is not None else None
         if not active_id:
             return []
         active = self.store.get(paths.run(str(active_id)))
@@ -354,11 +398,6 @@ class RunsRepo:
         """Create a unit of work (``unit_writes``) in one commit."""
         tokens = self.store.commit(self.unit_writes(run, turns=turns, events=events))
         return RunSnapshot(run, tokens[0])
-
-    def threads_with_queued_runs(self, limit: int = 50) -> list[str]:
-        """Threads of (up to ``limit``) queued runs, each once (the sweep's queue recovery)."""
-        docs = self.store.query(Query(paths.runs(), where=(("status", "queued"),), limit=limit))
-        return sorted({str(d.data["threadId"]) for d in docs if d.data.get("threadId")})
 
     def awaiting(self, limit: int = 50) -> list[str]:
         """Ids of runs paused for approval, longest-waiting first (the sweep closes expired pauses)."""
@@ -384,11 +423,11 @@ class RunsRepo:
             state = pause_state(t, run)
             if state is None or state == "decided" or (reason is None and state != "expired"):
                 return False
-            thread = t.get(paths.thread(run.thread_id)) if run.thread_id else None
+            thread = t.get(thread_path(run)) if run.thread_id else None
             close_paused(t, run, doc.token, "", "expired" if state == "expired" else reason or "expired", fail=fail,
                          event_write=self.event_write, audit_write=self.audit_write)
             if thread is not None and thread.data.get("activeRunId") == run_id:
-                t.write(self.release_thread_write(run.thread_id))
+                t.write(self.release_thread_write(run))
             return True
 
         return self.store.run_transaction(txn)
@@ -397,10 +436,19 @@ class RunsRepo:
     def turn_create_write(run_id: str, index: int, turn: Turn) -> Write:
         return Write("create", paths.turn(run_id, index), turn_doc(turn))
 
-    def message_deletes(self, thread_id: str, run_id: str) -> list[Write]:
-        """The writes removing a run's messages from its thread's history (``rollback``)."""
-        docs = self.store.query(Query(paths.messages(thread_id), where=(("runId", run_id),)))
+    def message_deletes(self, run: RunRecord) -> list[Write]:
+        """The writes removing ``run``'s messages from its thread's history (``rollback``)."""
+        docs = self.store.query(Query(f"{thread_path(run)}/messages", where=(("runId", run.run_id),)))
         return [Write("delete", d.path) for d in docs]
+
+    def threads_with_queued_runs(self, limit: int = 50) -> list[RunRecord]:
+        """One queued run of each thread that has some (among ``limit``): the sweep's queue recovery."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", "queued"),), limit=limit))
+        runs: dict[str, RunRecord] = {}
+        for d in docs:
+            run = RunRecord.from_doc(d.data)
+            runs.setdefault(thread_path(run), run)
+        return list(runs.values())
 
     def commit_step(self, snap: RunSnapshot, run: RunRecord, *, new_turns: Mapping[int, Turn],
                     actions: Sequence[ActionRecord], writes: Sequence[Write],
@@ -423,3 +471,23 @@ class RunsRepo:
                                     *writes])
         return RunSnapshot(run, tokens[0])
 
+
+def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple[ThreadRecord, str] | None:
+    """The first of ``docs`` (the user's thread, then the shared one) that is ``uid``'s, with its path."""
+    for doc in docs:
+        if doc is not None:
+            thread = ThreadRecord.from_doc(doc.data)
+            if thread.uid == uid:
+                return thread, doc.path
+    return None
+
+
+def _live_key(doc: Doc | None) -> dict[str, Any] | None:
+    """An Idempotency-Key document's data while the key is live (:data:`IDEMPOTENCY_KEY_TTL_S`)."""
+    if doc is None:
+        return None
+    expire = doc.data.get(EXPIRE_AT)
+    if not isinstance(expire, int | float):
+        created = doc.data.get("createdAt")
+        expire = (created if isinstance(created, int | float) else 0.0) + IDEMPOTENCY_KEY_TTL_S
+    return doc.data if expire > now() else None

@@ -35,6 +35,14 @@ AuditWrite = Callable[[AuditRecord], Write]
 DEQUEUE_PREFIX = "dequeue-"
 
 
+def thread_path(run: RunRecord) -> str:
+    """The document of ``run``'s thread: the user's own, or the shared collection for a thread
+    begun before issue 35 (``RunRecord.thread_scope``)."""
+    if run.thread_scope == "shared":
+        return paths.shared_thread(run.thread_id)
+    return paths.thread(run.uid, run.thread_id)
+
+
 def dequeue_entry_id(run_id: str) -> str:
     """The outbox entry that starts the queued run ``run_id`` when its turn comes."""
     return f"{DEQUEUE_PREFIX}{run_id}"
@@ -59,16 +67,16 @@ def _active(t: Transaction, thread: ThreadRecord) -> tuple[RunRecord, str] | Non
     return None if run.terminal else (run, doc.token)
 
 
-def run_message_deletes(t: Transaction, thread_id: str, run_id: str) -> list[Write]:
-    """The writes removing a run's messages from its thread's history (``rollback``)."""
-    docs = t.query(Query(paths.messages(thread_id), where=(("runId", run_id),)))
+def run_message_deletes(t: Transaction, where: str, run_id: str) -> list[Write]:
+    """The writes removing a run's messages from its thread (document ``where``) (``rollback``)."""
+    docs = t.query(Query(f"{where}/messages", where=(("runId", run_id),)))
     return [Write("delete", d.path) for d in docs]
 
 
-def busy_thread(t: Transaction, thread: ThreadRecord, run: RunRecord, strategy: Strategy,
+def busy_thread(t: Transaction, thread: ThreadRecord, where: str, run: RunRecord, strategy: Strategy,
                 queue_entry: QueueEntry | None, queued_start: QueuedStart | None, *, fail_paused: FailPaused,
                 event_write: EventWrite, audit_write: AuditWrite) -> Busy | None:
-    """What ``strategy`` does with the new ``run`` on ``thread`` (read in ``t``). None: the run starts
+    """What ``strategy`` does with the new ``run`` on ``thread`` (read in ``t`` at ``where``). None: the run starts
     now (the thread was free, or its paused run was closed: its approvals expired, or an
     ``interrupt``/``rollback`` closed the pause). A ``Busy``: ``run`` was made ``queued`` (the
     caller writes it). ``reject`` raises Conflict instead of queueing."""
@@ -77,7 +85,7 @@ def busy_thread(t: Transaction, thread: ThreadRecord, run: RunRecord, strategy: 
     if active is not None and (pause == "expired" or (pause == "open" and strategy in ("interrupt", "rollback"))):
         old, token = active
         if pause == "open" and strategy == "rollback":
-            for w in run_message_deletes(t, thread.thread_id, old.run_id):
+            for w in run_message_deletes(t, where, old.run_id):
                 t.write(w)
         close_paused(t, old, token, run.run_id, "expired" if pause == "expired" else "superseded", fail=fail_paused,
                      event_write=event_write, audit_write=audit_write)
@@ -99,7 +107,7 @@ def busy_thread(t: Transaction, thread: ThreadRecord, run: RunRecord, strategy: 
         fields.update(interruptRunId=active[0].run_id, interruptMode=strategy, interruptBy=run.run_id)
     if active is None:
         fields["activeRunId"] = None
-    t.write(Write("update", paths.thread(thread.thread_id), fields))
+    t.write(Write("update", where, fields))
     entry_id, entry = queue_entry(run)
     t.write(entry)
     deliver = [entry_id]
@@ -141,13 +149,13 @@ class ThreadQueue:
         self._event_writes = event_writes
         self._history = history
 
-    def thread(self, thread_id: str) -> ThreadRecord | None:
-        doc = self.store.get(paths.thread(thread_id))
+    def thread_of(self, run: RunRecord) -> ThreadRecord | None:
+        doc = self.store.get(thread_path(run)) if run.thread_id else None
         return None if doc is None else ThreadRecord.from_doc(doc.data)
 
-    def next_entry(self, thread_id: str) -> str | None:
-        """The outbox entry to publish when the thread has no active run and runs are queued."""
-        thread = self.thread(thread_id)
+    def next_entry(self, run: RunRecord) -> str | None:
+        """The outbox entry to publish when ``run``'s thread has no active run and runs are queued."""
+        thread = self.thread_of(run)
         if thread is None or not thread.queue or thread.active_run_id:
             return None
         return dequeue_entry_id(thread.queue[0])
@@ -165,7 +173,8 @@ class ThreadQueue:
             run = RunRecord.from_doc(doc.data)
             if run.status != "queued":
                 return "gone", run
-            thread_doc = t.get(paths.thread(run.thread_id))
+            where = thread_path(run)
+            thread_doc = t.get(where)
             if thread_doc is None:
                 return "gone", run
             thread = ThreadRecord.from_doc(thread_doc.data)
@@ -173,15 +182,13 @@ class ThreadQueue:
                 return "gone", run
             if thread.queue[0] != run_id or _active(t, thread) is not None:
                 return "wait", run
-            docs = t.query(Query(paths.messages(run.thread_id), order_by="createdAt", descending=True,
-                                 limit=self._history))
+            docs = t.query(Query(f"{where}/messages", order_by="createdAt", descending=True, limit=self._history))
             launch = build(run, [MessageRecord.from_doc(d.data) for d in reversed(docs)])
             t.write(Write("set", paths.run(run_id), run.to_doc()))
-            t.write(Write("update", paths.thread(run.thread_id),
-                          {"activeRunId": run_id, "queue": thread.queue[1:], "updatedAt": now()}))
+            t.write(Write("update", where, {"activeRunId": run_id, "queue": thread.queue[1:], "updatedAt": now()}))
             for i, turn in enumerate(launch.turns):
                 t.write(self._turn_write(run_id, i, turn))
-            t.write(Write("create", paths.message(run.thread_id, launch.message.id), launch.message.to_doc()))
+            t.write(Write("create", f"{where}/messages/{launch.message.id}", launch.message.to_doc()))
             for w in [*self._event_writes(run_id, launch.events), *launch.writes]:
                 t.write(w)
             return "started", run
@@ -200,10 +207,10 @@ class ThreadQueue:
             run: RunRecord = RunRecord.from_doc(doc.data)
             if run.uid != uid or run.status != "queued":
                 return None
-            thread_doc = t.get(paths.thread(run.thread_id))
+            thread_doc = t.get(thread_path(run))
             if thread_doc is not None:
                 thread = ThreadRecord.from_doc(thread_doc.data)
-                t.write(Write("update", paths.thread(run.thread_id),
+                t.write(Write("update", thread_path(run),
                               {"queue": [i for i in thread.queue if i != run_id], "updatedAt": now()}))
             event = fail(run)
             t.write(Write("set", paths.run(run_id), run.to_doc(), if_token=doc.token))
@@ -223,12 +230,12 @@ class ThreadQueue:
             if doc is None:
                 return False
             run = RunRecord.from_doc(doc.data)
-            thread_doc = t.get(paths.thread(run.thread_id)) if run.thread_id else None
+            thread_doc = t.get(thread_path(run)) if run.thread_id else None
             if run.uid != uid or thread_doc is None or run.terminal:
                 return False
             if thread_doc.data.get("activeRunId") != run_id:
                 return False
-            t.write(Write("update", paths.thread(run.thread_id),
+            t.write(Write("update", thread_path(run),
                           {"interruptRunId": run_id, "interruptMode": "cancel", "interruptBy": None,
                            "updatedAt": now()}))
             return True

@@ -215,7 +215,7 @@ def test_a_lost_dequeue_message_is_published_again_by_the_sweep(make_runtime: Ma
 
 
 def test_a_queued_runs_stream_starts_with_queued_and_ends_with_a_follow_link(make_runtime: MakeRuntime) -> None:
-    from shared.agent.runs_api import stream_run
+    from shared.agent.run_handlers import stream_run
 
     rt = make_runtime(FunctionModel(Echo()), follow_max_wait_s=0.3)
     rt.agent.start("alice", RunRequest(prompt="one", threadId="q8"))

@@ -5,15 +5,16 @@ both real stores, messages delivered by hand through the router."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
 import json
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
 
 from shared.agent.webhooks import WebhookRequest, Webhooks
 from shared.api import RunRequest
@@ -36,7 +37,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
                 self.send_response(500 if len(receiver.got) <= receiver.fail else 204)
@@ -108,7 +109,7 @@ def test_a_receiver_down_for_three_attempts_gets_the_delivery_signed_with_one_id
         at = datetime.fromtimestamp(int(headers["webhook-timestamp"]), tz=UTC)
         assert verifier.sign(headers["webhook-id"], at, body.decode()) == headers["webhook-signature"]
         assert body == receiver.got[0][1]  # the same bytes every time
-    with pytest.raises(Exception):
+    with pytest.raises(WebhookVerificationError):
         Webhook(secret).verify(receiver.got[-1][1] + b" ", receiver.got[-1][0])
     done = hooks.delivery_log("alice", "ops").deliveries[0]
     assert done.status == "delivered" and [a.statusCode for a in done.log] == [500, 500, 500, 204]

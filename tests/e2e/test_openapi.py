@@ -78,6 +78,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/integrations/mcp/{name}/tools": {"get"},
         "/api/agent/webhooks": {"get"}, "/api/agent/webhooks/{name}": {"get", "put", "delete"},
         "/api/agent/webhooks/{name}/deliveries": {"get"},
+        "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
         "/healthz": {"get"}, "/openapi.json": {"get"}}
     jsonschema.Draft202012Validator.check_schema({"components": doc["components"]})
     for schema in doc["components"]["schemas"].values():
@@ -94,9 +95,11 @@ def test_event_schemas_require_seq_and_type(client: FlaskClient) -> None:
     events = [ref.rsplit("/", 1)[-1] for ref in schemas["RunEvent"]["discriminator"]["mapping"].values()]
     # the eight of seed 001, agent_state, the five plan events (seed 003), the events of a plan's
     # execution (executor_reason/act/observe/reflect, approval_required, plan_updated, plan_status,
-    # plan_result: a plan run's log, partly relayed into its chat run's) and stream_end
-    assert len(events) == 23
-    for name in events:
+    # plan_result: a plan run's log, partly relayed into its chat run's), stream_end and the
+    # heartbeat (stream only, the one event without a seq)
+    assert len(events) == 24
+    assert "seq" not in schemas["HeartbeatEvent"]["properties"]
+    for name in set(events) - {"HeartbeatEvent"}:
         assert {"seq", "type"} <= set(schemas[name]["required"]), name
         seq = schemas[name]["properties"]["seq"]
         assert seq["minimum"] == 1 and "default" not in seq, name

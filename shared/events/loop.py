@@ -1,9 +1,8 @@
-"""Run events: the NDJSON stream of seed 001 section 4, also persisted under ``runs/{runId}/events/``.
+"""The loop's run events (seed 001 section 4): the base ``Event`` and what every run emits.
 
 Every event carries ``seq`` (1, 2, 3, ... per run), identical on the live stream and in a replay.
 Added to the spec's set: ``tool_result`` (a tool finished, was rejected or failed) and ``usage``
-(token usage of the run so far, sent before ``result``). The events of plans and the union of
-every run event (``RunEvent``) are in ``shared/plan_events.py``.
+(token usage of the run so far, sent before ``result``).
 """
 
 from __future__ import annotations
@@ -83,16 +82,35 @@ class AgentStateEvent(Event):
     details: str | None = None
 
 
+StreamEndReason = Literal["plan_awaiting_approval", "stream_time_spent", "awaiting_approval", "run_ended"]
+
+
 class StreamEndEvent(Event):
-    """Stream only, never persisted: the live stream ends while the run goes on without it (its plan
-    waits for a decision, or the stream's time is spent). ``seq`` repeats the last event's: it takes
-    no number of its own. ``follow`` is the route that reads on from there."""
+    """Stream only, never persisted: a stream (live, or a follow of the events route) ends before the
+    run's own stop was sent on it: its plan waits for a decision, the stream's time (window) is spent,
+    the run waits for a decision (``follow`` without ``until=end``), or it had already ended.
+    ``seq`` repeats the last event's: it takes no number of its own. ``follow`` is the route that
+    reads on from there; ``status`` the run's status when the stream ended."""
 
     type: Literal["stream_end"] = "stream_end"
     runId: str
-    status: Literal["executing", "queued"] = "executing"
-    reason: Literal["plan_awaiting_approval", "stream_time_spent"]
+    status: RunStatus = "executing"
+    reason: StreamEndReason
     follow: str
+
+
+class HeartbeatEvent(BaseModel):
+    """Stream only, never persisted, no ``seq``: a followed stream that has nothing to say for
+    ``STREAM_HEARTBEAT_S`` says this (as an SSE comment line on ``text/event-stream``), so an idle
+    proxy keeps the connection and the client knows it is alive."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["heartbeat"] = "heartbeat"
+
+
+def heartbeat() -> dict[str, Any]:
+    """The heartbeat as the streams yield it (framed as NDJSON, or as an SSE comment)."""
+    return {"type": "heartbeat"}
 
 
 class ErrorEvent(Event):

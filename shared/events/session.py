@@ -11,6 +11,7 @@ from pydantic import Field
 from shared.events import ErrorEvent, Event, UsageEvent
 from shared.plans.contracts import Plan, SessionResultView
 from shared.state.plan_records import PlanChange, SessionStatus
+from shared.state.records import ActOutcome
 
 
 class SessionStatusEvent(Event):
@@ -52,7 +53,7 @@ class ObserveEvent(Event):
     type: Literal["observe"] = "observe"
     taskId: str
     tool: str
-    outcome: str
+    outcome: ActOutcome
     observation: dict[str, Any]
 
 
@@ -86,8 +87,21 @@ class SessionResultEvent(Event):
     result: SessionResultView
 
 
+class SessionStreamEndEvent(Event):
+    """Stream only, never persisted: a follow ends before the session's own ``result`` or ``error``
+    was sent on it (its window's time is spent, it waits for a decision or a confirmation, or it had
+    ended). ``seq`` repeats the last event's; ``follow`` reads on from there."""
+
+    type: Literal["stream_end"] = "stream_end"
+    sessionId: str
+    status: SessionStatus
+    reason: Literal["stream_time_spent", "awaiting_approval", "awaiting_confirmation", "session_ended"]
+    follow: str
+
+
 SessionEvent = Annotated[
     SessionStatusEvent | PlanUpdatedEvent | TaskStartEvent | ReasonEvent | ActEvent | ObserveEvent | ReflectEvent
-    | TaskCompleteEvent | ApprovalRequiredEvent | UsageEvent | SessionResultEvent | ErrorEvent,
+    | TaskCompleteEvent | ApprovalRequiredEvent | UsageEvent | SessionResultEvent | ErrorEvent
+    | SessionStreamEndEvent,
     Field(discriminator="type"),
 ]
