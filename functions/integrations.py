@@ -23,14 +23,6 @@ from typing import TYPE_CHECKING
 import flask
 
 from functions.common import caller
-from shared.agent.webhooks import (
-    WebhookRemovedResponse,
-    WebhookRequest,
-    WebhookResponse,
-    Webhooks,
-    WebhooksResponse,
-    webhook_name,
-)
 from shared.connectors import PROVIDERS, ConnectorError
 from shared.connectors.integrations_api import (
     ConnectRequest,
@@ -135,18 +127,25 @@ def list_mcp_server_tools(request: flask.Request, path: Mapping[str, str]) -> fl
 
 
 # ---- the caller's webhooks (shared/agent/webhooks.py): this function holds the key sealing their secrets
+# (imported per call: the integration routes never load the agent package)
 def list_webhooks(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import Webhooks, WebhooksResponse
+
     rt, uid = caller(request)
     return json_response(WebhooksResponse(webhooks=Webhooks(rt.services).listed(uid)).to_json())
 
 
 def get_webhook(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import WebhookResponse, Webhooks, webhook_name
+
     rt, uid = caller(request)
     body = Webhooks(rt.services).get(uid, webhook_name(path["name"]))
     return json_response(WebhookResponse.model_validate(body.model_dump()).to_json())
 
 
 def put_webhook(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import WebhookRequest, Webhooks, webhook_name
+
     rt, uid = caller(request)
     name = webhook_name(path["name"])
     body = parse_model(WebhookRequest, read_json_body(request, rt.settings.max_body_bytes))
@@ -156,11 +155,15 @@ def put_webhook(request: flask.Request, path: Mapping[str, str]) -> flask.Respon
 
 
 def delete_webhook(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import WebhookRemovedResponse, Webhooks, webhook_name
+
     rt, uid = caller(request)
     name = webhook_name(path["name"])
     return json_response(WebhookRemovedResponse(name=name, removed=Webhooks(rt.services).delete(uid, name)).to_json())
 
 
 def webhook_deliveries(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import Webhooks, webhook_name
+
     rt, uid = caller(request)
     return json_response(Webhooks(rt.services).delivery_log(uid, webhook_name(path["name"])).to_json())

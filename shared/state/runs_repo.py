@@ -30,7 +30,7 @@ from shared.state.records import (
     ThreadRecord,
     now,
 )
-from shared.state.thread_queue import Busy, QueueEntry, Strategy, busy_thread, thread_path
+from shared.state.thread_queue import Busy, QueueEntry, Strategy, busy_thread, run_messages_query, thread_path
 
 if TYPE_CHECKING:
     from shared.models.base import Turn
@@ -438,8 +438,7 @@ class RunsRepo:
 
     def message_deletes(self, run: RunRecord) -> list[Write]:
         """The writes removing ``run``'s messages from its thread's history (``rollback``)."""
-        docs = self.store.query(Query(f"{thread_path(run)}/messages", where=(("runId", run.run_id),)))
-        return [Write("delete", d.path) for d in docs]
+        return [Write("delete", d.path) for d in self.store.query(run_messages_query(run))]
 
     def threads_with_queued_runs(self, limit: int = 50) -> list[RunRecord]:
         """One queued run of each thread that has some (among ``limit``): the sweep's queue recovery."""

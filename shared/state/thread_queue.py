@@ -67,10 +67,23 @@ def _active(t: Transaction, thread: ThreadRecord) -> tuple[RunRecord, str] | Non
     return None if run.terminal else (run, doc.token)
 
 
-def run_message_deletes(t: Transaction, where: str, run_id: str) -> list[Write]:
-    """The writes removing a run's messages from its thread (document ``where``) (``rollback``)."""
-    docs = t.query(Query(f"{where}/messages", where=(("runId", run_id),)))
-    return [Write("delete", d.path) for d in docs]
+def run_messages_query(run: RunRecord) -> Query:
+    """``run``'s messages in its thread (``rollback`` removes them)."""
+    if run.thread_scope == "shared":
+        return Query(paths.shared_messages(run.thread_id), where=(("runId", run.run_id),))
+    return Query(paths.messages(run.uid, run.thread_id), where=(("runId", run.run_id),))
+
+
+def latest_messages_query(run: RunRecord, limit: int) -> Query:
+    """The last ``limit`` messages of ``run``'s thread, newest first."""
+    if run.thread_scope == "shared":
+        return Query(paths.shared_messages(run.thread_id), order_by="createdAt", descending=True, limit=limit)
+    return Query(paths.messages(run.uid, run.thread_id), order_by="createdAt", descending=True, limit=limit)
+
+
+def run_message_deletes(t: Transaction, run: RunRecord) -> list[Write]:
+    """The writes removing ``run``'s messages from its thread's history (``rollback``)."""
+    return [Write("delete", d.path) for d in t.query(run_messages_query(run))]
 
 
 def busy_thread(t: Transaction, thread: ThreadRecord, where: str, run: RunRecord, strategy: Strategy,
@@ -85,7 +98,7 @@ def busy_thread(t: Transaction, thread: ThreadRecord, where: str, run: RunRecord
     if active is not None and (pause == "expired" or (pause == "open" and strategy in ("interrupt", "rollback"))):
         old, token = active
         if pause == "open" and strategy == "rollback":
-            for w in run_message_deletes(t, where, old.run_id):
+            for w in run_message_deletes(t, old):
                 t.write(w)
         close_paused(t, old, token, run.run_id, "expired" if pause == "expired" else "superseded", fail=fail_paused,
                      event_write=event_write, audit_write=audit_write)
@@ -182,7 +195,7 @@ class ThreadQueue:
                 return "gone", run
             if thread.queue[0] != run_id or _active(t, thread) is not None:
                 return "wait", run
-            docs = t.query(Query(f"{where}/messages", order_by="createdAt", descending=True, limit=self._history))
+            docs = t.query(latest_messages_query(run, self._history))
             launch = build(run, [MessageRecord.from_doc(d.data) for d in reversed(docs)])
             t.write(Write("set", paths.run(run_id), run.to_doc()))
             t.write(Write("update", where, {"activeRunId": run_id, "queue": thread.queue[1:], "updatedAt": now()}))

@@ -60,7 +60,7 @@ def run_of(rt: Runtime, run_id: str) -> RunRecord:
 
 
 def thread_texts(rt: Runtime, thread_id: str) -> list[tuple[str, str]]:
-    return [(m.role, m.text) for m in rt.runs.list_messages(thread_id, 100)]
+    return [(m.role, m.text) for m in rt.runs.list_messages("alice", thread_id, 100)]
 
 
 def test_enqueue_runs_one_at_a_time_in_arrival_order(make_runtime: MakeRuntime) -> None:
@@ -87,7 +87,7 @@ def test_enqueue_runs_one_at_a_time_in_arrival_order(make_runtime: MakeRuntime) 
                                       ("user", "four"), ("assistant", "re: four")]
     # each queued run saw the earlier runs' answers: its history was read when it started
     assert texts(echo.requests[-1])[-2:] == ["re: three", "four"]
-    assert rt.runs.get_thread("q1").queue == []  # type: ignore[union-attr]
+    assert rt.runs.get_thread("alice", "q1").queue == []  # type: ignore[union-attr]
     assert rt.services.outbox.repo.all() == []
 
 
