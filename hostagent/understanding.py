@@ -434,13 +434,18 @@ def understand(goal: str, turns: Sequence[Turn], *, contact: Contact | None = No
     unhelpful: list[str] = []
     guess: str | None = None
     reading = read(goal, titles=titles)
+    previous: Topic | None = None
     for index in range(len(turns) + 1):
         if index > 0:
             turn = turns[index - 1]
             topic = topic_of(turn.question)
-            if topic is None and turn.question is not None and not (state.get("name") and state.get("email")):
-                topic = "contact"  # a question in other words while the contact is incomplete may get it
+            incomplete = not (state.get("name") and state.get("email"))
+            if topic is None and incomplete and (turn.question is not None or previous in ("contact", "name", "email")):
+                # A question in other words, or a second message going on with an answer about the
+                # contact ("maria@example.com", then "Maria Lopez"), while the contact is incomplete.
+                topic = "contact"
             reading = read(turn.text, asked=topic, titles=titles)
+            previous = topic
         asked = index > 0 and turns[index - 1].question is not None
         if reading.confirms and guess is not None and reading.email is None:
             reading = reading.model_copy(update={"email": guess, "usable": True})
