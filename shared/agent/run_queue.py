@@ -170,8 +170,8 @@ def cancel_run(services: Services, uid: str, run_id: str, *, reason: str | None 
             return run, False
         raise Conflict(f"run {run_id} already ended ({run.status})", code="RUN_ENDED",
                        details={"runId": run_id, "status": run.status})
-    if run.status == "awaiting_confirmation" and run.pending_approval_ids and services.runs.close_pause(
-            run_id, stops.close_paused, "cancelled"):
+    if run.status == "awaiting_confirmation" and run.pending_approval_ids and services.runs.cancel_paused(
+            run_id, stops.close_paused):
         publish_next(services, run)
         return services.runs.get_run_for(uid, run_id).run, False
     if not queue.request_stop(uid, run_id):

@@ -7,10 +7,7 @@ instruction built from the user's stored profile and memories (a failed read doe
 from __future__ import annotations
 
 import logging
-<<<<<<< HEAD
-=======
 from collections.abc import Callable, Sequence
->>>>>>> main
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,14 +25,9 @@ from shared.loop import stops
 from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
-<<<<<<< HEAD
 from shared.models.base import Turn
-from shared.state.records import MemoryRecord, MessageRecord, QueuedStart, RunRecord, RunResult, UserRecord
-=======
-from shared.models.base import Part, Turn
 from shared.state.docstore import Write
-from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
->>>>>>> main
+from shared.state.records import MemoryRecord, MessageRecord, QueuedStart, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
@@ -73,18 +65,13 @@ class AgentService:
             memories = None
         return user, memories
 
-<<<<<<< HEAD
-    def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None) -> StartedRun:
-        """Persist a new run (or find the one an Idempotency-Key already created). On a busy thread,
-        ``request.strategy`` says what happens (``outcome.queued``: the run waits its turn)."""
-=======
     def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None,
               instruction_note: str | None = None, extra_writes: ExtraWrites | None = None) -> StartedRun:
-        """Persist a new run (or find the one an Idempotency-Key already created).
+        """Persist a new run (or find the one an Idempotency-Key already created). On a busy thread,
+        ``request.strategy`` says what happens (``outcome.queued``: the run waits its turn).
         ``instruction_note``: appended to the system instruction (where the request came from, e.g.
         an A2A caller); ``extra_writes(run_id)``: documents created in the run's own transaction
         (e.g. the A2A task that is this run)."""
->>>>>>> main
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
         limits = self.services.limits
@@ -148,18 +135,12 @@ class AgentService:
 
         queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation])
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-<<<<<<< HEAD
                                    idempotency_key=idempotency_key, fingerprint=fingerprint, strategy=req.strategy,
                                    queue_entry=lambda r: queue_entry(s, r), queued_start=queued, slot=slot,
-                                   fail_paused=stops.close_paused)
-        if outcome.deliver:
-            publish(s, list(outcome.deliver))
-=======
-                                   idempotency_key=idempotency_key, fingerprint=fingerprint,
-                                   supersede=bool(req.supersede), slot=slot,
                                    fail_paused=stops.close_paused,
                                    extra_writes=extra_writes(run_id) if extra_writes is not None else ())
->>>>>>> main
+        if outcome.deliver:
+            publish(s, list(outcome.deliver))
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

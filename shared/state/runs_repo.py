@@ -286,18 +286,14 @@ class RunsRepo:
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
-<<<<<<< HEAD
                   fingerprint: str | None = None, strategy: Strategy = "reject",
                   queue_entry: QueueEntry | None = None, queued_start: QueuedStart | None = None,
-                  slot: Slot | None = None, fail_paused: FailPaused) -> StartOutcome:
+                  slot: Slot | None = None, fail_paused: FailPaused, extra_writes: Sequence[Write] = ()
+                  ) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt, or
         queue it behind the thread's runs (``thread_queue.busy_thread``: what ``strategy`` does
         when the thread is busy; ``queue_entry`` makes the outbox write that starts a queued run).
-=======
-                  fingerprint: str | None = None, supersede: bool = False, slot: Slot | None = None,
-                  fail_paused: FailPaused, extra_writes: Sequence[Write] = ()) -> StartOutcome:
-        """Create the run, claim its thread (one active run per thread) and persist the prompt.
->>>>>>> main
+        ``extra_writes``: documents created in the same transaction (e.g. the A2A task of the run).
 
         Raises NotFound for another user's thread and, with ``reject``, Conflict when the thread's
         current run is not finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE
@@ -336,6 +332,8 @@ class RunsRepo:
                                                             else ev for ev in events]):
                         t.write(w)
                     self._write_key(t, run, idempotency_key, fingerprint)
+                    for w in extra_writes:
+                        t.write(w)
                     return busy
                 t.write(Write("update", where, {"activeRunId": run.run_id, "updatedAt": now()}))
             else:
@@ -347,17 +345,9 @@ class RunsRepo:
             t.write(self.message_write(record, message))
             for w in self.event_writes(run.run_id, events):
                 t.write(w)
-<<<<<<< HEAD
             self._write_key(t, run, idempotency_key, fingerprint)
-=======
-            if idempotency_key:  # "set": an expired key of the same name is replaced
-                at = now()
-                t.write(Write("set", paths.idempotency(run.uid, idempotency_key),
-                              {"runId": run.run_id, "uid": run.uid, "createdAt": at,
-                               "fingerprint": fingerprint or "", EXPIRE_AT: at + IDEMPOTENCY_KEY_TTL_S}))
             for w in extra_writes:
                 t.write(w)
->>>>>>> main
             return None
 
         if slot is not None:
@@ -425,13 +415,6 @@ class RunsRepo:
         """Close a pause whose open approvals all expired (the sweep; before, only the next run on the
         thread or an approve call noticed): approvals ``expired``, actions rejected, audited, the run
         ended by ``fail`` (the loop's stop) and its thread released, in one transaction."""
-<<<<<<< HEAD
-        return self.close_pause(run_id, fail, None)
-
-    def close_pause(self, run_id: str, fail: FailPaused, reason: CloseReason | None) -> bool:
-        """Close a run paused for approval (``reason``: why; None: only if every open approval has
-        expired) and release its thread, in one transaction. False when it is not paused so."""
-=======
         return self._close_pause(run_id, fail, "expired")
 
     def cancel_paused(self, run_id: str, fail: FailPaused) -> bool:
@@ -441,7 +424,6 @@ class RunsRepo:
         return self._close_pause(run_id, fail, "cancelled")
 
     def _close_pause(self, run_id: str, fail: FailPaused, reason: CloseReason) -> bool:
->>>>>>> main
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -449,19 +431,11 @@ class RunsRepo:
                 return False
             run = RunRecord.from_doc(doc.data)
             state = pause_state(t, run)
-<<<<<<< HEAD
-            if state is None or state == "decided" or (reason is None and state != "expired"):
-                return False
-            thread = t.get(thread_path(run)) if run.thread_id else None
-            close_paused(t, run, doc.token, "", "expired" if state == "expired" else reason or "expired", fail=fail,
-                         event_write=self.event_write, audit_write=self.audit_write)
-=======
             if state != "expired" and not (reason == "cancelled" and state == "open"):
                 return False
             thread = t.get(thread_path(run)) if run.thread_id else None
             close_paused(t, run, doc.token, "", reason, fail=fail, event_write=self.event_write,
                          audit_write=self.audit_write)
->>>>>>> main
             if thread is not None and thread.data.get("activeRunId") == run_id:
                 t.write(self.release_thread_write(run))
             return True
