@@ -27,6 +27,7 @@ FIRESTORE_ROLES = {
     "usage": {"roles/datastore.user"},
     "sessions": {"roles/datastore.user"},
     "containers": {"roles/datastore.user"},
+    "data": {"roles/datastore.user"},
 }
 
 

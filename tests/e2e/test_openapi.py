@@ -66,7 +66,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
     assert doc["openapi"].startswith("3.1")
     assert {path: set(item) for path, item in doc["paths"].items()} == {
         "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/runs": {"get"},
-        "/api/agent/runs/{runId}": {"get"},
+        "/api/agent/runs/{runId}": {"get", "delete"},
         "/api/agent/runs/{runId}/events": {"get"}, "/api/agent/approve": {"post"}, "/agent/run": {"post"},
         "/api/agent/approvals": {"get"},
         "/api/agent/usage": {"get"}, "/api/agent/sessions": {"get", "post"}, "/api/agent/sessions/{sessionId}": {"get"},
@@ -76,6 +76,9 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/integrations/mcp": {"get"}, "/api/integrations/mcp/{name}": {"get", "post", "delete"},
         "/api/integrations/mcp/{name}/tools": {"get"},
         "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
+        "/api/agent/threads": {"get"}, "/api/agent/threads/{threadId}": {"get", "delete"},
+        "/api/agent/memories": {"get"}, "/api/agent/memories/{memoryId}": {"delete"},
+        "/api/agent/me/export": {"post"}, "/api/agent/me": {"delete"},
         "/healthz": {"get"}, "/openapi.json": {"get"}}
     jsonschema.Draft202012Validator.check_schema({"components": doc["components"]})
     for schema in doc["components"]["schemas"].values():

@@ -77,11 +77,18 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "POST /api/integrations/mcp/{name}": (("TOO_MANY_MCP_SERVERS", "at most 20 MCP servers per user"),),
     # from before to, at most 93 days apart.
     "GET /api/agent/usage": (("INVALID_QUERY", "must be before to"), ("INVALID_QUERY", "is at most 93 days")),
+    # An Idempotency-Key sent again with another body within 24 h (422, the header's description).
+    "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "used with a different request body"),),
+    "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "used with a different request body"),),
+    # A cursor is a nextCursor of the same list, which no schema can say (the parameter's description).
+    **{f"GET {path}": (("INVALID_CURSOR", "is not a cursor of this list"),) for path in (
+        "/api/agent/runs", "/api/agent/sessions", "/api/agent/approvals", "/api/agent/threads",
+        "/api/agent/threads/{threadId}", "/api/agent/memories")},
 }
 """Rules JSON Schema cannot state (between fields, relative to now, or about the deployment), each
 written in the operation's description in the document: a schema-valid request breaking one gets a
-400 naming it. Only those refusals are not counted as ``positive_data_acceptance`` failures; any
-other refusal of a schema-valid request is."""
+400 (422 for a reused Idempotency-Key) naming it. Only those refusals are not counted as
+``positive_data_acceptance`` failures; any other refusal of a schema-valid request is."""
 
 NDJSON_SEEN: Counter[str] = Counter()
 
@@ -185,7 +192,7 @@ def _broken_rules(body: bytes) -> list[tuple[str, str]]:
 def _keep_failure(ctx: schemathesis.HookContext, failure: Failure, case: schemathesis.Case,
                   response: schemathesis.Response) -> bool:
     rules = SEMANTIC_RULES.get(case.operation.label)
-    if not rules or "positive_data_acceptance" not in type(failure).checks or response.status_code != 400:
+    if not rules or "positive_data_acceptance" not in type(failure).checks or response.status_code not in (400, 422):
         return True
     broken = _broken_rules(response.content)
     return not (broken and all(any(code == c and text in message for c, text in rules) for code, message in broken))
