@@ -6,11 +6,12 @@
     host-agent conform --url ws://HOST:PORT/PATH --room ROOM [--timeout-s N] [--json]
 
 Prints the conversation and the stages to stdout as the session goes (unless ``--quiet``), writes
-the JSONL log to ``--log``, and exits 0 when the session ended normally (goal reached, or the user
-was told why not), 3 on a protocol failure, 4 on a connection failure, 5 on a timeout, 6 when the
-user did not answer a question in time, 1 on an internal error, 2 on bad usage. ``--planner llm``
-uses Gemini through ``shared.models`` (needs
+the JSONL log to ``--log``, and exits 0 when the session ended normally (goal reached, the user was
+told why not, or the user called the booking off), 3 on a protocol failure, 4 on a connection
+failure, 5 on a timeout, 6 when the user did not answer a question in time, 1 on an internal error,
+2 on bad usage. ``--planner llm`` uses Gemini through ``shared.models`` (needs
 ``GEMINI_API_KEY`` or ``GEMINI_USE_VERTEX=true``; ``GEMINI_MODEL``, ``MODEL_TIMEOUT_S`` apply).
+``--contact "Name <email>"`` says whom the booking is for, so the agent need not ask.
 Diagnostics go to stderr as Cloud Logging JSON lines (``LOG_LEVEL``, default WARNING).
 """
 

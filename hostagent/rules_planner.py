@@ -100,7 +100,8 @@ class RulesPlanner:
         if stage == "confirmation":
             if not notes.get("reported"):
                 notes["reported"] = True
-                return _say(_done_text(view, notes), "info", "tell the user the booking is confirmed"), 1.0
+                return _say(_done_text(view, notes, cancelled=sig.cancel), "info",
+                            "tell the user the booking is confirmed"), 1.0
             return PlannedAction(type="session.end", reason=f"goal reached: booking {view.bookingId} confirmed",
                                  payload={"reason": f"goal reached: booking {view.bookingId} confirmed"}), 1.0
         return _say(f"I cannot work with the screen {stage!r}: it is not part of the booking flow I know.",
@@ -426,7 +427,7 @@ def _intent_text(movie: tuple[str, str] | None, sig: Understanding, guess: str |
     return f"I will book {count} seat{'s' if count != 1 else ''} for {movie[1]} ({_when(sig)}){who}{extra}."
 
 
-def _done_text(view: ScreenView, notes: dict[str, Any]) -> str:
+def _done_text(view: ScreenView, notes: dict[str, Any], *, cancelled: bool = False) -> str:
     movie = view.movie.title if view.movie else "your movie"
     show = view.showtime.label if view.showtime else ""
     amount = f"{view.total:.2f}" if isinstance(view.total, float) else view.total  # a number as money: 22.50
@@ -434,4 +435,6 @@ def _done_text(view: ScreenView, notes: dict[str, Any]) -> str:
     text = f"Booked {view.bookingId}: {movie}, {show}, seats {', '.join(view.heldSeats)}{total}."
     if notes.get("coupon_dropped"):
         text += f" The coupon {notes['coupon_dropped']} was not accepted, so it is not applied."
+    if cancelled:  # called off too late: say so rather than pretend
+        text += " You asked to cancel, but the booking was already confirmed; I cannot cancel it here."
     return text

@@ -32,10 +32,13 @@ Topic = Literal["contact", "name", "email", "movie"]
 Relative = Literal["later", "earlier"]
 MAX_UNHELPFUL_ANSWERS = 3
 """Answers in a row that did not help before the agent stops as ``blocked``."""
+MAX_READ_CHARS = 2000
+"""How much of one message is read (an answer is short; the rest of a longer text is not read)."""
 
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_SPELLED_EMAIL = re.compile(r"\b([\w.+-]+)\s*[\[(]?\s*\bat\b\s*[\])]?\s*([\w-]+)((?:\s*[\[(]?\s*\bdot\b\s*[\])]?\s*"
-                            r"[\w-]+)+)", re.IGNORECASE)
+# Bounded parts: a search stays linear in the text, whatever it holds.
+EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}")
+_SPELLED_EMAIL = re.compile(r"\b([\w.+-]{1,64})\s*[\[(]?\s*\bat\b\s*[\])]?\s*([\w-]+)"
+                            r"((?:\s*[\[(]?\s*\bdot\b\s*[\])]?\s*[\w-]+)+)", re.IGNORECASE)
 _NOT_BEFORE = re.compile(r"\b(?:not|isn'?t|wrong|instead\s+of)\s*[:,]?\s*$", re.IGNORECASE)
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _TIME24 = re.compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)\b(?!\s*[ap]\.?m\b)", re.IGNORECASE)
@@ -224,7 +227,7 @@ def read(text: str, *, asked: Topic | None = None, titles: Collection[str] = ())
     """What ``text`` says; ``asked``: the topic of the question it answers; ``titles``: movie titles
     (never taken as a name)."""
     found: dict[str, Any] = {}
-    text = text.replace("\u2019", "'")  # typographic apostrophes (U+2019) read as plain ones
+    text = text[:MAX_READ_CHARS].replace("\u2019", "'")  # typographic apostrophes (U+2019) read as plain ones
     email, spans = _email(text)
     if email is not None:
         found["email"] = email
@@ -333,7 +336,7 @@ def _name(text: str, *, asked: Topic | None, has_email: bool, titles: Collection
                 continue  # "for Dune tonight": a movie; without a contact question or an address: not a name
             found.append(_Candidate(name, m.end(), end, strength))
     covered = 0
-    for m in re.finditer(r"(?:^|(?<=[\s,;:!?()<>\[\]/|\"\u201c\u201d\u2013\u2014.-]))([^\W\d_])", text):
+    for m in re.finditer(r"(?:^|(?<=[\s,;:!?()<>\[\]/|\"\u201c\u201d\u2013\u2014]))([^\W\d_])", text):
         if m.start(1) < covered:
             continue  # inside the name found just before ("Lopez" of "Maria Lopez")
         start = m.start(1)
@@ -392,6 +395,8 @@ def _name_at(text: str, pos: int, *, lower_ok: bool, banned: set[str]) -> tuple[
 def _leads(text: str, start: int, end: int, name: str) -> bool:
     """Whether a name of two words or more opens the answer, set off by punctuation ("Alan Turing,
     but I'd rather not give my e-mail")."""
+    if start > 60:
+        return False
     before = re.findall(r"[^\W\d_]+", text[:start].lower())
     return len(name.split()) >= 2 and all(w in _FILLERS for w in before) and bool(
         re.match(r"\s*(?:[,.;!]|$)", text[end:]))
@@ -401,6 +406,8 @@ def _alone(text: str, start: int, end: int) -> bool:
     """Whether the name is all its line says (fillers and an address aside): "Zoe Miller", "Lucy Hale please"."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
+    if (line_end if line_end >= 0 else len(text)) - line_start > 200:
+        return False  # a long line is not a name on its own
     rest = (text[line_start:start] + " " + text[end:line_end if line_end >= 0 else len(text)])
     words = re.findall(r"[^\W\d_]+|<EMAIL>", rest.lower())
     return all(w in _CONNECTORS or w in _FILLERS or w in ("<email>", "name", "this") for w in words)
@@ -408,9 +415,11 @@ def _alone(text: str, start: int, end: int) -> bool:
 
 def _next_to_email(text: str, start: int, end: int) -> bool:
     """Whether only punctuation and connecting words stand between the name and an address."""
-    for m in re.finditer(r"<EMAIL>", text):
-        between = text[end:m.start()] if m.start() >= end else text[m.end():start] if m.end() <= start else None
-        if between is None:
+    after = text.find("<EMAIL>", end)
+    before = text.rfind("<EMAIL>", 0, start)
+    for between in (text[end:after] if after >= 0 else None,
+                    text[before + len("<EMAIL>"):start] if before >= 0 else None):
+        if between is None or len(between) > 80:
             continue
         words = re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)?", between.lower())
         if len(words) <= 6 and all(w in _CONNECTORS for w in words):
@@ -425,13 +434,18 @@ def understand(goal: str, turns: Sequence[Turn], *, contact: Contact | None = No
     unhelpful: list[str] = []
     guess: str | None = None
     reading = read(goal, titles=titles)
+    previous: Topic | None = None
     for index in range(len(turns) + 1):
         if index > 0:
             turn = turns[index - 1]
             topic = topic_of(turn.question)
-            if topic is None and turn.question is not None and not (state.get("name") and state.get("email")):
-                topic = "contact"  # a question in other words while the contact is incomplete may get it
+            incomplete = not (state.get("name") and state.get("email"))
+            if topic is None and incomplete and (turn.question is not None or previous in ("contact", "name", "email")):
+                # A question in other words, or a second message going on with an answer about the
+                # contact ("maria@example.com", then "Maria Lopez"), while the contact is incomplete.
+                topic = "contact"
             reading = read(turn.text, asked=topic, titles=titles)
+            previous = topic
         asked = index > 0 and turns[index - 1].question is not None
         if reading.confirms and guess is not None and reading.email is None:
             reading = reading.model_copy(update={"email": guess, "usable": True})

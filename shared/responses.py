@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.state.statuses import ApprovalStatus
 from shared.wire import UtcTime
 
 
@@ -57,7 +58,7 @@ class Approval(ResponseBody):
     tool: str
     preview: str
     reason: str
-    status: Literal["pending", "approved", "rejected", "expired"]
+    status: ApprovalStatus
     createdAt: UtcTime
     expiresAt: UtcTime
     decidedAt: UtcTime | None = None

@@ -7,7 +7,7 @@ import {approvalCard} from './approval.js';
 import {chip, h, json} from './dom.js';
 import {errorBox} from './errors.js';
 
-const FINAL_STATUSES = new Set(['completed', 'failed']);
+const FINAL_STATUSES = new Set(['completed', 'failed', 'rejected', 'deadline_exceeded', 'cancelled']);
 
 export class RunView {
   /**

@@ -69,7 +69,7 @@ class BoxOffice:
     """One room's session: answers each envelope of the agent with the frames to send."""
 
     def __init__(self, room: str, switches: list[Switch], user: tuple[str, str] | None,
-                 answers: Sequence[str] | None = None) -> None:
+                 answers: Sequence[str | Sequence[str]] | None = None) -> None:
         self.room = room
         self.switches = switches
         self.user = user
@@ -135,13 +135,14 @@ class BoxOffice:
         if self.answers is not None:  # a scripted person: the next answer, or silence once they run out
             if not self.answers:
                 return []
-            text = self.answers.pop(0)
+            answer = self.answers.pop(0)
+            texts = [answer] if isinstance(answer, str) else list(answer)  # one message, or several
         elif self.user is None:
             return []
         else:
-            text = f"Put it under {self.user[0]}, email {self.user[1]} please."
-        self.chat.append({"role": "user", "text": text, "stage": self.visit.stage})
-        return [self._send("user.message", {"text": text, "stage": self.visit.stage})]
+            texts = [f"Put it under {self.user[0]}, email {self.user[1]} please."]
+        self.chat += [{"role": "user", "text": text, "stage": self.visit.stage} for text in texts]
+        return [self._send("user.message", {"text": text, "stage": self.visit.stage}) for text in texts]
 
     def _call(self, rid: str, payload: dict[str, Any]) -> list[Send]:
         name, params = payload["name"], payload["params"]
@@ -208,7 +209,7 @@ class AltHost(WebSocketHost):
     def __init__(self, *, faults: Sequence[str] = (), user_profile: tuple[str, str] | None = ("Ada Lovelace",
                                                                                                "ada@example.com"),
                  host: str = "127.0.0.1", port: int = 0, path: str = "/ws",
-                 user_answers: Sequence[str] | None = None) -> None:
+                 user_answers: Sequence[str | Sequence[str]] | None = None) -> None:
         super().__init__(host=host, port=port, path=path)
         self.specs = list(faults)
         for spec in self.specs:

@@ -69,7 +69,8 @@ class ReferenceHost(WebSocketHost):
 
     def __init__(self, *, faults: Sequence[Fault] = (), user_profile: tuple[str, str] | None = DEFAULT_PROFILE,
                  host: str = "127.0.0.1", port: int = 0, path: str = "/relay",
-                 max_frame_bytes: int = MAX_FRAME_BYTES, user_answers: Sequence[str] | None = None) -> None:
+                 max_frame_bytes: int = MAX_FRAME_BYTES,
+                 user_answers: Sequence[str | Sequence[str]] | None = None) -> None:
         super().__init__(host=host, port=port, path=path)
         self.faults = list(faults)
         self.user_profile = user_profile

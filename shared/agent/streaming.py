@@ -19,7 +19,7 @@ from shared.events.loop import ErrorEvent, StreamEndEvent, StreamEndReason, even
 from shared.failures import FailureCode
 from shared.logs import iterate_in_context
 from shared.ndjson import ndjson as ndjson  # the edge frames chat streams with it (functions/)
-from shared.state.records import waits_on_child
+from shared.state.records import TERMINAL_RUN_STATUSES, waits_on_child
 
 if TYPE_CHECKING:
     from shared.agent.plan_relay import RelayCursor
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_runtime.streaming")
 
 _DONE = object()
-STOP_STATUSES = frozenset({"completed", "failed", "awaiting_confirmation"})
+STOP_STATUSES = TERMINAL_RUN_STATUSES | {"awaiting_confirmation"}
 STOP_EVENTS = frozenset({"result", "error"})
 """A stream whose last event is one of these told the client where the run stopped: it needs no
 ``stream_end``."""
@@ -236,7 +236,7 @@ class _Follow:
                 if waits_on_child(run) and self._plan_waits_for_decision(run):
                     self.stopped_because = "plan_awaiting_approval"
                     return
-            if run.status in ("completed", "failed") and self.last >= run.last_seq:
+            if run.terminal and self.last >= run.last_seq:
                 return
             if time.monotonic() >= deadline:
                 self.stopped_because = "stream_time_spent"

@@ -64,11 +64,15 @@ class ToolResultEvent(Event):
 
 
 class UsageEvent(Event):
+    """The run's token usage so far (sent before its ``result``, and at every pause)."""
+
     type: Literal["usage"] = "usage"
     usage: Usage
 
 
 class ResultEvent(Event):
+    """The seed-001 response as of the run's stop (its last event, unless it failed: ``error``)."""
+
     type: Literal["result"] = "result"
     result: RunResult
 

@@ -84,4 +84,4 @@ def cancel(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepted
 
 def view(rt: Runtime, uid: str, session_id: str) -> SessionView:
     session, _ = rt.sessions.get_for(uid, session_id)
-    return session_view(rt.sessions, rt.runs, session)
+    return session_view(rt.sessions, rt.runs, rt.services.usage, session)

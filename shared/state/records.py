@@ -15,21 +15,18 @@ from shared.state.record_base import SCHEMA_VERSION as SCHEMA_VERSION
 from shared.state.record_base import Record as Record
 from shared.state.record_base import SchemaVersionError as SchemaVersionError
 from shared.state.record_base import now as now
+from shared.state.statuses import TERMINAL_ACTION_STATUSES as TERMINAL_ACTION_STATUSES
+from shared.state.statuses import TERMINAL_RUN_STATUSES as TERMINAL_RUN_STATUSES
+from shared.state.statuses import ActionStatus as ActionStatus
+from shared.state.statuses import ActOutcome as ActOutcome
+from shared.state.statuses import ApprovalStatus as ApprovalStatus
+from shared.state.statuses import RunStatus as RunStatus
 from shared.usage.figures import Usage
 
-RunStatus = Literal["queued", "planning", "awaiting_confirmation", "executing", "completed", "failed"]
-"""``planning`` means the loop is working on the run (calling the model); it is not a plan session's
-status. Plan sessions have their own states (docs/firestore-layout.md says which word means what)."""
 RunMode = Literal["assistant_text", "tool_executed", "requires_approval", "executing_plan"]
 """``executing_plan``: the run waits on the plan its ``agent_create_plan`` call started (nobody is
 asked anything; it goes on when the plan ends). Reported with status ``executing``."""
-ActionStatus = Literal["planned", "awaiting_confirmation", "approved", "executing", "completed", "failed",
-                       "rejected"]
-ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
 TrustLevel = Literal["supervised", "delegated", "autonomous"]
-
-TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
-TERMINAL_ACTION_STATUSES: frozenset[str] = frozenset({"completed", "failed", "rejected"})
 
 
 class UserProfile(Record):

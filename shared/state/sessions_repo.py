@@ -102,7 +102,7 @@ class SessionsRepo:
             fields["cancelReason"] = reason
         self.store.commit([self.update_write(session_id, fields)])
 
-    def end_paused(self, session: SessionRecord, run_id: str, status_event: dict[str, Any], *,
+    def end_paused(self, session: SessionRecord, run_id: str, closing: list[dict[str, Any]], *,
                    reason: Literal["cancelled", "deadline_exceeded"], error: RunError, fail: FailPaused,
                    open_tasks_end: TaskStatus | None = None,
                    event_write: Callable[[str, dict[str, Any]], Write],
@@ -112,8 +112,9 @@ class SessionsRepo:
         by ``fail`` (the loop's stop), the session records ``error``, in one transaction. False when
         the run is not paused (it then stops by itself before its next act). ``open_tasks_end``: the
         status the tasks still pending or in progress end with (the caller's decision; None: left as
-        they are). ``status_event`` is appended to the run's log (the session's events are its
-        run's): ``fail`` numbers it after the run's own closing event."""
+        they are). ``closing``: the events that close the session, appended to the run's log (the
+        session's events are its run's), filled and numbered by ``fail`` after the run's own closing
+        event."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -122,13 +123,15 @@ class SessionsRepo:
             run = RunRecord.from_doc(doc.data)
             if run.status != "awaiting_confirmation":
                 return False
+            before = run.host_state.model_copy(deep=True)  # ``fail`` may close the tasks of the state
             close_paused(t, run, doc.token, run_id, reason, fail=fail, event_write=event_write,
                          audit_write=audit_write)
             t.write(self.update_write(session.session_id, {
                 "status": reason, "result": {"status": reason, "log": []}, "error": error.to_doc()}))
-            t.write(event_write(run_id, status_event))
-            if open_tasks_end is not None and isinstance(run.host_state, PlanRunState):
-                for task in run.host_state.tasks:
+            for event in closing:
+                t.write(event_write(run_id, event))
+            if open_tasks_end is not None and isinstance(before, PlanRunState):
+                for task in before.tasks:
                     if task.status in OPEN_TASK_STATUSES:
                         t.write(self.task_write(session.session_id,
                                                 task.model_copy(update={"status": open_tasks_end})))

@@ -79,6 +79,12 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/agent/threads": {"get"}, "/api/agent/threads/{threadId}": {"get", "delete"},
         "/api/agent/memories": {"get"}, "/api/agent/memories/{memoryId}": {"delete"},
         "/api/agent/me/export": {"post"}, "/api/agent/me": {"delete"},
+        "/a2a": {"post"}, "/a2a/message:send": {"post"}, "/a2a/message:stream": {"post"},
+        "/a2a/tasks": {"get"}, "/a2a/tasks/{taskId}": {"get"}, "/a2a/tasks/{taskId}:cancel": {"post"},
+        "/a2a/tasks/{taskId}:subscribe": {"get", "post"},
+        "/a2a/tasks/{taskId}/pushNotificationConfigs": {"get", "post"},
+        "/a2a/tasks/{taskId}/pushNotificationConfigs/{configId}": {"get", "delete"},
+        "/a2a/extendedAgentCard": {"get"}, "/.well-known/agent-card.json": {"get"},
         "/healthz": {"get"}, "/openapi.json": {"get"}}
     jsonschema.Draft202012Validator.check_schema({"components": doc["components"]})
     for schema in doc["components"]["schemas"].values():

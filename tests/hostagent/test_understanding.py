@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from hostagent.understanding import MAX_UNHELPFUL_ANSWERS, Contact, Turn, read, understand
+from hostagent.understanding import MAX_READ_CHARS, MAX_UNHELPFUL_ANSWERS, Contact, Turn, read, understand
 from tests.hostagent.corpus import CASES, CONTACT_QUESTION, DEFAULT_GOAL, PATH, USABLE_CONTACT, score
 from tests.hostagent.support import HOSTS, Session, run
 
@@ -66,6 +66,9 @@ def test_a_reading_holds_what_one_message_says() -> None:
     assert read("cancel the coupon").cancel is False
     assert read("Actually the later show please").showtime == "later"
     assert (read("around 8.30pm").showtime, read("around 8.30pm").approximate) == ("20:30", True)
+    # Only the start of a message is read (an answer is short): what a wall of text hides is not taken.
+    assert read("x" * MAX_READ_CHARS + " ada@example.com").email is None
+    assert read("Ada Lovelace <ada@example.com> " + "x" * MAX_READ_CHARS, asked="contact").name == "Ada Lovelace"
 
 
 # More phrasings, written by the extraction's author after the corpus (so not an independent
@@ -109,6 +112,9 @@ def test_the_understanding_folds_messages_later_ones_win() -> None:
                                     Turn("make it three seats"), Turn("switch to the 21:15 show")])
     assert (got.name, got.email, got.count, got.showtime, got.day_part) == (
         "Paul Smith", "paul.smith@example.com", 3, "21:15", None)
+    # An answer going on in a second message, said before the agent asked again.
+    assert understand(DEFAULT_GOAL, [Turn("maria@example.com", asked), Turn("Maria Lopez")]).name == "Maria Lopez"
+    assert understand(DEFAULT_GOAL, [Turn("Maria Lopez")]).name is None  # said unasked: not a name
     # The answers that did not help, in a row; a useful one resets the count.
     silly = understand(DEFAULT_GOAL, [Turn("what?", asked), Turn("ok", asked)])
     assert silly.unhelpful == ("what?", "ok")
@@ -274,3 +280,41 @@ def test_a_contact_profile_books_without_asking(tmp_path: Path, host: str) -> No
     assert (session.booked.name, session.booked.email) == (PROFILE.name, PROFILE.email)
     begin = session.records[0]["data"]["config"]
     assert begin["contact"] == {"name": PROFILE.name, "email": PROFILE.email}
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_calling_it_off_after_the_booking_is_confirmed_is_answered_honestly(tmp_path: Path, host: str) -> None:
+    session = run(tmp_path, host=host, goal=_here(DEFAULT_GOAL), contact=PROFILE,
+                  fault_specs=["goal_change:confirm_booking:1:cancel that"])
+    assert session.result.outcome == "completed" and session.booked.reference is not None
+    report = session.sent("agent.message")[-1]["payload"]["text"]
+    assert report.startswith("Booked ")
+    assert report.endswith("the booking was already confirmed; I cannot cancel it here.")
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_an_answer_in_two_messages_completes_the_contact(tmp_path: Path, host: str) -> None:
+    # The person answers the one question with two messages in a row, the address first.
+    answers = [["maria.lopez@example.com", "Maria Lopez"]]
+    session = run(tmp_path, host=host, goal=_here(DEFAULT_GOAL), host_kwargs={"user_answers": answers})
+    assert session.result.outcome == "completed"
+    assert (session.booked.name, session.booked.email) == ("Maria Lopez", "maria.lopez@example.com")
+    asked = _questions(session)
+    assert asked[0] == CONTACT_QUESTION and len(asked) <= 2  # at most a follow-up the second message answers
+    assert [r["outcome"] for r in _readings(session)] == ["usable", "usable"]
+
+
+UNUSABLE = [c for c in CASES if c["category"] == "unusable"]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("case", UNUSABLE, ids=[c["id"] for c in UNUSABLE])
+def test_each_unusable_answer_gets_a_clarifying_question_not_the_same_one(tmp_path: Path, host: str,
+                                                                       case: dict[str, Any]) -> None:
+    answers = [case["message"], "Ada Lovelace <ada@example.com>"]
+    session = run(tmp_path, host=host, goal=_here(DEFAULT_GOAL), host_kwargs={"user_answers": answers})
+    assert session.result.outcome == "completed" and session.booked.name == "Ada Lovelace"
+    first, second = _questions(session)
+    assert first == CONTACT_QUESTION and second != first
+    assert f'"{case["message"]}"' in second  # the clarification quotes what it could not use
+    assert [r["outcome"] for r in _readings(session)] == ["unusable", "usable"]
