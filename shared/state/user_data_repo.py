@@ -40,7 +40,7 @@ class Tree:
 UNDER_USER: tuple[Tree, ...] = (
     Tree("threads", (Tree("messages"),)), Tree("agentApprovals"), Tree("memories"), Tree("integrations"),
     Tree("mcpServers"), Tree("templates"), Tree("projects", (Tree("tasks"), Tree("documents"))),
-    Tree("usage"), Tree("usageDays"), Tree("limits"),
+    Tree("usage"), Tree("usageDays"), Tree("limits"), Tree("a2aTasks", (Tree("pushConfigs"),)),
 )
 """The collections under ``users/{uid}``."""
 
