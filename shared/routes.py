@@ -233,6 +233,13 @@ ROUTES: tuple[Route, ...] = (
           request="shared.api:RunRequest",
           replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
                               "event = type, id = seq)", stream="RunEvent", sse=True),), errors=(*_BODY, 422)),
+    Route("POST", "/api/agent/agui", "agui", "stream", "functions.stream:agui", request="ag_ui.core:RunAgentInput",
+          description="AG-UI (docs/ag-ui.md): a RunAgentInput starts a run (threadId, runId: the same input again "
+                      "is the same run) or, with resume entries, decides its interrupts (approvals) through the "
+                      "same path as POST /api/agent/approve and follows the resumed run. Last-Event-ID resumes "
+                      "the stream.",
+          replies=(Reply(200, "the AG-UI event stream (Server-Sent Events; data: one AG-UI event, id: "
+                              "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
           description="The caller's runs, newest first (other users' runs are never listed).",
           query=(page_limit(), CURSOR),
@@ -298,6 +305,12 @@ ROUTES: tuple[Route, ...] = (
                  page_limit(), CURSOR),
           replies=(Reply(200, "the approvals, newest first", model="shared.approvals_inbox:ApprovalsList"),),
           errors=(400, 401)),
+    Route("GET", "/api/agent/approvals/{approvalId}", "getApproval", "approve", "functions.approve:get_approval",
+          description="One of the caller's approvals with its call's arguments (as they will run; "
+                      "originalArguments: the model's, when an approval with edits changed them) and the tool's "
+                      "JSON schema of them (what an edit form needs; absent: the tool takes no edits).",
+          replies=(Reply(200, "the approval and its call", model="shared.agent.approval_edits:ApprovalDetail"),),
+          errors=(400, 401, 404)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
           request="shared.api:ApproveRequest",
           replies=(Reply(202, "decision recorded; the run resumes asynchronously",

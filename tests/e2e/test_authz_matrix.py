@@ -60,6 +60,8 @@ our error envelope: tests/a2a/test_a2a_http.py holds their matrix (B gets TaskNo
 credentials 401) on both transports."""
 NOT_REFERENCES = {"teamId"}
 """Body fields named like references that name no object of ours (a Slack workspace id)."""
+NOT_REFERENCES_IN = {"RunAgentInput": {"runId", "parentRunId"}}
+"""Per request schema: AG-UI's client-chosen run ids name no object of ours (its ``threadId`` does)."""
 
 
 PROBE = "hello"
@@ -242,6 +244,9 @@ BODIES: dict[str, dict[str, Any]] = {
     "RefineRequest": {"message": "also pack"},
     "ConfirmRequest": {"planVersion": 1},
     "CancelRequest": {"reason": "changed my mind"},
+    # AG-UI: B's run on A's thread must not supersede A's pause either
+    "RunAgentInput": {"threadId": "thread-b", "runId": "agui-run", "forwardedProps": {"supersede": True},
+                      "messages": [{"id": "m1", "role": "user", "content": PROBE}]},
 }
 """A valid body per request schema; the reference under test replaces its field."""
 
@@ -280,7 +285,8 @@ def cells(doc: dict[str, Any]) -> Iterator[Cell | tuple[str, str, str]]:
             body = _body_schema(op)
             if body is not None:
                 refs += [(name, "body") for name in schemas[body].get("properties", {})
-                         if re.fullmatch(r"[a-z]\w*Id", name) and name not in NOT_REFERENCES]
+                         if re.fullmatch(r"[a-z]\w*Id", name) and name not in NOT_REFERENCES
+                         and name not in NOT_REFERENCES_IN.get(body, ())]
             if not refs:
                 yield op["operationId"], method, path
             for name, location in refs:

@@ -65,10 +65,11 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
     doc = client.get("/openapi.json").get_json()
     assert doc["openapi"].startswith("3.1")
     assert {path: set(item) for path, item in doc["paths"].items()} == {
-        "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/runs": {"get"},
+        "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/agui": {"post"},
+        "/api/agent/runs": {"get"},
         "/api/agent/runs/{runId}": {"get", "delete"},
         "/api/agent/runs/{runId}/events": {"get"}, "/api/agent/approve": {"post"}, "/agent/run": {"post"},
-        "/api/agent/approvals": {"get"},
+        "/api/agent/approvals": {"get"}, "/api/agent/approvals/{approvalId}": {"get"},
         "/api/agent/usage": {"get"}, "/api/agent/sessions": {"get", "post"}, "/api/agent/sessions/{sessionId}": {"get"},
         "/api/agent/sessions/{sessionId}/refine": {"post"}, "/api/agent/sessions/{sessionId}/confirm": {"post"},
         "/api/agent/sessions/{sessionId}/cancel": {"post"}, "/api/agent/sessions/{sessionId}/events": {"get"},
