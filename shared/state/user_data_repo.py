@@ -26,7 +26,8 @@ log = logging.getLogger("agent_runtime.state")
 PAGE = 500
 BATCH = 400
 SECRET_FIELDS = frozenset({"ciphertext", "nonce", "keyId"})
-"""Sealed tokens (integrations, MCP servers): never exported (the export names the connection)."""
+"""Sealed tokens and secrets (integrations, MCP servers, webhooks): never exported (the export names
+the connection)."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class Tree:
 UNDER_USER: tuple[Tree, ...] = (
     Tree("threads", (Tree("messages"),)), Tree("agentApprovals"), Tree("memories"), Tree("integrations"),
     Tree("mcpServers"), Tree("templates"), Tree("projects", (Tree("tasks"), Tree("documents"))),
-    Tree("usage"), Tree("usageDays"), Tree("limits"), Tree("a2aTasks", (Tree("pushConfigs"),)),
+    Tree("usage"), Tree("usageDays"), Tree("limits"), Tree("a2aTasks", (Tree("pushConfigs"),)), Tree("webhooks"),
 )
 """The collections under ``users/{uid}``."""
 
@@ -48,7 +49,7 @@ OWNED: tuple[Tree, ...] = (
     Tree("runs", (Tree("turns"), Tree("actions"), Tree("events"))),
     Tree("threads", (Tree("messages"),)),
     Tree("sessions", (Tree("plans"), Tree("tasks", (Tree("react"),)), Tree("events"))),
-    Tree("workspaces"), Tree("audit"), Tree("idempotencyKeys"), Tree("outbox"),
+    Tree("workspaces"), Tree("audit"), Tree("idempotencyKeys"), Tree("outbox"), Tree("deliveries"),
 )
 """Top-level collections whose documents carry their owner's ``uid`` (``threads``: those begun
 before issue 35)."""
