@@ -101,7 +101,7 @@ CURSOR = Param("cursor", "string", description="where the page starts: the nextC
                                                "(absent: the first page); 400 INVALID_CURSOR when it is not one")
 AFTER = Param("after", "integer", default=0, description="the seq after which events are read")
 LAST_EVENT_ID = Param("lastEventId", "integer", description="the same as after, for clients that cannot set the "
-                                                            "Last-Event-ID header (400 INVALID_QUERY with after)")
+                                                            "Last-Event-ID header (it wins over after)")
 FOLLOW = Param("follow", "boolean", default=False, description="keep the response open and stream new events")
 UNTIL = Param("until", "enum", default="stop", values=("stop", "end"),
               description="with follow: stop (default) ends the follow when the run stops, also at a pause for "
@@ -241,8 +241,10 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/agui", "agui", "stream", "functions.stream:agui", request="ag_ui.core:RunAgentInput",
           description="AG-UI (docs/ag-ui.md): a RunAgentInput starts a run (threadId, runId: the same input again "
                       "is the same run) or, with resume entries, decides its interrupts (approvals) through the "
-                      "same path as POST /api/agent/approve and follows the resumed run. Last-Event-ID resumes "
-                      "the stream.",
+                      "same path as POST /api/agent/approve and follows the resumed run. A new run needs a "
+                      "user message with text, threadId is one of our thread ids (1-128 characters of A-Z, a-z, "
+                      "0-9, _ and -) and runId an idempotency key (1-255 visible ASCII characters); 400 "
+                      "INVALID_REQUEST otherwise. Last-Event-ID resumes the stream.",
           replies=(Reply(200, "the AG-UI event stream (Server-Sent Events; data: one AG-UI event, id: "
                               "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
@@ -325,6 +327,10 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the approval and its call", model="shared.agent.approval_edits:ApprovalDetail"),),
           errors=(400, 401, 404)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
+          description="Decide one of the caller's approvals. Approve with edits: arguments go only with decision "
+                      "approve (400 INVALID_REQUEST otherwise), satisfy the tool's own schema (400 "
+                      "INVALID_ARGUMENTS naming each field: invalid edited arguments) and are decided by policy "
+                      "again (400 EDIT_DENIED_BY_POLICY).",
           request="shared.api:ApproveRequest",
           replies=(Reply(202, "decision recorded; the run resumes asynchronously",
                          model="shared.responses:ApproveResponse"),), errors=(400, 401, 404, 409, 410, 503)),

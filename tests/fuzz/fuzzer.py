@@ -80,13 +80,22 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "POST /api/integrations/mcp/{name}": (("TOO_MANY_MCP_SERVERS", "at most 20 MCP servers per user"),),
     # from before to, at most 93 days apart.
     "GET /api/agent/usage": (("INVALID_QUERY", "must be before to"), ("INVALID_QUERY", "is at most 93 days")),
-    # An Idempotency-Key sent again with another body within 24 h (422, the header's description).
-    "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "used with a different request body"),),
-    "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "used with a different request body"),),
-    # A cursor is a nextCursor of the same list, which no schema can say (the parameter's description).
-    **{f"GET {path}": (("INVALID_CURSOR", "is not a cursor of this list"),) for path in (
-        "/api/agent/runs", "/api/agent/sessions", "/api/agent/approvals", "/api/agent/threads",
-        "/api/agent/threads/{threadId}", "/api/agent/memories")},
+    # Edited arguments go with an approval only (a rejection runs nothing to edit), and they are the
+    # tool's arguments (its own schema, which the approval names, not the document).
+    "POST /api/agent/approve": (("INVALID_REQUEST", "arguments (edits) go only with decision approve"),
+                                ("INVALID_ARGUMENTS", "")),  # one entry per field, each its own message
+    # A new AG-UI run needs a user message with text; resume entries name the caller's own interrupts.
+    "POST /api/agent/agui": (("INVALID_REQUEST", "a new run needs a user message with text"),
+                             ("INVALID_REQUEST", "must be 1-128 characters of A-Z, a-z, 0-9, _ and -"),
+                             ("INVALID_REQUEST", "must be 1-255 visible ASCII characters")),
+    # An Idempotency-Key the caller used before with another body (the stateful phase reuses keys).
+    "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
+    "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
+    # A cursor is the nextCursor of the list's previous page, an opaque string the schema cannot tell apart.
+    **{f"GET {path}": (("INVALID_CURSOR", "is not a cursor of this list"),)
+       for path in ("/api/agent/runs", "/api/agent/sessions", "/api/agent/approvals", "/api/agent/threads",
+                    "/api/agent/memories", "/api/agent/containers",
+                    "/api/agent/threads/{threadId}")},
 }
 """Rules JSON Schema cannot state (between fields, relative to now, or about the deployment), each
 written in the operation's description in the document: a schema-valid request breaking one gets a
