@@ -329,6 +329,16 @@ def container_files(store: DocStore, settings: Settings, uid: str, container_id:
         path=got.path, content=got.content, size=got.size, truncated=got.truncated, binary=got.binary))
 
 
+def destroy_all(store: DocStore, settings: Settings, uid: str) -> int:
+    """Every live workspace of ``uid`` destroyed in the sandbox service (its files and snapshot),
+    e.g. before the user's data is erased; how many."""
+    workspaces = Workspaces(store, settings)
+    live = workspaces.live_of(uid)
+    for record in live:
+        workspaces.destroy(uid, record.workspace_id)
+    return len(live)
+
+
 def containers_of(store: DocStore, settings: Settings, uid: str) -> ContainersResponse:
     """``GET /api/agent/containers``."""
     return ContainersResponse(containers=[container_body(r) for r in Workspaces(store, settings).live_of(uid)])

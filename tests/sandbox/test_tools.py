@@ -207,6 +207,21 @@ def test_a_workspaces_files_are_readable_by_its_owner_only(client: Any, sandbox:
     assert other.status_code == 404 and other.get_json()["error"]["code"] == "WORKSPACE_NOT_FOUND"
 
 
+def test_erasing_the_users_data_destroys_their_workspaces(client: Any, sandbox: SandboxProcess) -> None:
+    from shared.connectors.sandbox import SandboxError
+
+    alice = {"Authorization": "Bearer dev:alice"}
+    (mine,) = client.get("/api/agent/containers", headers=alice).get_json()["containers"]
+    box = sandbox.client()
+    box.exec(mine["containerId"], "echo private > notes.txt", timeout_s=20)
+    erased = client.delete("/api/agent/me", headers=alice)
+    assert erased.status_code == 200, erased.get_json()
+    assert erased.get_json()["deleted"].get("workspaces") == 1
+    with pytest.raises(SandboxError) as gone:
+        box.info(mine["containerId"])
+    assert gone.value.code == "WORKSPACE_NOT_FOUND"  # files and snapshot, not only the record
+
+
 def test_the_tools_exist_only_with_a_sandbox(store: DocStore, tmp_path: Path) -> None:
     rt = Runtime(make_settings(), store=store, model=ScriptedModel([]), dispatcher=RecordingDispatcher())
     assert not {t.name for t in rt.registry} & {"container_exec", "run_shell_command"}
