@@ -55,6 +55,9 @@ class ExecResult:
     duration_ms: int
     timed_out: bool
     changed: bool
+    snapshot_bytes: int = 0
+    """The snapshot saved after a changing script: its size and how long saving took (service side)."""
+    snapshot_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,9 @@ class SandboxClient:
                          timeout_s=timeout_s + 60.0)  # the answer waits for the snapshot too
         return ExecResult(exit_code=int(out["exitCode"]), stdout=str(out["stdout"]), stderr=str(out["stderr"]),
                           truncated=bool(out["truncated"]), duration_ms=int(out["durationMs"]),
-                          timed_out=bool(out["timedOut"]), changed=bool(out["changed"]))
+                          timed_out=bool(out["timedOut"]), changed=bool(out["changed"]),
+                          snapshot_bytes=int(out.get("snapshotBytes") or 0),
+                          snapshot_ms=int(out.get("snapshotMs") or 0))
 
     def read_file(self, workspace_id: str, path: str, *, timeout_s: float = 30.0) -> FileContent:
         out = self._call("POST", f"/v1/workspaces/{workspace_id}/read", {"path": path}, timeout_s=timeout_s)

@@ -52,6 +52,9 @@ class ToolCallEvent(Event):
     preview: str
     actionId: str
     status: Literal["executing", "awaiting_confirmation", "rejected", "failed"]
+    args: dict[str, Any] | None = None
+    """The call's arguments: as the model made them, and when ``executing`` as they run (an
+    approval with edits changes them). Absent in logs written before they were sent."""
 
 
 class ToolResultEvent(Event):
@@ -64,11 +67,15 @@ class ToolResultEvent(Event):
 
 
 class UsageEvent(Event):
+    """The run's token usage so far (sent before its ``result``, and at every pause)."""
+
     type: Literal["usage"] = "usage"
     usage: Usage
 
 
 class ResultEvent(Event):
+    """The seed-001 response as of the run's stop (its last event, unless it failed: ``error``)."""
+
     type: Literal["result"] = "result"
     result: RunResult
 
