@@ -176,11 +176,13 @@ def create_integration(api: Api) -> Ref:
 
 
 def create_mcp_server(api: Api) -> Ref:
-    """One of A's own MCP servers (its URL and token hold the secret; nothing listens there)."""
-    resp = api.client.post("/api/integrations/mcp/private-notes", json={
-        "url": f"http://127.0.0.1:9/{SECRET}?key={SECRET}", "accessToken": f"tok-{SECRET}"}, headers=ALICE)
-    assert resp.status_code == 200, resp.get_json()
-    assert SECRET in resp.get_json()["url"] and f"key={SECRET}" not in resp.get_data(as_text=True)
+    """One of A's own MCP servers and one of A's own remote A2A agents, by the same name (their URLs
+    and tokens hold the secret; nothing listens there)."""
+    for kind in ("mcp", "a2a"):
+        resp = api.client.post(f"/api/integrations/{kind}/private-notes", json={
+            "url": f"http://127.0.0.1:9/{SECRET}?key={SECRET}", "accessToken": f"tok-{SECRET}"}, headers=ALICE)
+        assert resp.status_code == 200, resp.get_json()
+        assert SECRET in resp.get_json()["url"] and f"key={SECRET}" not in resp.get_data(as_text=True)
     return Ref("private-notes", "per_user")
 
 

@@ -76,6 +76,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/integrations": {"get"}, "/api/integrations/{provider}": {"get", "post", "delete"},
         "/api/integrations/mcp": {"get"}, "/api/integrations/mcp/{name}": {"get", "post", "delete"},
         "/api/integrations/mcp/{name}/tools": {"get"},
+        "/api/integrations/a2a": {"get"}, "/api/integrations/a2a/{name}": {"get", "post", "delete"},
         "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
         "/a2a": {"post"}, "/a2a/message:send": {"post"}, "/a2a/message:stream": {"post"},
         "/a2a/tasks": {"get"}, "/a2a/tasks/{taskId}": {"get"}, "/a2a/tasks/{taskId}:cancel": {"post"},
