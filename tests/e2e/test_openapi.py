@@ -67,7 +67,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
     assert {path: set(item) for path, item in doc["paths"].items()} == {
         "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/agui": {"post"},
         "/api/agent/runs": {"get"},
-        "/api/agent/runs/{runId}": {"get"},
+        "/api/agent/runs/{runId}": {"get", "delete"},
         "/api/agent/runs/{runId}/events": {"get"}, "/api/agent/runs/{runId}/cancel": {"post"},
         "/api/agent/approve": {"post"}, "/agent/run": {"post"},
         "/api/agent/approvals": {"get"}, "/api/agent/approvals/{approvalId}": {"get"},
@@ -81,6 +81,9 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/agent/webhooks": {"get"}, "/api/agent/webhooks/{name}": {"get", "put", "delete"},
         "/api/agent/webhooks/{name}/deliveries": {"get"},
         "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
+        "/api/agent/threads": {"get"}, "/api/agent/threads/{threadId}": {"get", "delete"},
+        "/api/agent/memories": {"get"}, "/api/agent/memories/{memoryId}": {"delete"},
+        "/api/agent/me/export": {"post"}, "/api/agent/me": {"delete"},
         "/a2a": {"post"}, "/a2a/message:send": {"post"}, "/a2a/message:stream": {"post"},
         "/a2a/tasks": {"get"}, "/a2a/tasks/{taskId}": {"get"}, "/a2a/tasks/{taskId}:cancel": {"post"},
         "/a2a/tasks/{taskId}:subscribe": {"get", "post"},

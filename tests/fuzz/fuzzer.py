@@ -95,7 +95,8 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     # A cursor is the nextCursor of the list's previous page, an opaque string the schema cannot tell apart.
     **{f"GET {path}": (("INVALID_CURSOR", "is not a cursor of this list"),)
        for path in ("/api/agent/runs", "/api/agent/sessions", "/api/agent/approvals", "/api/agent/threads",
-                    "/api/agent/memories", "/api/agent/containers")},
+                    "/api/agent/memories", "/api/agent/containers",
+                    "/api/agent/threads/{threadId}")},
 }
 """Rules JSON Schema cannot state (between fields, relative to now, or about the deployment), each
 written in the operation's description in the document: a schema-valid request breaking one gets a
