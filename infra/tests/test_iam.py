@@ -28,6 +28,7 @@ FIRESTORE_ROLES = {
     "sessions": {"roles/datastore.user"},
     "a2a": {"roles/datastore.user"},
     "containers": {"roles/datastore.user"},
+    "data": {"roles/datastore.user"},
 }
 
 
