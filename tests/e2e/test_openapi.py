@@ -77,6 +77,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/integrations": {"get"}, "/api/integrations/{provider}": {"get", "post", "delete"},
         "/api/integrations/mcp": {"get"}, "/api/integrations/mcp/{name}": {"get", "post", "delete"},
         "/api/integrations/mcp/{name}/tools": {"get"},
+        "/api/integrations/a2a": {"get"}, "/api/integrations/a2a/{name}": {"get", "post", "delete"},
         "/api/agent/webhooks": {"get"}, "/api/agent/webhooks/{name}": {"get", "put", "delete"},
         "/api/agent/webhooks/{name}/deliveries": {"get"},
         "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
