@@ -79,6 +79,8 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/integrations/mcp/{name}/tools": {"get"},
         "/api/agent/webhooks": {"get"}, "/api/agent/webhooks/{name}": {"get", "put", "delete"},
         "/api/agent/webhooks/{name}/deliveries": {"get"},
+        "/api/agent/schedules": {"get"}, "/api/agent/schedules/{name}": {"get", "put", "delete"},
+        "/api/agent/schedules/{name}/runs": {"get"},
         "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
         "/a2a": {"post"}, "/a2a/message:send": {"post"}, "/a2a/message:stream": {"post"},
         "/a2a/tasks": {"get"}, "/a2a/tasks/{taskId}": {"get"}, "/a2a/tasks/{taskId}:cancel": {"post"},
