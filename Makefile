@@ -6,6 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | 
 RUNTIME := $(VENV)/.runtime-$(shell cat requirements.txt | sha256sum | cut -c1-12)
 PORT ?= 8080
 CHROMIUM := /usr/bin/chromium
+BWRAP := /usr/bin/bwrap
 MCP_NPM := tests/mcp_npm/node_modules/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -30,6 +31,11 @@ $(CHROMIUM):
 	$(SUDO) apt-get install -y chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 	test -x $(CHROMIUM)
 
+# Workspaces (sandbox/): scripts run under bubblewrap, never as a plain subprocess.
+$(BWRAP):
+	$(SUDO) apt-get install -y bubblewrap || { $(SUDO) apt-get update && $(SUDO) apt-get install -y bubblewrap; }
+	test -x $(BWRAP)
+
 # The npm reference MCP server the tests start (@modelcontextprotocol/server-everything, pinned
 # with its lock file): installed into tests/mcp_npm/node_modules from the npm registry.
 $(MCP_NPM): tests/mcp_npm/package.json tests/mcp_npm/package-lock.json
@@ -43,9 +49,9 @@ $(VENV)/bin/host-agent: scripts/host-agent $(RUNTIME)
 $(VENV)/bin/agent: scripts/agent $(RUNTIME)
 	install -m 755 scripts/agent $@
 
-venv: $(STAMP) $(CHROMIUM) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent
+venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent
 
-dev: $(RUNTIME) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
+dev: $(RUNTIME) $(BWRAP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
 	PORT=$(PORT) MCP_ALLOW_PRIVATE_URLS=$${MCP_ALLOW_PRIVATE_URLS:-true} $(PY) devserver.py
 
 demo: $(RUNTIME)  ## guided tour through the HTTP API against a fresh local server
@@ -58,7 +64,7 @@ DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),$(if $(filter ref
 host-demo: $(RUNTIME) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
 	$(PY) -m hostagent.demo --host $(DEMO_HOST)
 
-test: $(STAMP) $(CHROMIUM) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
+test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP) $(MCP_NPM)

@@ -60,7 +60,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from bench.procinfo import cpu_seconds
-from shared.plan_events import RunEvent
+from shared.events.run import RunEvent
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT_PREFIX = "demo-agent-load"

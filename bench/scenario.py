@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from shared.agent.runs_api import run_to_stop
+from shared.agent.run_handlers import run_to_stop
 from shared.api import RunRequest
 from shared.config import Settings
 from shared.durable.dispatcher import RecordingDispatcher

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller, run_request
-from shared.agent.runs_api import run_to_stop
+from shared.agent.run_handlers import run_to_stop
 from shared.web import idempotency_key, json_response
 
 

@@ -15,23 +15,23 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller
-from shared.query import bool_arg, int_arg, until_end
+from shared.query import params
 from shared.web import json_response, ndjson_response
 
 
 def list_runs(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.runs_list import parse_limit, runs_list
+    from shared.runs_list import runs_list
 
     rt, uid = caller(request)
-    return json_response(runs_list(rt.runs.list_runs_for(uid, parse_limit(request.args)), rt.runs).to_json())
+    return json_response(runs_list(rt.runs.list_runs_for(uid, params(request)["limit"]), rt.runs).to_json())
 
 
 def list_approvals(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.approvals_inbox import inbox, parse_query
+    from shared.approvals_inbox import inbox
 
     rt, uid = caller(request)
-    status, limit = parse_query(request.args)
-    return json_response(inbox(rt.runs, uid, status, limit).to_json())
+    query = params(request)
+    return json_response(inbox(rt.runs, uid, query["status"], query["limit"]).to_json())
 
 
 def get_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -47,8 +47,8 @@ def run_events(request: flask.Request, path: Mapping[str, str]) -> flask.Respons
 
     rt, uid = caller(request)
     snap = rt.runs.get_run_for(uid, path["runId"])
-    after = int_arg(request.args, "after", default=0)
-    follow = bool_arg(request.args, "follow")
-    events = replay_events(rt.runs, snap.run.run_id, after, follow=follow, until_end=until_end(request.args),
+    query = params(request)
+    events = replay_events(rt.runs, snap.run.run_id, query["after"], follow=query["follow"],
+                           until_end=query["until"] == "end",
                            max_wait_s=rt.settings.follow_max_wait_s, sessions=lambda: rt.sessions)
     return ndjson_response(ndjson(ev) for ev in events)

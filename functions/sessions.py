@@ -16,19 +16,19 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller
-from shared.query import bool_arg, int_arg
+from shared.query import params
 from shared.web import json_response, ndjson_response, read_json_body
 
 
 def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
-    return json_response(api.list_sessions(rt, uid, request.args).to_json())
+    return json_response(api.list_sessions(rt, uid, params(request)["limit"]).to_json())
 
 
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     created = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes))
@@ -36,23 +36,22 @@ def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def get_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     return json_response(api.view(rt, uid, path["sessionId"]).to_json())
 
 
 def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
-    after = int_arg(request.args, "after", default=0)
-    follow = bool_arg(request.args, "follow")
-    return ndjson_response(api.events(rt, uid, path["sessionId"], after, follow=follow))
+    query = params(request)
+    return ndjson_response(api.events(rt, uid, path["sessionId"], query["after"], follow=query["follow"]))
 
 
 def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -60,7 +59,7 @@ def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -68,7 +67,7 @@ def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Re
 
 
 def cancel_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import api
+    from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
     # The body is optional (no body, ``{}`` or ``{"reason"}``); read through the stream like every

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller, run_request
-from shared.agent.runs_api import stream_run
+from shared.agent.run_handlers import stream_run
 from shared.agent.streaming import ndjson
 from shared.web import idempotency_key, ndjson_response, sse_response, wants_sse
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller
-from shared.query import single_values
+from shared.query import params
 from shared.usage.params import parse_usage_params
 from shared.usage.views import summarise
 from shared.web import json_response
@@ -20,6 +20,6 @@ from shared.web import json_response
 
 def usage(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
-    params = parse_usage_params(single_values(request.args))
-    entries = rt.usage.between(uid, params.start, params.end)
-    return json_response(summarise(entries, params.group_by, params.start, params.end).to_json())
+    asked = parse_usage_params(params(request))
+    entries = rt.usage.between(uid, asked.start, asked.end)
+    return json_response(summarise(entries, asked.group_by, asked.start, asked.end).to_json())

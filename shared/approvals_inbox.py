@@ -11,17 +11,12 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from shared.errors import InvalidInput
-from shared.query import Args, int_arg, one_arg
 from shared.responses import Approval, ResponseBody
 from shared.state.records import ApprovalRecord, ApprovalStatus, now
 from shared.state.runs_repo import RunsRepo
 
 InboxStatus = Literal["pending", "decided", "all"]
 INBOX_STATUSES: tuple[InboxStatus, ...] = get_args(InboxStatus)
-QUERY_PARAMETERS = frozenset({"status", "limit"})
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 200
 
 
 class ApprovalsList(ResponseBody):
@@ -41,21 +36,6 @@ def approval_item(record: ApprovalRecord, *, session_id: str | None = None) -> A
                     status=status, createdAt=record.created_at, expiresAt=record.expires_at,
                     decidedAt=record.decided_at, runId=record.run_id,
                     sessionId=record.session_id or session_id, taskId=record.task_id)
-
-
-def parse_query(args: Args) -> tuple[InboxStatus, int]:
-    """``status`` (default ``pending``) and ``limit`` (1..MAX_LIMIT, default DEFAULT_LIMIT); any
-    other parameter, a repeated one or a bad value is a 400 ``INVALID_QUERY`` naming it."""
-    for name in args:
-        if name not in QUERY_PARAMETERS:
-            raise InvalidInput(f"unknown query parameter {name}; expected {', '.join(sorted(QUERY_PARAMETERS))}",
-                             code="INVALID_QUERY", details={"field": name})
-    raw = one_arg(args, "status")  # an empty ``status=`` is not one of the document's values: a 400
-    status = "pending" if raw is None else next((s for s in INBOX_STATUSES if s == raw), None)
-    if status is None:
-        raise InvalidInput(f"query parameter status must be one of {', '.join(INBOX_STATUSES)}",
-                         code="INVALID_QUERY", details={"field": "status"})
-    return status, int_arg(args, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
 
 
 def inbox(runs: RunsRepo, uid: str, status: InboxStatus, limit: int) -> ApprovalsList:

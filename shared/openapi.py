@@ -15,21 +15,14 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from shared import routes
-from shared.approvals_inbox import DEFAULT_LIMIT as INBOX_DEFAULT_LIMIT
-from shared.approvals_inbox import INBOX_STATUSES
-from shared.approvals_inbox import MAX_LIMIT as INBOX_MAX_LIMIT
 from shared.connectors.credentials import PROVIDERS
 from shared.connectors.user_mcp import NAME_PATTERN
+from shared.events.run import RunEvent
+from shared.events.session import SessionEvent
 from shared.openapi_links import LINKS
-from shared.plan_events import RunEvent
-from shared.plans.api import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
-from shared.query import UNTIL
 from shared.responses import ErrorResponse
-from shared.runs_list import DEFAULT_LIMIT, MAX_LIMIT
-from shared.session_events import SessionEvent
 from shared.usage.params import MAX_RANGE_DAYS
-from shared.usage.views import GROUP_BY, RUN_RECORD_NOT_SERVED
-from shared.wire import MAX_INT64
+from shared.usage.views import RUN_RECORD_NOT_SERVED
 
 REF = "#/components/schemas/{model}"
 
@@ -118,41 +111,34 @@ def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
     return schemas
 
 
-def _after_and_follow() -> list[dict[str, Any]]:
-    return [{"name": "after", "in": "query", "required": False,
-             "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT64}},
-            {"name": "follow", "in": "query", "required": False, "schema": {"type": "boolean"}}]
+def _query_parameter(p: routes.Param) -> dict[str, Any]:
+    """A query parameter of the route table as the document states it (``shared/query.py`` reads it
+    so)."""
+    schema: dict[str, Any]
+    if p.kind == "integer":
+        schema = {"type": "integer", "minimum": p.minimum, "maximum": p.maximum}
+    elif p.kind == "boolean":
+        schema = {"type": "boolean"}
+    elif p.kind == "enum":
+        schema = {"type": "string", "enum": list(p.values)}
+    elif p.kind == "instant":
+        schema = {"type": "string", "anyOf": [{"format": "date-time"}, {"format": "date"}]}
+    else:
+        schema = {"type": "string", "minLength": 1}
+    if p.default is not None:
+        schema["default"] = p.default
+    out: dict[str, Any] = {"name": p.name, "in": "query", "required": False, "schema": schema}
+    if p.description:
+        out["description"] = p.description
+    return out
 
 
 def _parameters() -> dict[str, list[dict[str, Any]]]:
-    """Query and header parameters per operationId (path parameters come from the route's path)."""
+    """Header parameters per operationId (path and query parameters come from the route table)."""
     idem = {"name": "Idempotency-Key", "in": "header", "required": False,
             "description": "1-255 visible ASCII characters (spaces inside allowed); a repeat returns the same run",
             "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]*[!-~][ -~]*$"}}
-    instant = {"type": "string", "anyOf": [{"format": "date-time"}, {"format": "date"}]}
-    return {
-        "run": [idem], "stream": [idem],
-        "listRuns": [{"name": "limit", "in": "query", "required": False,
-                      "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}}],
-        "listSessions": [{"name": "limit", "in": "query", "required": False,
-                          "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT,
-                                     "default": DEFAULT_LIST_LIMIT}}],
-        "getSessionEvents": _after_and_follow(),
-        "getRunEvents": [*_after_and_follow(), {
-            "name": "until", "in": "query", "required": False,
-            "description": "with follow: stop (default) ends the follow when the run stops, also at a pause for "
-                           "a decision; end follows through pauses (decided elsewhere) until the run ends",
-            "schema": {"type": "string", "enum": list(UNTIL), "default": "stop"}}],
-        "listApprovals": [{"name": "status", "in": "query", "required": False,
-                           "schema": {"type": "string", "enum": list(INBOX_STATUSES), "default": "pending"}},
-                          {"name": "limit", "in": "query", "required": False,
-                           "schema": {"type": "integer", "minimum": 1, "maximum": INBOX_MAX_LIMIT,
-                                      "default": INBOX_DEFAULT_LIMIT}}],
-        "getUsage": [{"name": "from", "in": "query", "required": False, "schema": instant},
-                     {"name": "to", "in": "query", "required": False, "schema": instant},
-                     {"name": "groupBy", "in": "query", "required": False,
-                      "schema": {"type": "string", "enum": list(GROUP_BY)}}],
-    }
+    return {"run": [idem], "stream": [idem]}
 
 
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum": list(PROVIDERS)},
@@ -197,7 +183,8 @@ def _operation(route: routes.Route, parameters: dict[str, list[dict[str, Any]]])
     if description:
         op["description"] = description
     params = [{"name": name, "in": "path", "required": True, "schema": _path_schema(route.path, name)}
-              for name in route.path_params] + parameters.get(route.operation_id, [])
+              for name in route.path_params] + [_query_parameter(p) for p in route.query] \
+        + parameters.get(route.operation_id, [])
     if params:
         op["parameters"] = params
     if route.request is not None:
@@ -207,7 +194,8 @@ def _operation(route: routes.Route, parameters: dict[str, list[dict[str, Any]]])
     links = LINKS.get(route.operation_id)
     if links:
         responses[str(route.replies[0].status)]["links"] = links
-    op["responses"] = {**responses, **_errors(*route.errors), **_errors(500)}  # 500: any route, logged
+    # 400: any route (a query parameter it does not take, INVALID_QUERY); 500: any route, logged
+    op["responses"] = {**responses, **_errors(*sorted({400, *route.errors})), **_errors(500)}
     if not route.public:  # every authenticated route counts against the request limit
         op["responses"]["429"] = _too_many_requests(route.operation_id)
     return op

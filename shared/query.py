@@ -1,6 +1,11 @@
 """Query parameters, read exactly as the OpenAPI document states them (400 ``INVALID_QUERY``
-naming the parameter otherwise). Every route with query parameters uses these, so ``after``,
-``limit`` and ``follow`` mean the same on runs and sessions.
+naming the parameter otherwise): the one query parser of every route.
+
+Each route declares its parameters in the route table (``Route.query``, ``shared/routes.py``); the
+dispatch (``shared/web.py``) parses a request's query string with :func:`parse` before the handler
+runs, so a parameter the route does not take (``?limt=5``), one given twice or a bad value is a 400
+on every route, and ``after``, ``limit`` and ``follow`` mean the same everywhere. Handlers read the
+parsed values with :func:`params`.
 
 ``int()`` alone would also take ``" 5"``, ``"5_0"`` or non-ASCII digits (``"\\u0665"``, and ``"\\u00b2"``, which
 ``str.isdigit`` accepts but ``int`` refuses: a 500); a boolean that is neither true nor false used
@@ -9,9 +14,12 @@ to be a silent false; a parameter given twice is refused rather than guessed at.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
+import flask
+
+from shared import routes
 from shared.errors import InvalidInput
 from shared.wire import MAX_INT64
 
@@ -68,15 +76,59 @@ def single_values(args: Args) -> dict[str, str]:
     return {name: value for name in args if (value := one_arg(args, name)) is not None}
 
 
-UNTIL = ("stop", "end")
+def enum_arg(args: Args, name: str, values: Sequence[str], *, default: str | None) -> str | None:
+    """One of ``values`` (absent: ``default``); given but empty is not absent (a 400)."""
+    raw = one_arg(args, name)
+    if raw is None:
+        return default
+    if raw not in values:
+        raise _invalid(name, f"must be one of {', '.join(values)}")
+    return raw
 
 
-def until_end(args: Args) -> bool:
-    """``until``: ``stop`` (default: a follow ends when the run stops, also at a pause for a
-    decision) or ``end`` (a follow goes on through pauses until the run ends)."""
-    raw = one_arg(args, "until")
-    if raw is None or raw == "stop":
-        return False
-    if raw != "end":
-        raise _invalid("until", f"must be one of {', '.join(UNTIL)}")
-    return True
+def parse(declared: Sequence[routes.Param], args: Args) -> dict[str, Any]:
+    """The values of a route's query parameters (absent ones: their default, or left out when the
+    default is ``None``). Any parameter not ``declared`` is a 400 ``INVALID_QUERY`` naming it and
+    what the route takes."""
+    known = {p.name: p for p in declared}
+    for name in args:
+        if name not in known:
+            takes = f"it takes {', '.join(known)}" if known else "it takes none"
+            raise InvalidInput(f"unknown query parameter {name}; {takes}", code="INVALID_QUERY",
+                               details={"field": name, "allowed": list(known)})
+    values: dict[str, Any] = {}
+    for p in declared:
+        value: Any
+        if one_arg(args, p.name) is None:
+            value = p.default
+        elif p.kind == "integer":
+            value = int_arg(args, p.name, default=0, minimum=p.minimum, maximum=min(p.maximum, MAX_INT64))
+        elif p.kind == "boolean":
+            value = bool_arg(args, p.name)
+        elif p.kind == "enum":
+            value = enum_arg(args, p.name, p.values, default=None)
+        else:
+            value = one_arg(args, p.name)
+        if value is not None:
+            values[p.name] = value
+    return values
+
+
+_PARSED = "agent_runtime.query"
+
+
+def parse_request(route: routes.Route, request: flask.Request) -> None:
+    """Parse ``request``'s query string by ``route`` (a 400 when it is wrong) and keep the values
+    for :func:`params`. The dispatch calls it before the handler."""
+    request.environ[_PARSED] = parse(route.query, request.args)
+
+
+def params(request: flask.Request) -> dict[str, Any]:
+    """The parsed query parameters of ``request`` (:func:`parse_request`); parsed here by the route
+    the request matches if the dispatch did not (a handler called directly)."""
+    parsed = request.environ.get(_PARSED)
+    if parsed is None:
+        found = routes.match(request.method, request.path, routes.ROUTES).route
+        parsed = parse(found.query if found else (), request.args)
+        request.environ[_PARSED] = parsed
+    return dict(parsed)

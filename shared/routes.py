@@ -27,6 +27,7 @@ Trigger = Literal["http", "pubsub"]
 FirestoreAccess = Literal["none", "read", "write"]
 SecretName = Literal["gemini", "credentials", "google_oauth"]
 
+MAX_INT64 = 2**63 - 1
 ID_SEGMENT = r"[A-Za-z0-9_-]{1,128}"
 """What a ``{name}`` path parameter matches unless the route says otherwise (ids)."""
 ANY_SEGMENT = r"[^/]+"
@@ -70,6 +71,41 @@ class Reply(NamedTuple):
     schema: Mapping[str, object] | None = None
 
 
+QueryKind = Literal["integer", "boolean", "enum", "string", "instant"]
+
+
+class Param(NamedTuple):
+    """One query parameter a route takes. The dispatch parses a request's query string by its route's
+    ``query`` (``shared/query.py``): a parameter the route does not declare, one given twice or a bad
+    value is a 400 ``INVALID_QUERY`` naming it, before the handler runs; the OpenAPI document lists
+    the same parameters. ``integer``: ASCII digits within ``minimum..maximum``; ``boolean``:
+    true/false/1/0; ``enum``: one of ``values``; ``string``/``instant`` (an RFC 3339 time or a date):
+    the handler reads the text. ``default``: the value when absent (``None``: absent)."""
+
+    name: str
+    kind: QueryKind
+    default: object = None
+    minimum: int = 0
+    maximum: int = MAX_INT64
+    values: tuple[str, ...] = ()
+    description: str = ""
+
+
+def page_limit(default: int = 50, maximum: int = 200) -> Param:
+    """``limit``: how many items one page of a list holds."""
+    return Param("limit", "integer", default=default, minimum=1, maximum=maximum,
+                 description="the most items one page holds")
+
+
+CURSOR = Param("cursor", "string", description="where the page starts: the nextCursor of the previous page "
+                                               "(absent: the first page); 400 INVALID_CURSOR when it is not one")
+AFTER = Param("after", "integer", default=0, description="the seq after which events are read")
+FOLLOW = Param("follow", "boolean", default=False, description="keep the response open and stream new events")
+UNTIL = Param("until", "enum", default="stop", values=("stop", "end"),
+              description="with follow: stop (default) ends the follow when the run stops, also at a pause for "
+                          "a decision; end follows through pauses (decided elsewhere) until the run ends")
+
+
 class Route(NamedTuple):
     """One method on one path.
 
@@ -78,7 +114,7 @@ class Route(NamedTuple):
     authenticates (unless ``public``), calls ``shared/`` and renders. ``request``: the JSON body's
     model, if the route takes one. ``errors``: the 4xx/5xx statuses it can answer besides 500 and,
     unless ``public``, 429 (documented for every route). ``segments``: a pattern for a path
-    parameter other than an id (:data:`ID_SEGMENT`).
+    parameter other than an id (:data:`ID_SEGMENT`). ``query``: its query parameters.
     """
 
     method: str
@@ -94,6 +130,8 @@ class Route(NamedTuple):
     public: bool = False
     description: str | None = None
     segments: Mapping[str, str] = MappingProxyType({})
+    query: tuple[Param, ...] = ()
+    """The query parameters it takes (:class:`Param`); any other is a 400 ``INVALID_QUERY``."""
 
     @property
     def path_params(self) -> list[str]:
@@ -139,11 +177,13 @@ ROUTES: tuple[Route, ...] = (
                               "event = type, id = seq)", stream="RunEvent", sse=True),), errors=_BODY),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
           description="The caller's runs, newest first (other users' runs are never listed).",
+          query=(page_limit(),),
           replies=(Reply(200, "one summary per run", model="shared.runs_list:RunsListResponse"),), errors=(400, 401)),
     Route("GET", "/api/agent/runs/{runId}", "getRun", "runs", "functions.runs:get_run",
           replies=(Reply(200, "the run record and each model call's usage", model="shared.usage.views:RunView"),),
           errors=(401, 404)),
     Route("GET", "/api/agent/sessions", "listSessions", "sessions", "functions.sessions:list_sessions",
+          query=(page_limit(),),
           replies=(Reply(200, "the caller's sessions, newest first", model="shared.plans.contracts:SessionsList"),),
           errors=(400, 401)),
     Route("POST", "/api/agent/sessions", "createSession", "sessions", "functions.sessions:create_session",
@@ -159,7 +199,7 @@ ROUTES: tuple[Route, ...] = (
                               "usage, result", model="shared.plans.contracts:SessionView"),), errors=(401, 404)),
     Route("POST", "/api/agent/sessions/{sessionId}/refine", "refineSession", "sessions",
           "functions.sessions:refine_session", request="shared.plans.contracts:RefineRequest",
-          replies=(Reply(200, "the revised plan (version + 1)", model="shared.plans.api:RefineResponse"),),
+          replies=(Reply(200, "the revised plan (version + 1)", model="shared.plans.session_handlers:RefineResponse"),),
           errors=_BODY),
     Route("POST", "/api/agent/sessions/{sessionId}/confirm", "confirmSession", "sessions",
           "functions.sessions:confirm_session", request="shared.plans.contracts:ConfirmRequest",
@@ -173,12 +213,17 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.plans.contracts:SessionAccepted"),), errors=_BODY),
     Route("GET", "/api/agent/sessions/{sessionId}/events", "getSessionEvents", "sessions",
           "functions.sessions:session_events",
+          query=(AFTER, FOLLOW),
           replies=(Reply(200, "the session's events with seq > after (NDJSON)", stream="SessionEvent"),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/usage", "getUsage", "usage", "functions.usage:usage",
+          query=(Param("from", "instant"), Param("to", "instant"),
+                 Param("groupBy", "enum", default="operationType",
+                       values=("operationType", "contextType", "model", "day"))),
           replies=(Reply(200, "token and cost figures per group", model="shared.usage.views:UsageResponse"),),
           errors=(400, 401)),
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
+          query=(AFTER, FOLLOW, UNTIL),
           replies=(Reply(200, "persisted events with seq > after (NDJSON)", stream="RunEvent"),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/approvals", "listApprovals", "runs", "functions.runs:list_approvals",
@@ -186,6 +231,8 @@ ROUTES: tuple[Route, ...] = (
                       "are never listed): pending = waiting for a decision; decided = approved, rejected or "
                       "expired. Decide with POST /api/agent/approve. Unknown, repeated or bad parameters: "
                       "400 INVALID_QUERY.",
+          query=(Param("status", "enum", default="pending", values=("pending", "decided", "all")),
+                 page_limit()),
           replies=(Reply(200, "the approvals, newest first", model="shared.approvals_inbox:ApprovalsList"),),
           errors=(400, 401)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",

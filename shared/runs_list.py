@@ -1,4 +1,4 @@
-"""``GET /api/agent/runs?limit=N``: the caller's runs, newest first, one summary each.
+"""``GET /api/agent/runs?limit=N&cursor=C``: the caller's runs, newest first, one summary each.
 
 A summary is what a list needs (status, thread, usage, the approvals a paused run waits for); the
 whole record stays at ``GET /api/agent/runs/{runId}`` and the timeline at its events route.
@@ -11,16 +11,12 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from shared.query import Args, int_arg
 from shared.responses import ResponseBody
 from shared.state.host_states import PlanRunState
 from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus, reported_status
 from shared.state.runs_repo import RunsRepo
 from shared.usage.figures import Usage
 from shared.wire import UtcTime
-
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 200
 
 
 class RunSummary(ResponseBody):
@@ -48,11 +44,6 @@ class RunSummary(ResponseBody):
 class RunsListResponse(ResponseBody):
     ok: bool = True
     runs: list[RunSummary]
-
-
-def parse_limit(args: Args) -> int:
-    """``limit`` query parameter: 1..MAX_LIMIT, default DEFAULT_LIMIT; anything else is a 400."""
-    return int_arg(args, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
 
 
 def stored_approvals(runs: RunsRepo, run: RunRecord) -> list[ApprovalView]:

@@ -15,13 +15,14 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar, cast
 
 import flask
 from pydantic import BaseModel, ValidationError
 
-from shared import routes
+from shared import query, routes
 from shared.errors import (
     Conflict,
     DomainError,
@@ -76,8 +77,35 @@ def error_response(err: DomainError) -> flask.Response:
     return json_response(err.to_json(), status, headers)
 
 
+MAX_JSON_DEPTH = 64
+"""How deeply a request body's arrays and objects may nest. Checked on the bytes before the JSON
+parser runs: the parser recurses once per level (a body 1,000 levels deep raised ``RecursionError``,
+a 500), and no request contract of the API nests more than a few levels."""
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON text ``raw`` nests arrays and objects deeper than ``limit`` (brackets inside
+    strings do not count). Linear in ``raw``; no recursion."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    depth = 0
+    for m in _JSON_BRACKET.finditer(_JSON_STRING.sub(b'""', raw)):
+        if m.group() in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = False) -> dict[str, Any]:
-    """The request's JSON object body, or a 4xx naming what is wrong. ``optional``: a route whose
+    """The request's JSON object body, or a 4xx naming what is wrong: 413 beyond ``max_bytes``
+    (read no further), 400 ``INVALID_JSON`` nested deeper than :data:`MAX_JSON_DEPTH` (checked before
+    parsing) or not a JSON object. ``optional``: a route whose
     every field has a default (``cancel``) also takes no body at all, read as ``{}``."""
     length = request.content_length
     if length is not None and length > max_bytes:
@@ -92,6 +120,10 @@ def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = F
         if optional:
             return {}
         raise InvalidInput("request body is empty; expected a JSON object", code="INVALID_JSON")
+    if json_depth_exceeds(raw):
+        raise InvalidInput(f"request body nests arrays and objects more than {MAX_JSON_DEPTH} levels deep; the "
+                           f"limit is {MAX_JSON_DEPTH}", code="INVALID_JSON",
+                           details={"limit": "maxDepth", "maxDepth": MAX_JSON_DEPTH})
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -150,13 +182,15 @@ RouteHandler = Callable[[flask.Request, Mapping[str, str]], flask.Response]
 def dispatch(request: flask.Request, table: Iterable[routes.Route]) -> flask.Response:
     """Serve ``request`` by the route table (``shared/routes.py``): a path no route matches is a 404
     ``ROUTE_NOT_FOUND`` whatever the method, a path some route matches with another method a 405
-    with ``Allow``; otherwise the route's handler is imported (on its first request) and called with
+    with ``Allow``; a query string the route does not take a 400 ``INVALID_QUERY`` (``shared/query.py``);
+    otherwise the route's handler is imported (on its first request) and called with
     the path parameters. One dispatch for every deployed function and the dev server."""
     found = routes.match(request.method, request.path, table)
     if found.route is None:
         if found.allowed:
             raise MethodNotAllowed(request.method, found.allowed)
         raise NotFound(f"no route for {request.method} {shown_path(request.path)}", code="ROUTE_NOT_FOUND")
+    query.parse_request(found.route, request)  # 400 INVALID_QUERY before the handler runs
     handler = cast(RouteHandler, routes.resolve(found.route.handler))
     return handler(request, found.params)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
-from shared.plan_events import RunEvent
+from shared.events.run import RunEvent
 from shared.state.host_states import ChatState
 
 if TYPE_CHECKING:

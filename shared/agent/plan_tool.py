@@ -179,7 +179,7 @@ class AgentCreatePlan:
         return f"Plan ({args.mode}): {args.objective[:200]}"
 
     def run(self, call: HostCall, args: CreatePlanArgs) -> VirtualOutcome:
-        from shared.plan_events import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent
+        from shared.events.plan import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent
         from shared.plans import sessions as engine
         from shared.plans.contracts import plan_body
 

@@ -31,8 +31,8 @@ from shared.state.users_repo import UsersRepo
 
 if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
+    from shared.events.run import RunEvent
     from shared.limits import Limits
-    from shared.plan_events import RunEvent
     from shared.tools.registry import Tool, ToolRegistry  # annotations: approve loads no tools
 
 log = logging.getLogger("agent_runtime.agent")

@@ -24,7 +24,7 @@ from shared.state.records import RunError, RunRecord, RunResult, now
 from shared.state.transitions import move_run
 
 if TYPE_CHECKING:
-    from shared.plan_events import RunEvent
+    from shared.events.run import RunEvent
 
 log = logging.getLogger("agent_runtime.agent")
 

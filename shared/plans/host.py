@@ -22,6 +22,14 @@ import time
 from typing import Any
 
 from shared.config import Settings
+from shared.events.plan import (
+    ExecutorReflectEvent,
+    PlanApprovalRequiredEvent,
+    PlanResultEvent,
+    PlanStatusEvent,
+    StepCompleteEvent,
+)
+from shared.events.run import RunEvent
 from shared.failures import FailureCode
 from shared.loop import stops
 from shared.loop.context import RunContext
@@ -39,14 +47,6 @@ from shared.loop.outcomes import (
     StopOutcome,
 )
 from shared.models.base import ToolDeclaration
-from shared.plan_events import (
-    ExecutorReflectEvent,
-    PlanApprovalRequiredEvent,
-    PlanResultEvent,
-    PlanStatusEvent,
-    RunEvent,
-    StepCompleteEvent,
-)
 from shared.plans import plan_edits, planner, react
 from shared.plans.contracts import SessionResultView
 from shared.plans.parent import wake_parent

@@ -3,8 +3,8 @@ ones are recorded, never applied), and the next pending task starts."""
 
 from __future__ import annotations
 
+from shared.events.plan import RunPlanUpdatedEvent, StepStartEvent
 from shared.loop.context import RunContext
-from shared.plan_events import RunPlanUpdatedEvent, StepStartEvent
 from shared.plans import planner
 from shared.plans.contracts import plan_body
 from shared.plans.plan_state import task_turn

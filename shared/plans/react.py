@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.events.plan import ExecutorActEvent, ExecutorObserveEvent, ExecutorReasonEvent
 from shared.loop.context import RunContext
-from shared.plan_events import ExecutorActEvent, ExecutorObserveEvent, ExecutorReasonEvent
 from shared.plans.session_sync import SessionSync
 from shared.state.plan_records import PlanTask, ReactStep
 

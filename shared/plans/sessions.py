@@ -13,17 +13,17 @@ from shared.durable.kinds import CONTINUE
 from shared.durable.messages import WorkMessage
 from shared.errors import Conflict, InvalidInput
 from shared.events import event_to_doc
+from shared.events.plan import PlanStatusEvent, StepStartEvent
+from shared.events.session import PlanUpdatedEvent, SessionStatusEvent
 from shared.failures import FailureCode
 from shared.formats import rfc3339_datetime
 from shared.ids import new_id
 from shared.loop import stops
 from shared.loop.context import Services
 from shared.models.base import Model, Part, Turn
-from shared.plan_events import PlanStatusEvent, StepStartEvent
 from shared.plans import planner
 from shared.plans.contracts import plan_body
 from shared.plans.plan_state import KIND, task_turn
-from shared.session_events import PlanUpdatedEvent, SessionStatusEvent
 from shared.state.host_states import PlanRunState
 from shared.state.paused_runs import CloseReason
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult

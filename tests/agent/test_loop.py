@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from shared.agent.runs_api import run_to_stop
+from shared.agent.run_handlers import run_to_stop
 from shared.api import ConversationItem, RunRequest
 from shared.config import Settings, clamp_loop_steps
 from shared.errors import Conflict, ModelError, ModelTimeout, NotFound

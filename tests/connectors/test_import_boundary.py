@@ -29,6 +29,7 @@ SLACK = "shared/connectors/slack.py"
 GITHUB = "shared/connectors/github.py"
 WEB = "shared/connectors/web.py"  # web_fetch: HTML to text
 CREDENTIALS = "shared/connectors/credentials.py"  # google-auth credentials and their refresh
+SANDBOX = "shared/connectors/sandbox.py"  # the sandbox service's ID token (google.oauth2.id_token)
 AUTH = "shared/auth.py"  # Firebase ID-token verification (google.auth.jwt): user sign-in, not a connector
 
 ALLOWED: dict[str, frozenset[str]] = {
@@ -36,8 +37,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "google_auth_httplib2": frozenset({GOOGLE_HTTP}),
     "httplib2": frozenset({GOOGLE_HTTP}),
     # The adapters take a google.auth Credentials; google_http maps its RefreshError.
-    "google.auth": frozenset({GOOGLE_HTTP, GMAIL, CALENDAR, CREDENTIALS, AUTH}),
-    "google.oauth2": frozenset({CREDENTIALS}),
+    "google.auth": frozenset({GOOGLE_HTTP, GMAIL, CALENDAR, CREDENTIALS, AUTH, SANDBOX}),
+    "google.oauth2": frozenset({CREDENTIALS, SANDBOX}),
     "slack_sdk": frozenset({SLACK}),
     "github": frozenset({GITHUB}),  # PyGithub
     "html2text": frozenset({WEB}),

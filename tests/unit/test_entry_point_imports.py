@@ -137,7 +137,8 @@ def test_approve_decides_without_the_loop_tools_connectors_goals_or_a_model(seed
     assert "shared.ids" in got["modules"]
     assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
                                     "shared.models.factory", "shared.agent.service", "shared.loop.steps",
-                                    "shared.agent.chat_host", "shared.plans", "shared.plan_events")) == []
+                                    "shared.agent.chat_host", "shared.plans", "shared.events.plan",
+                                    "shared.events.run", "shared.events.session")) == []
 
 
 @pytest.mark.parametrize("signature", ["cloudevent", ""], ids=["signature-cloudevent", "no-signature-type"])
@@ -237,8 +238,8 @@ def test_a_chat_run_without_a_plan_loads_no_plan_executor_or_projects_workspace(
             "result = rt.agent.run(rt.agent.context(started))\n"
             "assert result.status == 'completed', result\n"
             "assert 'shared.tools.project_tools' in sys.modules and 'shared.agent.plan_tool' in sys.modules\n"
-            "lazy = ('shared.plans.host', 'shared.plans.sessions', 'shared.plans.contracts', 'shared.plan_events',\n"
-            "        'shared.session_events', 'shared.projects', 'shared.state.project_records')\n"
+            "lazy = ('shared.plans.host', 'shared.plans.sessions', 'shared.plans.contracts', 'shared.events.plan',\n"
+            "        'shared.events.run', 'shared.events.session', 'shared.projects', 'shared.state.project_records')\n"
             "loaded = sorted(m for m in sys.modules if m.startswith(lazy))\n"
             "assert not loaded, loaded\n"
             "assert rt.hosts.get('plan') is not None and 'shared.plans.host' in sys.modules\n")

@@ -156,7 +156,7 @@ def test_durability_and_state_import_nothing_of_the_agent_domain() -> None:
     assert any(m.startswith("shared.durable.") for m in edges) and any(m.startswith("shared.state.") for m in edges)
 
 
-STATE_MUST_NOT_IMPORT = ("shared.events", "shared.plan_events", "shared.session_events", "shared.failures",
+STATE_MUST_NOT_IMPORT = ("shared.events", "shared.failures",
                          "shared.web", "shared.http_errors", "flask", "werkzeug")
 
 
@@ -235,10 +235,10 @@ def test_functions_hold_no_business_rule() -> None:
     """Entry points parse, authenticate, call ``shared`` and render: they never touch the store
     or its records directly, nor the loop's internals."""
     allowed_shared = ("shared.runtime", "shared.web", "shared.errors", "shared.api", "shared.responses",
-                      "shared.logs", "shared.config", "shared.agent.runs_api", "shared.agent.approvals",
+                      "shared.logs", "shared.config", "shared.agent.run_handlers", "shared.agent.approvals",
                       "shared.agent.streaming", "shared.goals.contracts", "shared.goals.service",
                       "shared.connectors", "shared.connectors.integrations_api", "shared.usage.params",
-                      "shared.usage.views", "shared.plans.api", "shared.http_errors", "shared.runs_list",
+                      "shared.usage.views", "shared.plans.session_handlers", "shared.http_errors", "shared.runs_list",
                       "shared.query", "shared.approvals_inbox")
     for path in (ROOT / "functions").glob("*.py"):
         tree = ast.parse(path.read_text())

@@ -1,30 +1,17 @@
 """The run events of plans: a plan's progress in the log of the run that executes it, relayed into
-the chat run that started it, and :data:`RunEvent`, the union of every run event (the NDJSON of
-``/api/agent/run/stream`` and ``/api/agent/runs/{id}/events``; docs/event-protocol.md).
+the chat run that started it (docs/event-protocol.md).
 
-Apart from the chat loop's events (``shared/events.py``) because these need the plan contracts:
+Apart from the loop's events (``shared/events/loop.py``) because these need the plan contracts:
 a chat run's cold start never imports them unless it makes or relays a plan (issue 20).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from shared.events import (
-    AgentStateEvent,
-    DeltaEvent,
-    ErrorEvent,
-    Event,
-    ResultEvent,
-    StatusEvent,
-    StreamEndEvent,
-    ThoughtDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    UsageEvent,
-)
+from shared.events.loop import Event
 from shared.plans.contracts import Plan, SessionResultView
 from shared.state.plan_records import PlanChange, SessionStatus
 
@@ -153,12 +140,3 @@ class RunPlanUpdatedEvent(Event):
     plan: Plan
     changes: list[PlanChange] = Field(default_factory=list)
     reason: str = ""
-
-
-RunEvent = Annotated[
-    StatusEvent | DeltaEvent | ThoughtDeltaEvent | ToolCallEvent | ToolResultEvent | UsageEvent | ResultEvent
-    | ErrorEvent | AgentStateEvent | PlanCreatedEvent | PlanReadyForReviewEvent | PlanReviewEvent | StepStartEvent
-    | StepCompleteEvent | ExecutorActEvent | ExecutorObserveEvent | PlanApprovalRequiredEvent | RunPlanUpdatedEvent
-    | StreamEndEvent | ExecutorReasonEvent | ExecutorReflectEvent | PlanStatusEvent | PlanResultEvent,
-    Field(discriminator="type"),
-]

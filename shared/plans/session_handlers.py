@@ -23,7 +23,6 @@ from shared.plans.contracts import (
 )
 from shared.plans.session_log import session_events
 from shared.plans.views import created, session_view
-from shared.query import Args, int_arg
 from shared.responses import ResponseBody
 from shared.state.plan_records import SessionStatus
 from shared.web import parse_model
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
 
 FOLLOW_POLL_S = 0.2
 FOLLOW_MAX_S = 60.0
-DEFAULT_LIST_LIMIT = 50
-MAX_LIST_LIMIT = 200
 
 
 class RefineResponse(ResponseBody):
@@ -62,8 +59,7 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
     return created(outcome.session, outcome.tasks)
 
 
-def list_sessions(rt: Runtime, uid: str, args: Args) -> SessionsList:
-    limit = int_arg(args, "limit", default=DEFAULT_LIST_LIMIT, minimum=1, maximum=MAX_LIST_LIMIT)
+def list_sessions(rt: Runtime, uid: str, limit: int) -> SessionsList:
     return SessionsList(sessions=[SessionSummary(sessionId=s.session_id, status=s.status, prompt=s.prompt[:500],
                                                  deadline=s.deadline, planVersion=s.plan_version,
                                                  createdAt=s.created_at)

@@ -1,9 +1,8 @@
-"""Run events: the NDJSON stream of seed 001 section 4, also persisted under ``runs/{runId}/events/``.
+"""The loop's run events (seed 001 section 4): the base ``Event`` and what every run emits.
 
 Every event carries ``seq`` (1, 2, 3, ... per run), identical on the live stream and in a replay.
 Added to the spec's set: ``tool_result`` (a tool finished, was rejected or failed) and ``usage``
-(token usage of the run so far, sent before ``result``). The events of plans and the union of
-every run event (``RunEvent``) are in ``shared/plan_events.py``.
+(token usage of the run so far, sent before ``result``).
 """
 
 from __future__ import annotations
