@@ -200,6 +200,10 @@ def render(value: Any, limit: int = 600) -> str:
     elif isinstance(value, list):
         shown = [render(v, 160) if not isinstance(v, dict) else _one(v) for v in value[:5]]
         text = ("(none)" if not value else " | ".join(shown) + (f" (+{len(value) - 5} more)" if len(value) > 5 else ""))
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif value is None:
+        text = "none"
     else:
         text = str(value)
     return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -40,22 +40,23 @@ FAILED_PREFIX = "Could not "
 
 def clauses(objective: str) -> list[str]:
     """The objective's steps, in order (quoted text is never split)."""
-    kept: list[str] = []
-
-    def hide(m: re.Match[str]) -> str:
-        kept.append(m.group(0))
-        return f"\x00{len(kept) - 1}\x00"
-
-    hidden = _QUOTE.sub(hide, " ".join(objective.split()))
-    parts = [p for p in _SPLIT.split(hidden) if p and p.strip(" .,")]
+    text = " ".join(objective.split())
+    quoted = [m.span() for m in _QUOTE.finditer(text)]
+    cuts = [m for m in _SPLIT.finditer(text) if not any(a < m.start() < b for a, b in quoted)]
+    parts: list[str] = []
+    start = 0
+    for m in cuts:
+        parts.append(text[start:m.start()])
+        start = m.end()
+    parts.append(text[start:])
     out: list[str] = []
-    for p in parts:
-        text = re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], p).strip(" ,.")
-        while _LEAD.match(text):
-            text = _LEAD.sub("", text, count=1)
-        if text:
-            out.append(text)
-    return out or [objective.strip() or "Do what was asked"]
+    for part in parts:
+        step = part.strip(" ,.")
+        while _LEAD.match(step):
+            step = _LEAD.sub("", step, count=1).strip(" ,.")
+        if step:
+            out.append(step)
+    return out or ["Do what was asked"]
 
 
 def title_of(clause: str) -> str:
@@ -68,8 +69,8 @@ def title_of(clause: str) -> str:
 
 
 def task(clause: str) -> dict[str, Any]:
-    text = clause.strip().rstrip(".")
-    return {"id": None, "title": title_of(clause), "description": f"{text[:1].upper()}{text[1:]}."}
+    text = clause.strip().rstrip(".") or "Do what was asked"
+    return {"id": None, "title": title_of(text), "description": f"{text[:1].upper()}{text[1:]}."}
 
 
 def plan(data: dict[str, Any], max_tasks: int = 30) -> dict[str, Any]:
@@ -148,7 +149,10 @@ def structured(request: ModelRequest) -> dict[str, Any]:
     if not isinstance(data, dict):
         data = {}
     if "tasks" in props:
-        return refine(data) if isinstance(data.get("currentPlan"), list) else plan(data)
+        try:
+            return refine(data) if isinstance(data.get("currentPlan"), list) else plan(data)
+        except Exception:  # whatever the text holds, a plan: the objective as one task
+            return {"tasks": [task(str(data.get("objective", "")) or "Do what was asked")], "summary": "one step"}
     if "taskComplete" in props:
         return reflection(data)
     if "verdict" in props:

@@ -60,7 +60,7 @@ _FROM_TO = re.compile(r"\bfrom\s+([A-Za-z_/ ]+?)\s+(?:time\s+)?to\s+([A-Za-z_/ ]
                       r"(?:$|\bat\b|\band\b)", re.IGNORECASE)
 
 _REMEMBER = re.compile(r"\b(?:remember|note|save)\b(?:\s+that)?\s*[:,]?\s*(.+)", re.IGNORECASE | re.DOTALL)
-_RECALL = re.compile(r"\b(?:what do you (?:know|remember)|recall|search (?:my )?memor\w*)\b(.*)",
+_RECALL = re.compile(r"\b(?:what (?:do |did )?you (?:know|remember)|recall|search (?:my )?memor\w*)\b(.*)",
                      re.IGNORECASE | re.DOTALL)
 _PLAN = re.compile(r"^\s*(?:please\s+)?(?:(?:make|create|draw up|write|prepare)\s+(?:me\s+)?an?\s+(?:\w+\s+)?plan"
                    r"|plan)\b\s*(?:to|for|:|that)?\s*(.+)", re.IGNORECASE | re.DOTALL)

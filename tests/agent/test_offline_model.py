@@ -38,6 +38,7 @@ def ask(text: str, tools: list[ToolDeclaration] | None = None) -> Turn:
 @pytest.mark.parametrize(("prompt", "tool", "args"), [
     ("Remember that I prefer window seats.", "save_memory", {"text": "I prefer window seats"}),
     ("What do you remember about seats?", "search_memory", {"query": "seats"}),
+    ("Look up what you remember about trains", "search_memory", {"query": "trains"}),
     ("use `time_get_current_time` for Europe/Paris", "time_get_current_time", {"timezone": "Europe/Paris"}),
     ("What time is it in Tokyo?", "time_get_current_time", {"timezone": "Asia/Tokyo"}),
     ("Convert 14:30 from New York to Tokyo", "time_convert_time",

@@ -15,6 +15,7 @@ Each test writes a screenshot of its main view to ``var/screenshots/``.
 from __future__ import annotations
 
 import base64
+import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +29,6 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Turn, Usage
-from shared.models.offline import OfflineModel
 from shared.models.scripted import call
 from shared.runtime import Runtime, set_runtime
 from shared.state.sqlite_docstore import SqliteDocStore
@@ -70,9 +70,11 @@ class ConsoleModel:
     - ``plan``: calls ``agent_create_plan`` (``auto_execute``: the plan runs, live in the chat turn);
       with its result, answers "The plan finished."
     - anything else: answers "Plain answer."
-    Plan sessions: structured requests (plan drafts, refinements, reflections) get the offline
-    model's JSON; each task's first act reasons "I will look up the notes first." and calls
-    ``search_memory``, its next act ends the task; the first act of task 2 waits for the ``plan`` gate.
+    Plan sessions: structured requests (plan drafts, refinements, reflections) get fixed JSON
+    (``_structured``: three steps, a refinement appends "Follow up: <request>", a task completes when
+    its act ends it; the offline model's own plans are tested in test_first_screen.py); each task's
+    first act reasons "I will look up the notes first." and calls ``search_memory``, its next act
+    ends the task; the first act of task 2 waits for the ``plan`` gate.
     A session whose prompt starts with ``save:`` calls ``save_memory`` (a side effect: the session
     waits for approval) as task 1's first act.
     A gate is opened by the test (``release``) and is re-armed by ``hold``.
@@ -81,7 +83,6 @@ class ConsoleModel:
     def __init__(self) -> None:
         self._gates: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
-        self._offline = OfflineModel()
 
     @property
     def name(self) -> str:
@@ -105,7 +106,8 @@ class ConsoleModel:
 
     def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse:
         if request.response_schema is not None:
-            return self._offline.generate(request, on_delta)
+            return ModelResponse(turn=Turn(role="model", parts=[Part(text=json.dumps(_structured(request)))]),
+                                 usage=CALL_USAGE, finish_reason="STOP")
         prompt = _prompt(request)
         kind, _, rest = prompt.partition(":")
         kind, rest = kind.strip().lower(), rest.strip()
@@ -152,6 +154,29 @@ class ConsoleModel:
         else:
             turn = _text("Plain answer.", emit)
         return ModelResponse(turn=turn, usage=CALL_USAGE, finish_reason="STOP")
+
+
+def _structured(request: ModelRequest) -> dict[str, Any]:
+    """Plans, refinements and reflections of the console tests, recognised by their schema."""
+    props = request.response_schema.get("properties", {}) if request.response_schema else {}
+    data = json.loads(request.turns[0].text) if request.turns else {}
+    if "tasks" in props:
+        if isinstance(data.get("currentPlan"), list):  # a refinement: keep the plan, add the request
+            tasks = [{"id": t.get("id"), "title": t.get("title", ""), "description": t.get("description", "")}
+                     for t in data["currentPlan"]]
+            tasks.append({"id": None, "title": f"Follow up: {str(data.get('request', ''))[:150]}",
+                          "description": "added from the refinement request"})
+            return {"tasks": tasks, "summary": "added a task for your request"}
+        objective = str(data.get("objective", ""))[:150]
+        return {"tasks": [{"title": f"Read what is asked: {objective}", "description": "read the request"},
+                          {"title": f"Carry it out: {objective}", "description": "do it"},
+                          {"title": "Report the outcome", "description": "say what was done"}],
+                "summary": "a three-step plan"}
+    if "taskComplete" in props:
+        done = (isinstance(data.get("lastAct"), dict) and data["lastAct"].get("action", {}).get("tool") == "task_done"
+                and not data.get("rejectedActs"))
+        return {"taskComplete": done, "taskFailed": False, "summary": "done" if done else "go on"}
+    return {}
 
 
 def _text(text: str, emit: DeltaSink) -> Turn:
