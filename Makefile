@@ -20,10 +20,9 @@ $(RUNTIME): requirements.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
 	rm -f $(VENV)/.runtime-* && touch $(RUNTIME)
 
-$(STAMP): requirements.txt requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(STAMP): $(RUNTIME) requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
-	rm -f $(VENV)/.installed-* $(VENV)/.runtime-* && touch $(STAMP) $(RUNTIME)
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 # The browser tests (tests/console) drive Debian's Chromium through Playwright; Playwright never
 # downloads a browser of its own.
