@@ -21,6 +21,10 @@ from shared.models.base import ModelRequest
 LABEL = "[offline model: set GEMINI_API_KEY to use Gemini]"
 """How the offline model says it is offline (once per run)."""
 MAX_TITLE = 80
+MAX_DESCRIPTION = 2000
+"""What a task's description may hold (``shared/plans/planner.py``, ``TaskDraft``)."""
+MAX_TASKS = 30
+"""``PLAN_MAX_TASKS``'s default: a refinement adds no more than that (planning gets the setting)."""
 VERBS = frozenset({
     "add", "ask", "audit", "book", "check", "close", "comment", "convert", "create", "draft", "email",
     "fetch", "file", "find", "get", "list", "look", "make", "note", "open", "post", "publish", "read",
@@ -70,7 +74,10 @@ def title_of(clause: str) -> str:
 
 def task(clause: str) -> dict[str, Any]:
     text = clause.strip().rstrip(".") or "Do what was asked"
-    return {"id": None, "title": title_of(text), "description": f"{text[:1].upper()}{text[1:]}."}
+    description = f"{text[:1].upper()}{text[1:]}."
+    if len(description) > MAX_DESCRIPTION:
+        description = description[:MAX_DESCRIPTION - 1] + "…"
+    return {"id": None, "title": title_of(text), "description": description}
 
 
 def plan(data: dict[str, Any], max_tasks: int = 30) -> dict[str, Any]:
@@ -109,9 +116,10 @@ def refine(data: dict[str, Any]) -> dict[str, Any]:
                     return {"tasks": kept, "summary": f"Removed the task \"{t['title']}\" as asked."}
     added = _ADD.match(request)
     text = added.group(1) if added else request
-    new = [task(c) for c in clauses(text)] if text.strip() else []
+    new = [task(c) for c in clauses(text)][:max(1, MAX_TASKS - len(current))] if text.strip() else []
     titles = ", ".join(f"\"{n['title']}\"" for n in new)
-    return {"tasks": current + new, "summary": f"Added {titles} at the end, as asked." if new else "No change."}
+    summary = f"Added {titles} at the end, as asked." if new else "No change."
+    return {"tasks": current + new, "summary": summary if len(summary) <= 1000 else summary[:999] + "…"}
 
 
 def reflection(data: dict[str, Any]) -> dict[str, Any]:

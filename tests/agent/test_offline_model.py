@@ -167,3 +167,13 @@ def test_agent_create_plan_is_called_for_a_plan_and_its_outcome_summarised() -> 
         "status": "completed", "planId": "ses_1", "insights": ["Check the time in Tokyo: done"]}))])
     text = OfflineModel().generate(ModelRequest(turns=[outcome])).turn.text
     assert text == f"{LABEL} The plan ses_1 is completed: Check the time in Tokyo: done."
+
+
+@pytest.mark.parametrize("objective", ["x" * 16_000, "...", " . ", "\x00\x001\x00", "; ".join(["check the time"] * 100),
+                                       '"unclosed and then list issues', "then and; ;"])
+def test_any_objective_gets_a_valid_plan_and_refinement(objective: str) -> None:
+    plan = structured(PlanDraft, {"objective": objective})
+    tasks = plan["tasks"]
+    assert isinstance(tasks, list) and 1 <= len(tasks) <= 30 and all(t["title"] for t in tasks)
+    current = [{**t, "id": f"t{i}"} for i, t in enumerate(tasks, 1)]
+    structured(PlanDraft, {"objective": objective, "request": objective, "currentPlan": current})

@@ -33,6 +33,7 @@ from shared.models.scripted import call
 from shared.runtime import Runtime, set_runtime
 from shared.state.sqlite_docstore import SqliteDocStore
 from tests.agent.conftest import make_settings
+from tests.fakes import fixed_plans
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "var" / "screenshots"
@@ -71,7 +72,7 @@ class ConsoleModel:
       with its result, answers "The plan finished."
     - anything else: answers "Plain answer."
     Plan sessions: structured requests (plan drafts, refinements, reflections) get fixed JSON
-    (``_structured``: three steps, a refinement appends "Follow up: <request>", a task completes when
+    (``tests/fakes/fixed_plans.py``: three steps, a refinement appends "Follow up: <request>", a task completes when
     its act ends it; the offline model's own plans are tested in test_first_screen.py); each task's
     first act reasons "I will look up the notes first." and calls ``search_memory``, its next act
     ends the task; the first act of task 2 waits for the ``plan`` gate.
@@ -106,7 +107,7 @@ class ConsoleModel:
 
     def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse:
         if request.response_schema is not None:
-            return ModelResponse(turn=Turn(role="model", parts=[Part(text=json.dumps(_structured(request)))]),
+            return ModelResponse(turn=Turn(role="model", parts=[Part(text=json.dumps(fixed_plans.answer(request)))]),
                                  usage=CALL_USAGE, finish_reason="STOP")
         prompt = _prompt(request)
         kind, _, rest = prompt.partition(":")
@@ -154,29 +155,6 @@ class ConsoleModel:
         else:
             turn = _text("Plain answer.", emit)
         return ModelResponse(turn=turn, usage=CALL_USAGE, finish_reason="STOP")
-
-
-def _structured(request: ModelRequest) -> dict[str, Any]:
-    """Plans, refinements and reflections of the console tests, recognised by their schema."""
-    props = request.response_schema.get("properties", {}) if request.response_schema else {}
-    data = json.loads(request.turns[0].text) if request.turns else {}
-    if "tasks" in props:
-        if isinstance(data.get("currentPlan"), list):  # a refinement: keep the plan, add the request
-            tasks = [{"id": t.get("id"), "title": t.get("title", ""), "description": t.get("description", "")}
-                     for t in data["currentPlan"]]
-            tasks.append({"id": None, "title": f"Follow up: {str(data.get('request', ''))[:150]}",
-                          "description": "added from the refinement request"})
-            return {"tasks": tasks, "summary": "added a task for your request"}
-        objective = str(data.get("objective", ""))[:150]
-        return {"tasks": [{"title": f"Read what is asked: {objective}", "description": "read the request"},
-                          {"title": f"Carry it out: {objective}", "description": "do it"},
-                          {"title": "Report the outcome", "description": "say what was done"}],
-                "summary": "a three-step plan"}
-    if "taskComplete" in props:
-        done = (isinstance(data.get("lastAct"), dict) and data["lastAct"].get("action", {}).get("tool") == "task_done"
-                and not data.get("rejectedActs"))
-        return {"taskComplete": done, "taskFailed": False, "summary": "done" if done else "go on"}
-    return {}
 
 
 def _text(text: str, emit: DeltaSink) -> Turn:

@@ -6,6 +6,7 @@ user. Screenshots go to var/screenshots/ (first-screen*.png, first-hour-*.png)."
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -15,6 +16,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from devserver import create_app
 from shared.auth import LocalAuthenticator
+from shared.config import McpServer
 from shared.models.offline import LABEL, OfflineModel
 from shared.runtime import Runtime, set_runtime
 from shared.state.sqlite_docstore import SqliteDocStore
@@ -26,7 +28,9 @@ from tests.console.conftest import CREDENTIALS_KEY, SCREENSHOTS, Console, Consol
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     """The dev app with the offline model ``make dev`` uses without a key (at a short pace)."""
     store = SqliteDocStore(str(tmp_path_factory.mktemp("first-hour") / "state.sqlite3"))
-    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY),
+    time_server = McpServer(name="time", command=(sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"))
+    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY,
+                               mcp_servers=(time_server,), mcp_timeout_s=30.0),
                  store=store, model=OfflineModel(pace_s=0.005), authenticator=LocalAuthenticator())
     set_runtime(rt)
     server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
@@ -168,3 +172,20 @@ def test_the_goals_playground_uses_the_signed_in_user(page: Page, console: Conso
     page.press("#goals-message", "Enter")
     expect(page.locator("#goals-log .goals-answer").first).to_have_attribute("data-action", "save_preview")
     console.screenshot(page, "first-hour-goals")
+
+
+def test_the_deployments_mcp_server_is_listed_and_called(page: Page, console: Console) -> None:
+    """The pinned mcp-server-time as a deployment server: listed read-only with its tools in
+    Integrations, and called by the offline model from a prompt that asks for the time."""
+    open_console(page, console, "olga", view="integrations")
+    row = page.locator("#mcp-status tr[data-deployment-server=time]")
+    expect(row.locator("li[data-tool=time_get_current_time]")).to_be_visible()
+    expect(row).to_contain_text("stdio")
+    console.screenshot(page, "first-hour-deployment-mcp")
+    page.click("nav >> text=Chat")
+    page.fill("#chat-prompt", "What time is it in Tokyo?")
+    page.press("#chat-prompt", "Enter")
+    run = page.locator("#chat-transcript .run").last
+    expect(run).to_have_attribute("data-status", "completed")
+    expect(run.locator(".tool-card[data-tool=time_get_current_time]")).to_have_attribute("data-result", "completed")
+    expect(run.locator(".answer-text")).to_contain_text("Asia/Tokyo")
