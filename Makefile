@@ -10,7 +10,10 @@ BWRAP := /usr/bin/bwrap
 MCP_NPM := tests/mcp_npm/node_modules/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability load bundle clean
+TCK_VENV := var/tck-venv
+TCK_STAMP := $(TCK_VENV)/.installed-$(shell cat tests/a2a/tck-requirements.txt | sha256sum | cut -c1-12)
+
+.PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability load bundle clean conformance
 
 # `make dev`, `make demo` and `make host-demo` need the runtime only (requirements.txt); the
 # development tools (requirements-dev.txt: pytest, mypy, Playwright, schemathesis, the MCP test
@@ -48,7 +51,13 @@ $(VENV)/bin/host-agent: scripts/host-agent $(RUNTIME)
 $(VENV)/bin/agent: scripts/agent $(RUNTIME)
 	install -m 755 scripts/agent $@
 
-venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent
+# The official A2A TCK (../shared/a2a-tck, not on PyPI) runs in a venv of its own pinned dependencies.
+$(TCK_STAMP): tests/a2a/tck-requirements.txt
+	test -x $(TCK_VENV)/bin/python || $(PYTHON) -m venv $(TCK_VENV)
+	$(TCK_VENV)/bin/pip install -q --disable-pip-version-check -r tests/a2a/tck-requirements.txt
+	rm -f $(TCK_VENV)/.installed-* && touch $(TCK_STAMP)
+
+venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP)
 
 dev: $(RUNTIME) $(BWRAP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
 	PORT=$(PORT) MCP_ALLOW_PRIVATE_URLS=$${MCP_ALLOW_PRIVATE_URLS:-true} $(PY) devserver.py
@@ -63,11 +72,14 @@ DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),$(if $(filter ref
 host-demo: $(RUNTIME) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
 	$(PY) -m hostagent.demo --host $(DEMO_HOST)
 
-test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
+test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP) lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP) $(MCP_NPM)
 	$(PY) -m pytest -q tests/agent tests/unit
+
+conformance: $(STAMP) $(TCK_STAMP)  ## the official A2A TCK against make dev's /a2a (one process; two on Firestore); in make test too
+	$(PY) -m pytest -q tests/a2a/test_tck.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -78,12 +90,13 @@ typecheck: $(STAMP)
 infra-test:
 	$(MAKE) -C infra test
 
-bench: $(STAMP)  ## performance figures (JSON)
+bench: $(STAMP) $(BWRAP)  ## performance figures (JSON)
 	$(PY) -m bench.run
 
-reliability: $(STAMP)  ## the approval/resume and plan-session reliability scenarios (JSON summaries)
+reliability: $(STAMP) $(BWRAP)  ## the approval/resume, plan-session and script reliability scenarios (JSON summaries)
 	$(PY) -m bench.reliability
 	$(PY) -m bench.plan_reliability --sessions 100
+	$(PY) -m bench.script_reliability --runs 40
 
 load: $(STAMP)  ## 50 users stream runs with approvals for 60 s against make dev on the Firestore emulator (JSON)
 	$(PY) -m bench.load $(LOAD_ARGS)

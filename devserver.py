@@ -18,6 +18,7 @@ On first start it provisions a local ``CREDENTIALS_ENCRYPTION_KEY`` in ``var/`` 
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import contextlib
@@ -25,9 +26,11 @@ import logging
 import os
 import secrets
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -183,12 +186,55 @@ def start_periodic_sweep(rt: Runtime, interval_s: float = SWEEP_INTERVAL_S) -> t
     return stop
 
 
+SANDBOX_SNAPSHOTS = Path("var") / "sandbox-snapshots"
+"""Where ``make dev``'s sandbox service keeps its workspace snapshots (they outlive restarts)."""
+
+
+def start_local_sandbox(snapshot_dir: Path = SANDBOX_SNAPSHOTS, timeout_s: float = 30.0) -> subprocess.Popen[bytes]:
+    """``make dev``'s sandbox service (docs/workspaces.md) as a child process on a free loopback port,
+    with a fresh key; sets ``SANDBOX_URL`` and ``SANDBOX_KEY`` for this process (the workspace tools
+    then join the registry). Its workspaces live under a new 0711 directory in /tmp (the workspace
+    uids must reach it), its snapshots in ``snapshot_dir``. The caller stops it."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = tempfile.mkdtemp(prefix="agent-sandbox-", dir="/tmp")  # not under TMPDIR: it may be 0700
+    os.chmod(root, 0o711)
+    key = secrets.token_urlsafe(24)
+    env = {"PATH": os.defpath, "PORT": str(port), "SANDBOX_KEY": key,
+           "SANDBOX_ROOT": root, "SANDBOX_SNAPSHOT_DIR": str(snapshot_dir.resolve()),
+           "PYTHONPATH": str(Path(__file__).resolve().parent), "SANDBOX_PARENT_PID": str(os.getpid())}
+    proc = subprocess.Popen([sys.executable, "-m", "sandbox.server"], env=env, stdin=subprocess.DEVNULL,
+                            cwd=Path(__file__).resolve().parent)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the sandbox service exited ({proc.returncode}); set SANDBOX_URL=off to run without it")
+        with contextlib.suppress(OSError), urllib.request.urlopen(url + "/healthz", timeout=1) as resp:
+            if resp.status == 200:
+                os.environ["SANDBOX_URL"], os.environ["SANDBOX_KEY"] = url, key
+                return proc
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit(f"the sandbox service did not answer within {timeout_s} s")
+
+
 def main() -> None:
     if os.environ.get("K_SERVICE"):
         raise SystemExit("devserver refuses to run on Cloud Run (K_SERVICE is set)")
     from shared.logs import configure_logging
     from shared.runtime import get_runtime
 
+    sandbox = None
+    if os.environ.get("SANDBOX_URL", "").strip().lower() == "off":
+        os.environ.pop("SANDBOX_URL")
+    elif not os.environ.get("SANDBOX_URL", "").strip():
+        sandbox = start_local_sandbox()
+        atexit.register(sandbox.kill)
     key_file = provision_local_encryption_key()
     fakes = None
     if os.environ.get("DEV_FAKES", "").strip().lower() in ("1", "true", "yes"):
@@ -201,7 +247,8 @@ def main() -> None:
     model = "Gemini" if rt.settings.gemini_api_key or rt.settings.gemini_use_vertex else "offline model"
     print(f"Agent Runtime dev server on http://127.0.0.1:{port} (store: {rt.settings.state_backend}, "
           f"model: {model}, auth: {rt.settings.auth_mode}, "
-          f"integrations: {f'local key {key_file}' if key_file else 'CREDENTIALS_ENCRYPTION_KEY'})", file=sys.stderr)
+          f"integrations: {f'local key {key_file}' if key_file else 'CREDENTIALS_ENCRYPTION_KEY'}, "
+          f"sandbox: {rt.settings.sandbox_url or 'off'}{' (local)' if sandbox else ''})", file=sys.stderr)
     if fakes is not None:
         print(fakes.banner(port), file=sys.stderr)
     if rt.settings.auth_mode == "local":

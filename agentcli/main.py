@@ -127,8 +127,10 @@ def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO, confirme
         # Once the session has ended, one more (non-following) read prints the events it committed
         # after the last read: it can end between that read and the status check.
         for ev in api.lines(f"/api/agent/sessions/{sid}/events?after={after}" + ("" if ended else "&follow=1")):
-            after = int(ev["seq"])
             kind = ev["type"]
+            if kind in ("heartbeat", "stream_end"):  # the connection is alive / why the follow closed
+                continue
+            after = int(ev["seq"])
             if kind == "task_start":
                 print(f"[task {ev['index']} of {ev['total']}] {ev['title']}  ({time_left(deadline)})", file=out)
             elif kind == "act":

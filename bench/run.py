@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench import coldstart, growth, memory, peers, plans, steps, versus
+from bench import coldstart, growth, memory, peers, plans, sandbox, steps, versus
 from bench.emulator import firestore_emulator, firestore_store, sqlite_store
 from bench.fakemodel import tool_then_answer
 from bench.reference import peers_reference_ms, reference_ms
@@ -249,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         progress("plan sessions: per act, and continuation through the Pub/Sub emulator (bench/plans.py)")
         plan_figures = plans.figures(fs_host, tmp, args.quick)
     genai = genai_checks(tmp)
+    progress("sandbox: container_exec of true, snapshot/restore of a 2,000-file workspace (bench/sandbox.py)")
+    sandbox_figures = sandbox.figures(args.quick)
     ref_after = reference_ms()
     ref = (ref_before + ref_after) / 2
     peers_ref = (peers_ref_before + peers_reference_ms()) / 2
@@ -277,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         "genai_import": genai,
         "versus_baseline": against,
         "plans": plan_figures,
+        "sandbox": sandbox_figures,
         "targets": {
             "per_step_not_worse_than_baseline": {
                 store: {"head_ms": against.get(store, {}).get("head", {}).get("per_step_ms"),
@@ -294,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             "per_step_sqlite_ref_pct": at_most(per["sqlite_file"]["per_step_ref_pct"], PER_STEP_SQLITE_REF_PCT),
             "run_1_step_sqlite_ref_pct": at_most(per["sqlite_file"]["run_1_step_ref_pct"], RUN_1_STEP_REF_PCT),
             "run_start_growth_ratio": at_most(start_growth["ratio"], RUN_START_GROWTH_RATIO),
+            "container_exec_true_p50_ms": at_most(
+                sandbox_figures["container_exec_true"]["service_round_trip_p50_ms"], sandbox.EXEC_P50_TARGET_MS, ref),
             "ledger_reads_per_start_constant": {
                 store: {"empty": start_growth[key]["ledger_documents_read_per_start_empty"],
                         "after": start_growth[key]["ledger_documents_read_per_start_after"],

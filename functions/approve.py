@@ -18,5 +18,5 @@ def approve(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
     decision = decide(rt.services, rt.dispatcher, uid, body)
     answer = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,
-                             status="resume_requested")
+                             status="resume_requested", arguments=decision.arguments)
     return json_response(answer.to_json(), status=202)

@@ -1,5 +1,6 @@
 """``runs``: GET /api/agent/runs?limit=N (the caller's runs, newest first), GET /api/agent/runs/{runId},
-GET /api/agent/runs/{runId}/events?after=N[&follow=1] and the approvals inbox,
+GET /api/agent/runs/{runId}/events?after=N[&follow=1] (NDJSON, or Server-Sent Events by ``Accept``;
+``Last-Event-ID`` resumes) and the approvals inbox,
 GET /api/agent/approvals?status=pending|decided|all&limit=N (shared/approvals_inbox.py).
 Routes: ``shared/routes.py``.
 
@@ -15,15 +16,17 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller
-from shared.query import params
-from shared.web import json_response, ndjson_response
+from shared.query import params, resume_after
+from shared.web import SSE_RETRY_MS, json_response, ndjson_response, sse_response, wants_sse
 
 
 def list_runs(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.runs_list import runs_list
 
     rt, uid = caller(request)
-    return json_response(runs_list(rt.runs.list_runs_for(uid, params(request)["limit"]), rt.runs).to_json())
+    query = params(request)
+    page = rt.runs.page_runs_for(uid, query["limit"], query.get("cursor"))
+    return json_response(runs_list(page.items, rt.runs, page.next_cursor).to_json())
 
 
 def list_approvals(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -31,7 +34,7 @@ def list_approvals(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
     rt, uid = caller(request)
     query = params(request)
-    return json_response(inbox(rt.runs, uid, query["status"], query["limit"]).to_json())
+    return json_response(inbox(rt.runs, uid, query["status"], query["limit"], query.get("cursor")).to_json())
 
 
 def get_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -48,7 +51,9 @@ def run_events(request: flask.Request, path: Mapping[str, str]) -> flask.Respons
     rt, uid = caller(request)
     snap = rt.runs.get_run_for(uid, path["runId"])
     query = params(request)
-    events = replay_events(rt.runs, snap.run.run_id, query["after"], follow=query["follow"],
-                           until_end=query["until"] == "end",
-                           max_wait_s=rt.settings.follow_max_wait_s, sessions=lambda: rt.sessions)
+    events = replay_events(rt.runs, snap.run.run_id, resume_after(request), follow=query["follow"],
+                           until_end=query["until"] == "end", max_wait_s=rt.settings.follow_max_wait_s,
+                           heartbeat_s=rt.settings.heartbeat_s, sessions=lambda: rt.sessions)
+    if wants_sse(request):
+        return sse_response(events, retry_ms=SSE_RETRY_MS)
     return ndjson_response(ndjson(ev) for ev in events)

@@ -6,7 +6,7 @@ Routes: ``shared/routes.py``.
 - ``POST /api/agent/sessions/{id}/confirm`` -> 202 ``executing``
 - ``POST /api/agent/sessions/{id}/cancel`` (no body, ``{}`` or ``{"reason"}``) -> 202
 - ``GET  /api/agent/sessions/{id}`` -> the session
-- ``GET  /api/agent/sessions/{id}/events?after=N&follow=1`` -> NDJSON
+- ``GET  /api/agent/sessions/{id}/events?after=N&follow=1`` -> NDJSON (SSE by ``Accept``; ``Last-Event-ID``)
 """
 
 from __future__ import annotations
@@ -16,15 +16,17 @@ from collections.abc import Mapping
 import flask
 
 from functions.common import caller
-from shared.query import params
-from shared.web import json_response, ndjson_response, read_json_body
+from shared.ndjson import ndjson
+from shared.query import params, resume_after
+from shared.web import SSE_RETRY_MS, json_response, ndjson_response, read_json_body, sse_response, wants_sse
 
 
 def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared.plans import session_handlers as api
 
     rt, uid = caller(request)
-    return json_response(api.list_sessions(rt, uid, params(request)["limit"]).to_json())
+    query = params(request)
+    return json_response(api.list_sessions(rt, uid, query["limit"], query.get("cursor")).to_json())
 
 
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -43,11 +45,13 @@ def get_session(request: flask.Request, path: Mapping[str, str]) -> flask.Respon
 
 
 def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import session_handlers as api
+    from shared.plans.session_follow import follow_session
 
     rt, uid = caller(request)
-    query = params(request)
-    return ndjson_response(api.events(rt, uid, path["sessionId"], query["after"], follow=query["follow"]))
+    events = follow_session(rt, uid, path["sessionId"], resume_after(request), follow=params(request)["follow"])
+    if wants_sse(request):
+        return sse_response(events, retry_ms=SSE_RETRY_MS)
+    return ndjson_response(ndjson(ev) for ev in events)
 
 
 def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:

@@ -7,7 +7,8 @@ the session ends, ``run`` returns a ``SessionResult`` with an explicit outcome, 
 with the host when the connection still allows it, and writes the log's ``session.finish`` line.
 
 Outcomes and the CLI's exit codes: ``completed`` (goal reached), ``blocked`` (the user was told
-why not), ``ended`` (the host ended the session): 0; ``internal_error``: 1; ``protocol_error``
+why not), ``cancelled`` (the user called the booking off before it was made), ``ended`` (the host
+ended the session): 0; ``internal_error``: 1; ``protocol_error``
 (the host broke the protocol): 3; ``connection_lost`` (could not connect, or the connection
 closed mid-session): 4; ``timeout`` (a handshake reply or the session deadline): 5; ``no_answer``
 (a question to the user went unanswered within its bound; the user was told, the session ended): 6.
@@ -36,13 +37,14 @@ from hostagent.protocol import ErrorPayload, RelayJoin, SessionEnded, SessionSta
 from hostagent.relay_client import RelayClient
 from hostagent.session_log import SessionLog
 from hostagent.transport import Transport
+from hostagent.understanding import MAX_UNHELPFUL_ANSWERS, Contact, Understanding, read, topic_of, understand
 from hostagent.verifier import Verifier
 from shared.errors import ModelError
 
-Outcome = Literal["completed", "blocked", "ended", "internal_error", "protocol_error", "connection_lost", "timeout",
-                  "no_answer"]
-EXIT_CODES: dict[str, int] = {"completed": 0, "blocked": 0, "ended": 0, "internal_error": 1, "protocol_error": 3,
-                              "connection_lost": 4, "timeout": 5, "no_answer": 6}
+Outcome = Literal["completed", "blocked", "cancelled", "ended", "internal_error", "protocol_error", "connection_lost",
+                  "timeout", "no_answer"]
+EXIT_CODES: dict[str, int] = {"completed": 0, "blocked": 0, "cancelled": 0, "ended": 0, "internal_error": 1,
+                              "protocol_error": 3, "connection_lost": 4, "timeout": 5, "no_answer": 6}
 MAX_IDLE_STEPS = 6  # actions in a row without a tool call (messages, snapshots) before the agent gives up
 
 
@@ -69,6 +71,11 @@ class AgentConfig:
     """Refused frames from the host (malformed, unknown type, wrong version...) that end the session."""
     retry_delay_s: float = 0.0
     """Pause before acting again after a failed call (a transient host failure may clear)."""
+    contact: Contact | None = None
+    """Who the booking is for, given up front (``--contact "Name <email>"``): the agent need not ask.
+    The goal and the user's messages still win over it."""
+    max_unhelpful_answers: int = MAX_UNHELPFUL_ANSWERS
+    """Answers in a row to the agent's questions that gave nothing usable before it stops as ``blocked``."""
 
 
 class SessionResult(BaseModel):
@@ -101,7 +108,7 @@ class HostAgent:
         self.config = config
         self.planner = planner
         self.log = log
-        self.memory = AgentMemory(working=WorkingMemory(goal=config.goal))
+        self.memory = AgentMemory(working=WorkingMemory(goal=config.goal, contact=config.contact))
         self.bus = EventBus()
         self.client = RelayClient(Transport(config.url, connect_timeout_s=config.connect_timeout_s,
                                             max_frame_bytes=config.max_frame_bytes), self.bus, log,
@@ -170,6 +177,8 @@ class HostAgent:
                 await self._wait_for_user()
                 continue
             context = perceive(self.memory)
+            if len(context.signals.unhelpful) >= cfg.max_unhelpful_answers:
+                await self._block_unhelpful(context.signals)
             plan = await self._plan(context)
             if plan is None:
                 continue
@@ -220,6 +229,8 @@ class HostAgent:
         if action.type == "snapshot.get":
             await self.executor.snapshot(action.reason)
             return None
+        if self.memory.working.stage != "confirmation" and perceive(self.memory).signals.cancel:
+            return await self._end("cancelled", action.reason)  # the user called it off before booking
         return await self._end("completed", action.reason)
 
     async def _tool_step(self, plan: NavigationPlan, action: PlannedAction, retry_of: str | None = None) -> None:
@@ -279,6 +290,22 @@ class HostAgent:
         await self.executor.message(plan, plan.nextAction)
         raise await self._end("blocked", f"blocked: {why}")
 
+    async def _block_unhelpful(self, understood: Understanding) -> None:
+        """The user's answers did not help ``max_unhelpful_answers`` times in a row: say so (quoting
+        them and what was understood), log the answers and the clarifying questions, stop."""
+        working = self.memory.working
+        answers = list(understood.unhelpful)
+        asked = working.questions[-len(answers):]
+        quoted = ", ".join(f'"{a[:80]}"' for a in answers)
+        have = f"; so far I have {understood.known_contact()}" if any(
+            topic_of(q) in ("contact", "name", "email") for q in asked) else ""
+        why = f"{len(answers)} answers in a row did not give me what I asked for ({quoted}){have}"
+        self.log.write("recovery", "unhelpful_answers", code="UNHELPFUL_ANSWERS", reason=why,
+                       data={"answers": answers, "questions": asked, "understood": understood.summary()})
+        plan = self._blocked_plan(why, "the user's answers did not help")
+        await self.executor.message(plan, plan.nextAction)
+        raise await self._end("blocked", f"blocked: {why}")
+
     async def _end(self, outcome: Outcome, reason: str) -> _Stop:
         ended = await self.executor.end(reason)
         self.summary = ended.body(SessionEnded).summary
@@ -325,6 +352,21 @@ class HostAgent:
         elif seen == "ignored":
             self.log.write("note", event.type, id=event.id, reply_to=event.replyTo,
                            reason="late or unsolicited, ignored")
+        elif seen == "message":
+            self._log_reading(event.id)
+
+    def _log_reading(self, message_id: str) -> None:
+        """What the agent understood from the user's message (and from everything said so far)."""
+        working = self.memory.working
+        turn = working.turns[-1]
+        understood = understand(working.goal, working.turns, contact=working.contact, titles=working.titles)
+        reading = understood.last or read(turn.text)
+        # An answer helped when it left no unhelpful streak ("yes" to a quoted guess helps in context).
+        usable = not understood.unhelpful if turn.question is not None else reading.usable
+        self.log.write("note", "user.reading", id=message_id, outcome="usable" if usable else "unusable",
+                       reason=f"the answer to: {turn.question}" if turn.question else "said unasked",
+                       data={"question": turn.question, "reading": reading.model_dump(exclude_defaults=True),
+                             "understood": understood.summary()})
 
     async def _finish(self, stop: _Stop) -> SessionResult:
         working = self.memory.working

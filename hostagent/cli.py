@@ -1,16 +1,17 @@
 """``host-agent``: run one session of the host agent against a host.
 
     host-agent --url ws://HOST:PORT/PATH --room ROOM --goal "TEXT" --log FILE.jsonl
-               [--planner rules|llm] [--timeout-s N] [--max-session-s N] [--question-timeout-s N]
-               [--max-frame-bytes N] [--quiet]
+               [--planner rules|llm] [--contact "Name <email>"] [--timeout-s N] [--max-session-s N]
+               [--question-timeout-s N] [--max-frame-bytes N] [--quiet]
     host-agent conform --url ws://HOST:PORT/PATH --room ROOM [--timeout-s N] [--json]
 
 Prints the conversation and the stages to stdout as the session goes (unless ``--quiet``), writes
-the JSONL log to ``--log``, and exits 0 when the session ended normally (goal reached, or the user
-was told why not), 3 on a protocol failure, 4 on a connection failure, 5 on a timeout, 6 when the
-user did not answer a question in time, 1 on an internal error, 2 on bad usage. ``--planner llm``
-uses Gemini through ``shared.models`` (needs
+the JSONL log to ``--log``, and exits 0 when the session ended normally (goal reached, the user was
+told why not, or the user called the booking off), 3 on a protocol failure, 4 on a connection
+failure, 5 on a timeout, 6 when the user did not answer a question in time, 1 on an internal error,
+2 on bad usage. ``--planner llm`` uses Gemini through ``shared.models`` (needs
 ``GEMINI_API_KEY`` or ``GEMINI_USE_VERTEX=true``; ``GEMINI_MODEL``, ``MODEL_TIMEOUT_S`` apply).
+``--contact "Name <email>"`` says whom the booking is for, so the agent need not ask.
 Diagnostics go to stderr as Cloud Logging JSON lines (``LOG_LEVEL``, default WARNING).
 """
 
@@ -31,6 +32,7 @@ from hostagent.agent import AgentConfig, HostAgent, SessionResult
 from hostagent.planner import Planner
 from hostagent.rules_planner import RulesPlanner
 from hostagent.session_log import LogRecord, SessionLog
+from hostagent.understanding import Contact
 from shared.config import Settings
 from shared.errors import ConfigurationError
 from shared.logs import configure_logging, log_context
@@ -63,6 +65,13 @@ def _text(value: str) -> str:
     return value
 
 
+def _contact(value: str) -> Contact:
+    try:
+        return Contact.parse(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="host-agent", description="Drive a host app over the host protocol (mvp-0.2).")
     p.add_argument("--url", required=True, type=_url, help="the relay or host: ws://HOST:PORT/PATH")
@@ -70,6 +79,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--goal", required=True, type=_text, help="what the user wants, in their words")
     p.add_argument("--log", required=True, type=_text, help="JSONL log file to write (replaced)")
     p.add_argument("--planner", choices=("rules", "llm"), default="rules")
+    p.add_argument("--contact", type=_contact, default=None, metavar='"NAME <EMAIL>"',
+                   help="who the booking is for, so the agent need not ask (the goal and the user's messages "
+                        "still win over it)")
     p.add_argument("--uid", default="backend:host-agent",
                    help="whose usage ledger records the LLM planner's model calls (default backend:host-agent)")
     p.add_argument("--timeout-s", type=_positive, default=10.0,
@@ -174,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     config = AgentConfig(url=args.url, room=args.room, goal=args.goal, timeout_s=args.timeout_s,
                          session_timeout_s=args.max_session_s,
                          question_timeout_s=min(args.question_timeout_s or 6 * args.timeout_s, args.max_session_s),
-                         connect_timeout_s=args.timeout_s, max_frame_bytes=args.max_frame_bytes)
+                         connect_timeout_s=args.timeout_s, max_frame_bytes=args.max_frame_bytes, contact=args.contact)
     try:
         listener = None if args.quiet else Transcript(sys.stdout)
         result = asyncio.run(run_session(config, planner, args.log, listener))

@@ -68,6 +68,9 @@ class Executor:
         await self.client.send(env)
         working = self.memory.working
         working.messages.append(ChatMessage(role="agent", text=str(action.payload["text"]), stage=working.stage))
+        if kind == "question":  # the user's next message answers it
+            working.questions.append(str(action.payload["text"]))
+            working.open_question = str(action.payload["text"])
         self.memory.settle(env.id, "success")
         return env
 

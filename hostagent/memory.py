@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from hostagent.plans import NavigationPlan, PlannedAction
 from hostagent.protocol import ChatMessage, ToolSpec
+from hostagent.understanding import Contact, Turn
 
 AgentPhase = Literal["DISCONNECTED", "CONNECTED", "JOINED", "SESSION_ACTIVE", "WAITING_RESULT", "TERMINATING"]
 
@@ -53,6 +54,16 @@ class WorkingMemory:
     messages: list[ChatMessage] = field(default_factory=list)
     user_texts: list[str] = field(default_factory=list)
     """The user's messages after the goal, oldest first (a later one may change the goal)."""
+    turns: list[Turn] = field(default_factory=list)
+    """The same messages, each with the question it answered (None: said unasked)."""
+    contact: Contact | None = None
+    """The contact profile given up front (``--contact``): the agent need not ask."""
+    questions: list[str] = field(default_factory=list)
+    """Every question the agent asked, in order."""
+    open_question: str | None = None
+    """The question the user has not answered yet."""
+    titles: set[str] = field(default_factory=set)
+    """Every movie title the screens showed (never read as a person's name)."""
     awaiting_user: bool = False
     notes: dict[str, Any] = field(default_factory=dict)
     """Planner scratch space that must survive replanning (announcements made, questions asked)."""

@@ -6,13 +6,13 @@ state), ``stale`` (a ``state.updated`` caused by an action older than the state 
 drift, ignored), ``message`` or ``ignored``. ``perceive`` builds the planner's view: the screen
 normalised by ``hostagent.screen`` (any host's uiSpec dialect), the toolSchema, the conversation.
 
-``signals`` extracts the intent cues planners use from the goal and the user's later messages;
-a later message overrides what an earlier one said (the user changed their mind).
+``PerceivedContext.signals`` is what the goal and the user's later messages say, read by
+``hostagent.understanding`` (contact details, seats, showtime, cancelling, the answers that did not
+help); a later message overrides what an earlier one said (the user changed their mind).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,22 +28,10 @@ from hostagent.protocol import (
     UserMessage,
 )
 from hostagent.screen import ScreenView, read_screen
+from hostagent.understanding import EMAIL, Turn, Understanding, understand
 
+__all__ = ["EMAIL", "PerceivedContext", "observe", "perceive", "signals"]
 HISTORY_TAIL = 12
-
-
-class IntentSignals(BaseModel):
-    """Cues from the user's words. None: not said."""
-
-    model_config = ConfigDict(frozen=True)
-
-    date: str | None = None
-    time: str | None = None
-    day_part: str | None = None
-    count: int | None = None
-    name: str | None = None
-    email: str | None = None
-    coupon: str | None = None
 
 
 class PerceivedContext(BaseModel):
@@ -60,7 +48,8 @@ class PerceivedContext(BaseModel):
     messageHistoryTail: list[ChatMessage]
     goal: str
     userTexts: list[str] = Field(default_factory=list)
-    signals: IntentSignals = IntentSignals()
+    signals: Understanding = Understanding()
+    """What the goal and the user's messages say (``hostagent.understanding``)."""
 
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.toolSchema if t.name == name), None)
@@ -96,6 +85,8 @@ def observe(env: Envelope, memory: AgentMemory) -> str:
     if env.type == "user.message":
         message: UserMessage = env.body(UserMessage)
         working.user_texts.append(message.text)
+        working.turns.append(Turn(message.text, working.open_question))
+        working.open_question = None
         working.messages.append(ChatMessage(role="user", text=message.text, stage=message.stage))
         working.awaiting_user = False
         return "message"
@@ -111,56 +102,16 @@ def perceive(memory: AgentMemory) -> PerceivedContext:
     working = memory.working
     current = working.current
     users = [m for m in working.messages if m.role == "user"]
+    screen = read_screen(current.ui_spec) if current else ScreenView()
+    working.titles.update(m.title for m in [*screen.movies, *([screen.movie] if screen.movie else [])])
     return PerceivedContext(
-        sessionId=working.session_id, stage=current.stage if current else None,
-        screen=read_screen(current.ui_spec) if current else ScreenView(),
+        sessionId=working.session_id, stage=current.stage if current else None, screen=screen,
         uiSpec=current.ui_spec if current else None, toolSchema=list(current.tools) if current else [],
         lastUserMessage=users[-1] if users else None, messageHistoryTail=working.messages[-HISTORY_TAIL:],
-        goal=working.goal, userTexts=list(working.user_texts), signals=signals([working.goal, *working.user_texts]))
+        goal=working.goal, userTexts=list(working.user_texts),
+        signals=understand(working.goal, working.turns, contact=working.contact, titles=working.titles))
 
 
-_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-          "a": 1, "an": 1, "single": 1, "pair of": 2, "couple of": 2}
-_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
-_TIME = re.compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)\b")
-_COUNT = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|a|an|single|pair of|couple of)\s+"
-                    r"(?:\w+\s+)?(?:seats?|tickets?|places?)\b", re.IGNORECASE)
-EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-_NAME = re.compile(r"\b(?:name\s+is|name:?|named|under(?:\s+the\s+name)?)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,3})")
-_COUPON = re.compile(r"\b(?:coupon|promo(?:\s+code)?|discount(?:\s+code)?|voucher)\s*(?:code\s*)?:?\s*"
-                     r"([A-Za-z0-9]{3,16})\b", re.IGNORECASE)
-_DAY_PARTS = {"morning": "morning", "afternoon": "afternoon", "matinee": "afternoon", "evening": "evening",
-              "tonight": "evening", "night": "evening"}
-
-
-def signals(texts: list[str]) -> IntentSignals:
-    """Intent cues of ``texts`` (oldest first); a later text overrides an earlier one."""
-    found: dict[str, Any] = {}
-    for text in texts:
-        found.update(_signals_of(text))
-    return IntentSignals(**found)
-
-
-def _signals_of(text: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if m := _DATE.search(text):
-        out["date"] = m.group(1)
-    if m := _TIME.search(_DATE.sub(" ", text)):
-        out["time"] = f"{int(m.group(1)):02d}:{m.group(2)}"
-    lowered = text.lower()
-    for word, part in _DAY_PARTS.items():
-        if re.search(rf"\b{word}\b", lowered):
-            out["day_part"] = part
-            break
-    if m := _COUNT.search(text):
-        raw = m.group(1).lower()
-        out["count"] = int(raw) if raw.isdigit() else _WORDS[raw]
-    if m := EMAIL.search(text):
-        out["email"] = m.group(0)
-    if m := _NAME.search(text):
-        name = m.group(1).strip()
-        if "@" not in name:
-            out["name"] = name
-    if m := _COUPON.search(text):
-        out["coupon"] = m.group(1)
-    return out
+def signals(texts: list[str]) -> Understanding:
+    """What ``texts`` say: the goal, then the user's messages said unasked (oldest first)."""
+    return understand(texts[0], [Turn(t) for t in texts[1:]]) if texts else Understanding()

@@ -2,11 +2,14 @@
 movie-booking flow, no model, works offline.
 
 It reads the movie, date, time, seat count, contact and coupon from the goal and the user's later
-messages (a later message wins: the user may change their mind mid-flow, and the planner then
-navigates back with ``go_back`` where the host offers it). It announces its interpretation before
-acting, asks when it lacks the contact details, and gives up with a ``blocked`` message when the
-goal cannot be met on the screens the host shows (no such movie, no matching showtime, not enough
-free seats, a changed booking at checkout where there is no way back).
+messages (``hostagent.understanding``; a later message wins: the user may change their mind
+mid-flow, "the later show", "make it three seats", and the planner then navigates back with
+``go_back`` where the host offers it; "cancel that" stops before anything is booked). It announces
+its interpretation before acting, asks when it lacks the contact details (an answer it cannot use
+gets a clarifying question that quotes it and what was understood, never the same question again),
+and gives up with a ``blocked`` message when the goal cannot be met on the screens the host shows
+(no such movie, no matching showtime, not enough free seats, a changed booking at checkout where
+there is no way back).
 """
 
 from __future__ import annotations
@@ -15,17 +18,22 @@ import re
 from typing import Any
 
 from hostagent.memory import AgentMemory
-from hostagent.perception import EMAIL, IntentSignals, PerceivedContext, signals
+from hostagent.perception import EMAIL, PerceivedContext, signals
 from hostagent.plans import NavigationPlan, PlannedAction
 from hostagent.policies.retry import adjust_params
 from hostagent.protocol import new_id
 from hostagent.screen import ScreenView, Seat, Showtime
 from hostagent.tool_choice import contact_params, find_search_tool, single_param
+from hostagent.understanding import Understanding, topic_of
 
 FLOW = ("browse", "showtimes", "seats", "checkout", "confirmation")
 _ROW_PREFERENCE = "CDBEAFGHIJ"
 MAX_QUESTIONS = 2
 COUPON_ATTEMPTS = 2  # the first attempt and the adjusted retry
+APPROX_MINUTES = 90  # "around 8pm": a showtime at most this far from it
+CONTACT_QUESTION = "Which name and email should the booking be made for?"
+EXAMPLE = "Ada Lovelace, ada@example.com"
+Anchor = tuple[str | None, str]
 
 
 def _norm(text: str) -> str:
@@ -62,6 +70,13 @@ class RulesPlanner:
         movies = _known_movies(memory, ctx)
         movie = _desired_movie([ctx.goal, *ctx.userTexts], movies)
         sig = ctx.signals
+        if sig.cancel and ctx.stage != "confirmation":
+            if not notes.get("cancel_told"):
+                notes["cancel_told"] = True
+                return _say("Understood, I have stopped: nothing was booked.", "info",
+                            "the user called the booking off before it was made"), 1.0
+            return PlannedAction(type="session.end", reason="the user called the booking off; nothing was booked",
+                                 payload={"reason": "the user called the booking off; nothing was booked"}), 1.0
         heard = 1 + len(ctx.userTexts)
         if notes.get("announced", 0) < heard:
             # Say how the goal (or the user's change of mind) was understood before acting on it.
@@ -75,16 +90,18 @@ class RulesPlanner:
         view = ctx.screen
         if stage == "browse":
             return self._browse(ctx, memory, movie, movies, sig)
+        anchor = _anchor(ctx, memory)
         if stage == "showtimes":
-            return self._showtimes(ctx, movie, sig)
+            return self._showtimes(ctx, memory, movie, sig, anchor)
         if stage == "seats":
-            return self._seats(ctx, movie, sig)
+            return self._seats(ctx, movie, sig, anchor)
         if stage == "checkout":
-            return self._checkout(ctx, memory, movie, sig)
+            return self._checkout(ctx, memory, movie, sig, anchor)
         if stage == "confirmation":
             if not notes.get("reported"):
                 notes["reported"] = True
-                return _say(_done_text(view, notes), "info", "tell the user the booking is confirmed"), 1.0
+                return _say(_done_text(view, notes, cancelled=sig.cancel), "info",
+                            "tell the user the booking is confirmed"), 1.0
             return PlannedAction(type="session.end", reason=f"goal reached: booking {view.bookingId} confirmed",
                                  payload={"reason": f"goal reached: booking {view.bookingId} confirmed"}), 1.0
         return _say(f"I cannot work with the screen {stage!r}: it is not part of the booking flow I know.",
@@ -104,12 +121,12 @@ class RulesPlanner:
         return _tool(search.tool.name, search.params(query, date), why, ctx.stage)
 
     def _browse(self, ctx: PerceivedContext, memory: AgentMemory, movie: tuple[str, str] | None,
-                movies: dict[str, str], sig: IntentSignals) -> tuple[PlannedAction, float]:
+                movies: dict[str, str], sig: Understanding) -> tuple[PlannedAction, float]:
         notes = memory.working.notes
         if movie is None:
             guess = title_guess([ctx.goal, *ctx.userTexts])
-            if notes.get("asked_movie") and ctx.userTexts:  # the user answered which movie: their words
-                guess = short_answer(ctx.userTexts[-1]) or guess
+            answer = short_answer(ctx.userTexts[-1]) if notes.get("asked_movie") and ctx.userTexts else None
+            guess = answer or guess  # the user answered which movie: their words
             if guess is not None:
                 shown = "the screen lists no movies" if not ctx.screen.movies else "the list does not show it"
                 found = self._search(ctx, memory, guess, sig.date,
@@ -118,6 +135,8 @@ class RulesPlanner:
                     return found, 0.7
             offer = ", ".join(sorted(movies.values()))
             question = "Which movie would you like to see?" + (f" On offer: {offer}." if offer else "")
+            if answer is not None:  # never the same question again: say what was not found
+                question = f'I could not find "{answer}" here. {question}'
             notes["asked_movie"] = True
             return self._ask_or_block(memory, question, "the goal names no movie this cinema shows"), 0.3
         movie_id, title = movie
@@ -138,34 +157,36 @@ class RulesPlanner:
         return _say(f"I could not find {title} in the listing, so I cannot book it.", "blocked",
                     f"{title} is not listed even after searching"), 0.5
 
-    def _showtimes(self, ctx: PerceivedContext, movie: tuple[str, str] | None,
-                   sig: IntentSignals) -> tuple[PlannedAction, float]:
+    def _showtimes(self, ctx: PerceivedContext, memory: AgentMemory, movie: tuple[str, str] | None,
+                   sig: Understanding, anchor: Anchor | None) -> tuple[PlannedAction, float]:
         view = ctx.screen
         shown = view.movie
         if movie is not None and shown is not None and shown.id != movie[0]:
             return _tool("go_back", {}, f"the user now wants {movie[1]}, this screen shows {shown.title}",
                          "browse"), 0.9
         title = shown.title if shown is not None else (movie[1] if movie else "this movie")
-        options = [s for s in view.showtimes if _showtime_fits(s, sig)]
+        options = showtime_options(view.showtimes, sig, anchor)
         if not options:
             available = ", ".join(s.label for s in view.showtimes) or "none"
-            return _say(f"No showtime of {title} matches {_when(sig)}. Available: {available}.",
+            return _say(f"No showtime of {title} matches {_when(sig, anchor)}. Available: {available}.",
                         "blocked", "no showtime matches the requested date and time"), 0.6
         pick = options[0]
+        memory.working.notes["chosen"] = [pick.date, pick.time] if pick.time else None
         tool = ctx.tool("select_showtime")
         return _tool("select_showtime", {single_param(tool, "showtimeId"): pick.id},
-                     f"{pick.label} is the first showtime matching {_when(sig)}", "seats"), 0.9
+                     f"{pick.label} is the {'best' if sig.relative or sig.approximate else 'first'} showtime "
+                     f"matching {_when(sig, anchor)}", "seats"), 0.9
 
     def _seats(self, ctx: PerceivedContext, movie: tuple[str, str] | None,
-               sig: IntentSignals) -> tuple[PlannedAction, float]:
+               sig: Understanding, anchor: Anchor | None) -> tuple[PlannedAction, float]:
         view = ctx.screen
         shown_movie, show = view.movie, view.showtime
         if movie is not None and shown_movie is not None and shown_movie.id != movie[0]:
             return _tool("go_back", {}, f"the user now wants {movie[1]}, these seats are for "
                          f"{shown_movie.title}", "showtimes"), 0.9
-        if show is not None and not _showtime_fits(show, sig):
+        if show is not None and not _showtime_fits(show, sig, anchor):
             return _tool("go_back", {}, f"the selected showtime {show.label} no longer "
-                         f"matches {_when(sig)}", "showtimes"), 0.9
+                         f"matches {_when(sig, anchor)}", "showtimes"), 0.9
         count = sig.count or 1
         seats = choose_seats(view.seats, count)
         if not seats:
@@ -176,12 +197,12 @@ class RulesPlanner:
                      f"{count} free seat(s) side by side in a central row: {', '.join(seats)}", "checkout"), 0.9
 
     def _checkout(self, ctx: PerceivedContext, memory: AgentMemory, movie: tuple[str, str] | None,
-                  sig: IntentSignals) -> tuple[PlannedAction, float]:
+                  sig: Understanding, anchor: Anchor | None) -> tuple[PlannedAction, float]:
         notes = memory.working.notes
         view = ctx.screen
         shown, show, held = view.movie, view.showtime, view.heldSeats
         if (movie is not None and shown is not None and shown.id != movie[0]) or (
-                show is not None and not _showtime_fits(show, sig)) or (
+                show is not None and not _showtime_fits(show, sig, anchor)) or (
                 sig.count is not None and held and len(held) != sig.count):
             return _say("You changed the booking after I reached checkout, and checkout has no way back: the "
                         f"seats held are for {shown.title if shown else 'another movie'} "
@@ -192,8 +213,7 @@ class RulesPlanner:
             return _tool("enter_contact", contact_params(ctx.tool("enter_contact"), sig.name, sig.email),
                          f"the booking must be made for {sig.name}", "checkout"), 0.9
         if contact is None or not (contact.name or contact.email):
-            return self._ask_or_block(memory, "Which name and email should the booking be made for?",
-                                      "the contact details are missing"), 0.5
+            return self._ask_contact(ctx, memory), 0.5
         coupon = sig.coupon
         if coupon and view.coupon not in (coupon, coupon.upper()) and not notes.get("coupon_dropped"):
             tries = len(memory.episodic.tool_failures("apply_coupon"))
@@ -204,6 +224,37 @@ class RulesPlanner:
             notes["coupon_dropped"] = coupon
         return _tool("confirm_booking", {}, "seats, showtime and contact match the request: book it",
                      "confirmation"), 0.9
+
+    def _ask_contact(self, ctx: PerceivedContext, memory: AgentMemory) -> PlannedAction:
+        """The contact question; after an answer it could not use, a clarifying question quoting the
+        answer and what was understood (never the same question twice in a row). The loop stops the
+        session after ``AgentConfig.max_unhelpful_answers`` such answers in a row."""
+        sig = ctx.signals
+        turns = memory.working.turns
+        answered = bool(turns) and topic_of(turns[-1].question) in ("contact", "name", "email")
+        missing = " and ".join(w for w, v in (("name", sig.name), ("e-mail address", sig.email)) if not v)
+        if sig.unhelpful and answered:
+            answer = sig.unhelpful[-1][:200]
+            if sig.guess:
+                text = (f'Did you mean {sig.guess}? I could not take an e-mail address from "{answer}" as written: '
+                        f"please type it with the @, or say yes if {sig.guess} is right.")
+            elif len(sig.unhelpful) == 1:
+                text = (f'Sorry, I could not find a name or an e-mail address in "{answer}". So far I have '
+                        f"{sig.known_contact()}. Which {missing} should the booking be made for? "
+                        f"For example: {EXAMPLE}.")
+            else:
+                text = (f'I still have no usable {missing}: "{answer}" did not give one (so far I have '
+                        f"{sig.known_contact()}). Please type the {missing}, for example {EXAMPLE}. If I cannot use "
+                        "the next answer either, I will stop without booking.")
+            why = "the last answer gave no usable contact details"
+        elif sig.name or sig.email:
+            text = f"Thanks, I have {sig.known_contact()}. Which {missing} should I use?"
+            why = f"the {missing} is still missing"
+        else:
+            text, why = CONTACT_QUESTION, "the contact details are missing"
+        if memory.working.questions and memory.working.questions[-1] == text:
+            text = f"I still need the {missing} for the booking ({sig.known_contact()} so far). Which {missing}?"
+        return _say(text, "question", why)
 
     def _ask_or_block(self, memory: AgentMemory, question: str, why: str) -> PlannedAction:
         notes = memory.working.notes
@@ -217,7 +268,7 @@ class RulesPlanner:
 def _signals_changed(ctx: PerceivedContext) -> bool:
     """Whether the user's last message changed what to book (not just who it is for)."""
     before = signals([ctx.goal, *ctx.userTexts[:-1]])
-    keys = {"date", "time", "day_part", "count", "coupon"}
+    keys = {"date", "time", "day_part", "count", "coupon", "relative", "approximate", "cancel"}
     return before.model_dump(include=keys) != ctx.signals.model_dump(include=keys)
 
 
@@ -276,24 +327,74 @@ def _desired_movie(texts: list[str], movies: dict[str, str]) -> tuple[str, str] 
     return None
 
 
+def _anchor(ctx: PerceivedContext, memory: AgentMemory) -> Anchor | None:
+    """The showtime a "later"/"earlier" request is relative to: the one selected when it was heard
+    (fixed once, so the new choice is not measured against itself). None: no such request, or nothing
+    was selected yet (then the latest / earliest fitting showtime is picked)."""
+    sig = ctx.signals
+    if sig.relative is None:
+        return None
+    anchors: dict[str, list[Any]] = memory.working.notes.setdefault("anchors", {})
+    key = str(sig.relative_turn)
+    if key not in anchors:
+        shown = ctx.screen.showtime
+        base = [shown.date, shown.time] if shown is not None and shown.time else memory.working.notes.get("chosen")
+        if not base:
+            return None
+        anchors[key] = base
+    date, time = anchors[key]
+    return date, time
+
+
 def _minutes(hhmm: str) -> int:
     hours, _, minutes = hhmm.partition(":")
     return int(hours) * 60 + int(minutes or 0)
 
 
-def _showtime_fits(show: Showtime, sig: IntentSignals) -> bool:
+def _showtime_fits(show: Showtime, sig: Understanding, anchor: Anchor | None = None) -> bool:
     if sig.date and show.date != sig.date:
         return False
-    if sig.time and show.time != sig.time:
-        return False
-    if sig.day_part and show.time is not None:
-        m = _minutes(show.time)
-        return {"morning": m < 12 * 60, "afternoon": 12 * 60 <= m < 18 * 60, "evening": m >= 18 * 60}[sig.day_part]
+    at = _minutes(show.time) if show.time else None
+    if anchor is not None:
+        day, time = anchor
+        if at is None or (not sig.date and day and show.date != day):
+            return False
+        if (sig.relative == "later" and at <= _minutes(time)) or (sig.relative == "earlier" and at >= _minutes(time)):
+            return False
+    if sig.time:
+        if at is None:
+            return False
+        if sig.approximate and abs(at - _minutes(sig.time)) > APPROX_MINUTES:
+            return False
+        if not sig.approximate and show.time != sig.time:
+            return False
+    if sig.day_part and at is not None:
+        return {"morning": at < 12 * 60, "afternoon": 12 * 60 <= at < 18 * 60, "evening": at >= 18 * 60}[sig.day_part]
     return True
 
 
-def _when(sig: IntentSignals) -> str:
-    parts = [p for p in (sig.date, sig.time, sig.day_part) if p]
+def showtime_options(shows: list[Showtime], sig: Understanding, anchor: Anchor | None) -> list[Showtime]:
+    """The showtimes that fit, best first: the nearest to an approximate time; the next one after
+    (before) the anchor for "later" ("earlier"); without an anchor the latest (earliest); else in the
+    host's order."""
+    fit = [s for s in shows if _showtime_fits(s, sig, anchor)]
+
+    def when(show: Showtime) -> tuple[str, int]:
+        return show.date or "", _minutes(show.time) if show.time else 0
+
+    if sig.time and sig.approximate:
+        return sorted(fit, key=lambda s: abs(when(s)[1] - _minutes(sig.time or "0:0")))
+    if sig.relative is not None:
+        descending = (sig.relative == "earlier") == (anchor is not None)
+        return sorted(fit, key=when, reverse=descending)
+    return fit
+
+
+def _when(sig: Understanding, anchor: Anchor | None = None) -> str:
+    time = f"around {sig.time}" if sig.time and sig.approximate else sig.time
+    parts = [p for p in (sig.date, time, sig.day_part) if p]
+    if sig.relative is not None:
+        parts.append(f"{sig.relative} than {anchor[1]}" if anchor is not None else f"the {sig.relative} show")
     return " ".join(parts) if parts else "any time"
 
 
@@ -317,7 +418,7 @@ def choose_seats(seats: list[Seat], count: int) -> list[str]:
     return anywhere[:count] if len(anywhere) >= count else []
 
 
-def _intent_text(movie: tuple[str, str] | None, sig: IntentSignals, guess: str | None) -> str:
+def _intent_text(movie: tuple[str, str] | None, sig: Understanding, guess: str | None) -> str:
     if movie is None:
         return f"I will look for {guess} and book it." if guess else "I will look for the movie you want and book it."
     count = sig.count or 1
@@ -326,7 +427,7 @@ def _intent_text(movie: tuple[str, str] | None, sig: IntentSignals, guess: str |
     return f"I will book {count} seat{'s' if count != 1 else ''} for {movie[1]} ({_when(sig)}){who}{extra}."
 
 
-def _done_text(view: ScreenView, notes: dict[str, Any]) -> str:
+def _done_text(view: ScreenView, notes: dict[str, Any], *, cancelled: bool = False) -> str:
     movie = view.movie.title if view.movie else "your movie"
     show = view.showtime.label if view.showtime else ""
     amount = f"{view.total:.2f}" if isinstance(view.total, float) else view.total  # a number as money: 22.50
@@ -334,4 +435,6 @@ def _done_text(view: ScreenView, notes: dict[str, Any]) -> str:
     text = f"Booked {view.bookingId}: {movie}, {show}, seats {', '.join(view.heldSeats)}{total}."
     if notes.get("coupon_dropped"):
         text += f" The coupon {notes['coupon_dropped']} was not accepted, so it is not applied."
+    if cancelled:  # called off too late: say so rather than pretend
+        text += " You asked to cancel, but the booking was already confirmed; I cannot cancel it here."
     return text

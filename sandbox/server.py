@@ -18,8 +18,8 @@ DELETE /v1/workspaces/{id}                                -> {workspaceId, delet
 Errors: ``{"error": {"code", "message"}}`` (400 INVALID_ARGUMENT / PATH_REFUSED, 401 UNAUTHENTICATED,
 404 WORKSPACE_NOT_FOUND / FILE_NOT_FOUND, 422 GIT_FAILED).
 
-Run: ``python -m sandbox.server`` (``PORT``, ``SANDBOX_ROOT``, ``SANDBOX_SNAPSHOT_DIR`` or
-``SANDBOX_SNAPSHOT_BUCKET``, limits in ``sandbox/limits.py``).
+Run: ``python -m sandbox.server`` (``PORT``, ``HOST``, ``SANDBOX_ROOT``, ``SANDBOX_PARENT_PID``,
+``SANDBOX_SNAPSHOT_DIR`` or ``SANDBOX_SNAPSHOT_BUCKET``, limits in ``sandbox/limits.py``).
 """
 
 from __future__ import annotations
@@ -148,6 +148,9 @@ class Api:
 def make_handler(api: Api, key: str | None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out as two writes: with Nagle's algorithm and the client's delayed
+        # ACK, every answer on a kept-alive connection would wait ~40 ms.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -198,7 +201,22 @@ def _auth_key() -> str | None:
     raise SystemExit("sandbox: set SANDBOX_KEY, or SANDBOX_AUTH=cloud-run-iam on Cloud Run")
 
 
+def _die_with_parent() -> None:
+    """``SANDBOX_PARENT_PID`` (``make dev``'s child): killed when that process ends, however it ends."""
+    parent = os.environ.get("SANDBOX_PARENT_PID", "").strip()
+    if not parent:
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != int(parent):  # it ended before the line above
+        raise SystemExit("sandbox: the parent process is gone")
+
+
 def main() -> None:
+    _die_with_parent()
     key = _auth_key()
     try:
         bwrap_path()

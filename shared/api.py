@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.wire import NOT_BLANK_PATTERN, is_blank
 
@@ -55,6 +56,11 @@ class RunRequest(_Strict):
             raise ValueError("prompt must not be blank")
         return v
 
+    def fingerprint(self) -> str:
+        """What an ``Idempotency-Key`` is bound to: a digest of the request as validated (so the same
+        fields in another order, or a default written out, are the same request)."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
     def normalised(self) -> RunRequest:
         """Route-level bounds: the last 40 conversation items and the first 12 attached items."""
         return self.model_copy(update={
@@ -67,3 +73,12 @@ class ApproveRequest(_Strict):
     approvalId: str = Field(pattern=ID_PATTERN)
     decision: Literal["approve", "reject"]
     reason: str | None = Field(default=None, max_length=2000)
+    arguments: dict[str, Any] | None = None
+    """Approve with edits: the call runs with these arguments instead of the model's (validated
+    against the tool's schema, decided by policy again; only with ``decision: approve``)."""
+
+    @model_validator(mode="after")
+    def _edits_only_when_approving(self) -> ApproveRequest:
+        if self.arguments is not None and self.decision != "approve":
+            raise ValueError("arguments (edits) go only with decision approve")
+        return self

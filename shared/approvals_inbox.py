@@ -2,16 +2,16 @@
 chat runs and plan sessions, newest first, each with what it belongs to (``runId``; ``sessionId``
 and ``taskId`` when a plan's act waits). Deciding stays ``POST /api/agent/approve``.
 
-Reads are bounded: one query of ``users/{uid}/agentApprovals`` ordered by ``createdAt`` per stored
-status asked for, each limited to ``limit``. Pydantic and the state records only (the ``approvals``
-function imports it without the agent loop).
+Reads are bounded: one query of ``users/{uid}/agentApprovals`` ordered by ``createdAt`` (with the
+``pending`` filter for that status), limited to ``limit`` + 1, after the ``cursor``. Pydantic and
+the state records only (the ``approvals`` function imports it without the agent loop).
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-from shared.responses import Approval, ResponseBody
+from shared.responses import Approval, PageBody
 from shared.state.records import ApprovalRecord, ApprovalStatus, now
 from shared.state.runs_repo import RunsRepo
 
@@ -19,7 +19,7 @@ InboxStatus = Literal["pending", "decided", "all"]
 INBOX_STATUSES: tuple[InboxStatus, ...] = get_args(InboxStatus)
 
 
-class ApprovalsList(ResponseBody):
+class ApprovalsList(PageBody):
     """``GET /api/agent/approvals``: newest first."""
 
     ok: bool = True
@@ -38,15 +38,14 @@ def approval_item(record: ApprovalRecord, *, session_id: str | None = None) -> A
                     sessionId=record.session_id or session_id, taskId=record.task_id)
 
 
-def inbox(runs: RunsRepo, uid: str, status: InboxStatus, limit: int) -> ApprovalsList:
-    """``uid``'s approvals in ``status``, newest first, at most ``limit``."""
-    if status == "all":
-        records = runs.list_approvals_for(uid, None, limit)
-    else:  # "pending" is stored as such; a pending one past expiry counts as decided (expired)
-        stored: tuple[ApprovalStatus, ...] = ("pending",) if status == "pending" else get_args(ApprovalStatus)
-        records = [r for s in stored for r in runs.list_approvals_for(uid, s, limit)]
-    items = [approval_item(r) for r in records]
+def inbox(runs: RunsRepo, uid: str, status: InboxStatus, limit: int, cursor: str | None = None) -> ApprovalsList:
+    """One page of ``uid``'s approvals in ``status``, newest first, after ``cursor``. "pending" is
+    stored as such; a pending one past expiry counts as decided (expired), so "decided" reads every
+    stored status and leaves out the live pending ones (a page may then hold fewer than ``limit``;
+    ``nextCursor`` still goes on from the last one read)."""
+    stored: tuple[ApprovalStatus, ...] | None = ("pending",) if status == "pending" else None
+    page = runs.page_approvals_for(uid, stored, limit, cursor)
+    items = [approval_item(r) for r in page.items]
     if status != "all":
         items = [a for a in items if (a.status == "pending") == (status == "pending")]
-    items.sort(key=lambda a: a.createdAt, reverse=True)
-    return ApprovalsList(approvals=items[:limit])
+    return ApprovalsList(approvals=items, nextCursor=page.next_cursor)

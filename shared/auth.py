@@ -91,7 +91,9 @@ def _bearer(headers: Mapping[str, str]) -> str | None:
 
 
 class LocalAuthenticator:
-    """Development identity from ``Authorization: Bearer dev:<uid>``; refused on Cloud Run."""
+    """Development identity from ``Authorization: Bearer dev:<uid>`` or, without the header, the
+    ``__session`` cookie ``dev:<uid>`` (as a Firebase session cookie is read in production: a
+    browser's ``EventSource`` cannot set headers); refused on Cloud Run."""
 
     def __init__(self) -> None:
         if os.environ.get("K_SERVICE"):
@@ -102,7 +104,10 @@ class LocalAuthenticator:
     def authenticate(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> Principal:
         token = _bearer(headers)
         if token is None:
-            raise Unauthenticated("Missing credentials: local mode expects 'Authorization: Bearer dev:<uid>'")
+            token = cookies.get(SESSION_COOKIE_NAME) or None
+        if token is None:
+            raise Unauthenticated("Missing credentials: local mode expects 'Authorization: Bearer dev:<uid>' "
+                                  f"(or the {SESSION_COOKIE_NAME} cookie dev:<uid>)")
         prefix, sep, uid = token.partition(":")
         if prefix != "dev" or not sep or not _DEV_UID.fullmatch(uid):
             raise Unauthenticated(

@@ -268,7 +268,25 @@ class Settings:
     address (``make dev``, tests; refused on Cloud Run). Off by default: such URLs are refused
     (``shared/connectors/url_guard.py``)."""
     follow_max_wait_s: float = 60.0
+    a2a_public_url: str | None = None
+    """``A2A_PUBLIC_URL``: the server's public base URL as the agent card names it (default: the
+    scheme and host the card was requested at)."""
     """The longest one ``events?follow=1`` request reads on (then the client reconnects with ``after``)."""
+    sandbox_url: str | None = None
+    """The sandbox service (``SANDBOX_URL``, docs/workspaces.md): the container and shell tools exist
+    only when it is set."""
+    sandbox_key: str | None = None
+    """``SANDBOX_KEY``: sent as ``X-Sandbox-Key`` (tests, ``make dev``); unset: a Google ID token."""
+    workspaces_per_user: int = 5
+    """Live workspaces one user may hold (``WORKSPACES_PER_USER``); one more is a 409."""
+    workspace_idle_ttl_s: float = 86400.0
+    """A workspace unused this long is deleted by the sweep (``WORKSPACE_IDLE_TTL_S``)."""
+    github_git_base_url: str = "https://github.com"
+    """Where ``owner/name`` repositories are cloned from and pushed to (``GITHUB_GIT_BASE_URL``);
+    the user's GitHub token is sent only to this origin."""
+    heartbeat_s: float = 15.0
+    """``STREAM_HEARTBEAT_S``: the longest a followed stream stays silent: then it sends a heartbeat (an
+    SSE comment line, an NDJSON ``{"type": "heartbeat"}`` line), so proxies with an idle timeout keep it."""
 
     def model_for(self, profile: Profile) -> str:
         return dict(self.model_profiles).get(profile, self.gemini_model)
@@ -357,4 +375,11 @@ class Settings:
             mcp_list_ttl_s=max(0.0, _float("MCP_LIST_TTL_S", 300.0)),
             mcp_allow_private_urls=_allow_private_mcp_urls(on_cloud_run),
             follow_max_wait_s=max(1.0, _float("FOLLOW_MAX_WAIT_S", 60.0)),
+            sandbox_url=os.environ.get("SANDBOX_URL", "").strip().rstrip("/") or None,
+            sandbox_key=os.environ.get("SANDBOX_KEY", "").strip() or None,
+            workspaces_per_user=max(1, _int("WORKSPACES_PER_USER", 5)),
+            workspace_idle_ttl_s=max(60.0, _float("WORKSPACE_IDLE_TTL_S", 86400.0)),
+            github_git_base_url=os.environ.get("GITHUB_GIT_BASE_URL", "").strip().rstrip("/") or "https://github.com",
+            heartbeat_s=max(0.01, _float("STREAM_HEARTBEAT_S", 15.0)),
+            a2a_public_url=os.environ.get("A2A_PUBLIC_URL", "").strip().rstrip("/") or None,
         )

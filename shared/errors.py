@@ -75,6 +75,13 @@ class Gone(DomainError):
     code = "GONE"
 
 
+class Unprocessable(DomainError):
+    """The request is well formed but contradicts an earlier one (an ``Idempotency-Key`` sent again
+    with another request body)."""
+
+    code = "UNPROCESSABLE"
+
+
 class PayloadTooLarge(DomainError):
     code = "PAYLOAD_TOO_LARGE"
 

@@ -70,4 +70,14 @@ def build_router(services: Services, sessions: SessionsRepo) -> Router:
     router.register(CONTINUE, lambda m: handle_run_message(services, m))
     router.add_recoverer("session_deadlines", session_deadlines)
     router.add_recoverer("expired_pauses", lambda limit: close_expired_pauses(services, limit))
+    if services.settings.sandbox_url:
+        router.add_recoverer("workspaces", lambda limit: sweep_workspaces(services, limit))
     return router
+
+
+def sweep_workspaces(services: Services, limit: int) -> int:
+    """Workspaces idle past their TTL, and those of units that ended (unless kept), are destroyed."""
+    from shared.workspaces import Workspaces
+
+    return Workspaces(services.runs.store, services.settings, services.connectors() if services.connectors else None
+                      ).sweep(limit=limit)

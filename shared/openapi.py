@@ -9,14 +9,15 @@ agent's open plan objects), so a response with an unexpected field does not matc
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, Union, get_args
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from shared import routes
 from shared.connectors.credentials import PROVIDERS
 from shared.connectors.user_mcp import NAME_PATTERN
+from shared.events.loop import HeartbeatEvent
 from shared.events.run import RunEvent
 from shared.events.session import SessionEvent
 from shared.openapi_links import LINKS
@@ -93,10 +94,10 @@ def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
                 models.append((routes.resolve(target), mode))
     _, defs = models_json_schema(models, ref_template=REF, by_alias=True)
     schemas: dict[str, Any] = dict(defs.get("$defs", {}))
-    event_schema = TypeAdapter(RunEvent).json_schema(ref_template=REF, mode="serialization")
+    event_schema = TypeAdapter(stream_lines(RunEvent)).json_schema(ref_template=REF, mode="serialization")
     schemas.update(event_schema.pop("$defs", {}))
     schemas["RunEvent"] = event_schema
-    session_events = TypeAdapter(SessionEvent).json_schema(ref_template=REF, mode="serialization")
+    session_events = TypeAdapter(stream_lines(SessionEvent)).json_schema(ref_template=REF, mode="serialization")
     for name, schema in session_events.pop("$defs", {}).items():
         schemas.setdefault(name, schema)
     schemas["SessionEvent"] = session_events
@@ -109,6 +110,13 @@ def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
     if "Lease" not in set(_refs({k: v for k, v in schemas.items() if k != "Lease"})):
         schemas.pop("Lease", None)
     return schemas
+
+
+def stream_lines(events: Any) -> Any:
+    """What a stream of ``events`` (a discriminated union) carries: those events and the heartbeat a
+    follow sends while it is quiet (stream only, no ``seq``)."""
+    members = get_args(get_args(events)[0])
+    return Annotated[Union[(*members, HeartbeatEvent)], Field(discriminator="type")]
 
 
 def _query_parameter(p: routes.Param) -> dict[str, Any]:
@@ -136,9 +144,16 @@ def _query_parameter(p: routes.Param) -> dict[str, Any]:
 def _parameters() -> dict[str, list[dict[str, Any]]]:
     """Header parameters per operationId (path and query parameters come from the route table)."""
     idem = {"name": "Idempotency-Key", "in": "header", "required": False,
-            "description": "1-255 visible ASCII characters (spaces inside allowed); a repeat returns the same run",
+            "description": "1-255 visible ASCII characters (spaces inside allowed), the caller's own (another user's "
+                           "key of the same name is another key). A repeat with the same body within 24 h returns "
+                           "the same run (header Idempotent-Replayed: true); with another body it is a 422 "
+                           "IDEMPOTENCY_KEY_REUSED. After 24 h the key is new again.",
             "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]*[!-~][ -~]*$"}}
-    return {"run": [idem], "stream": [idem]}
+    last_event_id = {"name": "Last-Event-ID", "in": "header", "required": False,
+                     "schema": {"type": "string", "pattern": "^[0-9]*$"},
+                     "description": "the seq of the last event read (an EventSource sends it when it reconnects); "
+                                    "wins over after and lastEventId"}
+    return {"run": [idem], "stream": [idem], "getRunEvents": [last_event_id], "getSessionEvents": [last_event_id]}
 
 
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum": list(PROVIDERS)},

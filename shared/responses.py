@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.state.statuses import ApprovalStatus
 from shared.wire import UtcTime
 
 
@@ -15,6 +16,16 @@ class ResponseBody(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class PageBody(ResponseBody):
+    """One page of a list (shared/state/pages.py): ``nextCursor`` is always there, ``null`` on the
+    last page."""
+
+    nextCursor: str | None = Field(description="pass as cursor for the next page; null on the last page")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "nextCursor": self.nextCursor}
 
 
 class ErrorBody(ResponseBody):
@@ -34,6 +45,8 @@ class ApproveResponse(ResponseBody):
     approvalId: str
     status: str
     decision: str
+    arguments: dict[str, Any] | None = None
+    """Approved with edits: the arguments the call runs with."""
 
 
 class Approval(ResponseBody):
@@ -45,7 +58,7 @@ class Approval(ResponseBody):
     tool: str
     preview: str
     reason: str
-    status: Literal["pending", "approved", "rejected", "expired"]
+    status: ApprovalStatus
     createdAt: UtcTime
     expiresAt: UtcTime
     decidedAt: UtcTime | None = None

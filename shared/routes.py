@@ -100,6 +100,8 @@ def page_limit(default: int = 50, maximum: int = 200) -> Param:
 CURSOR = Param("cursor", "string", description="where the page starts: the nextCursor of the previous page "
                                                "(absent: the first page); 400 INVALID_CURSOR when it is not one")
 AFTER = Param("after", "integer", default=0, description="the seq after which events are read")
+LAST_EVENT_ID = Param("lastEventId", "integer", description="the same as after, for clients that cannot set the "
+                                                            "Last-Event-ID header (400 INVALID_QUERY with after)")
 FOLLOW = Param("follow", "boolean", default=False, description="keep the response open and stream new events")
 UNTIL = Param("until", "enum", default="stop", values=("stop", "end"),
               description="with follow: stop (default) ends the follow when the run stops, also at a pause for "
@@ -162,28 +164,81 @@ FUNCTIONS: tuple[Function, ...] = (
              summary="plan sessions"),
     # Reads the caller's usage ledger; writes only the caller's request counter.
     Function("usage", summary="the caller's model calls, summed per group"),
+    # Lists and destroys the caller's workspaces (records in the store, files in the sandbox service).
+    Function("containers", summary="the caller's workspaces of the sandbox service"),
+    # The A2A server (docs/a2a.md): messages start and continue runs, like run/stream/approve.
+    Function("a2a", secrets=_LOOP_SECRETS, publishes_resume=True, deadline_bound=True, default_timeout_s=0,
+             summary="the A2A server (JSON-RPC and HTTP+JSON) and its agent card"),
 )
 
 _BODY = (400, 401, 404, 409, 413, 415)
 """A route that reads a JSON body about a caller's object."""
 
+A2A_SEGMENT = r"[^/]{1,256}"
+"""An A2A task or configuration id: any segment (the SDK answers a bad one in A2A's words)."""
+_A2A_REST = "A2A HTTP+JSON binding (spec 1.0, section 11), answered by the a2a-sdk's REST routes; docs/a2a.md"
+_A2A_REPLY = (Reply(200, "the A2A answer (google.rpc errors as the binding says; 4xx for A2A errors)",
+                    schema={"type": "object"}),)
+_A2A_STREAM = (Reply(200, "Server-Sent Events, each data a StreamResponse (task, message, statusUpdate, "
+                          "artifactUpdate)", schema={"type": "string"}),)
+
+
+def _a2a_params(*names: str) -> tuple[Param, ...]:
+    """Query parameters of the A2A binding (spec 1.0 §11.3): the a2a-sdk reads and checks them."""
+    return tuple(Param(name, "string", description="as the A2A HTTP+JSON binding defines it") for name in names)
+
+
+def _a2a(method: str, path: str, op: str, replies: tuple[Reply, ...] = _A2A_REPLY, *,
+         body: bool = False, query: tuple[Param, ...] = ()) -> Route:
+    return Route(method, path, op, "a2a", "functions.a2a:a2a", replies=replies, body_required=body,
+                 errors=(400, 401, 404, 409, 413, 415), description=_A2A_REST,
+                 segments={"taskId": A2A_SEGMENT, "configId": A2A_SEGMENT}, query=query)
+
+
+A2A_ROUTES: tuple[Route, ...] = (
+    Route("POST", "/a2a", "a2aJsonRpc", "a2a", "functions.a2a:a2a",
+          description="The A2A server's JSON-RPC 2.0 binding (methods SendMessage, SendStreamingMessage, GetTask, "
+                      "ListTasks, CancelTask, SubscribeToTask, ...); errors are JSON-RPC errors (docs/a2a.md).",
+          replies=(Reply(200, "a JSON-RPC response, or Server-Sent Events for the streaming methods",
+                         schema={"type": "object"}),), errors=(401, 413)),
+    _a2a("POST", "/a2a/message:send", "a2aSendMessage", body=True),
+    _a2a("POST", "/a2a/message:stream", "a2aSendStreamingMessage", _A2A_STREAM, body=True),
+    _a2a("GET", "/a2a/tasks", "a2aListTasks",
+         query=_a2a_params("contextId", "status", "pageSize", "pageToken", "historyLength", "statusTimestampAfter",
+                           "includeArtifacts", "tenant")),
+    _a2a("POST", "/a2a/tasks/{taskId}:cancel", "a2aCancelTask"),
+    _a2a("GET", "/a2a/tasks/{taskId}:subscribe", "a2aSubscribeToTask", _A2A_STREAM),
+    _a2a("POST", "/a2a/tasks/{taskId}:subscribe", "a2aSubscribeToTaskPost", _A2A_STREAM),
+    _a2a("POST", "/a2a/tasks/{taskId}/pushNotificationConfigs", "a2aCreatePushConfig", body=True),
+    _a2a("GET", "/a2a/tasks/{taskId}/pushNotificationConfigs", "a2aListPushConfigs",
+         query=_a2a_params("pageSize", "pageToken", "tenant")),
+    _a2a("GET", "/a2a/tasks/{taskId}/pushNotificationConfigs/{configId}", "a2aGetPushConfig"),
+    _a2a("DELETE", "/a2a/tasks/{taskId}/pushNotificationConfigs/{configId}", "a2aDeletePushConfig"),
+    _a2a("GET", "/a2a/tasks/{taskId}", "a2aGetTask", query=_a2a_params("historyLength", "tenant")),
+    _a2a("GET", "/a2a/extendedAgentCard", "a2aExtendedAgentCard"),
+    Route("GET", "/.well-known/agent-card.json", "a2aAgentCard", "a2a", "functions.a2a:agent_card", public=True,
+          description="The A2A agent card: interfaces (JSON-RPC and HTTP+JSON at /a2a), skills, security schemes.",
+          replies=(Reply(200, "the AgentCard (A2A spec 1.0)", schema={"type": "object",
+                                                                      "required": ["name", "supportedInterfaces"]}),)),
+)
+
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
           replies=(Reply(200, "the run's result (status completed, awaiting_confirmation or failed)",
-                         model="shared.state.records:RunResult"),), errors=_BODY),
+                         model="shared.state.records:RunResult"),), errors=(*_BODY, 422)),
     Route("POST", "/api/agent/run/stream", "stream", "stream", "functions.stream:stream",
           request="shared.api:RunRequest",
           replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
-                              "event = type, id = seq)", stream="RunEvent", sse=True),), errors=_BODY),
+                              "event = type, id = seq)", stream="RunEvent", sse=True),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
           description="The caller's runs, newest first (other users' runs are never listed).",
-          query=(page_limit(),),
+          query=(page_limit(), CURSOR),
           replies=(Reply(200, "one summary per run", model="shared.runs_list:RunsListResponse"),), errors=(400, 401)),
     Route("GET", "/api/agent/runs/{runId}", "getRun", "runs", "functions.runs:get_run",
           replies=(Reply(200, "the run record and each model call's usage", model="shared.usage.views:RunView"),),
           errors=(401, 404)),
     Route("GET", "/api/agent/sessions", "listSessions", "sessions", "functions.sessions:list_sessions",
-          query=(page_limit(),),
+          query=(page_limit(), CURSOR),
           replies=(Reply(200, "the caller's sessions, newest first", model="shared.plans.contracts:SessionsList"),),
           errors=(400, 401)),
     Route("POST", "/api/agent/sessions", "createSession", "sessions", "functions.sessions:create_session",
@@ -213,8 +268,10 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.plans.contracts:SessionAccepted"),), errors=_BODY),
     Route("GET", "/api/agent/sessions/{sessionId}/events", "getSessionEvents", "sessions",
           "functions.sessions:session_events",
-          query=(AFTER, FOLLOW),
-          replies=(Reply(200, "the session's events with seq > after (NDJSON)", stream="SessionEvent"),),
+          query=(AFTER, LAST_EVENT_ID, FOLLOW),
+          replies=(Reply(200, "the session's events with seq > after (NDJSON; Server-Sent Events with Accept: "
+                              "text/event-stream, id = seq); after = the Last-Event-ID header, lastEventId or after",
+                         stream="SessionEvent", sse=True),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/usage", "getUsage", "usage", "functions.usage:usage",
           query=(Param("from", "instant"), Param("to", "instant"),
@@ -223,8 +280,11 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "token and cost figures per group", model="shared.usage.views:UsageResponse"),),
           errors=(400, 401)),
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
-          query=(AFTER, FOLLOW, UNTIL),
-          replies=(Reply(200, "persisted events with seq > after (NDJSON)", stream="RunEvent"),),
+          query=(AFTER, LAST_EVENT_ID, FOLLOW, UNTIL),
+          replies=(Reply(200, "persisted events with seq > after (NDJSON; Server-Sent Events with Accept: "
+                              "text/event-stream, event = type, id = seq); after = the Last-Event-ID header, "
+                              "lastEventId or after; a follow sends heartbeats and ends with result, error or "
+                              "stream_end", stream="RunEvent", sse=True),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/approvals", "listApprovals", "runs", "functions.runs:list_approvals",
           description="The caller's approvals across chat runs and plan sessions, newest first (other users' "
@@ -232,7 +292,7 @@ ROUTES: tuple[Route, ...] = (
                       "expired. Decide with POST /api/agent/approve. Unknown, repeated or bad parameters: "
                       "400 INVALID_QUERY.",
           query=(Param("status", "enum", default="pending", values=("pending", "decided", "all")),
-                 page_limit()),
+                 page_limit(), CURSOR),
           replies=(Reply(200, "the approvals, newest first", model="shared.approvals_inbox:ApprovalsList"),),
           errors=(400, 401)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
@@ -297,6 +357,16 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the tokens are forgotten",
                          model="shared.connectors.integrations_api:IntegrationRemovedResponse"),),
           errors=(401, 404, 503)),
+    Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
+          replies=(Reply(200, "the caller's live workspaces, oldest first",
+                         model="shared.workspaces:ContainersResponse"),), errors=(401,)),
+    Route("DELETE", "/api/agent/containers/{containerId}", "deleteContainer", "containers",
+          "functions.containers:delete_container",
+          description="Destroy one of the caller's workspaces and its files (its snapshot too). Another user's "
+                      "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
+          replies=(Reply(200, "the workspace is gone", model="shared.workspaces:ContainerRemovedResponse"),),
+          errors=(401, 404, 502, 503)),
+    *A2A_ROUTES,
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
           replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from shared.responses import ResponseBody
+from shared.responses import PageBody, ResponseBody
 from shared.state.host_states import PlanRunState
 from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus, reported_status
 from shared.state.runs_repo import RunsRepo
@@ -41,7 +41,7 @@ class RunSummary(ResponseBody):
     updatedAt: UtcTime
 
 
-class RunsListResponse(ResponseBody):
+class RunsListResponse(PageBody):
     ok: bool = True
     runs: list[RunSummary]
 
@@ -81,6 +81,7 @@ def summary(run: RunRecord, runs: RunsRepo | None = None) -> RunSummary:
                       usage=run.usage, costUsd=run.cost_usd, createdAt=run.created_at, updatedAt=run.updated_at)
 
 
-def runs_list(runs: Sequence[RunRecord], repo: RunsRepo | None = None) -> RunsListResponse:
+def runs_list(runs: Sequence[RunRecord], repo: RunsRepo | None = None,
+              next_cursor: str | None = None) -> RunsListResponse:
     """``repo``: to read the approvals of paused runs whose result does not list them (plan runs)."""
-    return RunsListResponse(runs=[summary(r, repo) for r in runs])
+    return RunsListResponse(runs=[summary(r, repo) for r in runs], nextCursor=next_cursor)

@@ -169,6 +169,10 @@ class Runtime:
             from shared.tools import default_registry
 
             registry = default_registry()
+            if self.settings.sandbox_url:  # the workspace tools need the sandbox service
+                from shared.tools import sandbox_tools
+
+                sandbox_tools.register(registry)
             if self.settings.mcp_servers:  # only then is the MCP SDK imported (cold start)
                 from shared.tools.mcp_tools import add_servers
 

@@ -36,6 +36,7 @@ from shared.errors import (
     TransactionContention,
     Unauthenticated,
     Unavailable,
+    Unprocessable,
     UnsupportedMediaType,
     UpstreamFailed,
 )
@@ -52,7 +53,8 @@ Handler = Callable[[flask.Request], flask.Response]
 
 HTTP_STATUS: dict[type[DomainError], int] = {
     DomainError: 400, InvalidInput: 400, Unauthenticated: 401, NotFound: 404, MethodNotAllowed: 405,
-    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, LimitExceeded: 429,
+    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, Unprocessable: 422,
+    LimitExceeded: 429,
     Internal: 500, UpstreamFailed: 502, Unavailable: 503,
 }
 """The one mapping of domain errors to HTTP: a subclass answers as its nearest listed ancestor."""
@@ -228,13 +230,30 @@ def wants_sse(request: flask.Request) -> bool:
                                                default="application/x-ndjson") == "text/event-stream"
 
 
-def sse_response(events: Iterator[dict[str, Any]]) -> flask.Response:
-    """The same events as Server-Sent Events: ``event`` = the event's type, ``id`` = its seq (a
-    client that reconnects can resume from ``Last-Event-ID`` through the events route)."""
+def sse_frame(event: dict[str, Any]) -> bytes:
+    """One event as a Server-Sent Events frame: ``event`` = its type, ``id`` = its seq (what an
+    ``EventSource`` sends back as ``Last-Event-ID`` when it reconnects), ``data`` = the event as JSON.
+    A heartbeat (no seq) is a comment line: every client ignores it, and it keeps proxies from
+    closing an idle connection."""
+    if event.get("type") == "heartbeat" and "seq" not in event:
+        return b": heartbeat\n\n"
+    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event.get('type', 'message')}\nid: {event.get('seq', '')}\ndata: {data}\n\n".encode()
+
+
+SSE_RETRY_MS = 1000
+"""What the events routes tell an ``EventSource`` to wait before it reconnects (``retry``)."""
+
+
+def sse_response(events: Iterator[dict[str, Any]], *, retry_ms: int | None = None) -> flask.Response:
+    """The same events as Server-Sent Events (:func:`sse_frame`): a client that reconnects resumes
+    with ``Last-Event-ID`` through the events route. ``retry_ms``: sent first, how long an
+    ``EventSource`` waits before it reconnects when the stream closes."""
     def frames() -> Iterator[bytes]:
+        if retry_ms is not None:
+            yield f"retry: {retry_ms}\n\n".encode()
         for ev in events:
-            data = json.dumps(ev, ensure_ascii=False, separators=(",", ":"))
-            yield f"event: {ev.get('type', 'message')}\nid: {ev.get('seq', '')}\ndata: {data}\n\n".encode()
+            yield sse_frame(ev)
 
     resp = flask.Response(frames(), mimetype="text/event-stream")
     resp.headers["Cache-Control"] = "no-store"

@@ -77,7 +77,10 @@ export async function callJson(method, path, options = {}) {
   }
 }
 
-/** An NDJSON route: calls onEvent for each line as it arrives (fetch + ReadableStream). */
+/**
+ * An NDJSON route: calls onEvent for each line as it arrives (fetch + ReadableStream). Heartbeats
+ * (`{"type":"heartbeat"}`, sent while a followed run is quiet) only keep the connection: not passed on.
+ */
 export async function streamNdjson(method, path, onEvent, options = {}) {
   const resp = await send(method, path, options);
   const reader = resp.body.getReader();
@@ -91,6 +94,7 @@ export async function streamNdjson(method, path, onEvent, options = {}) {
     } catch (exc) {
       throw new ApiError(resp.status, 'INVALID_EVENT', `a stream line was not JSON (${exc.message})`);
     }
+    if (event.type === 'heartbeat') return;
     onEvent(event);
   };
   for (;;) {
@@ -113,23 +117,28 @@ const WORKING = new Set(['queued', 'planning', 'executing']);
 /**
  * Read a run's event log after `after` and follow it (GET .../events?after=N&follow=1) until it
  * stops. The server closes a follow when the run completes, fails or waits for a decision, or
- * after its own time limit: a follow that ended on anything but a stop event is made again from
- * the last seq seen, and a stop event is final only when the run record has nothing after it (a
- * decided pause goes on into its resume). Returns the last seq seen.
+ * after its own time limit, with a stop event or a `stream_end` saying why: a follow whose window
+ * was spent (`stream_time_spent`) is made again from the last seq seen, and otherwise the run
+ * record decides (a decided pause goes on into its resume). Returns the last seq seen.
  */
 export async function followRun(runId, after, onEvent, {signal} = {}) {
   const path = `/api/agent/runs/${encodeURIComponent(runId)}`;
   let last = after;
   for (;;) {
     let lastType = null;
+    let windowSpent = false;
     let count = 0;
     await streamNdjson('GET', `${path}/events?after=${last}&follow=1`, (ev) => {
-      count += 1;
-      lastType = ev.type;
+      if (ev.type === 'stream_end') {
+        windowSpent = ev.reason === 'stream_time_spent';
+      } else {
+        count += 1;
+        lastType = ev.type;
+      }
       if (typeof ev.seq === 'number') last = Math.max(last, ev.seq);
       onEvent(ev);
     }, {signal});
-    if (count > 0 && !STOP_TYPES.has(lastType)) continue;
+    if (windowSpent || (count > 0 && !STOP_TYPES.has(lastType))) continue;
     const run = await callJson('GET', path, {signal});
     if (run.lastSeq <= last && (count > 0 || !WORKING.has(run.status))) return last;
     if (count === 0) await new Promise((resolve) => setTimeout(resolve, 500));

@@ -7,7 +7,7 @@ import {approvalCard} from './approval.js';
 import {chip, h, json} from './dom.js';
 import {errorBox} from './errors.js';
 
-const FINAL_STATUSES = new Set(['completed', 'failed']);
+const FINAL_STATUSES = new Set(['completed', 'failed', 'rejected', 'deadline_exceeded', 'cancelled']);
 
 export class RunView {
   /**
@@ -249,6 +249,9 @@ const DRAW = {
     this.body.append(planCard(ev, `plan updated${ev.reason ? ` (${ev.reason})` : ''}`));
   },
   stream_end(ev) { // stream only: the run goes on without this stream (followed from ev.follow)
+    // A follow that closed at a pause or after the end: the run's own events said it already.
+    if (ev.reason === 'awaiting_approval' || ev.reason === 'run_ended') return;
+    if (this.body.lastElementChild?.classList.contains('stream-end')) return; // one hint per quiet stretch
     this.block = null;
     this.setStatus(ev.status);
     this.body.append(h('p', {class: 'hint stream-end', 'data-reason': ev.reason},

@@ -68,10 +68,12 @@ def _problem(data: Any) -> str | None:
 class BoxOffice:
     """One room's session: answers each envelope of the agent with the frames to send."""
 
-    def __init__(self, room: str, switches: list[Switch], user: tuple[str, str] | None) -> None:
+    def __init__(self, room: str, switches: list[Switch], user: tuple[str, str] | None,
+                 answers: Sequence[str | Sequence[str]] | None = None) -> None:
         self.room = room
         self.switches = switches
         self.user = user
+        self.answers = list(answers) if answers is not None else None
         self.visit = Visit(hide_listing=self._on("hide_listing", "*") is not None)
         self.session: str | None = None
         self.closed = False
@@ -128,11 +130,19 @@ class BoxOffice:
 
     def _heard(self, payload: dict[str, Any]) -> list[Send]:
         self.chat.append({"role": "agent", "text": payload["text"], "stage": self.visit.stage})
-        if payload.get("kind") != "question" or self.user is None:
+        if payload.get("kind") != "question":
             return []
-        text = f"Put it under {self.user[0]}, email {self.user[1]} please."
-        self.chat.append({"role": "user", "text": text, "stage": self.visit.stage})
-        return [self._send("user.message", {"text": text, "stage": self.visit.stage})]
+        if self.answers is not None:  # a scripted person: the next answer, or silence once they run out
+            if not self.answers:
+                return []
+            answer = self.answers.pop(0)
+            texts = [answer] if isinstance(answer, str) else list(answer)  # one message, or several
+        elif self.user is None:
+            return []
+        else:
+            texts = [f"Put it under {self.user[0]}, email {self.user[1]} please."]
+        self.chat += [{"role": "user", "text": text, "stage": self.visit.stage} for text in texts]
+        return [self._send("user.message", {"text": text, "stage": self.visit.stage}) for text in texts]
 
     def _call(self, rid: str, payload: dict[str, Any]) -> list[Send]:
         name, params = payload["name"], payload["params"]
@@ -198,12 +208,15 @@ class AltHost(WebSocketHost):
 
     def __init__(self, *, faults: Sequence[str] = (), user_profile: tuple[str, str] | None = ("Ada Lovelace",
                                                                                                "ada@example.com"),
-                 host: str = "127.0.0.1", port: int = 0, path: str = "/ws") -> None:
+                 host: str = "127.0.0.1", port: int = 0, path: str = "/ws",
+                 user_answers: Sequence[str | Sequence[str]] | None = None) -> None:
         super().__init__(host=host, port=port, path=path)
         self.specs = list(faults)
         for spec in self.specs:
             switch(spec)  # refuse a bad spec at once
         self.user_profile = user_profile
+        self.user_answers = user_answers
+        """The simulated person's answers to the agent's questions, in order (None: the profile's sentence)."""
         self.offices: dict[str, BoxOffice] = {}
 
     def _serve_options(self) -> dict[str, Any]:
@@ -238,7 +251,7 @@ class AltHost(WebSocketHost):
             await conn.close(1008, "relay.join expected")
             return None
         room = data["payload"]["room"]
-        office = BoxOffice(room, [switch(s) for s in self.specs], self.user_profile)
+        office = BoxOffice(room, [switch(s) for s in self.specs], self.user_profile, self.user_answers)
         self.offices[room] = office
         log = self.transcripts.setdefault(room, [])
         log.append(Frame("in", first))

@@ -1,5 +1,6 @@
 """Checks before every action (seed 002 §6, Phase 2): nothing leaves the agent that the host did
-not offer, that lacks a concrete reason, or that breaks single flight or the action budget."""
+not offer, that lacks a concrete reason, or that breaks single flight or the action budget; and no
+question is asked twice in a row (issue 32: never re-ask without new information)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ class SafetyPolicy:
                 problems.append("agent.message needs a non-empty text")
             if action.payload.get("kind") not in (None, "info", "question", "blocked"):
                 problems.append(f"agent.message kind {action.payload.get('kind')!r} is not info, question or blocked")
+            asked = memory.working.questions
+            if action.payload.get("kind") == "question" and asked and asked[-1] == text:
+                problems.append("the same question as the last one: ask about what the answer lacked instead")
         elif action.type == "session.end" and not reason:
             problems.append("session.end needs a reason")
         return problems

@@ -43,9 +43,14 @@ class Out:
 
 
 class MovieHost:
-    def __init__(self, faults: Sequence[Fault] = (), *, user_profile: tuple[str, str] | None = DEFAULT_PROFILE) -> None:
+    def __init__(self, faults: Sequence[Fault] = (), *, user_profile: tuple[str, str] | None = DEFAULT_PROFILE,
+                 user_answers: Sequence[str | Sequence[str]] | None = None) -> None:
         self.faults = list(faults)
         self.user_profile = user_profile
+        self.user_answers = list(user_answers) if user_answers is not None else None
+        """When given, the simulated user answers each question with the next of these (a text, or
+        several texts sent as messages one after the other), in order, and says nothing once they run
+        out (instead of the profile's sentence)."""
         self.booking = Booking()
         self.session_id: str | None = None
         self.active = False
@@ -108,13 +113,20 @@ class MovieHost:
 
     def _agent_message(self, message: AgentMessage) -> list[Out]:
         self.messages.append(ChatMessage(role="agent", text=message.text, stage=self.booking.stage))
-        if message.kind != "question" or self.user_profile is None:
+        if message.kind != "question":
             return []
-        # The simulated user answers questions with their profile.
-        name, email = self.user_profile
-        text = f"My name is {name} and my email is {email}."
-        self.messages.append(ChatMessage(role="user", text=text, stage=self.booking.stage))
-        return [self._send("user.message", UserMessage(text=text, stage=self.booking.stage))]
+        if self.user_answers is not None:  # a scripted person: the next answer, or silence
+            if not self.user_answers:
+                return []
+            answer = self.user_answers.pop(0)
+            texts = [answer] if isinstance(answer, str) else list(answer)
+        elif self.user_profile is None:
+            return []
+        else:  # the simulated user answers questions with their profile
+            name, email = self.user_profile
+            texts = [f"My name is {name} and my email is {email}."]
+        self.messages += [ChatMessage(role="user", text=text, stage=self.booking.stage) for text in texts]
+        return [self._send("user.message", UserMessage(text=text, stage=self.booking.stage)) for text in texts]
 
     def _tool_call(self, env: Envelope) -> list[Out]:
         call = env.body(ToolCall)

@@ -69,10 +69,13 @@ class ReferenceHost(WebSocketHost):
 
     def __init__(self, *, faults: Sequence[Fault] = (), user_profile: tuple[str, str] | None = DEFAULT_PROFILE,
                  host: str = "127.0.0.1", port: int = 0, path: str = "/relay",
-                 max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
+                 max_frame_bytes: int = MAX_FRAME_BYTES,
+                 user_answers: Sequence[str | Sequence[str]] | None = None) -> None:
         super().__init__(host=host, port=port, path=path)
         self.faults = list(faults)
         self.user_profile = user_profile
+        self.user_answers = user_answers
+        """The simulated user's answers to the agent's questions, in order (None: the profile's sentence)."""
         self.max_frame_bytes = max_frame_bytes
         self.rooms: dict[str, Room] = {}
 
@@ -131,7 +134,7 @@ class ReferenceHost(WebSocketHost):
             room.agent = conn
             self.transcripts.setdefault(join.room, []).append(Frame("in", first))
             if room.external_host is None:
-                room.host = MovieHost(self.faults, user_profile=self.user_profile)
+                room.host = MovieHost(self.faults, user_profile=self.user_profile, user_answers=self.user_answers)
         else:
             room.external_host = conn
         reply = json.dumps(check_outbound(envelope("relay.joined", RelayJoined(room=join.room), id_prefix="r",

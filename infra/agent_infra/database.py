@@ -50,12 +50,16 @@ INDEXES: tuple[IndexSpec, ...] = (
     # shared/state/projects_repo.py list_tasks: a project's tasks in one status, in list order
     # (users/{uid}/projects/{id}/tasks; the collection id "tasks" is shared with plan-session tasks).
     IndexSpec("tasks", (("status", "ASCENDING"), ("order", "ASCENDING"))),
+    # shared/state/a2a_tasks_repo.py list_tasks: a user's A2A tasks of one context, newest first.
+    IndexSpec("a2aTasks", (("contextId", "ASCENDING"), ("createdAt", "DESCENDING"))),
+    # shared/state/workspaces_repo.py live: the sweep's live workspaces, least recently used first.
+    IndexSpec("workspaces", (("status", "ASCENDING"), ("lastUsedAt", "ASCENDING"))),
 )
 
 # Collection (group) ids whose documents carry an ``expireAt`` timestamp that Firestore's TTL
 # deletes after; the runtime sets it (retention per stack, APPROVAL_TTL_S for approvals).
 TTL_FIELD = "expireAt"
-TTL_COLLECTIONS = ("events", "audit", "agentApprovals")
+TTL_COLLECTIONS = ("events", "audit", "agentApprovals", "idempotencyKeys")
 
 
 def create_database(cfg: StackConfig, depends_on: list[pulumi.Resource]) -> gcp.firestore.Database:

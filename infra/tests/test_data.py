@@ -20,7 +20,8 @@ def test_composite_indexes(stacks: dict[str, list[Declared]], stack: str) -> Non
 @pytest.mark.parametrize("stack", STACKS)
 def test_ttl_policies_on_expire_at(stacks: dict[str, list[Declared]], stack: str) -> None:
     fields = of_type(stacks[stack], "gcp:firestore/field:Field")
-    assert {f.inputs["collection"] for f in fields} == set(TTL_COLLECTIONS) >= {"events", "audit", "agentApprovals"}
+    assert {f.inputs["collection"] for f in fields} == set(TTL_COLLECTIONS) >= {
+        "events", "audit", "agentApprovals", "idempotencyKeys"}
     for f in fields:
         assert f.inputs["field"] == "expireAt"
         assert "ttlConfig" in f.inputs

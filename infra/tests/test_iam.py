@@ -26,6 +26,8 @@ FIRESTORE_ROLES = {
     "integrations": {"roles/datastore.user"},
     "usage": {"roles/datastore.user"},
     "sessions": {"roles/datastore.user"},
+    "a2a": {"roles/datastore.user"},
+    "containers": {"roles/datastore.user"},
 }
 
 
@@ -139,7 +141,7 @@ def test_only_dispatching_functions_publish_to_resume(stacks: dict[str, list[Dec
     declared = stacks[stack]
     got = grants(declared, "gcp:pubsub/topicIAMMember:TopicIAMMember")
     want = {("agent-resume", "roles/pubsub.publisher", sa_member(declared, f"sa-{n}"))
-            for n in ("run", "stream", "approve", "resume", "sessions")}
+            for n in ("run", "stream", "approve", "resume", "sessions", "a2a")}
     want.add(("agent-resume-dead-letter", "roles/pubsub.publisher", PUBSUB_AGENT))
     assert got == want
 
@@ -151,10 +153,11 @@ def test_secret_readers(stacks: dict[str, list[Declared]], stack: str) -> None:
     gemini, creds = "agent-gemini-api-key", "agent-credentials-encryption-key"
     role = "roles/secretmanager.secretAccessor"
     oauth = "agent-google-oauth-client-secret"
-    want = {(gemini, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "goals", "sessions")}
-    want |= {(creds, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "integrations")}
+    want = {(gemini, role, sa_member(declared, f"sa-{n}"))
+            for n in ("run", "stream", "resume", "goals", "sessions", "a2a")}
+    want |= {(creds, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "integrations", "a2a")}
     # The loop runs connector tools in run, stream and resume: they refresh Google tokens.
-    want |= {(oauth, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume")}
+    want |= {(oauth, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "a2a")}
     want.add((gemini, role, sa_member(declared, "sa-host-agent")))  # the host agent job's LLM planner
     assert got == want
 

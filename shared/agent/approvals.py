@@ -14,6 +14,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from shared.api import ApproveRequest
 from shared.durable.dispatcher import Dispatcher
@@ -40,6 +41,8 @@ class Decision:
     approval_id: str
     decision: str
     """approved | rejected | expired"""
+    arguments: dict[str, Any] | None = None
+    """Approved with edits: the arguments the call runs with."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,14 @@ class AlreadyDecided:
 
 def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveRequest) -> Decision:
     """Record the owner's decision and ask for the run to resume (through ``dispatcher``).
-    Raises 404/409/410."""
+    Raises 404/409/410; with edited ``arguments``, 400 when they do not fit the tool or policy
+    refuses them (``approval_edits.py``): then nothing is recorded."""
     outbox = services.outbox.via(dispatcher)
+    edited: dict[str, Any] | None = None
+    if req.arguments is not None:
+        from shared.agent.approval_edits import checked_edit, tool_of_pending  # loads the tools
+
+        edited = checked_edit(services, uid, tool_of_pending(services, uid, req.approvalId), req.arguments)
 
     def txn(t: RunsTransaction) -> Decision | AlreadyDecided:
         approval = t.approval(uid, req.approvalId)
@@ -81,6 +90,9 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
             approval.status = "approved"
             move_action(action, "approved")
             kind = "approval_decided"
+            if edited is not None and edited != action.args:
+                # The call runs once, with the edited arguments: the action is bound to them.
+                action.original_args, action.args, action.args_hash = action.args, edited, args_hash(edited)
         else:
             approval.status = "rejected"
             move_action(action, "rejected")
@@ -91,7 +103,8 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
         action.updated_at = at
         audit = AuditRecord(audit_id=services.new_id("aud"), uid=uid, kind=kind, run_id=run.run_id,
                             action_id=action.action_id, approval_id=approval.approval_id, tool=action.tool,
-                            decision=approval.status, reason=req.reason)
+                            decision=approval.status, reason=req.reason, args_before=action.original_args,
+                            args_after=action.args if action.original_args is not None else None)
         runs = services.runs
         t.write(runs.approval_write(approval))
         t.write(runs.action_write(action))
@@ -99,7 +112,8 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
         t.write(runs.touch_run_write(run.run_id, at))
         t.write(services.outbox.record(WorkMessage(kind=RESUME, unitId=run.run_id, uid=uid,
                                                    approvalId=approval.approval_id), approval.approval_id))
-        return Decision(run.run_id, approval.approval_id, approval.status)
+        return Decision(run.run_id, approval.approval_id, approval.status,
+                        action.args if action.original_args is not None else None)
 
     out = _decide_with_retries(services, uid, req.approvalId, txn)
     if isinstance(out, AlreadyDecided):

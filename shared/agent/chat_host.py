@@ -62,7 +62,7 @@ def chat_state(ctx: RunContext) -> ChatState:
 
 def _release(ctx: RunContext) -> Write:
     return ctx.services.runs.release_thread_write(
-        ctx.run.thread_id, mode=ctx.run.context_type,
+        ctx.run, mode=ctx.run.context_type,
         execution_modes=list(chat_state(ctx).execution_modes) or None)
 
 
@@ -145,7 +145,7 @@ class ChatHost(Host):
         result.output = output
         message = MessageRecord(id=ctx.services.new_id("msg"), role="assistant", text=text, run_id=run.run_id)
         runs = ctx.services.runs
-        stops.complete(ctx, result=result, writes=[runs.message_write(run.thread_id, message),
+        stops.complete(ctx, result=result, writes=[runs.message_write(run, message),
                                                    _release(ctx)])
 
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:

@@ -7,7 +7,7 @@ instruction built from the user's stored profile and memories (a failed read doe
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,14 @@ from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
 from shared.models.base import Part, Turn
+from shared.state.docstore import Write
 from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
+
+ExtraWrites = Callable[[str], Sequence[Write]]
+"""Documents to create with a new run, given its id (in the run's transaction)."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,12 @@ class AgentService:
             memories = None
         return user, memories
 
-    def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None) -> StartedRun:
-        """Persist a new run (or find the one an Idempotency-Key already created)."""
+    def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None,
+              instruction_note: str | None = None, extra_writes: ExtraWrites | None = None) -> StartedRun:
+        """Persist a new run (or find the one an Idempotency-Key already created).
+        ``instruction_note``: appended to the system instruction (where the request came from, e.g.
+        an A2A caller); ``extra_writes(run_id)``: documents created in the run's own transaction
+        (e.g. the A2A task that is this run)."""
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
         limits = self.services.limits
@@ -84,7 +92,8 @@ class AgentService:
             limits.check_daily_tokens(uid, replayed=(lambda: self.services.runs.used_idempotency_key(uid, key))
                                       if key else None)
         with log_context(uid=uid, threadId=thread_id):
-            started = self._start(uid, req, thread_id, idempotency_key)
+            fingerprint = request.fingerprint() if idempotency_key else None
+            started = self._start(uid, req, thread_id, idempotency_key, fingerprint, instruction_note, extra_writes)
             run = started.outcome.snapshot.run
             # Counts only: the prompt, conversation and attached context are user data.
             log.info("run started" if started.outcome.created else "run found for a repeated Idempotency-Key",
@@ -93,14 +102,14 @@ class AgentService:
                                        "attachedContext": len(req.attachedContext)}})
         return started
 
-    def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None) -> StartedRun:
+    def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
+               fingerprint: str | None, instruction_note: str | None = None,
+               extra_writes: ExtraWrites | None = None) -> StartedRun:
         s = self.services
         conversation = list(req.conversation)
-        if not conversation and req.threadId:
-            thread = s.runs.get_thread(req.threadId)
-            if thread is not None and thread.uid == uid:
-                conversation = [ConversationItem(role=m.role, text=m.text)
-                                for m in s.runs.list_messages(req.threadId, MAX_CONVERSATION_FOR_MODEL)]
+        if not conversation and req.threadId:  # the caller's own thread of that id (never another user's)
+            conversation = [ConversationItem(role=m.role, text=m.text)
+                            for m in s.runs.list_messages(uid, req.threadId, MAX_CONVERSATION_FOR_MODEL)]
         user, memories = self._load_user(uid)
         run_id = new_id("run")
         # The invocation that starts the run holds its lease from the first write: recovery only
@@ -114,7 +123,7 @@ class AgentService:
             if entity_scope(s.users.store, uid, req.entityId) is None:
                 raise NotFound(f"entity {req.entityId} not found", code="ENTITY_NOT_FOUND")
         instruction = "\n\n".join((build_system_instruction(user, memories, req.attachedContext),
-                                    ctype.guidance(req.entityId)))
+                                    ctype.guidance(req.entityId), *([instruction_note] if instruction_note else [])))
         run = RunRecord(run_id=run_id, uid=uid, thread_id=thread_id, status="planning",
                         model=s.model_for(ctype.profile).name, max_steps=s.settings.max_loop_steps,
                         context_type=ctype.name, profile=ctype.profile, entity_id=req.entityId,
@@ -126,8 +135,10 @@ class AgentService:
         turns = conversation_turns(conversation, req.prompt)
         slot = s.limits.slot(uid, "runs") if s.limits is not None else None
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-                                   idempotency_key=idempotency_key, supersede=bool(req.supersede), slot=slot,
-                                   fail_paused=stops.close_paused)
+                                   idempotency_key=idempotency_key, fingerprint=fingerprint,
+                                   supersede=bool(req.supersede), slot=slot,
+                                   fail_paused=stops.close_paused,
+                                   extra_writes=extra_writes(run_id) if extra_writes is not None else ())
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

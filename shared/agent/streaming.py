@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from shared.events import ErrorEvent, StreamEndEvent, event_to_doc
+from shared.events.loop import ErrorEvent, StreamEndEvent, StreamEndReason, event_to_doc, heartbeat
 from shared.failures import FailureCode
 from shared.logs import iterate_in_context
 from shared.ndjson import ndjson as ndjson  # the edge frames chat streams with it (functions/)
-from shared.state.records import waits_on_child
+from shared.state.records import TERMINAL_RUN_STATUSES, waits_on_child
 
 if TYPE_CHECKING:
     from shared.agent.plan_relay import RelayCursor
@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_runtime.streaming")
 
 _DONE = object()
-STOP_STATUSES = frozenset({"completed", "failed", "awaiting_confirmation"})
+STOP_STATUSES = TERMINAL_RUN_STATUSES | {"awaiting_confirmation"}
+STOP_EVENTS = frozenset({"result", "error"})
+"""A stream whose last event is one of these told the client where the run stopped: it needs no
+``stream_end``."""
 
 
 def live_events(ctx: RunContext, first_events: list[dict[str, Any]],
@@ -40,6 +43,8 @@ def live_events(ctx: RunContext, first_events: list[dict[str, Any]],
 
     If the client goes away the run still finishes (and is committed). If the run cannot even
     record its failure (the store is down), a final unpersisted ``error`` event closes the stream.
+    While the run says nothing (a long model call or tool) a heartbeat goes out every
+    ``heartbeat_s`` (``STREAM_HEARTBEAT_S``).
     A run that stops to wait on the plan it started is followed on: the plan's events (relayed,
     ``plan_relay``), then the run's answer and ``result``, until the stream's time (the run's
     budget) is spent or the plan waits for a decision: then a ``stream_end`` event says how to follow.
@@ -79,8 +84,13 @@ def _live(ctx: RunContext, first_events: list[dict[str, Any]],
     for ev in first_events:
         last = int(ev["seq"])
         yield ev
+    heartbeat_s = ctx.services.settings.heartbeat_s
     while True:
-        item = q.get()
+        try:
+            item = q.get(timeout=heartbeat_s)
+        except queue.Empty:
+            yield heartbeat()
+            continue
         if item is _DONE:
             break
         assert isinstance(item, dict)
@@ -90,12 +100,10 @@ def _live(ctx: RunContext, first_events: list[dict[str, Any]],
         return
     # The run waits on its plan: one stream from prompt to answer while the stream has time.
     follow = _Follow(ctx.services.runs, ctx.run.run_id, sessions, until_end=False,
-                     max_wait_s=max(0.0, ctx.deadline - time.monotonic()))
+                     max_wait_s=max(0.0, ctx.deadline - time.monotonic()), heartbeat_s=heartbeat_s)
     yield from follow.events(last)
     if follow.stopped_because is not None:
-        yield event_to_doc(StreamEndEvent(
-            seq=follow.last, runId=ctx.run.run_id, reason=follow.stopped_because,
-            follow=f"/api/agent/runs/{ctx.run.run_id}/events?after={follow.last}&follow=1&until=end"))
+        yield follow.stream_end(follow.stopped_because)
 
 
 def _paused_for_decision(runs: RunsRepo, run: RunRecord) -> bool:
@@ -118,7 +126,7 @@ def _resume_pending(runs: RunsRepo, run: RunRecord) -> bool:
 
 
 def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool = False, until_end: bool = False,
-                  poll_s: float = 0.2, max_wait_s: float = 60.0,
+                  poll_s: float = 0.2, max_wait_s: float = 60.0, heartbeat_s: float = 15.0,
                   sessions: Callable[[], SessionsRepo] | None = None) -> Iterator[dict[str, Any]]:
     """Persisted events with ``seq > after`` (and, while the run waits on its plan, the plan's
     events as the run will persist them: ``plan_relay``); with ``follow``, keep reading until the
@@ -126,10 +134,20 @@ def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool =
     pause and a run waiting on its plan are followed into their resume). ``until_end``: a pause for
     a decision does not stop the follow either (a backend follows, the decision is made elsewhere,
     it reads on), only the run's end or ``max_wait_s`` (then reconnect with ``after``). Like a live
-    stream, the replay keeps the log context of this call."""
+    stream, the replay keeps the log context of this call.
+
+    A follow is never silent for longer than ``heartbeat_s`` (a heartbeat, no ``seq``), and it never
+    ends without saying why: unless its last event is the run's own stop (``result``, ``error``),
+    a ``stream_end`` says why the window closed and where to read on (:meth:`_Follow.closing`)."""
     reader = _Follow(runs, run_id, sessions, until_end=until_end, max_wait_s=max_wait_s, poll_s=poll_s,
-                     follow=follow)
-    return iterate_in_context(reader.events(after), runId=run_id)
+                     follow=follow, heartbeat_s=heartbeat_s)
+
+    def read() -> Iterator[dict[str, Any]]:
+        yield from reader.events(after)
+        if follow and (closing := reader.closing()) is not None:
+            yield closing
+
+    return iterate_in_context(read(), runId=run_id)
 
 
 class _Follow:
@@ -137,12 +155,40 @@ class _Follow:
     follow ended before the run reached a stop a client waits for (None: it did, or no follow)."""
 
     def __init__(self, runs: RunsRepo, run_id: str, sessions: Callable[[], SessionsRepo] | None, *,
-                 until_end: bool, max_wait_s: float, poll_s: float = 0.2, follow: bool = True) -> None:
+                 until_end: bool, max_wait_s: float, poll_s: float = 0.2, follow: bool = True,
+                 heartbeat_s: float = 15.0) -> None:
         self.runs, self.run_id, self.sessions = runs, run_id, sessions
         self.until_end, self.max_wait_s, self.poll_s, self.follow = until_end, max_wait_s, poll_s, follow
+        self.heartbeat_s = heartbeat_s
         self.last = 0
+        self.last_type: str | None = None
+        """The type of the last event this follow yielded (``None``: none)."""
+        self.run: RunRecord | None = None
+        """The run as last read."""
         self._relay: RelayCursor | None = None
         self.stopped_because: Literal["plan_awaiting_approval", "stream_time_spent"] | None = None
+
+    def stream_end(self, reason: StreamEndReason) -> dict[str, Any]:
+        """The closing ``stream_end``: why the stream ends here, and the follow that reads on."""
+        # A run waiting on its plan is executing for the API (nobody is asked), like everywhere else.
+        status = "executing" if self.run is None or waits_on_child(self.run) else self.run.status
+        return event_to_doc(StreamEndEvent(
+            seq=max(1, self.last), runId=self.run_id, status=status, reason=reason,
+            follow=f"/api/agent/runs/{self.run_id}/events?after={self.last}&follow=1&until=end"))
+
+    def closing(self) -> dict[str, Any] | None:
+        """What ends a follow that did not end on the run's own stop: ``stream_end`` with why (its
+        window's time spent, its plan waits for a decision, it waits for one, it had ended).
+        ``None``: the last event said it (``result``, ``error``), or the run is gone."""
+        if self.run is None:
+            return None
+        if self.stopped_because is not None:
+            return self.stream_end(self.stopped_because)
+        if self.last_type in STOP_EVENTS:
+            return None
+        if self.run.status in ("completed", "failed"):
+            return self.stream_end("run_ended")
+        return self.stream_end("awaiting_approval")
 
     def _relayed(self, run: RunRecord) -> list[dict[str, Any]]:
         if self.sessions is None or not waits_on_child(run):
@@ -168,18 +214,19 @@ class _Follow:
     def events(self, after: int) -> Iterator[dict[str, Any]]:
         deadline = time.monotonic() + self.max_wait_s
         self.last = after
+        said_at = time.monotonic()
         while True:
             for ev in self.runs.list_events(self.run_id, after=self.last):
-                self.last = int(ev["seq"])
+                self.last, self.last_type, said_at = int(ev["seq"]), ev.get("type"), time.monotonic()
                 yield ev
             snap = self.runs.get_run(self.run_id)
             if snap is None:
                 return
-            run = snap.run
+            run = self.run = snap.run
             if self.last >= run.last_seq:
                 for ev in self._relayed(run):
                     if int(ev["seq"]) > self.last:
-                        self.last = int(ev["seq"])
+                        self.last, self.last_type, said_at = int(ev["seq"]), ev.get("type"), time.monotonic()
                         yield ev
             if not self.follow:
                 return
@@ -189,9 +236,12 @@ class _Follow:
                 if waits_on_child(run) and self._plan_waits_for_decision(run):
                     self.stopped_because = "plan_awaiting_approval"
                     return
-            if run.status in ("completed", "failed") and self.last >= run.last_seq:
+            if run.terminal and self.last >= run.last_seq:
                 return
             if time.monotonic() >= deadline:
                 self.stopped_because = "stream_time_spent"
                 return
-            time.sleep(self.poll_s)
+            if time.monotonic() - said_at >= self.heartbeat_s:
+                said_at = time.monotonic()
+                yield heartbeat()
+            time.sleep(min(self.poll_s, self.heartbeat_s))

@@ -24,7 +24,7 @@ from typing import Any
 
 import urllib3
 
-from shared.errors import ToolError
+from shared.errors import OutcomeUnknown, ToolError
 
 _ID_TOKEN_TTL_S = 45 * 60
 
@@ -55,6 +55,9 @@ class ExecResult:
     duration_ms: int
     timed_out: bool
     changed: bool
+    snapshot_bytes: int = 0
+    """The snapshot saved after a changing script: its size and how long saving took (service side)."""
+    snapshot_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,9 +109,12 @@ class SandboxClient:
             resp = self._http.request(method, self.base_url + path, headers=headers,
                                       body=None if body is None else json.dumps(body).encode(),
                                       timeout=urllib3.Timeout(connect=min(10.0, timeout_s), read=timeout_s))
-        except urllib3.exceptions.HTTPError as exc:
-            raise SandboxError(f"the sandbox service did not answer: {type(exc).__name__}",
+        except (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError) as exc:
+            raise SandboxError(f"the sandbox service cannot be reached: {type(exc).__name__}",
                                code="SANDBOX_UNAVAILABLE", status=503) from None
+        except urllib3.exceptions.HTTPError as exc:  # the request went out; its answer was lost
+            raise OutcomeUnknown(f"the sandbox service went silent during {method} {path.rsplit('/', 1)[-1]} "
+                                 f"({type(exc).__name__}): it may or may not have happened") from None
         try:
             payload = json.loads(resp.data or b"{}")
         except ValueError:
@@ -131,7 +137,9 @@ class SandboxClient:
                          timeout_s=timeout_s + 60.0)  # the answer waits for the snapshot too
         return ExecResult(exit_code=int(out["exitCode"]), stdout=str(out["stdout"]), stderr=str(out["stderr"]),
                           truncated=bool(out["truncated"]), duration_ms=int(out["durationMs"]),
-                          timed_out=bool(out["timedOut"]), changed=bool(out["changed"]))
+                          timed_out=bool(out["timedOut"]), changed=bool(out["changed"]),
+                          snapshot_bytes=int(out.get("snapshotBytes") or 0),
+                          snapshot_ms=int(out.get("snapshotMs") or 0))
 
     def read_file(self, workspace_id: str, path: str, *, timeout_s: float = 30.0) -> FileContent:
         out = self._call("POST", f"/v1/workspaces/{workspace_id}/read", {"path": path}, timeout_s=timeout_s)

@@ -64,11 +64,15 @@ class ToolResultEvent(Event):
 
 
 class UsageEvent(Event):
+    """The run's token usage so far (sent before its ``result``, and at every pause)."""
+
     type: Literal["usage"] = "usage"
     usage: Usage
 
 
 class ResultEvent(Event):
+    """The seed-001 response as of the run's stop (its last event, unless it failed: ``error``)."""
+
     type: Literal["result"] = "result"
     result: RunResult
 
@@ -82,16 +86,35 @@ class AgentStateEvent(Event):
     details: str | None = None
 
 
+StreamEndReason = Literal["plan_awaiting_approval", "stream_time_spent", "awaiting_approval", "run_ended"]
+
+
 class StreamEndEvent(Event):
-    """Stream only, never persisted: the live stream ends while the run goes on without it (its plan
-    waits for a decision, or the stream's time is spent). ``seq`` repeats the last event's: it takes
-    no number of its own. ``follow`` is the route that reads on from there."""
+    """Stream only, never persisted: a stream (live, or a follow of the events route) ends before the
+    run's own stop was sent on it: its plan waits for a decision, the stream's time (window) is spent,
+    the run waits for a decision (``follow`` without ``until=end``), or it had already ended.
+    ``seq`` repeats the last event's: it takes no number of its own. ``follow`` is the route that
+    reads on from there; ``status`` the run's status when the stream ended."""
 
     type: Literal["stream_end"] = "stream_end"
     runId: str
-    status: Literal["executing"] = "executing"
-    reason: Literal["plan_awaiting_approval", "stream_time_spent"]
+    status: RunStatus = "executing"
+    reason: StreamEndReason
     follow: str
+
+
+class HeartbeatEvent(BaseModel):
+    """Stream only, never persisted, no ``seq``: a followed stream that has nothing to say for
+    ``STREAM_HEARTBEAT_S`` says this (as an SSE comment line on ``text/event-stream``), so an idle
+    proxy keeps the connection and the client knows it is alive."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["heartbeat"] = "heartbeat"
+
+
+def heartbeat() -> dict[str, Any]:
+    """The heartbeat as the streams yield it (framed as NDJSON, or as an SSE comment)."""
+    return {"type": "heartbeat"}
 
 
 class ErrorEvent(Event):

@@ -8,38 +8,14 @@ from typing import Annotated
 
 from pydantic import Field
 
-from shared.events.loop import (
-    AgentStateEvent,
-    DeltaEvent,
-    ErrorEvent,
-    ResultEvent,
-    StatusEvent,
-    StreamEndEvent,
-    ThoughtDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    UsageEvent,
-)
-from shared.events.plan import (
-    ExecutorActEvent,
-    ExecutorObserveEvent,
-    ExecutorReasonEvent,
-    ExecutorReflectEvent,
-    PlanApprovalRequiredEvent,
-    PlanCreatedEvent,
-    PlanReadyForReviewEvent,
-    PlanResultEvent,
-    PlanReviewEvent,
-    PlanStatusEvent,
-    RunPlanUpdatedEvent,
-    StepCompleteEvent,
-    StepStartEvent,
-)
+from shared.events import loop, plan
 
 RunEvent = Annotated[
-    StatusEvent | DeltaEvent | ThoughtDeltaEvent | ToolCallEvent | ToolResultEvent | UsageEvent | ResultEvent
-    | ErrorEvent | AgentStateEvent | PlanCreatedEvent | PlanReadyForReviewEvent | PlanReviewEvent | StepStartEvent
-    | StepCompleteEvent | ExecutorActEvent | ExecutorObserveEvent | PlanApprovalRequiredEvent | RunPlanUpdatedEvent
-    | StreamEndEvent | ExecutorReasonEvent | ExecutorReflectEvent | PlanStatusEvent | PlanResultEvent,
+    loop.StatusEvent | loop.DeltaEvent | loop.ThoughtDeltaEvent | loop.ToolCallEvent | loop.ToolResultEvent
+    | loop.UsageEvent | loop.ResultEvent | loop.ErrorEvent | loop.AgentStateEvent | loop.StreamEndEvent
+    | plan.PlanCreatedEvent | plan.PlanReadyForReviewEvent | plan.PlanReviewEvent | plan.StepStartEvent
+    | plan.StepCompleteEvent | plan.ExecutorActEvent | plan.ExecutorObserveEvent | plan.PlanApprovalRequiredEvent
+    | plan.RunPlanUpdatedEvent | plan.ExecutorReasonEvent | plan.ExecutorReflectEvent | plan.PlanStatusEvent
+    | plan.PlanResultEvent,
     Field(discriminator="type"),
 ]

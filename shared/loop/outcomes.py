@@ -10,12 +10,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from shared.failures import FailureCode
-from shared.state.records import ActionRecord
+from shared.state.records import ActionRecord, ActOutcome
 
 
 @dataclass(frozen=True)
 class NextStepRunAgain:
     """The step's tool calls were answered: commit it and call the model again."""
+
+    outcomes: tuple[ActOutcome, ...] = ()
+    """How each call of the answered turn ended, in call order (``ok``, ``error``, ``rejected``, ``unknown``)."""
 
 
 @dataclass(frozen=True)

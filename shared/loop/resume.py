@@ -29,7 +29,7 @@ from shared.loop import stops
 from shared.loop.context import RunContext, Services
 from shared.loop.outcomes import NextStepInterruption, NextStepLost, NextStepRunAgain
 from shared.loop.steps import drive, host_step
-from shared.loop.tool_calls import bounded_result, execute_action, responses_turn, tool_context
+from shared.loop.tool_calls import bounded_result, execute_action, outcomes, responses_turn, tool_context
 from shared.state.docstore import PreconditionFailed
 from shared.state.records import ActionRecord, UserRecord
 from shared.state.transitions import move_action, move_run
@@ -194,7 +194,7 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
     ctx.run.pending_approval_ids = []
     move_run(ctx.run, "planning")
     ctx.add_turn(responses_turn(calls, turn_actions))
-    outcome = host_step(ctx, NextStepRunAgain())
+    outcome = host_step(ctx, NextStepRunAgain(outcomes(turn_actions)))
     if not isinstance(outcome, NextStepRunAgain):
         assert not isinstance(outcome, NextStepLost)
         ctx.host.act(ctx, outcome)

@@ -26,7 +26,7 @@ from shared.loop.outcomes import (
     Settled,
     StepOutcome,
 )
-from shared.loop.tool_calls import decide_calls, execute_action, responses_turn
+from shared.loop.tool_calls import decide_calls, execute_action, outcomes, responses_turn
 from shared.models.base import DeltaKind, ModelRequest
 from shared.usage.meter import LOOP, MeteredCall, metered_generate
 
@@ -147,4 +147,4 @@ def step(ctx: RunContext) -> StepOutcome:
     if waiting:
         return NextStepInterruption(turn_index, waiting)
     ctx.add_turn(responses_turn(calls, decided))
-    return NextStepRunAgain()
+    return NextStepRunAgain(outcomes(decided))

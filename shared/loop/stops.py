@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from shared.durable.kinds import CONTINUE, continue_entry_id
 from shared.durable.messages import WorkMessage
@@ -45,10 +45,10 @@ def _queue(ctx: RunContext, writes: Iterable[Write]) -> None:
 
 
 def complete(ctx: RunContext, *, writes: Iterable[Write] = (), result: RunResult | None = None,
-             final: Iterable[RunEvent] = ()) -> None:
+             final: Iterable[RunEvent] = (), status: Literal["completed", "rejected"] = "completed") -> None:
     """``final``: the host's own closing events, sent after the run's ``usage`` (a plan's status and
-    outcome)."""
-    move_run(ctx.run, "completed")
+    outcome). ``status``: how the work ended (a plan whose user refused acts a task needed: ``rejected``)."""
+    move_run(ctx.run, status)
     ctx.run.result = result
     _queue(ctx, writes)
     ctx.emit(UsageEvent(usage=ctx.run.usage))
@@ -78,15 +78,20 @@ def pause(ctx: RunContext, outcome: NextStepInterruption, *, result: RunResult |
     log_stop(ctx, "run paused for approval", approvals=len(outcome.waiting))
 
 
-def _failed(run: RunRecord, code: FailureCode, message: str) -> None:
-    move_run(run, "failed")
+FailedStatus = Literal["failed", "deadline_exceeded", "cancelled"]
+"""How a unit that did not finish its work ended: ``failed``, or (a plan's run, with its session)
+``deadline_exceeded`` / ``cancelled``."""
+
+
+def _failed(run: RunRecord, code: FailureCode, message: str, status: FailedStatus = "failed") -> None:
+    move_run(run, status)
     run.error = RunError(code=code, message=message)
 
 
 def fail(ctx: RunContext, code: FailureCode, message: str, *, writes: Iterable[Write] = (),
-         result: RunResult | None = None, final: Iterable[RunEvent] = ()) -> None:
+         result: RunResult | None = None, final: Iterable[RunEvent] = (), status: FailedStatus = "failed") -> None:
     run = ctx.run
-    _failed(run, code, message)
+    _failed(run, code, message, status)
     if result is not None:
         result.error = run.error
     run.result = result
@@ -127,18 +132,19 @@ def close_reason(reason: CloseReason, by_run: str) -> tuple[FailureCode, str]:
     return FailureCode.SUPERSEDED, f"superseded by run {by_run} on the same thread"
 
 
-def close_paused(run: RunRecord, reason: CloseReason, by_run: str) -> dict[str, Any]:
-    """End a paused unit no invocation holds (``state.paused_runs.FailPaused``): it fails for
-    ``reason`` (``APPROVAL_EXPIRED``, ``SUPERSEDED``, ``CANCELLED``, ``DEADLINE_EXCEEDED``), its
+def close_paused(run: RunRecord, reason: CloseReason, by_run: str, *, status: FailedStatus = "failed"
+                 ) -> dict[str, Any]:
+    """End a paused unit no invocation holds (``state.paused_runs.FailPaused``): it ends ``status``
+    for ``reason`` (``APPROVAL_EXPIRED``, ``SUPERSEDED``, ``CANCELLED``, ``DEADLINE_EXCEEDED``), its
     pause and lease are dropped, its result says so; returns its ``error`` event. The caller's
     transaction writes the run and the event."""
     code, message = close_reason(reason, by_run)
-    _failed(run, code, message)
+    _failed(run, code, message, status)
     run.updated_at = now()
     run.lease, run.lease_expires_at = None, 0.0
     run.pending_approval_ids, run.pending_turn = [], None
     if run.result is not None:
-        run.result = run.result.model_copy(update={"ok": False, "status": "failed", "summary": message,
+        run.result = run.result.model_copy(update={"ok": False, "status": status, "summary": message,
                                                    "error": run.error})
     run.last_seq += 1
     log.warning("paused run closed: %s", code, extra={"fields": {"runId": run.run_id, "host": run.host,

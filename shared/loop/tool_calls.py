@@ -22,7 +22,7 @@ from shared.loop.context import RunContext
 from shared.loop.virtual import VirtualOutcome, run_virtual
 from shared.models.base import FunctionCall, FunctionResponse, Part, Turn
 from shared.state.host_states import PlanRunState
-from shared.state.records import ActionRecord, ApprovalRecord, now
+from shared.state.records import ActionRecord, ActOutcome, ApprovalRecord, now
 from shared.state.transitions import move_action, move_run
 from shared.tools.context import ToolContext
 from shared.tools.registry import Tool, ToolArgsError, args_hash
@@ -233,7 +233,26 @@ def _run(ctx: RunContext, action: ActionRecord, tool: Tool, args: BaseModel) -> 
                                 decision=action.outcome, reason=action.error))
 
 
+def act_outcome(action: ActionRecord) -> ActOutcome:
+    """How an answered call ended, in the one word of acts (``records.ActOutcome``)."""
+    if action.status == "completed":
+        return "ok"
+    if action.status == "rejected":
+        return "rejected"
+    return "unknown" if action.outcome == "unknown" else "error"
+
+
+def outcomes(actions: Sequence[ActionRecord]) -> tuple[ActOutcome, ...]:
+    """The outcomes of a turn's answered calls, in call order."""
+    return tuple(act_outcome(a) for a in sorted(actions, key=lambda a: a.call_index))
+
+
 def function_response(action: ActionRecord) -> dict[str, Any]:
+    if action.status == "completed" and action.original_args is not None:
+        # Approved with edits: the model learns the call ran with the user's arguments, not its own.
+        return {"result": action.result or {}, "executedWithArguments": action.args,
+                "note": "the user edited the arguments of this call before approving it; it ran with "
+                        "executedWithArguments"}
     if action.status == "completed":
         return action.result or {}
     if action.status == "rejected":

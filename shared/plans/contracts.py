@@ -6,8 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
-from shared.responses import Approval, ResponseBody
+from shared.responses import Approval, PageBody, ResponseBody
 from shared.state.plan_records import PlanTask, SessionStatus, TaskStatus
+from shared.state.records import ActOutcome
 from shared.usage.figures import Usage
 from shared.wire import INTEGRAL, MAX_INT64, NOT_BLANK_PATTERN, UtcTime, is_blank
 
@@ -135,8 +136,8 @@ class SessionSummary(ResponseBody):
     createdAt: UtcTime
 
 
-class SessionsList(ResponseBody):
-    """``GET /api/agent/sessions?limit=N``: the caller's sessions, newest first."""
+class SessionsList(PageBody):
+    """``GET /api/agent/sessions?limit=N&cursor=C``: the caller's sessions, newest first."""
 
     ok: bool = True
     sessions: list[SessionSummary]
@@ -146,7 +147,7 @@ class LogEntryView(ResponseBody):
     taskId: str
     tool: str
     arguments: dict[str, Any]
-    outcome: str
+    outcome: ActOutcome
     at: UtcTime
 
 
@@ -167,10 +168,12 @@ class SessionView(ResponseBody):
     tools: list[str] | None = None
     plan: Plan
     currentTaskId: str | None = None
-    cancelRequested: bool
+    runId: str | None = Field(default=None, description="the run that executes the session (once confirmed)")
+    cancelRequested: bool = Field(description="true after any accepted cancel (before or during execution)")
     cancelReason: str | None = None
     pendingApprovals: list[Approval]
-    usage: Usage
+    usage: Usage = Field(description="every model call of the session: planning, refinements, acts and "
+                                     "reflections (the usage ledger's entries of the session and its run)")
     costUsd: float
     error: dict[str, str] | None = None
     result: SessionResultView | None = Field(default=None, description="when ended: the outcome and every act")

@@ -50,7 +50,7 @@ from shared.models.base import ToolDeclaration
 from shared.plans import plan_edits, planner, react
 from shared.plans.contracts import SessionResultView
 from shared.plans.parent import wake_parent
-from shared.plans.plan_state import KIND, plan_state, task_turn
+from shared.plans.plan_state import KIND, ended_mode, plan_state, task_turn
 from shared.plans.reflect import reflect
 from shared.plans.session_sync import SessionSync
 from shared.state.host_states import PlanRunState
@@ -63,6 +63,8 @@ __all__ = ["KIND", "STOP_STATUS", "PlanHost", "plan_state", "task_turn"]
 
 STOP_STATUS: dict[str, SessionStatus] = {FailureCode.DEADLINE_EXCEEDED: "deadline_exceeded",
                                          FailureCode.CANCELLED: "cancelled"}
+RUN_END: dict[str, stops.FailedStatus] = {"deadline_exceeded": "deadline_exceeded", "cancelled": "cancelled"}
+"""The status of the run a session that did not finish its work ends with (else ``failed``)."""
 
 
 class PlanHost(Host):
@@ -124,7 +126,7 @@ class PlanHost(Host):
 
     def _act_step(self, ctx: RunContext, outcome: Settled) -> StepOutcome:
         if isinstance(outcome, NextStepRunAgain):
-            stop = self._after_act(ctx, ctx.turns[-2].text.strip(), react.acts_of_last_turn(ctx))
+            stop = self._after_act(ctx, ctx.turns[-2].text.strip(), react.acts_of_last_turn(ctx, outcome.outcomes))
             return outcome if stop is None else stop
         stop = self._after_act(ctx, "", [react.task_done(outcome.text)], task_done=True)
         # The next task starts in the next invocation (a durable slice per task).
@@ -239,12 +241,12 @@ class PlanHost(Host):
         if code is not None:
             extra["error"] = RunError(code=code, message=message).to_doc()
         self.sync.fields(ctx, **extra)
-        # The run's mode says what it did, not the pause it was once in (requires_approval).
-        ctx.run.mode = "tool_executed" if ctx.run.tools_executed > 0 else "assistant_text"
+        ctx.run.mode = ended_mode(ctx.run)
         entry = wake_parent(ctx)
+        # The run ends with the session's status (docs/plan-sessions.md, "Statuses").
         if code is None:
-            stops.complete(ctx, final=final)
+            stops.complete(ctx, final=final, status="rejected" if status == "rejected" else "completed")
         else:
-            stops.fail(ctx, code, message, final=final)
+            stops.fail(ctx, code, message, final=final, status=RUN_END.get(status, "failed"))
         if entry is not None:
             ctx.services.outbox.deliver(entry)

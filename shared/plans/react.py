@@ -10,6 +10,7 @@ from shared.events.plan import ExecutorActEvent, ExecutorObserveEvent, ExecutorR
 from shared.loop.context import RunContext
 from shared.plans.session_sync import SessionSync
 from shared.state.plan_records import PlanTask, ReactStep
+from shared.state.records import ActOutcome
 
 TASK_DONE = "task_done"
 """The action of a text answer without a tool call: it ends the task."""
@@ -18,6 +19,7 @@ TASK_DONE = "task_done"
 @dataclass
 class Act:
     tool: str
+    outcome: ActOutcome
     args: dict[str, Any] | None = None
     preview: str = ""
     observation: dict[str, Any] = field(default_factory=dict)
@@ -29,7 +31,7 @@ class Act:
 
     def to_reflect(self) -> dict[str, Any]:
         """What the reflection is shown of the act."""
-        return {"action": self.action(), "observation": self.observation}
+        return {"action": self.action(), "outcome": self.outcome, "observation": self.observation}
 
 
 def preview(ctx: RunContext, name: str, args: dict[str, Any]) -> str:
@@ -43,19 +45,21 @@ def preview(ctx: RunContext, name: str, args: dict[str, Any]) -> str:
         return name
 
 
-def acts_of_last_turn(ctx: RunContext) -> list[Act]:
-    """The acts of the last model turn, each with its answer (the turn after it)."""
+def acts_of_last_turn(ctx: RunContext, outcomes: tuple[ActOutcome, ...]) -> list[Act]:
+    """The acts of the last model turn, each with its answer (the turn after it) and its outcome
+    (the loop's, in call order)."""
     model_turn, answers = ctx.turns[-2], ctx.turns[-1]
     acts: list[Act] = []
-    for call, answer in zip(model_turn.function_calls, answers.parts, strict=False):
+    for i, (call, answer) in enumerate(zip(model_turn.function_calls, answers.parts, strict=False)):
         response = answer.function_response.response if answer.function_response else {}
         args = dict(call.args)
-        acts.append(Act(tool=call.name, args=args, preview=preview(ctx, call.name, args), observation=response))
+        acts.append(Act(tool=call.name, outcome=outcomes[i] if i < len(outcomes) else "error", args=args,
+                        preview=preview(ctx, call.name, args), observation=response))
     return acts
 
 
 def task_done(text: str) -> Act:
-    return Act(tool=TASK_DONE, observation={"text": text})
+    return Act(tool=TASK_DONE, outcome="done", observation={"text": text})
 
 
 def record(ctx: RunContext, sync: SessionSync, session_id: str, task: PlanTask, reason: str,
@@ -67,14 +71,13 @@ def record(ctx: RunContext, sync: SessionSync, session_id: str, task: PlanTask, 
         task.acts += 1
         if act.tool != TASK_DONE:
             ctx.emit(ExecutorActEvent(planId=session_id, stepId=task.id, toolName=act.tool, preview=act.preview))
-            outcome = ("rejected" if act.observation.get("rejected") is True
-                       else "error" if "error" in act.observation else "ok")
-            if outcome == "rejected":
+            if act.outcome == "rejected":
                 task.rejected_acts.append((act.preview or act.tool)[:200])
-            ctx.emit(ExecutorObserveEvent(planId=session_id, stepId=task.id, toolName=act.tool, outcome=outcome,
-                                          observation=bounded(act.observation)))
+            ctx.emit(ExecutorObserveEvent(planId=session_id, stepId=task.id, toolName=act.tool,
+                                          outcome=act.outcome, observation=bounded(act.observation)))
         ctx.write(sync.sessions.react_write(session_id, ReactStep(
-            n=task.acts, task_id=task.id, reason=reason, action=act.action(), observation=bounded(act.observation))))
+            n=task.acts, task_id=task.id, reason=reason, action=act.action(), observation=bounded(act.observation),
+            outcome=act.outcome)))
 
 
 def bounded(data: dict[str, Any], limit: int = 8000) -> dict[str, Any]:

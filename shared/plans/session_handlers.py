@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from shared.ndjson import ndjson
 from shared.plans import sessions as engine
 from shared.plans.contracts import (
     CancelRequest,
@@ -21,7 +18,6 @@ from shared.plans.contracts import (
     SessionView,
     plan_body,
 )
-from shared.plans.session_log import session_events
 from shared.plans.views import created, session_view
 from shared.responses import ResponseBody
 from shared.state.plan_records import SessionStatus
@@ -30,8 +26,6 @@ from shared.web import parse_model
 if TYPE_CHECKING:
     from shared.runtime import Runtime
 
-FOLLOW_POLL_S = 0.2
-FOLLOW_MAX_S = 60.0
 
 
 class RefineResponse(ResponseBody):
@@ -59,11 +53,12 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
     return created(outcome.session, outcome.tasks)
 
 
-def list_sessions(rt: Runtime, uid: str, limit: int) -> SessionsList:
+def list_sessions(rt: Runtime, uid: str, limit: int, cursor: str | None = None) -> SessionsList:
+    page = rt.sessions.page_for(uid, limit, cursor)
     return SessionsList(sessions=[SessionSummary(sessionId=s.session_id, status=s.status, prompt=s.prompt[:500],
                                                  deadline=s.deadline, planVersion=s.plan_version,
                                                  createdAt=s.created_at)
-                                  for s in rt.sessions.list_for(uid, limit)])
+                                  for s in page.items], nextCursor=page.next_cursor)
 
 
 def refine(rt: Runtime, uid: str, session_id: str, body: Any) -> RefineResponse:
@@ -89,33 +84,4 @@ def cancel(rt: Runtime, uid: str, session_id: str, body: Any) -> SessionAccepted
 
 def view(rt: Runtime, uid: str, session_id: str) -> SessionView:
     session, _ = rt.sessions.get_for(uid, session_id)
-    return session_view(rt.sessions, rt.runs, session)
-
-
-def events(rt: Runtime, uid: str, session_id: str, after: int, *, follow: bool) -> Iterator[bytes]:
-    rt.sessions.get_for(uid, session_id)  # 404 before the first byte
-
-    def lines() -> Iterator[bytes]:
-        last = after
-        stop_at = time.monotonic() + FOLLOW_MAX_S
-        while True:
-            got = rt.sessions.get(session_id)
-            if got is None:
-                return
-            session = got[0]
-            # Read the state before the events: a stop seen here is in the events read after it.
-            waiting = session.status == "awaiting_confirmation" or (
-                session.run_id is not None and _paused(rt, session.run_id))
-            for ev in session_events(rt.sessions, rt.runs, session, last):
-                last = int(ev["seq"])
-                yield ndjson(ev)
-            if not follow or time.monotonic() > stop_at or session.terminal or waiting:
-                return
-            time.sleep(FOLLOW_POLL_S)
-
-    return lines()
-
-
-def _paused(rt: Runtime, run_id: str) -> bool:
-    snap = rt.runs.get_run(run_id)
-    return snap is not None and snap.run.status == "awaiting_confirmation"
+    return session_view(rt.sessions, rt.runs, rt.services.usage, session)

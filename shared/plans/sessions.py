@@ -13,8 +13,16 @@ from shared.durable.kinds import CONTINUE
 from shared.durable.messages import WorkMessage
 from shared.errors import Conflict, InvalidInput
 from shared.events import event_to_doc
-from shared.events.plan import PlanStatusEvent, StepStartEvent
-from shared.events.session import PlanUpdatedEvent, SessionStatusEvent
+from shared.events.plan import (
+    PlanResultEvent,
+    PlanRunEvent,
+    PlanStatusEvent,
+    RunPlanUpdatedEvent,
+    StepCompleteEvent,
+    StepStartEvent,
+)
+from shared.events.run import RunEvent
+from shared.events.session import as_session_event
 from shared.failures import FailureCode
 from shared.formats import rfc3339_datetime
 from shared.ids import new_id
@@ -22,8 +30,8 @@ from shared.loop import stops
 from shared.loop.context import Services
 from shared.models.base import Model, Part, Turn
 from shared.plans import planner
-from shared.plans.contracts import plan_body
-from shared.plans.plan_state import KIND, task_turn
+from shared.plans.contracts import SessionResultView, plan_body
+from shared.plans.plan_state import KIND, ended_mode, task_turn
 from shared.state.host_states import PlanRunState
 from shared.state.paused_runs import CloseReason
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
@@ -105,27 +113,36 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                        "the model's plan did not validate after one repair: " + "; ".join(answer.problems[:5]))
     plan = answer.value
     session.status, session.plan_version = "awaiting_confirmation", 1
-    events = [SessionStatusEvent(status="planning", sessionId=session.session_id),
-              PlanUpdatedEvent(plan=plan_body(1, plan.tasks), changes=plan.changes, reason=plan.summary),
-              SessionStatusEvent(status="awaiting_confirmation", sessionId=session.session_id)]
+    sid = session.session_id
+    events = [PlanStatusEvent(planId=sid, status="planning"),
+              RunPlanUpdatedEvent(planId=sid, plan=plan_body(1, plan.tasks), changes=plan.changes, reason=plan.summary),
+              PlanStatusEvent(planId=sid, status="awaiting_confirmation")]
     writes = [sessions.plan_write(session.session_id, PlanVersionRecord(version=1, tasks=plan.tasks,
                                                                         changes=plan.changes, reason=plan.summary)),
               *(sessions.task_write(session.session_id, t) for t in plan.tasks)]
     for i, ev in enumerate(events, start=1):
         ev.seq = i
-        writes.append(sessions.event_write(session.session_id, event_to_doc(ev)))
+        writes.append(sessions.event_write(session.session_id, own_event(ev)))
     session.last_seq = len(events)
     sessions.create(session, writes, slot=slot)
     log.info("session planned", extra={"fields": {"sessionId": session.session_id, "tasks": len(plan.tasks)}})
     return PlanOutcome(session, plan.tasks)
 
 
+def own_event(ev: PlanRunEvent) -> dict[str, Any]:
+    """An event of a session not confirmed yet, in its own log (``sessions/{id}/events``): the run
+    event, stored in the session's words by the one mapping (as a confirmed session's are shown)."""
+    doc = as_session_event(event_to_doc(ev))
+    assert doc is not None
+    return doc
+
+
 def _failed(sessions: SessionsRepo, session: SessionRecord, code: FailureCode, message: str) -> PlanOutcome:
     session.status, session.error = "failed", RunError(code=code, message=message)
     session.result = SessionResult(status="failed")
-    events = [SessionStatusEvent(status="failed", sessionId=session.session_id)]
+    events = [PlanStatusEvent(planId=session.session_id, status="failed")]
     events[0].seq = session.last_seq = 1
-    sessions.create(session, [sessions.event_write(session.session_id, event_to_doc(events[0]))])
+    sessions.create(session, [sessions.event_write(session.session_id, own_event(events[0]))])
     log.warning("session planning failed: %s", code, extra={"fields": {"sessionId": session.session_id}})
     return PlanOutcome(session, [])
 
@@ -156,10 +173,11 @@ def refine_plan(services: Services, sessions: SessionsRepo, uid: str, session_id
               *(sessions.task_write(session_id, t) for t in plan.tasks),
               *(sessions.task_write(session_id, t.model_copy(update={"status": "obsolete"}))
                 for t in current if t.id not in kept)]
-    event = PlanUpdatedEvent(plan=plan_body(version, plan.tasks), changes=plan.changes, reason=plan.summary)
+    event = RunPlanUpdatedEvent(planId=session_id, plan=plan_body(version, plan.tasks), changes=plan.changes,
+                                reason=plan.summary)
     session.last_seq += 1
     event.seq = session.last_seq
-    writes.append(sessions.event_write(session_id, event_to_doc(event)))
+    writes.append(sessions.event_write(session_id, own_event(event)))
     sessions.commit(session, token, writes)
     return PlanOutcome(session, plan.tasks)
 
@@ -216,12 +234,12 @@ def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str
                        details={"status": session.status})
     if session.status in ("planning", "awaiting_confirmation"):
         session.status, session.result = "cancelled", SessionResult(status="cancelled")
-        session.cancel_reason = reason
+        session.cancel_requested, session.cancel_reason = True, reason
         session.last_seq += 1
-        ev = SessionStatusEvent(status="cancelled", sessionId=session_id, seq=session.last_seq)
+        ev = PlanStatusEvent(planId=session_id, status="cancelled", seq=session.last_seq)
         open_tasks = [t.model_copy(update={"status": "cancelled"}) for t in sessions.tasks(session_id)
                       if t.status in OPEN_TASK_STATUSES]
-        sessions.commit(session, token, [sessions.event_write(session_id, event_to_doc(ev)),
+        sessions.commit(session, token, [sessions.event_write(session_id, own_event(ev)),
                                          *(sessions.task_write(session_id, t) for t in open_tasks)])
         return session
     sessions.request_cancel(session_id, reason)
@@ -238,18 +256,34 @@ PAUSED_END: dict[str, RunError] = {
 
 def end_paused(services: Services, sessions: SessionsRepo, session: SessionRecord, run_id: str,
                reason: Literal["cancelled", "deadline_exceeded"]) -> bool:
-    """End a session whose execution waits for approvals (its run fails through the loop's
-    ``stops.close_paused``, then its log says the session's status); False when the run is not
-    paused (it stops by itself before its next act)."""
-    status = event_to_doc(PlanStatusEvent(planId=session.session_id, status=reason, seq=1))
+    """End a session whose execution waits for approvals: its run ends with the session's status
+    through the loop's ``stops.close_paused``, then its log closes the plan as the host does (on a
+    cancel the task in progress gets its ``step_complete``, then ``plan_status`` and ``plan_result``);
+    False when the run is not paused (it stops by itself before its next act)."""
+    closing: list[dict[str, Any]] = []
+    sid = session.session_id
 
     def fail(run: RunRecord, why: CloseReason, by_run: str) -> dict[str, Any]:
-        error = stops.close_paused(run, why, by_run)
-        run.last_seq += 1
-        status["seq"] = run.last_seq
+        error = stops.close_paused(run, why, by_run, status=reason)
+        run.mode = ended_mode(run)
+        events: list[RunEvent] = []
+        if reason == "cancelled" and isinstance(run.host_state, PlanRunState):
+            for task in run.host_state.tasks:
+                if task.status in OPEN_TASK_STATUSES:
+                    if task.status == "in_progress":
+                        events.append(StepCompleteEvent(planId=sid, stepId=task.id, status="cancelled",
+                                                        summary="cancelled by the user"))
+                    task.status = "cancelled"
+        events += [PlanStatusEvent(planId=sid, status=reason),
+                   PlanResultEvent(planId=sid, result=SessionResultView(status=reason, log=[]))]
+        closing.clear()
+        for ev in events:
+            run.last_seq += 1
+            ev.seq = run.last_seq
+            closing.append(event_to_doc(ev))
         return error
 
-    return sessions.end_paused(session, run_id, status, reason=reason, error=PAUSED_END[reason],
+    return sessions.end_paused(session, run_id, closing, reason=reason, error=PAUSED_END[reason],
                                open_tasks_end="cancelled" if reason == "cancelled" else None,
                                fail=fail, event_write=services.runs.event_write,
                                audit_write=services.runs.audit_write)
@@ -290,7 +324,7 @@ def end_past_deadline(services: Services, sessions: SessionsRepo, limit: int = 5
             if got is None:
                 continue
             session, token = got
-            ev = SessionStatusEvent(status="deadline_exceeded", sessionId=session.session_id,
+            ev = PlanStatusEvent(planId=session.session_id, status="deadline_exceeded",
                                     seq=session.last_seq + 1)
             try:
                 if session.status == "awaiting_confirmation":
@@ -298,7 +332,7 @@ def end_past_deadline(services: Services, sessions: SessionsRepo, limit: int = 5
                     session.result = SessionResult(status="deadline_exceeded")
                     session.error = RunError(code=FailureCode.DEADLINE_EXCEEDED,
                                              message="the deadline passed before the plan was confirmed")
-                    sessions.commit(session, token, [sessions.event_write(session.session_id, event_to_doc(ev))])
+                    sessions.commit(session, token, [sessions.event_write(session.session_id, own_event(ev))])
                     ended += 1
                 elif session.run_id and end_paused(services, sessions, session, session.run_id, "deadline_exceeded"):
                     ended += 1

@@ -16,9 +16,18 @@ from shared.plans.contracts import (
     plan_body,
 )
 from shared.responses import Approval
-from shared.state.plan_records import LogEntry, PlanTask, PlanVersionRecord, ReactStep, SessionRecord
+from shared.state.plan_records import (
+    LogEntry,
+    PlanTask,
+    PlanVersionRecord,
+    ReactStep,
+    SessionRecord,
+    legacy_outcome,
+)
 from shared.state.runs_repo import RunsRepo
 from shared.state.sessions_repo import SessionsRepo
+from shared.state.usage_repo import UsageRepo
+from shared.usage.figures import Usage
 
 
 def created(session: SessionRecord, tasks: list[PlanTask]) -> SessionCreated:
@@ -35,11 +44,9 @@ def action_log(sessions: SessionsRepo, session_id: str, tasks: list[PlanTask]) -
     out: list[LogEntry] = []
     for task in tasks:
         for step in sessions.react(session_id, task.id):
-            tool = str(step.action.get("tool", ""))
-            outcome = ("done" if tool == "task_done" else "rejected" if step.observation.get("rejected") is True
-                       else "error" if "error" in step.observation else "ok")
-            out.append(LogEntry(task_id=task.id, tool=tool, arguments=dict(step.action.get("args", {})),
-                                outcome=outcome, at=step.at))
+            out.append(LogEntry(task_id=task.id, tool=str(step.action.get("tool", "")),
+                                arguments=dict(step.action.get("args", {})), outcome=legacy_outcome(step),
+                                at=step.at))
     return sorted(out, key=lambda e: e.at)
 
 
@@ -65,18 +72,29 @@ def whole_plan(sessions: SessionsRepo, session: SessionRecord, tasks: list[PlanT
                 versions=[_version(v) for v in sessions.plan_versions(sid)])
 
 
-def session_view(sessions: SessionsRepo, runs: RunsRepo, session: SessionRecord) -> SessionView:
+def session_usage(ledger: UsageRepo, session: SessionRecord) -> tuple[Usage, float]:
+    """Usage and cost of the whole session, exactly its entries in the usage ledger: planning,
+    refinements and reflections (``unitId``: the session) and its run's acts (``unitId``: the run)."""
+    entries = {e.entry_id: e for unit in (session.session_id, session.run_id) if unit
+               for e in ledger.for_unit(session.uid, unit)}
+    usage, cost = Usage(), 0.0
+    for entry in entries.values():
+        usage, cost = usage + entry.usage, cost + entry.cost_usd
+    return usage, round(cost, 8)
+
+
+def session_view(sessions: SessionsRepo, runs: RunsRepo, ledger: UsageRepo, session: SessionRecord) -> SessionView:
     from shared.approvals_inbox import approval_item
 
     tasks = sessions.tasks(session.session_id)
     pending: list[Approval] = []
-    if session.run_id and not session.terminal:
-        snap = runs.get_run(session.run_id)
-        if snap is not None and snap.run.status == "awaiting_confirmation":
-            for approval_id in snap.run.pending_approval_ids:
-                got = runs.get_approval(session.uid, approval_id)
-                if got is not None and got[0].status == "pending":
-                    pending.append(approval_item(got[0], session_id=session.session_id))
+    snap = runs.get_run(session.run_id) if session.run_id else None
+    if snap is not None and not session.terminal and snap.run.status == "awaiting_confirmation":
+        for approval_id in snap.run.pending_approval_ids:
+            got = runs.get_approval(session.uid, approval_id)
+            if got is not None and got[0].status == "pending":
+                pending.append(approval_item(got[0], session_id=session.session_id))
+    usage, cost = session_usage(ledger, session)
     result = None
     if session.result is not None:
         result = SessionResultView(status=session.result.status, log=[
@@ -85,7 +103,7 @@ def session_view(sessions: SessionsRepo, runs: RunsRepo, session: SessionRecord)
     return SessionView(sessionId=session.session_id, status=session.status, prompt=session.prompt,
                        deadline=session.deadline, repoUrl=session.repo_url, tools=session.tools,
                        plan=whole_plan(sessions, session, tasks), currentTaskId=session.current_task_id,
-                       cancelRequested=session.cancel_requested, cancelReason=session.cancel_reason,
-                       pendingApprovals=pending, usage=session.usage, costUsd=session.cost_usd,
+                       runId=session.run_id, cancelRequested=session.cancel_requested,
+                       cancelReason=session.cancel_reason, pendingApprovals=pending, usage=usage, costUsd=cost,
                        error=session.error.to_doc() if session.error else None, result=result,
                        createdAt=session.created_at, updatedAt=session.updated_at)

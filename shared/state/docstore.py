@@ -72,7 +72,10 @@ class Query:
     """A collection query: equality filters, one order field, a cursor and a limit.
 
     ``order_by=None`` orders by document id. ``start_after`` is a value of the order field
-    (or an id when ordering by id). ``descending`` reverses the order.
+    (or an id when ordering by id). ``descending`` reverses the order. Documents with equal values
+    of the order field are ordered by id (in the same direction); ``start_after_id`` (with
+    ``order_by`` and ``start_after``) starts after the document of that id among them, so a page
+    cursor ``(value, id)`` never skips nor repeats a document (shared/state/pages.py).
     """
 
     collection: str
@@ -81,6 +84,7 @@ class Query:
     descending: bool = False
     start_after: Any = None
     limit: int | None = None
+    start_after_id: str | None = None
 
 
 class Transaction(Protocol):

@@ -367,8 +367,15 @@ class FirestoreDocStore:
                 q = q.end_before(cursor) if backwards_by_id else q.start_after(cursor)
         else:
             key = FieldPath(query.order_by).to_api_repr()
-            q = q.order_by(key, direction=firestore.Query.DESCENDING if query.descending else firestore.Query.ASCENDING)
-            if query.start_after is not None:
+            direction = firestore.Query.DESCENDING if query.descending else firestore.Query.ASCENDING
+            q = q.order_by(key, direction=direction)
+            if query.start_after is not None and query.start_after_id is not None:
+                # Firestore's implicit last order is the document name in the same direction: made
+                # explicit so the cursor can name both (the same index serves it).
+                q = q.order_by("__name__", direction=direction).start_after(
+                    {key: query.start_after, "__name__": self.client.collection(query.collection).document(
+                        query.start_after_id)})
+            elif query.start_after is not None:
                 q = q.start_after({key: query.start_after})
         if query.limit is not None and not backwards_by_id:
             q = q.limit(query.limit)

@@ -33,16 +33,35 @@ def event(run_id: str, seq: int) -> str:
     return f"runs/{run_id}/events/{seq:08d}"
 
 
-def thread(thread_id: str) -> str:
+def threads(uid: str) -> str:
+    """The user's threads: a thread id is chosen by the client, so each user has their own."""
+    return f"users/{uid}/threads"
+
+
+def thread(uid: str, thread_id: str) -> str:
+    return f"users/{uid}/threads/{thread_id}"
+
+
+def messages(uid: str, thread_id: str) -> str:
+    return f"users/{uid}/threads/{thread_id}/messages"
+
+
+def message(uid: str, thread_id: str, message_id: str) -> str:
+    return f"users/{uid}/threads/{thread_id}/messages/{message_id}"
+
+
+def shared_threads() -> str:
+    """Threads written before issue 35, one collection for every user (``uid`` field): still read
+    and continued (a run records which of the two its thread is in, ``threadScope``)."""
+    return "threads"
+
+
+def shared_thread(thread_id: str) -> str:
     return f"threads/{thread_id}"
 
 
-def messages(thread_id: str) -> str:
+def shared_messages(thread_id: str) -> str:
     return f"threads/{thread_id}/messages"
-
-
-def message(thread_id: str, message_id: str) -> str:
-    return f"threads/{thread_id}/messages/{message_id}"
 
 
 def user(uid: str) -> str:
@@ -188,3 +207,30 @@ def limit(uid: str, name: str) -> str:
     """A per-user limit's state: ``requests`` (the current minute's count), ``runs`` and ``sessions``
     (the units counted as active), see shared/state/limits_repo.py."""
     return f"users/{uid}/limits/{name}"
+
+
+def workspaces() -> str:
+    """Workspaces of the sandbox service (docs/workspaces.md): one record each, owner in ``uid``."""
+    return "workspaces"
+
+
+def workspace(workspace_id: str) -> str:
+    return f"workspaces/{workspace_id}"
+
+
+def a2a_tasks(uid: str) -> str:
+    """The user's A2A tasks (``/a2a``): one document per task, named by its run's id."""
+    return f"users/{uid}/a2aTasks"
+
+
+def a2a_task(uid: str, task_id: str) -> str:
+    return f"users/{uid}/a2aTasks/{task_id}"
+
+
+def a2a_push_configs(uid: str, task_id: str) -> str:
+    """A task's push notification configurations (their tokens and credentials as given)."""
+    return f"users/{uid}/a2aTasks/{task_id}/pushConfigs"
+
+
+def a2a_push_config(uid: str, task_id: str, config_id: str) -> str:
+    return f"users/{uid}/a2aTasks/{task_id}/pushConfigs/{config_id}"

@@ -60,17 +60,19 @@ def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, re
         approval = ApprovalRecord.from_doc(doc.data)
         if approval.status not in ("pending", "approved"):
             continue
-        if approval.status == "pending":
-            approval.status = "expired" if expired else "rejected"
+        if approval.status == "pending":  # closed undecided: it expired, or its session was cancelled
+            approval.status = "expired" if expired else "cancelled" if reason == "cancelled" else "rejected"
             approval.decided_at, approval.decision_reason = at, reason
             t.write(Write("set", paths.approval(run.uid, approval.approval_id), approval.to_doc()))
+        decision = "cancelled" if reason == "cancelled" else approval.status if expired else "rejected"
         audit = AuditRecord(audit_id=new_id("aud"), uid=run.uid,
                             kind="approval_expired" if expired else "approval_superseded",
                             run_id=run.run_id, action_id=approval.action_id, approval_id=approval.approval_id,
-                            tool=approval.tool, decision=approval.status if expired else "rejected",
-                            reason=f"{reason}; closed by run {new_run_id}")
+                            tool=approval.tool, decision=decision, reason=f"{reason}; closed by run {new_run_id}")
         t.write(audit_write(audit))
-    action_error = "the approval expired before anyone decided" if expired else "superseded by a new run"
+    action_error = {"expired": "the approval expired before anyone decided",
+                    "cancelled": "its plan session was cancelled",
+                    "deadline_exceeded": "its plan session's deadline passed"}.get(reason, "superseded by a new run")
     for doc in actions:
         if doc is None:
             continue

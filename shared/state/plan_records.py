@@ -15,7 +15,7 @@ from pydantic import Field
 
 from shared.state.plan_tasks import PlanTask as PlanTask
 from shared.state.plan_tasks import TaskStatus as TaskStatus
-from shared.state.records import SCHEMA_VERSION, Record, RunError, now
+from shared.state.records import SCHEMA_VERSION, ActOutcome, Record, RunError, now
 from shared.usage.figures import Usage
 
 SessionStatus = Literal["planning", "awaiting_confirmation", "executing", "completed", "rejected", "failed",
@@ -50,9 +50,26 @@ class ReactStep(Record):
     action: dict[str, Any]
     """``{"tool", "args", "preview", "actionId"}`` or ``{"tool": "task_done"}``."""
     observation: dict[str, Any]
+    outcome: ActOutcome | None = None
+    """The act's outcome (None in acts stored before it was recorded: ``legacy_outcome`` reads it)."""
     reflection: dict[str, Any] | None = None
     at: float = Field(default_factory=now)
     schema_version: int = SCHEMA_VERSION
+
+
+def legacy_outcome(step: ReactStep) -> ActOutcome:
+    """The outcome of an act stored without one (sessions of earlier versions): read from what it
+    recorded (``unknown`` was stored as an error observation naming it)."""
+    if step.outcome is not None:
+        return step.outcome
+    if step.action.get("tool") == "task_done":
+        return "done"
+    obs = step.observation
+    if obs.get("rejected") is True:
+        return "rejected"
+    if obs.get("outcome") == "unknown":
+        return "unknown"
+    return "error" if "error" in obs else "ok"
 
 
 class LogEntry(Record):
@@ -61,7 +78,7 @@ class LogEntry(Record):
     task_id: str
     tool: str
     arguments: dict[str, Any]
-    outcome: str
+    outcome: ActOutcome
     at: float
 
 

@@ -15,21 +15,18 @@ from shared.state.record_base import SCHEMA_VERSION as SCHEMA_VERSION
 from shared.state.record_base import Record as Record
 from shared.state.record_base import SchemaVersionError as SchemaVersionError
 from shared.state.record_base import now as now
+from shared.state.statuses import TERMINAL_ACTION_STATUSES as TERMINAL_ACTION_STATUSES
+from shared.state.statuses import TERMINAL_RUN_STATUSES as TERMINAL_RUN_STATUSES
+from shared.state.statuses import ActionStatus as ActionStatus
+from shared.state.statuses import ActOutcome as ActOutcome
+from shared.state.statuses import ApprovalStatus as ApprovalStatus
+from shared.state.statuses import RunStatus as RunStatus
 from shared.usage.figures import Usage
 
-RunStatus = Literal["queued", "planning", "awaiting_confirmation", "executing", "completed", "failed"]
-"""``planning`` means the loop is working on the run (calling the model); it is not a plan session's
-status. Plan sessions have their own states (docs/firestore-layout.md says which word means what)."""
 RunMode = Literal["assistant_text", "tool_executed", "requires_approval", "executing_plan"]
 """``executing_plan``: the run waits on the plan its ``agent_create_plan`` call started (nobody is
 asked anything; it goes on when the plan ends). Reported with status ``executing``."""
-ActionStatus = Literal["planned", "awaiting_confirmation", "approved", "executing", "completed", "failed",
-                       "rejected"]
-ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
 TrustLevel = Literal["supervised", "delegated", "autonomous"]
-
-TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
-TERMINAL_ACTION_STATUSES: frozenset[str] = frozenset({"completed", "failed", "rejected"})
 
 
 class UserProfile(Record):
@@ -136,6 +133,9 @@ def reported_status(run: RunRecord) -> RunStatus:
     return "executing" if waits_on_child(run) else run.status
 
 
+ThreadScope = Literal["user", "shared"]
+
+
 class RunRecord(Record):
     run_id: str
     uid: str
@@ -173,6 +173,10 @@ class RunRecord(Record):
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
     idempotency_key: str | None = None
+    thread_scope: ThreadScope = "user"
+    """Where the run's thread is: ``user`` (``users/{uid}/threads/{threadId}``, every run started
+    since issue 35) or ``shared`` (``threads/{threadId}``, a thread begun before it). A stored run
+    without the field was written before issue 35: its thread is ``shared`` (:meth:`from_doc`)."""
     result: RunResult | None = None
     error: RunError | None = None
     created_at: float = Field(default_factory=now)
@@ -182,6 +186,12 @@ class RunRecord(Record):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_RUN_STATUSES
+
+    @classmethod
+    def from_doc(cls, data: dict[str, Any]) -> Any:
+        if "threadScope" not in data and data.get("threadId"):
+            data = {**data, "threadScope": "shared"}
+        return super().from_doc(data)
 
     @model_validator(mode="before")
     @classmethod
@@ -218,6 +228,9 @@ class ActionRecord(Record):
     result: dict[str, Any] | None = None
     error: str | None = None
     outcome: Literal["success", "error", "rejected", "unknown"] | None = None
+    original_args: dict[str, Any] | None = None
+    """Set when the person who approved the call edited its arguments: the model's arguments
+    (``args`` are the edited ones the call runs with)."""
     attempts: int = 0
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
@@ -258,6 +271,9 @@ class AuditRecord(Record):
     tool: str | None = None
     decision: str | None = None
     reason: str | None = None
+    args_before: dict[str, Any] | None = None
+    args_after: dict[str, Any] | None = None
+    """An approval with edits: the call's arguments as the model made them and as approved."""
     at: float = Field(default_factory=now)
     expire_at: float | None = None
     """When Firestore's TTL policy may delete the entry (set from AUDIT_RETENTION_S)."""

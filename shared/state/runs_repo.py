@@ -6,16 +6,18 @@ read (``commit``), so two invocations can never both move the same run forward.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict, NotFound, Unprocessable
 from shared.state import paths
-from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Slot
+from shared.state.pages import Page, after, merged, page_of, read_page, tolerant
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
 from shared.state.records import (
     ActionRecord,
@@ -47,7 +49,13 @@ class StartOutcome:
     """False when an Idempotency-Key matched an earlier request: ``snapshot`` is that run."""
 
 
+log = logging.getLogger("agent_runtime.state")
 EXPIRE_AT = "expireAt"
+IDEMPOTENCY_KEY_TTL_S = 24 * 3600.0
+"""How long an ``Idempotency-Key`` answers its run (and refuses another body): 24 h from its first
+use, as Stripe's keys. Its document carries ``expireAt`` (Firestore's TTL policy deletes it later);
+an expired key is a new key. Keys stored before issue 35 (no ``expireAt``) expire 24 h after
+``createdAt`` and, having no fingerprint, replay their run whatever the body."""
 TURNS_KEY = "turns"
 SHARED_TURNS_MAX_CHARS = 256 * 1024
 EVENTS_KEY = "events"
@@ -127,11 +135,12 @@ class RunsRepo:
         return Write("set", paths.action(action.run_id, action.action_id), action.to_doc())
 
     @staticmethod
-    def message_write(thread_id: str, message: MessageRecord) -> Write:
-        return Write("create", paths.message(thread_id, message.id), message.to_doc())
+    def message_write(run: RunRecord, message: MessageRecord) -> Write:
+        """A message of ``run``'s thread (where the run's thread is: :func:`thread_path`)."""
+        return Write("create", f"{thread_path(run)}/messages/{message.id}", message.to_doc())
 
     @staticmethod
-    def release_thread_write(thread_id: str, *, mode: str | None = None,
+    def release_thread_write(run: RunRecord, *, mode: str | None = None,
                              execution_modes: list[str] | None = None) -> Write:
         """The thread has no active run any more (its run stopped for good). The planner state of
         the thread (seed 003 §5.1): ``mode`` (the last turn's contextType) and the execution modes
@@ -141,7 +150,7 @@ class RunsRepo:
             fields["mode"] = mode
         if execution_modes:
             fields["lastExecutionModes"] = execution_modes
-        return Write("update", paths.thread(thread_id), fields)
+        return Write("update", thread_path(run), fields)
 
     @staticmethod
     def touch_run_write(run_id: str, at: float) -> Write:
@@ -168,6 +177,12 @@ class RunsRepo:
                                       limit=limit))
         return [RunRecord.from_doc(d.data) for d in docs]
 
+    def page_runs_for(self, uid: str, limit: int, cursor: str | None = None) -> Page[RunRecord]:
+        """One page of ``uid``'s runs, newest first, after ``cursor`` (shared/state/pages.py). A run
+        document that cannot be read is left out (and logged), not a 500 for the whole list."""
+        query = Query(paths.runs(), where=(("uid", uid),), order_by="createdAt", descending=True)
+        return read_page(self.store, query, cursor, limit, tolerant(lambda d: RunRecord.from_doc(d.data), log))
+
     def load_turns(self, run_id: str) -> list[Turn]:
         from shared.models.base import Turn  # the model contract: reading a run record never needs it
 
@@ -180,13 +195,27 @@ class RunsRepo:
                 turns.append(Turn.model_validate(d.data))
         return turns
 
-    def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        doc = self.store.get(paths.thread(thread_id))
-        return None if doc is None else ThreadRecord.from_doc(doc.data)
+    def find_thread(self, uid: str, thread_id: str) -> tuple[ThreadRecord, str] | None:
+        """``uid``'s thread ``thread_id`` and its document path: the user's own
+        (``users/{uid}/threads``), else one begun before issue 35 in the shared collection if ``uid``
+        owns it. Another user's thread of the same id is not found (it is theirs)."""
+        return _owned_thread(uid, thread_id, [self.store.get(paths.thread(uid, thread_id)),
+                                              self.store.get(paths.shared_thread(thread_id))])
 
-    def list_messages(self, thread_id: str, limit: int = 30) -> list[MessageRecord]:
-        docs = self.store.query(Query(paths.messages(thread_id), order_by="createdAt", descending=True,
-                                      limit=limit))
+    def get_thread(self, uid: str, thread_id: str) -> ThreadRecord | None:
+        found = self.find_thread(uid, thread_id)
+        return None if found is None else found[0]
+
+    def list_messages(self, uid: str, thread_id: str, limit: int = 30) -> list[MessageRecord]:
+        """The last ``limit`` messages of ``uid``'s thread, oldest first (none for a thread not found)."""
+        found = self.find_thread(uid, thread_id)
+        if found is None:
+            return []
+        if found[1] == paths.thread(uid, thread_id):
+            query = Query(paths.messages(uid, thread_id), order_by="createdAt", descending=True, limit=limit)
+        else:
+            query = Query(paths.shared_messages(thread_id), order_by="createdAt", descending=True, limit=limit)
+        docs = self.store.query(query)
         return [MessageRecord.from_doc(d.data) for d in reversed(docs)]
 
     def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
@@ -217,12 +246,25 @@ class RunsRepo:
         return [d.id for d in docs if float(d.data.get("leaseExpiresAt", 0)) < before]
 
     def used_idempotency_key(self, uid: str, key: str) -> bool:
-        """Whether ``uid`` already started a run with this Idempotency-Key (a repeat is answered with it)."""
-        return self.store.get(paths.idempotency(uid, key)) is not None
+        """Whether ``uid`` started a run with this Idempotency-Key less than
+        :data:`IDEMPOTENCY_KEY_TTL_S` ago (a repeat is answered with it)."""
+        return _live_key(self.store.get(paths.idempotency(uid, key))) is not None
 
     def get_approval(self, uid: str, approval_id: str) -> tuple[ApprovalRecord, str] | None:
         doc = self.store.get(paths.approval(uid, approval_id))
         return None if doc is None else (ApprovalRecord.from_doc(doc.data), doc.token)
+
+    def page_approvals_for(self, uid: str, statuses: Sequence[ApprovalStatus] | None, limit: int,
+                           cursor: str | None = None) -> Page[ApprovalRecord]:
+        """One page of ``uid``'s approvals in ``statuses`` (``None``: any), newest first, after
+        ``cursor``: one bounded query per status, merged in the one order."""
+        base = Query(paths.approvals(uid), order_by="createdAt", descending=True, limit=limit + 1)
+        queries = [base] if statuses is None else [
+            Query(paths.approvals(uid), where=(("status", s),), order_by="createdAt", descending=True,
+                  limit=limit + 1) for s in statuses]
+        docs = merged([self.store.query(after(q, cursor)) for q in queries], "createdAt", descending=True)
+        return page_of(docs[:limit + 1], limit, "createdAt",
+                       tolerant(lambda d: ApprovalRecord.from_doc(d.data), log))
 
     def list_approvals_for(self, uid: str, status: ApprovalStatus | None, limit: int) -> list[ApprovalRecord]:
         """``uid``'s approvals (in ``status``, or any), newest first: one bounded query."""
@@ -237,7 +279,8 @@ class RunsRepo:
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
-                  supersede: bool = False, slot: Slot | None = None, fail_paused: FailPaused) -> StartOutcome:
+                  fingerprint: str | None = None, supersede: bool = False, slot: Slot | None = None,
+                  fail_paused: FailPaused, extra_writes: Sequence[Write] = ()) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt.
 
         Raises NotFound for another user's thread and Conflict when the thread's current run is not
@@ -252,15 +295,23 @@ class RunsRepo:
 
         def txn(t: Transaction) -> str | None:
             if idempotency_key:
-                seen = t.get(paths.idempotency(run.uid, idempotency_key))
+                seen = _live_key(t.get(paths.idempotency(run.uid, idempotency_key)))
                 if seen is not None:
-                    return str(seen.data["runId"])
+                    stored = seen.get("fingerprint")
+                    if fingerprint and stored and stored != fingerprint:
+                        raise Unprocessable("this Idempotency-Key was used with a different request body (within "
+                                            f"{IDEMPOTENCY_KEY_TTL_S / 3600:.0f} h); use a new key for a new "
+                                            "request", code="IDEMPOTENCY_KEY_REUSED",
+                                            details={"runId": str(seen["runId"])})
+                    return str(seen["runId"])
             closed: list[str] = []
-            thread_doc = t.get(paths.thread(run.thread_id))
-            if thread_doc is not None:
-                thread = ThreadRecord.from_doc(thread_doc.data)
-                if thread.uid != run.uid:
-                    raise NotFound(f"thread {run.thread_id} not found", code="THREAD_NOT_FOUND")
+            found = _owned_thread(run.uid, run.thread_id, [t.get(paths.thread(run.uid, run.thread_id)),
+                                                           t.get(paths.shared_thread(run.thread_id))])
+            record = run.model_copy(update={"thread_scope": "user" if found is None or found[1] == paths.thread(
+                run.uid, run.thread_id) else "shared"})
+            where = thread_path(record)
+            if found is not None:
+                thread = found[0]
                 if thread.active_run_id:
                     active = t.get(paths.run(thread.active_run_id))
                     if active is not None:
@@ -273,25 +324,27 @@ class RunsRepo:
                             closed.append(active_run.run_id)
                         else:
                             _refuse_if_active(active_run, undecided=pause == "open")
-                t.write(Write("update", paths.thread(run.thread_id),
-                              {"activeRunId": run.run_id, "updatedAt": now()}))
+                t.write(Write("update", where, {"activeRunId": run.run_id, "updatedAt": now()}))
             else:
-                t.write(Write("create", paths.thread(run.thread_id),
-                              ThreadRecord(thread_id=run.thread_id, uid=run.uid,
-                                           active_run_id=run.run_id).to_doc()))
-            t.write(Write("create", paths.run(run.run_id), run.to_doc()))
+                t.write(Write("create", where, ThreadRecord(thread_id=run.thread_id, uid=run.uid,
+                                                            active_run_id=run.run_id).to_doc()))
+            t.write(Write("create", paths.run(run.run_id), record.to_doc()))
             for i, turn in enumerate(turns):
                 t.write(Write("create", paths.turn(run.run_id, i), turn_doc(turn)))
-            t.write(Write("create", paths.message(run.thread_id, message.id), message.to_doc()))
+            t.write(self.message_write(record, message))
             for w in self.event_writes(run.run_id, events):
                 t.write(w)
-            if idempotency_key:
-                t.write(Write("create", paths.idempotency(run.uid, idempotency_key),
-                              {"runId": run.run_id, "uid": run.uid, "createdAt": now()}))
+            if idempotency_key:  # "set": an expired key of the same name is replaced
+                at = now()
+                t.write(Write("set", paths.idempotency(run.uid, idempotency_key),
+                              {"runId": run.run_id, "uid": run.uid, "createdAt": at,
+                               "fingerprint": fingerprint or "", EXPIRE_AT: at + IDEMPOTENCY_KEY_TTL_S}))
+            for w in extra_writes:
+                t.write(w)
             return None
 
         if slot is not None:
-            if idempotency_key and self.store.get(paths.idempotency(run.uid, idempotency_key)) is not None:
+            if idempotency_key and self.used_idempotency_key(run.uid, idempotency_key):
                 slot = None  # a replay: the transaction answers the run it started, nothing new counts
             else:
                 slot.reserve(run.run_id, also_ended=self._paused_on_thread(run) if supersede else ())
@@ -314,8 +367,8 @@ class RunsRepo:
     def _paused_on_thread(self, run: RunRecord) -> list[str]:
         """The paused run a superseding start closes: it does not count against the reservation (it
         stays listed, so it counts again should the transaction not close it)."""
-        thread = self.store.get(paths.thread(run.thread_id))
-        active_id = thread.data.get("activeRunId") if thread is not None else None
+        found = self.find_thread(run.uid, run.thread_id)
+        active_id = found[0].active_run_id if found is not None else None
         if not active_id:
             return []
         active = self.store.get(paths.run(str(active_id)))
@@ -344,19 +397,29 @@ class RunsRepo:
         """Close a pause whose open approvals all expired (the sweep; before, only the next run on the
         thread or an approve call noticed): approvals ``expired``, actions rejected, audited, the run
         ended by ``fail`` (the loop's stop) and its thread released, in one transaction."""
+        return self._close_pause(run_id, fail, "expired")
+
+    def cancel_paused(self, run_id: str, fail: FailPaused) -> bool:
+        """Cancel a run paused for a decision (an A2A ``tasks/cancel``): its open approvals rejected,
+        actions rejected, audited, the run ended by ``fail`` (``CANCELLED``) and its thread released,
+        in one transaction. ``False`` (nothing written) when it is not paused for a decision."""
+        return self._close_pause(run_id, fail, "cancelled")
+
+    def _close_pause(self, run_id: str, fail: FailPaused, reason: CloseReason) -> bool:
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return False
             run = RunRecord.from_doc(doc.data)
-            if pause_state(t, run) != "expired":
+            state = pause_state(t, run)
+            if state != "expired" and not (reason == "cancelled" and state == "open"):
                 return False
-            thread = t.get(paths.thread(run.thread_id)) if run.thread_id else None
-            close_paused(t, run, doc.token, "", "expired", fail=fail, event_write=self.event_write,
+            thread = t.get(thread_path(run)) if run.thread_id else None
+            close_paused(t, run, doc.token, "", reason, fail=fail, event_write=self.event_write,
                          audit_write=self.audit_write)
             if thread is not None and thread.data.get("activeRunId") == run_id:
-                t.write(self.release_thread_write(run.thread_id))
+                t.write(self.release_thread_write(run))
             return True
 
         return self.store.run_transaction(txn)
@@ -391,3 +454,32 @@ def _refuse_if_active(active: RunRecord, *, undecided: bool) -> None:
                        code="APPROVAL_PENDING", details={"runId": active.run_id})
     raise Conflict(f"thread already has an active run ({active.run_id})", code="RUN_ACTIVE",
                    details={"runId": active.run_id})
+
+
+def thread_path(run: RunRecord) -> str:
+    """The document of ``run``'s thread: the user's own, or the shared collection for a thread
+    begun before issue 35 (``RunRecord.thread_scope``)."""
+    if run.thread_scope == "shared":
+        return paths.shared_thread(run.thread_id)
+    return paths.thread(run.uid, run.thread_id)
+
+
+def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple[ThreadRecord, str] | None:
+    """The first of ``docs`` (the user's thread, then the shared one) that is ``uid``'s, with its path."""
+    for doc in docs:
+        if doc is not None:
+            thread = ThreadRecord.from_doc(doc.data)
+            if thread.uid == uid:
+                return thread, doc.path
+    return None
+
+
+def _live_key(doc: Doc | None) -> dict[str, Any] | None:
+    """An Idempotency-Key document's data while the key is live (:data:`IDEMPOTENCY_KEY_TTL_S`)."""
+    if doc is None:
+        return None
+    expire = doc.data.get(EXPIRE_AT)
+    if not isinstance(expire, int | float):
+        created = doc.data.get("createdAt")
+        expire = (created if isinstance(created, int | float) else 0.0) + IDEMPOTENCY_KEY_TTL_S
+    return doc.data if expire > now() else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -10,12 +11,15 @@ from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.host_states import PlanRunState
 from shared.state.limits_repo import Slot
+from shared.state.pages import Page, read_page, tolerant
 from shared.state.paused_runs import FailPaused, close_paused
 from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord, TaskStatus
 from shared.state.plan_tasks import OPEN_TASK_STATUSES
 from shared.state.records import AuditRecord, RunError, RunRecord, now
 
 EXPIRE_AT = "expireAt"
+
+log = logging.getLogger("agent_runtime.state")
 
 
 class SessionsRepo:
@@ -56,6 +60,12 @@ class SessionsRepo:
                                       descending=True, limit=limit))
         return [SessionRecord.from_doc(d.data) for d in docs]
 
+    def page_for(self, uid: str, limit: int, cursor: str | None = None) -> Page[SessionRecord]:
+        """One page of the user's sessions, newest first, after ``cursor`` (a session document that
+        cannot be read is left out and logged)."""
+        query = Query(paths.sessions(), where=(("uid", uid),), order_by="createdAt", descending=True)
+        return read_page(self.store, query, cursor, limit, tolerant(lambda d: SessionRecord.from_doc(d.data), log))
+
     def by_status(self, status: str, limit: int = 50) -> list[SessionRecord]:
         """Sessions in ``status``, earliest deadline first (the sweep ends those past it)."""
         docs = self.store.query(Query(paths.sessions(), where=(("status", status),), order_by="deadline",
@@ -92,7 +102,7 @@ class SessionsRepo:
             fields["cancelReason"] = reason
         self.store.commit([self.update_write(session_id, fields)])
 
-    def end_paused(self, session: SessionRecord, run_id: str, status_event: dict[str, Any], *,
+    def end_paused(self, session: SessionRecord, run_id: str, closing: list[dict[str, Any]], *,
                    reason: Literal["cancelled", "deadline_exceeded"], error: RunError, fail: FailPaused,
                    open_tasks_end: TaskStatus | None = None,
                    event_write: Callable[[str, dict[str, Any]], Write],
@@ -102,8 +112,9 @@ class SessionsRepo:
         by ``fail`` (the loop's stop), the session records ``error``, in one transaction. False when
         the run is not paused (it then stops by itself before its next act). ``open_tasks_end``: the
         status the tasks still pending or in progress end with (the caller's decision; None: left as
-        they are). ``status_event`` is appended to the run's log (the session's events are its
-        run's): ``fail`` numbers it after the run's own closing event."""
+        they are). ``closing``: the events that close the session, appended to the run's log (the
+        session's events are its run's), filled and numbered by ``fail`` after the run's own closing
+        event."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -112,13 +123,15 @@ class SessionsRepo:
             run = RunRecord.from_doc(doc.data)
             if run.status != "awaiting_confirmation":
                 return False
+            before = run.host_state.model_copy(deep=True)  # ``fail`` may close the tasks of the state
             close_paused(t, run, doc.token, run_id, reason, fail=fail, event_write=event_write,
                          audit_write=audit_write)
             t.write(self.update_write(session.session_id, {
                 "status": reason, "result": {"status": reason, "log": []}, "error": error.to_doc()}))
-            t.write(event_write(run_id, status_event))
-            if open_tasks_end is not None and isinstance(run.host_state, PlanRunState):
-                for task in run.host_state.tasks:
+            for event in closing:
+                t.write(event_write(run_id, event))
+            if open_tasks_end is not None and isinstance(before, PlanRunState):
+                for task in before.tasks:
                     if task.status in OPEN_TASK_STATUSES:
                         t.write(self.task_write(session.session_id,
                                                 task.model_copy(update={"status": open_tasks_end})))

@@ -147,7 +147,11 @@ def _select(query: Query, columns: str) -> tuple[str, list[Any]]:
         jp = _json_path(query.order_by)
         sql.append("AND json_type(data, ?) IS NOT NULL")  # Firestore skips docs lacking the field
         params.append(jp)
-        if query.start_after is not None:
+        if query.start_after is not None and query.start_after_id is not None:
+            op = "<" if query.descending else ">"
+            sql.append(f"AND (json_extract(data, ?) {op} ? OR (json_extract(data, ?) = ? AND id {op} ?))")
+            params += [jp, query.start_after, jp, query.start_after, query.start_after_id]
+        elif query.start_after is not None:
             sql.append("AND json_extract(data, ?) " + ("< ?" if query.descending else "> ?"))
             params += [jp, query.start_after]
         sql.append(f"ORDER BY json_extract(data, ?) {direction}, id {direction}")

@@ -10,13 +10,15 @@ from __future__ import annotations
 from shared.errors import AgentRuntimeError
 from shared.state.records import ActionRecord, ActionStatus, RunRecord, RunStatus
 
+_ENDS = ("completed", "failed", "rejected", "deadline_exceeded", "cancelled")
+"""A run's ends: a plan's run ends with its session's status (``rejected``: every task ended and the
+user refused acts one needed; ``deadline_exceeded``, ``cancelled``), a chat run ``completed`` or ``failed``."""
 RUN_TRANSITIONS: dict[str, frozenset[str]] = {
-    "queued": frozenset({"planning", "failed"}),
-    "planning": frozenset({"executing", "awaiting_confirmation", "completed", "failed"}),
-    "executing": frozenset({"planning", "awaiting_confirmation", "completed", "failed"}),
-    "awaiting_confirmation": frozenset({"executing", "planning", "failed"}),
-    "completed": frozenset(),
-    "failed": frozenset(),
+    "queued": frozenset({"planning", "failed", "cancelled"}),
+    "planning": frozenset({"executing", "awaiting_confirmation", *_ENDS}),
+    "executing": frozenset({"planning", "awaiting_confirmation", *_ENDS}),
+    "awaiting_confirmation": frozenset({"executing", "planning", "failed", "deadline_exceeded", "cancelled"}),
+    **{end: frozenset() for end in _ENDS},
 }
 
 ACTION_TRANSITIONS: dict[str, frozenset[str]] = {

@@ -534,7 +534,9 @@ def test_following_events_after_a_decision_waits_for_the_resume(make_runtime: Ma
 
     ledger = Ledger()
     rt, _, result, live = paused(make_runtime, ledger, text_turn("Sent."))
-    assert list(replay_events(rt.runs, result.run_id, len(live), follow=True, max_wait_s=5)) == []  # undecided
+    # undecided: the follow closes at once and says why
+    [closing] = replay_events(rt.runs, result.run_id, len(live), follow=True, max_wait_s=5)
+    assert (closing["type"], closing["reason"], closing["seq"]) == ("stream_end", "awaiting_approval", len(live))
     approve(rt, result.approval.id)
     timer = threading.Timer(0.3, deliver_all, args=(rt,))
     timer.start()
@@ -750,7 +752,7 @@ def test_the_sweep_closes_a_pause_whose_approvals_all_expired(make_runtime: Make
     assert old.run.error.code == "APPROVAL_EXPIRED" and "sweep" in old.run.error.message
     got = rt.runs.get_approval("alice", first.approval.id)
     assert got is not None and got[0].status == "expired"
-    thread = rt.runs.get_thread("t12")
+    thread = rt.runs.get_thread("alice", "t12")
     assert thread is not None and thread.active_run_id is None
     assert rt.router.sweep()["recovered"] == 0  # closed once
     assert ledger.calls == []

@@ -47,9 +47,9 @@ def test_text_answer_completes_and_events_replay_identically(make_runtime: MakeR
     stored = rt.runs.get_run(result.run_id)
     assert stored is not None and stored.run.status == "completed" and stored.run.lease is None
     assert stored.run.schema_version == 1 and stored.run.usage.requests == 1
-    msgs = rt.runs.list_messages(result.thread_id)
+    msgs = rt.runs.list_messages("alice", result.thread_id)
     assert [(m.role, m.text) for m in msgs] == [("user", "hi"), ("assistant", "Hello there, Alice.")]
-    thread = rt.runs.get_thread(result.thread_id)
+    thread = rt.runs.get_thread("alice", result.thread_id)
     assert thread is not None and thread.active_run_id is None
     model.assert_complete()
 
@@ -134,7 +134,7 @@ def test_unknown_tool_fails_the_run_safely(make_runtime: MakeRuntime) -> None:
     assert result.status == "failed" and not result.ok
     assert result.error is not None and result.error.code == "UNKNOWN_TOOL"
     assert live[-1]["type"] == "error" and "delete_everything" in live[-1]["error"]
-    thread = rt.runs.get_thread(result.thread_id)
+    thread = rt.runs.get_thread("alice", result.thread_id)
     assert thread is not None and thread.active_run_id is None
 
 
@@ -316,13 +316,15 @@ def test_paused_thread_answers_approval_pending(make_runtime: MakeRuntime) -> No
     assert pending.value.code == "APPROVAL_PENDING"
 
 
-def test_other_users_thread_is_not_found(make_runtime: MakeRuntime) -> None:
+def test_the_same_thread_id_of_another_user_is_another_thread(make_runtime: MakeRuntime) -> None:
     rt = make_runtime(ScriptedModel([text_turn("ok")]))
-    start_and_drive(rt, "hi", threadId="t3")
+    mine, _ = start_and_drive(rt, "hi", threadId="t3")
+    theirs = rt.agent.start("mallory", RunRequest(prompt="hello", threadId="t3")).outcome.snapshot.run
+    assert theirs.thread_id == "t3" and theirs.run_id != mine.run_id
+    assert [m.text for m in rt.runs.list_messages("mallory", "t3")] == ["hello"]  # alice's messages are hers
+    assert [m.text for m in rt.runs.list_messages("alice", "t3")] == ["hi", "ok"]
     with pytest.raises(NotFound):
-        rt.agent.start("mallory", RunRequest(prompt="hi", threadId="t3"))
-    with pytest.raises(NotFound):
-        rt.runs.get_run_for("mallory", rt.runs.get_thread("t3").active_run_id or "x")  # type: ignore[union-attr]
+        rt.runs.get_run_for("mallory", mine.run_id)
 
 
 def test_idempotency_key_returns_the_same_run(make_runtime: MakeRuntime) -> None:

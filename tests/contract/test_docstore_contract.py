@@ -174,6 +174,26 @@ def test_query_order_by_field(people: DocStore) -> None:
                                   limit=2))) == ["cid", "ann"]
 
 
+def test_a_value_and_id_cursor_pages_through_equal_values_once(docstore: DocStore) -> None:
+    """Pages of 2 over documents whose order field is equal for most (created in the same instant):
+    ``start_after`` + ``start_after_id`` resumes after exactly the last document seen."""
+    at = {"d1": 5.0, "d2": 7.0, "d3": 7.0, "d4": 7.0, "d5": 7.0, "d6": 9.0}
+    docstore.commit([Write("set", f"items/{k}", {"u": "x", "at": v}) for k, v in at.items()])
+    for descending in (True, False):
+        seen: list[str] = []
+        cursor: tuple[float, str] | None = None
+        while True:
+            page = docstore.query(Query("items", where=(("u", "x"),), order_by="at", descending=descending, limit=2,
+                                        start_after=cursor[0] if cursor else None,
+                                        start_after_id=cursor[1] if cursor else None))
+            if not page:
+                break
+            seen += ids(page)
+            cursor = (page[-1].data["at"], page[-1].id)
+        expected = sorted(at, key=lambda k: (at[k], k), reverse=descending)
+        assert seen == expected
+
+
 def test_sum_of_adds_the_numbers_the_query_matches(people: DocStore) -> None:
     assert people.sum_of(Query("people"), "age") == 30 + 25 + 41 + 25.5  # eve has no age
     assert people.sum_of(Query("people", where=(("team", "b"),)), "age") == 25

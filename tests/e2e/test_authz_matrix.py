@@ -43,15 +43,21 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.agent.conftest import make_settings
 from tests.e2e.test_openapi import KEY
+from tests.sandbox.support import SandboxProcess
 
 ALICE = {"Authorization": "Bearer dev:alice"}
 BOB = {"Authorization": "Bearer dev:bob"}
 SECRET = "alice-secret-7f3a"
 """In everything A creates: B's answers must never contain it."""
-PUBLIC_OPERATIONS = {"goals", "health", "openapi"}
+PUBLIC_OPERATIONS = {"goals", "health", "openapi", "a2aAgentCard"}
 """Operations with ``security: []``: the goals agent is IAM-protected in production and stores
-nothing per user; ``make dev``'s liveness answer and the document itself. Any other operation
-without authentication fails this test."""
+nothing per user; ``make dev``'s liveness answer, the document itself and the A2A agent card (public
+by the A2A spec: it says how to authenticate). Any other operation without authentication fails
+this test."""
+A2A_PREFIX = "/a2a"
+"""The A2A server's operations answer in A2A's words (JSON-RPC errors, google.rpc statuses), not in
+our error envelope: tests/a2a/test_a2a_http.py holds their matrix (B gets TaskNotFound, no
+credentials 401) on both transports."""
 NOT_REFERENCES = {"teamId"}
 """Body fields named like references that name no object of ours (a Slack workspace id)."""
 
@@ -78,6 +84,8 @@ def _model(request: ModelRequest) -> Turn | ModelResponse:
     if "template_create" in answered:
         template = answered["template_create"]["template"]["templateId"]
         return calls_turn(call("project_create_from_template", {"templateId": template, "name": f"P {SECRET}"}))
+    if "container_create" in answered:
+        return text_turn(f"workspace {answered['container_create']['containerId']}")
     if "project_create_from_template" in answered:
         return text_turn(f"project {answered['project_create_from_template']['project']['projectId']}")
     if "search_memory" in answered or "projects_list" in answered:
@@ -87,6 +95,8 @@ def _model(request: ModelRequest) -> Turn | ModelResponse:
     if last.text.startswith("make a project"):
         return calls_turn(call("template_create", {"name": f"T {SECRET}", "description": SECRET,
                                                    "tasks": [{"title": f"Kick-off {SECRET}"}]}))
+    if last.text.startswith("make a workspace"):
+        return calls_turn(call("container_create", {"group": SECRET}))
     if last.text.startswith(PROBE):
         return calls_turn(call("search_memory", {"query": "remember"}), call("projects_list", {}))
     return calls_turn(call("save_memory", {"text": f"{last.text[:100]} {SECRET}"}))
@@ -146,8 +156,10 @@ def create_run(api: Api) -> Ref:
 
 
 def create_thread(api: Api) -> Ref:
-    """A thread paused on an approval: B's ``supersede`` (see BODIES) must not touch it either."""
-    return Ref(_paused_run(api)["threadId"], "global")
+    """A thread paused on an approval. A thread id is the client's, so each user has their own
+    (issue 35): B's run on the same id is B's own thread, and B's ``supersede`` (see BODIES) does
+    not touch A's."""
+    return Ref(_paused_run(api)["threadId"], "per_user")
 
 
 def create_approval(api: Api) -> Ref:
@@ -185,6 +197,14 @@ def create_project(api: Api) -> Ref:
     return Ref(project_id, "global")
 
 
+def create_container(api: Api) -> Ref:
+    """A workspace of the sandbox service (its group names the secret), made by A's agent (approved)."""
+    done = _approve_until_done(api, _paused_run(api, "make a workspace"))
+    container_id = done["summary"].removeprefix("workspace ")
+    assert re.fullmatch(r"ws_[0-9a-f]+", container_id), done
+    return Ref(container_id, "global")
+
+
 def create_memory(api: Api) -> None:
     _approve_until_done(api, _paused_run(api))
 
@@ -197,6 +217,7 @@ CREATORS: dict[str, Creator] = {
     "name": create_mcp_server,
     "sessionId": create_session,
     "entityId": create_project,
+    "containerId": create_container,
 }
 """How A creates the object a reference names, through the API. A new kind of object needs its
 creator here: the test fails until it has one. (A plan lives in its session: its version is a
@@ -241,6 +262,8 @@ def cells(doc: dict[str, Any]) -> Iterator[Cell | tuple[str, str, str]]:
     ``(operationId, method, path)`` (only its 401 row applies)."""
     schemas = doc["components"]["schemas"]
     for path, item in doc["paths"].items():
+        if path.startswith(A2A_PREFIX):
+            continue
         for method, op in item.items():
             if op.get("security") == []:
                 continue
@@ -265,10 +288,19 @@ CELLS = [c for c in cells(DOC) if isinstance(c, Cell)]
 PLAIN = [c for c in cells(DOC) if not isinstance(c, Cell)]
 
 
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess]:
+    base = tmp_path_factory.mktemp("sandbox")
+    box = SandboxProcess.start(base, snapshot_dir=base / "snapshots")
+    yield box
+    box.stop()
+
+
 @pytest.fixture
-def api(sqlite_docstore: DocStore) -> Iterator[Api]:
+def api(sqlite_docstore: DocStore, sandbox: SandboxProcess) -> Iterator[Api]:
     dispatcher = RecordingDispatcher()
-    rt = Runtime(make_settings(credentials_encryption_key=KEY, mcp_allow_private_urls=True), store=sqlite_docstore,
+    rt = Runtime(make_settings(credentials_encryption_key=KEY, mcp_allow_private_urls=True,
+                               sandbox_url=sandbox.url, sandbox_key=sandbox.key), store=sqlite_docstore,
                  model=FunctionModel(_model), authenticator=LocalAuthenticator(), dispatcher=dispatcher)
     set_runtime(rt)
     yield Api(create_app().test_client(), rt, dispatcher)
@@ -327,8 +359,10 @@ def _request(client: FlaskClient, cell: Cell, value: str, headers: dict[str, str
 
 
 def _integrations_of(client: FlaskClient, headers: dict[str, str]) -> list[Any]:
-    """Every per-user namespace: the providers' connections and the user's own MCP servers."""
-    return [client.get(path, headers=headers).get_json() for path in ("/api/integrations", "/api/integrations/mcp")]
+    """Every per-user namespace: the providers' connections, the user's own MCP servers and threads
+    (seen through the user's runs)."""
+    return [client.get(path, headers=headers).get_json()
+            for path in ("/api/integrations", "/api/integrations/mcp", "/api/agent/runs")]
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])

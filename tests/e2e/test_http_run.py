@@ -119,11 +119,11 @@ def test_missing_or_bad_credentials_are_401(install: Install, client: FlaskClien
         assert resp.get_json()["error"]["code"] == "UNAUTHENTICATED"
 
 
-def test_other_users_thread_and_run_are_404(install: Install, client: FlaskClient) -> None:
-    install(ScriptedModel([text_turn("ok")]))
+def test_other_users_run_is_404_and_their_thread_id_is_another_thread(install: Install, client: FlaskClient) -> None:
+    install(ScriptedModel([text_turn("ok"), text_turn("ok too")]))
     body = client.post("/api/agent/run", json={"prompt": "x", "threadId": "shared-thread"}, headers=ALICE).get_json()
     resp = client.post("/api/agent/run", json={"prompt": "x", "threadId": "shared-thread"}, headers=BOB)
-    assert resp.status_code == 404 and resp.get_json()["error"]["code"] == "THREAD_NOT_FOUND"
+    assert resp.status_code == 200 and resp.get_json()["runId"] != body["runId"]  # bob's own thread of that id
     assert client.get(f"/api/agent/runs/{body['runId']}", headers=BOB).status_code == 404
     assert client.get(f"/api/agent/runs/{body['runId']}/events", headers=BOB).status_code == 404
     assert client.get("/api/agent/runs/run_missing", headers=ALICE).status_code == 404

@@ -75,6 +75,13 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/integrations": {"get"}, "/api/integrations/{provider}": {"get", "post", "delete"},
         "/api/integrations/mcp": {"get"}, "/api/integrations/mcp/{name}": {"get", "post", "delete"},
         "/api/integrations/mcp/{name}/tools": {"get"},
+        "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
+        "/a2a": {"post"}, "/a2a/message:send": {"post"}, "/a2a/message:stream": {"post"},
+        "/a2a/tasks": {"get"}, "/a2a/tasks/{taskId}": {"get"}, "/a2a/tasks/{taskId}:cancel": {"post"},
+        "/a2a/tasks/{taskId}:subscribe": {"get", "post"},
+        "/a2a/tasks/{taskId}/pushNotificationConfigs": {"get", "post"},
+        "/a2a/tasks/{taskId}/pushNotificationConfigs/{configId}": {"get", "delete"},
+        "/a2a/extendedAgentCard": {"get"}, "/.well-known/agent-card.json": {"get"},
         "/healthz": {"get"}, "/openapi.json": {"get"}}
     jsonschema.Draft202012Validator.check_schema({"components": doc["components"]})
     for schema in doc["components"]["schemas"].values():
@@ -91,9 +98,11 @@ def test_event_schemas_require_seq_and_type(client: FlaskClient) -> None:
     events = [ref.rsplit("/", 1)[-1] for ref in schemas["RunEvent"]["discriminator"]["mapping"].values()]
     # the eight of seed 001, agent_state, the five plan events (seed 003), the events of a plan's
     # execution (executor_reason/act/observe/reflect, approval_required, plan_updated, plan_status,
-    # plan_result: a plan run's log, partly relayed into its chat run's) and stream_end
-    assert len(events) == 23
-    for name in events:
+    # plan_result: a plan run's log, partly relayed into its chat run's), stream_end and the
+    # heartbeat (stream only, the one event without a seq)
+    assert len(events) == 24
+    assert "seq" not in schemas["HeartbeatEvent"]["properties"]
+    for name in set(events) - {"HeartbeatEvent"}:
         assert {"seq", "type"} <= set(schemas[name]["required"]), name
         seq = schemas[name]["properties"]["seq"]
         assert seq["minimum"] == 1 and "default" not in seq, name

@@ -1,4 +1,5 @@
-"""Fixtures of the host agent tests: the fake Gemini server for the LLM planner."""
+"""Fixtures of the host agent tests: the fake Gemini server, and the real Gemini model layer
+(google-genai) pointed at it, for the LLM planner."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from shared.models.gemini import GeminiModel
 from tests.fakes.fake_gemini import FakeGemini
 
 
@@ -13,3 +15,10 @@ from tests.fakes.fake_gemini import FakeGemini
 def fake_gemini() -> Iterator[FakeGemini]:
     with FakeGemini() as fake:
         yield fake
+
+
+@pytest.fixture
+def gemini(fake_gemini: FakeGemini) -> Iterator[GeminiModel]:
+    model = GeminiModel(fake_gemini.settings(), backoff_initial_s=0.01, backoff_max_s=0.05)
+    yield model
+    model.close()

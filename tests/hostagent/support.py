@@ -17,7 +17,7 @@ from hostagent.alt_host.cinema import FILMS
 from hostagent.alt_host.server import AltHost
 from hostagent.hosting import Frame
 from hostagent.planner import Planner
-from hostagent.reference_host.catalog import MOVIES_BY_ID
+from hostagent.reference_host.catalog import MOVIES_BY_ID, SHOWTIMES
 from hostagent.reference_host.faults import Fault, parse_fault
 from hostagent.reference_host.server import ReferenceHost
 from hostagent.rules_planner import RulesPlanner
@@ -51,6 +51,9 @@ class Booked:
     seats: int
     name: str | None
     coupon: str | None
+    email: str | None = None
+    time: str | None = None
+    """The showtime's start, HH:MM."""
 
 
 @dataclass
@@ -89,13 +92,17 @@ class Session:
     def booked(self) -> Booked:
         if self.kind == "alt":
             visit = self.host.visit(ROOM)
+            start = visit.screening[-4:] if visit.screening else None
             return Booked(stage=visit.stage, reference=visit.reference,
                           movie=FILMS[visit.film][0] if visit.film else None, seats=len(visit.places),
-                          name=visit.buyer[0] if visit.buyer else None, coupon=visit.promo)
+                          name=visit.buyer[0] if visit.buyer else None, coupon=visit.promo,
+                          email=visit.buyer[1] if visit.buyer else None,
+                          time=f"{start[:2]}:{start[2:]}" if start else None)
         b = self.booking
         title = MOVIES_BY_ID[b.movie_id].title if b.movie_id else None
         return Booked(stage=b.stage, reference=b.booking_id, movie=title, seats=len(b.seat_ids), name=b.name,
-                      coupon=b.coupon)
+                      coupon=b.coupon, email=b.email,
+                      time=SHOWTIMES[b.showtime_id].time if b.showtime_id else None)
 
 
 def faults(*specs: str) -> list[Fault]:

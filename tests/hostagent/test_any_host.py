@@ -11,7 +11,6 @@ concrete reason, never two in flight, a complete log.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,6 @@ from tests.fakes.fake_gemini import FakeGemini, Reply, text
 from tests.hostagent.support import HOSTS, UPDATE_TIMEOUT_S, assert_clean, run
 from tests.hostagent.test_llm_planner import GOAL as LLM_GOAL
 from tests.hostagent.test_llm_planner import _context_of, _first_user_texts, booking_brain
-
-
-@pytest.fixture
-def gemini(fake_gemini: FakeGemini) -> Iterator[GeminiModel]:
-    model = GeminiModel(fake_gemini.settings(), backoff_initial_s=0.01, backoff_max_s=0.05)
-    yield model
-    model.close()
 
 
 @pytest.mark.parametrize("host", HOSTS)

@@ -229,3 +229,22 @@ def test_an_unanswered_question_exits_6(tmp_path: Path) -> None:
     records = _records(log)
     check_log(records)
     assert records[-1]["outcome"] == "no_answer" and records[-1]["data"]["exit_code"] == 6  # type: ignore[index]
+
+
+def test_a_contact_profile_books_without_asking(tmp_path: Path) -> None:
+    with running(user_profile=None) as alt:  # nobody would answer a question
+        log = tmp_path / "s.jsonl"
+        proc = host_agent("--url", alt.url, "--room", "p", "--goal", "Book 1 seat for Dune", "--log", str(log),
+                          "--contact", "Grace Hopper <grace@example.com>", "--question-timeout-s", "1")
+        buyer = alt.server.visit("p").buyer
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(question)" not in proc.stdout and "session finished: completed" in proc.stdout
+    assert buyer == ("Grace Hopper", "grace@example.com")
+
+
+@pytest.mark.parametrize("value", ["Grace Hopper", "grace@example.com", " "])
+def test_a_contact_without_a_name_and_an_address_is_bad_usage(tmp_path: Path, value: str) -> None:
+    proc = host_agent("--url", "ws://127.0.0.1:9/x", "--room", "r", "--goal", "g", "--log", str(tmp_path / "s.jsonl"),
+                      "--contact", value)
+    assert proc.returncode == 2 and "--contact" in proc.stderr and "is missing" in proc.stderr, proc.stderr
+    assert not (tmp_path / "s.jsonl").exists()

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from hostagent.llm_planner import OPERATION_TYPE, LlmPlanner, build_llm_planner, plan_schema
 from hostagent.memory import AgentMemory, WorkingMemory
@@ -74,13 +71,6 @@ def booking_brain(context: dict[str, Any]) -> dict[str, Any]:
 def _first_user_texts(received: Received) -> list[str]:
     contents = received.body["contents"]
     return [p["text"] for p in contents[0]["parts"] if "text" in p]
-
-
-@pytest.fixture
-def gemini(fake_gemini: FakeGemini) -> Iterator[GeminiModel]:
-    model = GeminiModel(fake_gemini.settings(), backoff_initial_s=0.01, backoff_max_s=0.05)
-    yield model
-    model.close()
 
 
 def test_end_to_end_booking_with_the_llm_planner(tmp_path: Path, fake_gemini: FakeGemini,

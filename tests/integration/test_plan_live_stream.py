@@ -185,8 +185,9 @@ def test_a_plan_act_needing_approval_ends_the_stream_and_the_client_follows(
                                                                        wait["stepId"])
     one = client.get(f"/api/agent/runs/{run_id}", headers=ALICE).get_json()
     assert one["status"] == "executing"
-    # follow=1 alone stops at the plan's pause, like at a run's own (documented).
-    assert _replay(client, run_id, f"after={wait['seq']}&follow=1") == []
+    # follow=1 alone stops at the plan's pause, like at a run's own (documented), and says so.
+    [closing] = _replay(client, run_id, f"after={wait['seq']}&follow=1")
+    assert (closing["type"], closing["reason"], closing["seq"]) == ("stream_end", "plan_awaiting_approval", wait["seq"])
     assert client.post("/api/agent/approve", json={"approvalId": wait["approvalId"], "decision": "approve"},
                        headers=ALICE).status_code == 202
     rest = _replay(client, run_id, end["follow"].split("?", 1)[1])

@@ -35,4 +35,5 @@ def ids(store: DocStore, collection: str) -> list[str]:
 
 def snapshot(store: DocStore, uid: str) -> dict[str, list[str]]:
     """What a refused creation must not change: runs, sessions, threads, outbox, the user's ledger."""
-    return {c: ids(store, c) for c in ("runs", "sessions", "threads", "outbox", f"users/{uid}/usage")}
+    return {c: ids(store, c) for c in ("runs", "sessions", f"users/{uid}/threads", "threads", "outbox",
+                                       f"users/{uid}/usage")}

@@ -115,7 +115,7 @@ def test_active_runs_paused_ones_included(make_rt: MakeRuntime, client: FlaskCli
         assert sorted(error["details"]["waiting"]) == sorted(error["details"]["active"])  # both await approval
     # Nothing was created: no run, no thread t3, no message, no event, no outbox entry, no model call.
     assert snapshot(store, "alice") == before
-    assert rt.runs.get_thread("t3") is None
+    assert rt.runs.get_thread("alice", "t3") is None
     # Per user.
     assert start(client, BOB)["status"] == "awaiting_confirmation"
     # Superseding the pause of t1 ends it in the same transaction: its slot is free for the new run.
@@ -197,7 +197,7 @@ def test_racing_starts_create_at_most_the_limit(make_rt: MakeRuntime, client: Fl
     rt = make_rt(FunctionModel(remember), limit_active_runs=1)
     statuses = starts_at_once(client, 3)
     assert sorted(statuses) == [200, 429, 429], statuses
-    assert len(ids(store, "runs")) == 1 and len(ids(store, "threads")) == 1
+    assert len(ids(store, "runs")) == 1 and len(ids(store, "users/alice/threads")) == 1
     assert rt.runs.list_runs_for("alice", 10)[0].status == "awaiting_confirmation"
 
 

@@ -61,11 +61,12 @@ def test_modify_obsoletes_a_pending_task_without_touching_the_input() -> None:
 
 
 def test_an_act_is_shown_to_the_reflection_as_recorded() -> None:
-    act = react.Act(tool="read_file", args={"path": "a"}, preview="read a", observation={"text": "x"})
+    act = react.Act(tool="read_file", outcome="ok", args={"path": "a"}, preview="read a", observation={"text": "x"})
     assert act.to_reflect() == {"action": {"tool": "read_file", "args": {"path": "a"}, "preview": "read a"},
-                                "observation": {"text": "x"}}
+                                "outcome": "ok", "observation": {"text": "x"}}
     done = react.task_done("all good")
-    assert done.to_reflect() == {"action": {"tool": react.TASK_DONE}, "observation": {"text": "all good"}}
+    assert done.to_reflect() == {"action": {"tool": react.TASK_DONE}, "outcome": "done",
+                                 "observation": {"text": "all good"}}
 
 
 def test_observations_are_bounded() -> None:

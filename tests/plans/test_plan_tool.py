@@ -260,7 +260,7 @@ def test_the_thread_records_its_mode_and_execution_modes(sqlite_docstore: DocSto
                                                                          "execution_mode": "draft_only"})),
                                    text_turn("drafted")])
     run(client, "plan it", threadId="t9", contextType="project")
-    thread = rt.runs.get_thread("t9")
+    thread = rt.runs.get_thread("alice", "t9")
     assert thread is not None and thread.mode == "project" and thread.last_execution_modes == ["draft_only"]
 
 

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 
 from devserver import create_app
 from shared.agent.plan_relay import RELAYED
-from shared.plans.session_log import as_session_event
+from shared.events.session import as_session_event
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.plans.conftest import MakeRuntime
@@ -133,3 +133,42 @@ def test_a_followers_relay_reads_only_the_plans_new_events(store: DocStore) -> N
         assert shown == first  # what the route shows is the cursor's view
     finally:
         set_runtime(None)
+
+
+def test_one_mapping_gives_the_session_words_both_ways() -> None:
+    """Issue 27: the session's wire words come from one mapping (``shared/events/session.py``): each
+    session event type comes from exactly one run event (the mapping is one-to-one, so a session
+    event names the run event it is), every mapped event validates against the wire models derived
+    by the same mapping (the OpenAPI document's ``SessionEvent``), and a plan run event outside the
+    rename table is a session event under its own name (adding one touches no session module)."""
+    from typing import get_args
+
+    from pydantic import TypeAdapter
+
+    from shared.events.plan import ExecutorObserveEvent, PlanApprovalRequiredEvent, PlanStatusEvent
+    from shared.events.run import RunEvent
+    from shared.events.session import SESSION_TYPES, SESSION_WORDS, SessionEvent
+
+    words = {SESSION_WORDS.get(t, t) for t in SESSION_TYPES}
+    assert len(words) == len(SESSION_TYPES)  # one-to-one
+    wire = {c.model_fields["type"].default for c in get_args(get_args(SessionEvent)[0])}
+    assert wire == words | {"stream_end"}
+    run_types = {c.model_fields["type"].default for c in get_args(get_args(RunEvent)[0])}
+    assert run_types >= SESSION_TYPES and not {"status", "tool_call", "tool_result", "agent_state"} & SESSION_TYPES
+    adapter: TypeAdapter[Any] = TypeAdapter(SessionEvent)
+    observed = ExecutorObserveEvent(seq=7, planId="ses_1", stepId="t1", toolName="send", outcome="unknown",
+                                    observation={"error": "cut off"}).model_dump(mode="json")
+    assert as_session_event(observed) == {"seq": 7, "type": "observe", "taskId": "t1", "tool": "send",
+                                          "outcome": "unknown", "observation": {"error": "cut off"}}
+    status = as_session_event(PlanStatusEvent(seq=8, planId="ses_1", status="cancelled").model_dump(mode="json"))
+    assert status == {"seq": 8, "type": "status", "status": "cancelled", "sessionId": "ses_1"}
+    waiting = PlanApprovalRequiredEvent(seq=9, planId="ses_1", stepId="t1", approvalId="apr_1", toolName="send",
+                                        preview="send it").model_dump(mode="json")
+    assert "approval_required" not in SESSION_WORDS and as_session_event(waiting) == {
+        "seq": 9, "type": "approval_required", "taskId": "t1", "approvalId": "apr_1", "tool": "send",
+        "preview": "send it", "reason": ""}
+    for mapped in (as_session_event(observed), status, as_session_event(waiting)):
+        assert adapter.validate_python(mapped).model_dump(mode="json", exclude_none=True) == mapped
+    with pytest.raises(ValueError):
+        adapter.validate_python({**observed, "type": "observe", "outcome": "sniffed"})
+    assert as_session_event({"seq": 1, "type": "tool_call", "toolName": "x"}) is None

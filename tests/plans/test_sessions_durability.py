@@ -151,7 +151,7 @@ def test_the_sweep_ends_sessions_waiting_past_their_deadline(make_rt: MakeRuntim
     for sid in (unconfirmed, paused):
         ended = view(client, sid)
         assert ended["status"] == "deadline_exceeded", ended
-        assert events(client, sid)[-1]["status"] == "deadline_exceeded"
+        assert [e["status"] for e in events(client, sid) if e["type"] == "status"][-1] == "deadline_exceeded"
     late = client.post("/api/agent/approve", json={"approvalId": pending["approvalId"], "decision": "approve"},
                        headers=ALICE)
     assert late.status_code == 409
@@ -245,8 +245,12 @@ def test_a_crash_inside_a_side_effect_act_is_reported_unknown_to_the_reflection(
     deliver(rt)
     assert sent == ["bob"]  # never run again
     observed = next(a for a in seen if a["action"]["tool"] == "send_note")
-    assert observed["observation"]["outcome"] == "unknown"
+    assert observed["observation"]["outcome"] == "unknown" and observed["outcome"] == "unknown"
     assert view(client, sid)["plan"]["tasks"][0]["history"][0]["observation"]["outcome"] == "unknown"
+    # Issue 27: ``unknown`` stays ``unknown`` (typed end to end): the observe event and the final log.
+    assert [e["outcome"] for e in events(client, sid) if e["type"] == "observe"] == ["unknown"]
+    [logged] = [e for e in view(client, sid)["result"]["log"] if e["tool"] == "send_note"]
+    assert logged["outcome"] == "unknown"
 
 
 def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_it(make_rt: MakeRuntime,
@@ -267,7 +271,8 @@ def test_a_cancel_that_read_the_session_before_the_execution_paused_still_ends_i
     assert end_paused(rt.services, rt.sessions, stale, stale.run_id, "cancelled")
     seqs = [e["seq"] for e in events(client, sid)]
     assert seqs == list(range(1, len(seqs) + 1)) and seqs[-1] > stale.last_seq + 1
-    assert events(client, sid)[-1]["status"] == "cancelled" and view(client, sid)["status"] == "cancelled"
+    assert [e["status"] for e in events(client, sid) if e["type"] == "status"][-1] == "cancelled"
+    assert events(client, sid)[-1]["result"]["status"] == view(client, sid)["status"] == "cancelled"
 
 
 def test_a_run_stored_with_the_untyped_host_state_of_version_1_executes_to_its_end(make_rt: MakeRuntime,

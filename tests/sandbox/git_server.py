@@ -12,6 +12,7 @@ import os
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,11 @@ def git(*args: str, cwd: Path | str) -> str:
 
 
 class GitServer:
-    def __init__(self, root: Path, token: str) -> None:
+    def __init__(self, root: Path, token: str, on_push: Callable[[str], None] | None = None) -> None:
         self.root = root
         self.token = token
+        self.on_push = on_push
+        """Called with ``owner/name`` after each push (a fake GitHub learns the new branches)."""
         self.requests: list[dict[str, Any]] = []
         server = self
 
@@ -75,6 +78,8 @@ class GitServer:
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+                if parts.path.endswith("/git-receive-pack") and status == 200 and server.on_push is not None:
+                    server.on_push(parts.path.strip("/").removesuffix("/git-receive-pack").removesuffix(".git"))
 
             do_GET = do_POST = _cgi
 
@@ -104,6 +109,16 @@ class GitServer:
             git("commit", "-m", "initial", cwd=tmp)
             git("push", str(bare), "main", cwd=tmp)
         return f"{self.url}/{repo}.git"
+
+    def pushes(self, repo: str) -> int:
+        return sum(1 for r in self.requests if r["method"] == "POST" and
+                   r["path"] == f"/{repo}.git/git-receive-pack" and r["authorization"])
+
+    def files(self, repo: str, ref: str) -> dict[str, bytes]:
+        bare = self.root / f"{repo}.git"
+        names = git("ls-tree", "-r", "--name-only", ref, cwd=bare).split()
+        return {name: subprocess.run(["git", "show", f"{ref}:{name}"], cwd=bare, env=GIT_ENV, check=True,
+                                     capture_output=True).stdout for name in names}
 
     def show(self, repo: str, ref: str, path: str) -> str:
         return git("show", f"{ref}:{path}", cwd=self.root / f"{repo}.git")

@@ -41,7 +41,7 @@ class SandboxProcess:
         key = secrets.token_urlsafe(24)
         base.mkdir(parents=True, exist_ok=True)
         # The workspaces' uids must be able to reach their directory: not under pytest's 0700 dirs.
-        root = tempfile.mkdtemp(prefix="sandbox-workspaces-")
+        root = tempfile.mkdtemp(prefix="sandbox-workspaces-", dir="/tmp")
         os.chmod(root, 0o711)
         full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PORT": str(port), "SANDBOX_KEY": key,
                 "SANDBOX_ROOT": root, "PYTHONPATH": str(ROOT)}

@@ -353,7 +353,19 @@ def test_malformed_dev_token_rejected(monkeypatch: pytest.MonkeyPatch, value: st
 def test_local_mode_without_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("K_SERVICE", raising=False)
     with pytest.raises(Unauthenticated, match="dev:<uid>"):
-        LocalAuthenticator().authenticate({}, {"__session": "dev:alice"})
+        LocalAuthenticator().authenticate({}, {"other": "dev:alice"})
+
+
+def test_local_mode_reads_the_session_cookie_without_a_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A browser's EventSource cannot set Authorization: it is authenticated by the cookie, as a
+    Firebase session cookie is in production; the header, when present, alone decides."""
+    monkeypatch.delenv("K_SERVICE", raising=False)
+    assert LocalAuthenticator().authenticate({}, {"__session": "dev:alice"}).uid == "alice"
+    both = LocalAuthenticator().authenticate({"Authorization": "Bearer dev:bob"}, {"__session": "dev:alice"})
+    assert both.uid == "bob"
+    for bad in ("alice", "dev:", "dev:a/b"):
+        with pytest.raises(Unauthenticated):
+            LocalAuthenticator().authenticate({}, {"__session": bad})
 
 
 def test_local_authenticator_refuses_cloud_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,6 +28,7 @@ from shared.errors import (
     PayloadTooLarge,
     Unauthenticated,
     Unavailable,
+    Unprocessable,
     UnsupportedMediaType,
     UpstreamFailed,
 )
@@ -46,6 +47,7 @@ EDGE = {"shared/web.py"}
     (MethodNotAllowed("PUT", ("GET", "POST", "DELETE")), 405, {"Allow": "GET, POST, DELETE"}),
     (Conflict("decided"), 409, {}),
     (Gone("expired"), 410, {}),
+    (Unprocessable("reused"), 422, {}),
     (PayloadTooLarge("big"), 413, {}),
     (UnsupportedMediaType("xml"), 415, {}),
     (LimitExceeded("slow down", code="RATE_LIMITED", retry_after_s=2.1), 429, {"Retry-After": "3"}),

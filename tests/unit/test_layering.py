@@ -239,7 +239,9 @@ def test_functions_hold_no_business_rule() -> None:
                       "shared.agent.streaming", "shared.goals.contracts", "shared.goals.service",
                       "shared.connectors", "shared.connectors.integrations_api", "shared.usage.params",
                       "shared.usage.views", "shared.plans.session_handlers", "shared.http_errors", "shared.runs_list",
-                      "shared.query", "shared.approvals_inbox")
+                      "shared.query", "shared.approvals_inbox", "shared.plans.session_follow",
+                      "shared.ndjson", "shared.workspaces", "shared.a2a.app",
+                      "shared.a2a.asgi_bridge", "shared.a2a.card")
     for path in (ROOT / "functions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = runtime_imports(tree, "functions")

@@ -232,7 +232,8 @@ export function mountPlans() {
         let count = 0;
         await streamNdjson('GET', `/api/agent/sessions/${encodeURIComponent(session.id)}/events` +
           `?after=${session.lastSeq}&follow=1`, (ev) => {
-          if (ev.seq <= session.lastSeq) return;
+          // stream_end (why the follow closed) repeats the last seq; heartbeats never reach here.
+          if (typeof ev.seq !== 'number' || ev.seq <= session.lastSeq || ev.type === 'stream_end') return;
           count += 1;
           session.lastSeq = ev.seq;
           session.events.append(h('li', {class: `ev ev-${ev.type}`, 'data-seq': ev.seq},

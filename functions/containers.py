@@ -1,0 +1,30 @@
+"""``containers``: the caller's workspaces of the sandbox service (docs/workspaces.md).
+
+- ``GET    /api/agent/containers``: the caller's live workspaces -> 200 ``{containers: [...]}``
+- ``DELETE /api/agent/containers/{containerId}``: destroy one -> 200; another user's or a missing one
+  -> 404 ``WORKSPACE_NOT_FOUND``; 503 ``SANDBOX_NOT_CONFIGURED`` without ``SANDBOX_URL``.
+Routes: ``shared/routes.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import flask
+
+from functions.common import caller
+from shared.web import json_response
+
+
+def list_containers(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.workspaces import containers_of
+
+    rt, uid = caller(request)
+    return json_response(containers_of(rt.store, rt.settings, uid).to_json())
+
+
+def delete_container(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.workspaces import remove_container
+
+    rt, uid = caller(request)
+    return json_response(remove_container(rt.store, rt.settings, uid, path["containerId"]).to_json())
