@@ -45,6 +45,7 @@ const JOINED = new Set(['delta', 'thought_delta']);
 function timelineAppender(timeline) {
   let open = null; // {type, li, seq, text} of the deltas being joined
   return (ev) => {
+    if (ev.type === 'stream_end') return; // the follow request ended, not an event of the run's log (no seq of its own)
     if (JOINED.has(ev.type) && open && open.type === ev.type) {
       open.text.append(ev.delta);
       open.li.dataset.lastSeq = String(ev.seq);
