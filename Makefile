@@ -8,6 +8,7 @@ PORT ?= 8080
 CHROMIUM := /usr/bin/chromium
 BWRAP := /usr/bin/bwrap
 MCP_NPM := tests/mcp_npm/node_modules/.installed
+AGUI_NPM := tests/agui_npm/node_modules/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 TCK_VENV := var/tck-venv
@@ -44,6 +45,12 @@ $(MCP_NPM): tests/mcp_npm/package.json tests/mcp_npm/package-lock.json
 	cd tests/mcp_npm && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# The official AG-UI client (@ag-ui/client's HttpAgent, pinned with its lock file) the AG-UI tests
+# drive under Node: installed into tests/agui_npm/node_modules from the npm registry.
+$(AGUI_NPM): tests/agui_npm/package.json tests/agui_npm/package-lock.json
+	cd tests/agui_npm && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # The host agent's command (the project is not pip-installed: a small launcher runs this checkout).
 $(VENV)/bin/host-agent: scripts/host-agent $(RUNTIME)
 	install -m 755 scripts/host-agent $@
@@ -57,7 +64,7 @@ $(TCK_STAMP): tests/a2a/tck-requirements.txt
 	$(TCK_VENV)/bin/pip install -q --disable-pip-version-check -r tests/a2a/tck-requirements.txt
 	rm -f $(TCK_VENV)/.installed-* && touch $(TCK_STAMP)
 
-venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP)
+venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(AGUI_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP)
 
 dev: $(RUNTIME) $(BWRAP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
 	PORT=$(PORT) MCP_ALLOW_PRIVATE_URLS=$${MCP_ALLOW_PRIVATE_URLS:-true} $(PY) devserver.py
@@ -72,7 +79,7 @@ DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),$(if $(filter ref
 host-demo: $(RUNTIME) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
 	$(PY) -m hostagent.demo --host $(DEMO_HOST)
 
-test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP) lint typecheck  ## everything CI runs
+test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(AGUI_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP) lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP) $(MCP_NPM)

@@ -84,6 +84,26 @@ def _close_response_schemas(schemas: dict[str, Any], responses: list[Any]) -> No
         todo.extend(_refs(schema))
 
 
+def _require_discriminators(schemas: dict[str, Any]) -> None:
+    """A tagged union's tag is required in each member: pydantic picks the member by it (a message
+    without ``role`` is refused even where ``role`` has a default), so the document says so."""
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            discriminator = node.get("discriminator")
+            if isinstance(discriminator, dict):
+                for ref in discriminator.get("mapping", {}).values():
+                    member = schemas.get(str(ref).rsplit("/", 1)[-1])
+                    tag = discriminator["propertyName"]
+                    if member is not None and tag in member.get("properties", {}):
+                        member["required"] = sorted({*member.get("required", []), tag})
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(schemas)
+
+
 def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
     """Component schemas of every model the routes read or answer, and of the event streams."""
     models: list[tuple[type[BaseModel], Any]] = [(ErrorResponse, "serialization")]
@@ -109,6 +129,7 @@ def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
             record["required"].remove(alias)
     if "Lease" not in set(_refs({k: v for k, v in schemas.items() if k != "Lease"})):
         schemas.pop("Lease", None)
+    _require_discriminators(schemas)
     return schemas
 
 
@@ -153,11 +174,16 @@ def _parameters() -> dict[str, list[dict[str, Any]]]:
                      "schema": {"type": "string", "pattern": "^[0-9]*$"},
                      "description": "the seq of the last event read (an EventSource sends it when it reconnects); "
                                     "wins over after and lastEventId"}
-    return {"run": [idem], "stream": [idem], "getRunEvents": [last_event_id], "getSessionEvents": [last_event_id]}
+    agui_resume = {**last_event_id, "schema": {"type": "string", "pattern": "^[0-9]+:[0-9]+:[0-9]+$"},
+                   "description": "the id of the last AG-UI event read: the same input again reads on after it "
+                                  "(nothing is started or decided again)"}
+    return {"run": [idem], "stream": [idem], "getRunEvents": [last_event_id], "getSessionEvents": [last_event_id],
+            "agui": [idem, agui_resume]}
 
 
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum": list(PROVIDERS)},
-                                           "/api/integrations/mcp/{name}": {"type": "string", "pattern": NAME_PATTERN}}
+                                           "/api/integrations/mcp/{name}": {"type": "string", "pattern": NAME_PATTERN},
+                                           "/api/integrations/a2a/{name}": {"type": "string", "pattern": NAME_PATTERN}}
 """Path parameters that are not plain strings (ids): by name, or by the path up to the parameter."""
 
 
@@ -185,6 +211,8 @@ def _reply(reply: routes.Reply) -> dict[str, Any]:
             model=reply.stream)}}}}
         if reply.sse:
             content["text/event-stream"] = {"schema": {"type": "string"}}
+    elif reply.sse:  # an event stream of another protocol (AG-UI): its frames, documented by the route
+        content = {"text/event-stream": {"schema": dict(reply.schema or {"type": "string"})}}
     else:
         content = {"application/json": {"schema": dict(reply.schema or {})}}
     return {"description": reply.description, "content": content}
