@@ -8,6 +8,10 @@ Routes: every route of the table (``shared/routes.py``): the deployed functions'
 answer by itself, is the JSON error envelope (404 ``ROUTE_NOT_FOUND``, 405 with ``Allow``), as in the
 deployed functions.
 
+``DEV_FAKES=1`` also starts local fakes of GitHub, Slack, Gmail and Calendar (``devfakes/``) and
+points the connectors at them (and adds the ``time`` MCP server when ``mcp-server-time`` is
+installed), so every connector can be tried without an account.
+
 On first start it provisions a local ``CREDENTIALS_ENCRYPTION_KEY`` in ``var/`` (see
 :func:`provision_local_encryption_key`) so that ``/api/integrations`` and the connector tools work.
 """
@@ -232,6 +236,11 @@ def main() -> None:
         sandbox = start_local_sandbox()
         atexit.register(sandbox.kill)
     key_file = provision_local_encryption_key()
+    fakes = None
+    if os.environ.get("DEV_FAKES", "").strip().lower() in ("1", "true", "yes"):
+        from devfakes.launch import start as start_fakes  # before the runtime reads its settings
+
+        fakes = start_fakes(os.environ)
     rt = get_runtime()
     configure_logging(rt.settings.google_cloud_project)
     port = int(os.environ.get("PORT", "8080"))
@@ -240,6 +249,8 @@ def main() -> None:
           f"model: {model}, auth: {rt.settings.auth_mode}, "
           f"integrations: {f'local key {key_file}' if key_file else 'CREDENTIALS_ENCRYPTION_KEY'}, "
           f"sandbox: {rt.settings.sandbox_url or 'off'}{' (local)' if sandbox else ''})", file=sys.stderr)
+    if fakes is not None:
+        print(fakes.banner(port), file=sys.stderr)
     if rt.settings.auth_mode == "local":
         print(f"Dev console: http://127.0.0.1:{port}/ (signs in as Bearer dev:<uid>)", file=sys.stderr)
     else:

@@ -41,6 +41,7 @@ from shared.connectors.user_mcp import (
     McpServerResponse,
     McpServersResponse,
     UserMcpServers,
+    deployment_servers,
     server_name,
 )
 from shared.errors import Unavailable
@@ -98,7 +99,8 @@ def _mcp_servers(rt: Runtime) -> UserMcpServers:
 
 def list_mcp_servers(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
-    return json_response(McpServersResponse(servers=_mcp_servers(rt).statuses(uid)).to_json())
+    return json_response(McpServersResponse(servers=_mcp_servers(rt).statuses(uid),
+                                            deployment=deployment_servers(rt.settings)).to_json())
 
 
 def get_mcp_server(request: flask.Request, path: Mapping[str, str]) -> flask.Response:

@@ -261,6 +261,8 @@ class Settings:
     gemini_base_url: str | None = None
     gemini_use_vertex: bool = False
     gemini_location: str = "global"
+    offline_model_pace_s: float = 0.04
+    """The offline model's pause between streamed chunks of a few words (``OFFLINE_MODEL_PACE_MS``)."""
     model_timeout_s: float = 60.0
     model_max_retries: int = 3
     max_loop_steps: int = 8
@@ -357,6 +359,7 @@ class Settings:
 
     @staticmethod
     def from_env() -> Settings:
+        _check_tracing_env()
         backend = os.environ.get("STATE_BACKEND", "sqlite").strip() or "sqlite"
         if backend not in ("sqlite", "firestore"):
             raise ConfigurationError(f"STATE_BACKEND must be sqlite or firestore, got {backend!r}")
@@ -387,6 +390,7 @@ class Settings:
             gemini_base_url=os.environ.get("GEMINI_BASE_URL") or None,
             gemini_use_vertex=_bool("GEMINI_USE_VERTEX", False),
             gemini_location=os.environ.get("GEMINI_LOCATION", "").strip() or "global",
+            offline_model_pace_s=max(0.0, _float("OFFLINE_MODEL_PACE_MS", 40.0)) / 1000,
             model_timeout_s=_float("MODEL_TIMEOUT_S", 60.0),
             model_max_retries=_int("MODEL_MAX_RETRIES", 3),
             max_loop_steps=clamp_loop_steps(_int("AGENT_MAX_LOOP_STEPS", 8)),
@@ -440,3 +444,20 @@ class Settings:
             a2a_agents=_a2a_agents("A2A_AGENTS"),
             a2a_timeout_s=max(1.0, _float("A2A_TIMEOUT_S", 60.0)),
         )
+
+
+TRACE_EXPORTERS = ("otlp", "gcp_trace", "console", "none")
+"""What ``OTEL_TRACES_EXPORTER`` may name (``shared/otel.py`` builds them; docs/observability.md)."""
+
+
+def _check_tracing_env() -> None:
+    """A tracing configuration the runtime cannot honour refuses to start (not at the first span)."""
+    names = [n.strip().lower() for n in os.environ.get("OTEL_TRACES_EXPORTER", "").split(",") if n.strip()]
+    unknown = [n for n in names if n not in TRACE_EXPORTERS]
+    if unknown:
+        raise ConfigurationError(f"OTEL_TRACES_EXPORTER names unknown exporters {unknown}; "
+                                 f"known: {', '.join(TRACE_EXPORTERS)}")
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        protocol = os.environ.get(name, "").strip()
+        if protocol and protocol != "http/protobuf":
+            raise ConfigurationError(f"{name}={protocol!r}: only http/protobuf is installed")
