@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -186,6 +186,28 @@ def start_periodic_sweep(rt: Runtime, interval_s: float = SWEEP_INTERVAL_S) -> t
     return stop
 
 
+def start_schedule_ticker(rt: Runtime, *, clock: Callable[[], float] = time.time) -> threading.Event:
+    """Publish a ``schedule_tick`` for every minute through the dispatcher, as Cloud Scheduler does
+    in production (the same message, the same router): the schedules' runs start in ``make dev``.
+    Set the returned event to stop it."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        from shared.agent.schedules import tick_message
+
+        while True:
+            at = clock()
+            try:
+                rt.dispatcher.publish(tick_message(at))
+            except Exception:
+                log.exception("schedule tick failed")
+            if stop.wait(60.0 - at % 60.0 + 0.5):
+                return
+
+    threading.Thread(target=loop, name="schedule-ticker", daemon=True).start()
+    return stop
+
+
 SANDBOX_SNAPSHOTS = Path("var") / "sandbox-snapshots"
 """Where ``make dev``'s sandbox service keeps its workspace snapshots (they outlive restarts)."""
 
@@ -257,6 +279,7 @@ def main() -> None:
         print("Dev console: off (it needs AUTH_MODE=local)", file=sys.stderr)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     start_periodic_sweep(rt)
+    start_schedule_ticker(rt)
     create_app().run(host="127.0.0.1", port=port, threaded=True)
 
 
