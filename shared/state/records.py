@@ -124,7 +124,8 @@ class RunResult(Record):
 
     ok: bool
     run_id: str
-    action_id: str = ""
+    action_id: str | None = None
+    """The last tool call's action; absent when the run called no tool (a text-only answer)."""
     thread_id: str
     status: RunStatus
     summary: str = ""
