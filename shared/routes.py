@@ -33,8 +33,9 @@ ID_SEGMENT = r"[A-Za-z0-9_-]{1,128}"
 ANY_SEGMENT = r"[^/]+"
 UID_SEGMENT = r"[A-Za-z0-9_.@-]{1,128}"
 """A user id (Firebase uids; make dev's ``dev:<uid>`` names)."""
-PROVIDER_SEGMENT = r"(?!mcp\Z)[^/]+"
-"""``/api/integrations/{provider}``: any segment but ``mcp`` (the user's MCP servers' collection)."""
+PROVIDER_SEGMENT = r"(?!(?:mcp|a2a)\Z)[^/]+"
+"""``/api/integrations/{provider}``: any segment but ``mcp`` and ``a2a`` (the user's MCP servers' and
+remote A2A agents' collections)."""
 """One path segment of any content: the handler answers a bad value itself (after authentication)."""
 
 
@@ -379,6 +380,33 @@ ROUTES: tuple[Route, ...] = (
                       "available: false (with error) when it cannot be listed.",
           replies=(Reply(200, "the server's tools", model="shared.connectors.user_mcp:McpToolsResponse"),),
           errors=(400, 401)),
+    # A user's own remote A2A agents (docs/a2a.md): before ``{provider}`` (which never matches ``a2a``).
+    Route("GET", "/api/integrations/a2a", "listA2aAgents", "integrations", "functions.integrations:list_a2a_agents",
+          replies=(Reply(200, "the caller's remote A2A agents (never a token)",
+                         model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
+    Route("GET", "/api/integrations/a2a/{name}", "getA2aAgent", "integrations", "functions.integrations:get_a2a_agent",
+          segments={"name": ANY_SEGMENT},
+          description="Whether the caller declared the remote A2A agent; 400 INVALID_A2A_AGENT_NAME for a name "
+                      "outside [A-Za-z0-9_-]{1,40}.",
+          replies=(Reply(200, "the agent (never its token)", model="shared.connectors.user_mcp:McpServerResponse"),),
+          errors=(400, 401)),
+    Route("POST", "/api/integrations/a2a/{name}", "connectA2aAgent", "integrations",
+          "functions.integrations:connect_a2a_agent", segments={"name": ANY_SEGMENT},
+          description="Declare (replace) one of the caller's remote A2A agents: its base URL (where its agent card "
+                      "is) and an optional bearer token, both stored encrypted; its tools {name}_send_message (a "
+                      "side effect) and {name}_get_task join the caller's runs only. 400 MCP_URL_NOT_ALLOWED when "
+                      "the URL's host resolves to a private, loopback, link-local or reserved address (unless "
+                      "MCP_ALLOW_PRIVATE_URLS); 400 INVALID_A2A_AGENT_NAME for a name outside [A-Za-z0-9_-]{1,40}; "
+                      "409 TOO_MANY_A2A_AGENTS beyond 20; 503 INTEGRATIONS_NOT_CONFIGURED without "
+                      "CREDENTIALS_ENCRYPTION_KEY.",
+          request="shared.connectors.user_mcp:McpServerRequest",
+          replies=(Reply(200, "the stored agent (never its token)",
+                         model="shared.connectors.user_mcp:McpServerResponse"),),
+          errors=(400, 401, 409, 413, 415, 503)),
+    Route("DELETE", "/api/integrations/a2a/{name}", "disconnectA2aAgent", "integrations",
+          "functions.integrations:disconnect_a2a_agent", segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the agent is forgotten",
+                         model="shared.connectors.user_mcp:McpServerRemovedResponse"),), errors=(400, 401)),
     Route("GET", "/api/integrations/{provider}", "getIntegration", "integrations",
           "functions.integrations:get_integration", segments={"provider": PROVIDER_SEGMENT},
           replies=(Reply(200, "whether the integration is connected (never a token)",
@@ -431,6 +459,16 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
           replies=(Reply(200, "the caller's live workspaces, oldest first",
                          model="shared.workspaces:ContainersResponse"),), errors=(401,)),
+    Route("GET", "/api/agent/containers/{containerId}/files", "getContainerFiles", "containers",
+          "functions.containers:container_files",
+          query=(Param("path", "string", description="a file, relative to the workspace: its text instead of the "
+                                                     "listing (400 PATH_REFUSED for .., absolute or symlinked-out "
+                                                     "paths; 404 FILE_NOT_FOUND)"),),
+          description="Read-only: the caller's workspace's files, or one file's text with path. Another user's "
+                      "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
+          replies=(Reply(200, "the listing (files), or with path the file",
+                         model="shared.workspaces:ContainerFilesResponse"),),
+          errors=(400, 401, 404, 503)),
     Route("DELETE", "/api/agent/containers/{containerId}", "deleteContainer", "containers",
           "functions.containers:delete_container",
           description="Destroy one of the caller's workspaces and its files (its snapshot too). Another user's "

@@ -179,12 +179,13 @@ def create_integration(api: Api) -> Ref:
 
 
 def create_mcp_server(api: Api) -> Ref:
-    """One of A's own MCP servers (its URL and token hold the secret; nothing listens there), and
-    A's webhook of that name."""
-    resp = api.client.post("/api/integrations/mcp/private-notes", json={
-        "url": f"http://127.0.0.1:9/{SECRET}?key={SECRET}", "accessToken": f"tok-{SECRET}"}, headers=ALICE)
-    assert resp.status_code == 200, resp.get_json()
-    assert SECRET in resp.get_json()["url"] and f"key={SECRET}" not in resp.get_data(as_text=True)
+    """One of A's own MCP servers and one of A's own remote A2A agents (their URLs and tokens hold
+    the secret; nothing listens there), and A's webhook of that name."""
+    for kind in ("mcp", "a2a"):
+        resp = api.client.post(f"/api/integrations/{kind}/private-notes", json={
+            "url": f"http://127.0.0.1:9/{SECRET}?key={SECRET}", "accessToken": f"tok-{SECRET}"}, headers=ALICE)
+        assert resp.status_code == 200, resp.get_json()
+        assert SECRET in resp.get_json()["url"] and f"key={SECRET}" not in resp.get_data(as_text=True)
     # and a webhook of the same name (names live in each user's namespace, per kind)
     resp = api.client.put("/api/agent/webhooks/private-notes", json={
         "url": f"http://127.0.0.1:9/{SECRET}", "events": ["run.*"]}, headers=ALICE)
@@ -387,7 +388,8 @@ def _integrations_of(client: FlaskClient, headers: dict[str, str]) -> list[Any]:
     """Every per-user namespace: the providers' connections, the user's own MCP servers and threads
     (and their runs)."""
     return [client.get(path, headers=headers).get_json()
-            for path in ("/api/integrations", "/api/integrations/mcp", "/api/agent/runs", "/api/agent/threads")]
+            for path in ("/api/integrations", "/api/integrations/mcp", "/api/integrations/a2a",
+                         "/api/agent/runs", "/api/agent/threads")]
 
 
 OWN_CONFLICTS = {("deleteRun", "runId"), ("deleteThread", "threadId")}
