@@ -37,6 +37,19 @@ class AttachedContextItem(_Strict):
     meta: dict[str, Any] | None = None
 
 
+MAX_CLIENT_TOOLS = 20
+
+
+class ClientTool(_Strict):
+    """A tool the client declares and runs itself (an AG-UI frontend tool): the model may call it;
+    the run then pauses until the client sends the call's result (docs/ag-ui.md)."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    description: str = Field(min_length=1, max_length=2000)
+    parameters: dict[str, Any] | None = None
+    """A JSON Schema object of the call's arguments (absent: none)."""
+
+
 class RunRequest(_Strict):
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, json_schema_extra={"pattern": NOT_BLANK_PATTERN})
     threadId: str | None = Field(default=None, pattern=ID_PATTERN)
@@ -48,6 +61,8 @@ class RunRequest(_Strict):
     """What the user is doing (seed 003 §4.1): its guidance goes into the system instruction."""
     entityId: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_/-]{1,256}$")
     """The project (or ``projectId/taskId``) the request is about, for ``project``/``task`` contexts."""
+    clientTools: list[ClientTool] = Field(default_factory=list, max_length=MAX_CLIENT_TOOLS)
+    """Tools the client runs itself (AG-UI ``tools``): a call pauses the run for the client's result."""
 
     @field_validator("prompt")
     @classmethod
