@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from shared.wire import NOT_BLANK_PATTERN, is_blank
 
@@ -92,8 +92,9 @@ class ApproveRequest(_Strict):
     """Approve with edits: the call runs with these arguments instead of the model's (validated
     against the tool's schema, decided by policy again; only with ``decision: approve``)."""
 
-    @model_validator(mode="after")
-    def _edits_only_when_approving(self) -> ApproveRequest:
-        if self.arguments is not None and self.decision != "approve":
+    @field_validator("arguments")
+    @classmethod
+    def _edits_only_when_approving(cls, v: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        if v is not None and info.data.get("decision") != "approve":
             raise ValueError("arguments (edits) go only with decision approve")
-        return self
+        return v

@@ -137,8 +137,8 @@ def params(request: flask.Request) -> dict[str, Any]:
 def resume_after(request: flask.Request) -> int:
     """Where a read of an event log starts: after the ``seq`` in the ``Last-Event-ID`` header (what an
     ``EventSource`` sends when it reconnects, so it wins), else in ``lastEventId`` (for clients that
-    cannot set headers), else ``after`` (default 0). ``lastEventId`` and ``after`` together are a 400:
-    they say the same thing."""
+    cannot set headers; it wins over ``after`` for the same reason: a reconnecting client keeps its
+    URL's ``after``), else ``after`` (default 0)."""
     header = (request.headers.get("Last-Event-ID") or "").strip()
     if header:
         if not (header.isascii() and header.isdigit()) or int(header) > MAX_INT64:
@@ -147,7 +147,5 @@ def resume_after(request: flask.Request) -> int:
         return int(header)
     query = params(request)
     if "lastEventId" in query:
-        if one_arg(request.args, "after") is not None:
-            raise _invalid("lastEventId", "and after are both given; give one")
         return int(query["lastEventId"])
     return int(query.get("after", 0))

@@ -100,8 +100,8 @@ def page_limit(default: int = 50, maximum: int = 200) -> Param:
 CURSOR = Param("cursor", "string", description="where the page starts: the nextCursor of the previous page "
                                                "(absent: the first page); 400 INVALID_CURSOR when it is not one")
 AFTER = Param("after", "integer", default=0, description="the seq after which events are read")
-LAST_EVENT_ID = Param("lastEventId", "integer", description="the same as after, for clients that cannot set the "
-                                                            "Last-Event-ID header (400 INVALID_QUERY with after)")
+LAST_EVENT_ID = Param("lastEventId", "integer", description="the same as the Last-Event-ID header, for clients that "
+                                                            "cannot set it (wins over after)")
 FOLLOW = Param("follow", "boolean", default=False, description="keep the response open and stream new events")
 UNTIL = Param("until", "enum", default="stop", values=("stop", "end"),
               description="with follow: stop (default) ends the follow when the run stops, also at a pause for "
@@ -310,6 +310,12 @@ ROUTES: tuple[Route, ...] = (
           errors=(400, 401, 404)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
           request="shared.api:ApproveRequest",
+          description="Decide an approval. With arguments (approve only): the call runs with these edited arguments "
+                      "instead of the model's: they must fit the tool's schema (400 INVALID_ARGUMENTS naming "
+                      "arguments.<field>: invalid edited arguments), policy decides them again (400 "
+                      "EDIT_DENIED_BY_POLICY: policy refuses the tool with the edited arguments) and a virtual tool "
+                      "takes none (400 EDIT_NOT_SUPPORTED: cannot be edited); arguments (edits) go only with "
+                      "decision approve (400 INVALID_REQUEST).",
           replies=(Reply(202, "decision recorded; the run resumes asynchronously",
                          model="shared.responses:ApproveResponse"),), errors=(400, 401, 404, 409, 410, 503)),
     Route("POST", "/agent/run", "goals", "goals", "functions.goals:goals", public=True,

@@ -64,7 +64,11 @@ CONFIG: dict[str, Any] = {
         for path in ("/api/integrations/mcp/{name}", "/api/integrations/mcp/{name}/tools")], {
         # The A2A server answers in the A2A spec's shapes (JSON-RPC errors, google.rpc statuses),
         # which the document does not restate: the official TCK checks it (tests/a2a/test_tck.py).
-        "include-path-regex": "^/(a2a|\\.well-known/)", "enabled": False}],
+        "include-path-regex": "^/(a2a|\\.well-known/)", "enabled": False}, {
+        # AG-UI: the body is the AG-UI protocol's RunAgentInput (its own schema, open by design) and the
+        # answer its event stream; the official validator and client check both
+        # (tests/integration/test_agui.py, test_agui_client.py).
+        "include-path": "/api/agent/agui", "enabled": False}],
 }
 SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     # The goals plan's rules between fields (a task's start/end both or neither and in order, a
@@ -76,6 +80,11 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "POST /api/agent/sessions": (("INVALID_DEADLINE", "deadline is in the past"),
                                  ("INVALID_DEADLINE", "s away (PLAN_MAX_DEADLINE_S)"),
                                  ("UNKNOWN_TOOLS", "unknown tool names")),
+    # Approve with edits: the edited arguments against the tool's own schema (each field's problem is
+    # the tool schema's message) and policy; a virtual tool takes none.
+    "POST /api/agent/approve": (("INVALID_ARGUMENTS", ""), ("EDIT_DENIED_BY_POLICY", "policy refuses"),
+                                ("EDIT_NOT_SUPPORTED", "takes no edits"),
+                                ("INVALID_REQUEST", "arguments (edits) go only with decision approve")),
     # A user's MCP servers are at most 20.
     "POST /api/integrations/mcp/{name}": (("TOO_MANY_MCP_SERVERS", "at most 20 MCP servers per user"),),
     # from before to, at most 93 days apart.
