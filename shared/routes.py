@@ -31,8 +31,9 @@ MAX_INT64 = 2**63 - 1
 ID_SEGMENT = r"[A-Za-z0-9_-]{1,128}"
 """What a ``{name}`` path parameter matches unless the route says otherwise (ids)."""
 ANY_SEGMENT = r"[^/]+"
-PROVIDER_SEGMENT = r"(?!mcp\Z)[^/]+"
-"""``/api/integrations/{provider}``: any segment but ``mcp`` (the user's MCP servers' collection)."""
+PROVIDER_SEGMENT = r"(?!(?:mcp|a2a)\Z)[^/]+"
+"""``/api/integrations/{provider}``: any segment but ``mcp`` and ``a2a`` (the user's MCP servers' and
+remote A2A agents' collections)."""
 """One path segment of any content: the handler answers a bad value itself (after authentication)."""
 
 
@@ -100,8 +101,8 @@ def page_limit(default: int = 50, maximum: int = 200) -> Param:
 CURSOR = Param("cursor", "string", description="where the page starts: the nextCursor of the previous page "
                                                "(absent: the first page); 400 INVALID_CURSOR when it is not one")
 AFTER = Param("after", "integer", default=0, description="the seq after which events are read")
-LAST_EVENT_ID = Param("lastEventId", "integer", description="the same as the Last-Event-ID header, for clients that "
-                                                            "cannot set it (wins over after)")
+LAST_EVENT_ID = Param("lastEventId", "integer", description="the same as after, for clients that cannot set the "
+                                                            "Last-Event-ID header (it wins over after)")
 FOLLOW = Param("follow", "boolean", default=False, description="keep the response open and stream new events")
 UNTIL = Param("until", "enum", default="stop", values=("stop", "end"),
               description="with follow: stop (default) ends the follow when the run stops, also at a pause for "
@@ -162,6 +163,9 @@ FUNCTIONS: tuple[Function, ...] = (
     # Plan sessions (seed 004): plans with the model, writes sessions, publishes continue messages.
     Function("sessions", secrets=("gemini",), publishes_resume=True, deadline_bound=True, default_timeout_s=0,
              summary="plan sessions"),
+    # The caller's own data: threads and memories, deleting them and runs, export and erasure (issue 35).
+    Function("data", default_timeout_s=300,
+             summary="the caller's threads and memories; deleting runs, threads and memories; export and erasure"),
     # Reads the caller's usage ledger; writes only the caller's request counter.
     Function("usage", summary="the caller's model calls, summed per group"),
     # Lists and destroys the caller's workspaces (records in the store, files in the sandbox service).
@@ -224,8 +228,13 @@ A2A_ROUTES: tuple[Route, ...] = (
 
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
+          description="multitaskStrategy (reject by default) says what happens when the thread is busy "
+                      "(docs/run-control.md).",
           replies=(Reply(200, "the run's result (status completed, awaiting_confirmation or failed)",
-                         model="shared.state.records:RunResult"),), errors=(*_BODY, 422)),
+                         model="shared.state.records:RunResult"),
+                   Reply(202, "queued behind the thread's runs (multitaskStrategy enqueue, interrupt or rollback): "
+                              "status queued, runId, follow", model="shared.state.records:RunResult")),
+          errors=(*_BODY, 422)),
     Route("POST", "/api/agent/run/stream", "stream", "stream", "functions.stream:stream",
           request="shared.api:RunRequest",
           replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
@@ -233,8 +242,15 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/agui", "agui", "stream", "functions.stream:agui", request="ag_ui.core:RunAgentInput",
           description="AG-UI (docs/ag-ui.md): a RunAgentInput starts a run (threadId, runId: the same input again "
                       "is the same run) or, with resume entries, decides its interrupts (approvals) through the "
-                      "same path as POST /api/agent/approve and follows the resumed run. Last-Event-ID resumes "
-                      "the stream.",
+                      "same path as POST /api/agent/approve and follows the resumed run. A new run needs a "
+                      "user message with text, threadId is one of our thread ids (1-128 characters of A-Z, a-z, "
+                      "0-9, _ and -) and runId an idempotency key (1-255 visible ASCII characters); 400 "
+                      "INVALID_REQUEST otherwise. Frontend tools: a name matches ^[A-Za-z_][A-Za-z0-9_]{0,63}$, "
+                      "at most 20; trailing tool messages must answer calls that wait (must be a pending call "
+                      "of a client tool). A resume payload is an object {approved?, arguments?, reason?} or a "
+                      "boolean (approved must be true or false, edits go only with an approval, unknown "
+                      "fields refused); entries answer interrupts of one run only; edited arguments as for "
+                      "POST /api/agent/approve. Last-Event-ID resumes the stream.",
           replies=(Reply(200, "the AG-UI event stream (Server-Sent Events; data: one AG-UI event, id: "
                               "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
@@ -293,6 +309,14 @@ ROUTES: tuple[Route, ...] = (
                               "lastEventId or after; a follow sends heartbeats and ends with result, error or "
                               "stream_end", stream="RunEvent", sse=True),),
           errors=(400, 401, 404)),
+    Route("POST", "/api/agent/runs/{runId}/cancel", "cancelRun", "approve", "functions.approve:cancel_run",
+          request="shared.api:CancelRunRequest", body_required=False,
+          description="Cancel a run: a queued one leaves its thread's queue at once; a paused one is closed "
+                      "(its approvals rejected); a working one stops at its next step boundary (its executed "
+                      "side effects stay, named in its error). A repeat answers the run as it is; "
+                      "409 RUN_ENDED when it already ended otherwise.",
+          replies=(Reply(202, "cancelled, or cancelling at the next step boundary",
+                         model="shared.responses:CancelRunResponse"),), errors=_BODY),
     Route("GET", "/api/agent/approvals", "listApprovals", "runs", "functions.runs:list_approvals",
           description="The caller's approvals across chat runs and plan sessions, newest first (other users' "
                       "are never listed): pending = waiting for a decision; decided = approved, rejected or "
@@ -359,6 +383,33 @@ ROUTES: tuple[Route, ...] = (
                       "available: false (with error) when it cannot be listed.",
           replies=(Reply(200, "the server's tools", model="shared.connectors.user_mcp:McpToolsResponse"),),
           errors=(400, 401)),
+    # A user's own remote A2A agents (docs/a2a.md): before ``{provider}`` (which never matches ``a2a``).
+    Route("GET", "/api/integrations/a2a", "listA2aAgents", "integrations", "functions.integrations:list_a2a_agents",
+          replies=(Reply(200, "the caller's remote A2A agents (never a token)",
+                         model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
+    Route("GET", "/api/integrations/a2a/{name}", "getA2aAgent", "integrations", "functions.integrations:get_a2a_agent",
+          segments={"name": ANY_SEGMENT},
+          description="Whether the caller declared the remote A2A agent; 400 INVALID_A2A_AGENT_NAME for a name "
+                      "outside [A-Za-z0-9_-]{1,40}.",
+          replies=(Reply(200, "the agent (never its token)", model="shared.connectors.user_mcp:McpServerResponse"),),
+          errors=(400, 401)),
+    Route("POST", "/api/integrations/a2a/{name}", "connectA2aAgent", "integrations",
+          "functions.integrations:connect_a2a_agent", segments={"name": ANY_SEGMENT},
+          description="Declare (replace) one of the caller's remote A2A agents: its base URL (where its agent card "
+                      "is) and an optional bearer token, both stored encrypted; its tools {name}_send_message (a "
+                      "side effect) and {name}_get_task join the caller's runs only. 400 MCP_URL_NOT_ALLOWED when "
+                      "the URL's host resolves to a private, loopback, link-local or reserved address (unless "
+                      "MCP_ALLOW_PRIVATE_URLS); 400 INVALID_A2A_AGENT_NAME for a name outside [A-Za-z0-9_-]{1,40}; "
+                      "409 TOO_MANY_A2A_AGENTS beyond 20; 503 INTEGRATIONS_NOT_CONFIGURED without "
+                      "CREDENTIALS_ENCRYPTION_KEY.",
+          request="shared.connectors.user_mcp:McpServerRequest",
+          replies=(Reply(200, "the stored agent (never its token)",
+                         model="shared.connectors.user_mcp:McpServerResponse"),),
+          errors=(400, 401, 409, 413, 415, 503)),
+    Route("DELETE", "/api/integrations/a2a/{name}", "disconnectA2aAgent", "integrations",
+          "functions.integrations:disconnect_a2a_agent", segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the agent is forgotten",
+                         model="shared.connectors.user_mcp:McpServerRemovedResponse"),), errors=(400, 401)),
     Route("GET", "/api/integrations/{provider}", "getIntegration", "integrations",
           "functions.integrations:get_integration", segments={"provider": PROVIDER_SEGMENT},
           replies=(Reply(200, "whether the integration is connected (never a token)",
@@ -376,15 +427,92 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the tokens are forgotten",
                          model="shared.connectors.integrations_api:IntegrationRemovedResponse"),),
           errors=(401, 404, 503)),
+    # The caller's webhooks: served by ``integrations``, which holds the
+    # credentials key that seals their secrets.
+    Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",
+          replies=(Reply(200, "the caller's webhooks (never a secret)",
+                         model="shared.agent.webhooks:WebhooksResponse"),),
+          errors=(401,)),
+    Route("GET", "/api/agent/webhooks/{name}", "getWebhook", "integrations", "functions.integrations:get_webhook",
+          segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the webhook (never its secret); declared false when the caller has none of that "
+                              "name", model="shared.agent.webhooks:WebhookResponse"),),
+          errors=(400, 401)),
+    Route("PUT", "/api/agent/webhooks/{name}", "putWebhook", "integrations", "functions.integrations:put_webhook",
+          segments={"name": ANY_SEGMENT}, request="shared.agent.webhooks:WebhookRequest",
+          description="Declare (replace) one of the caller's webhooks: the URL deliveries are POSTed to, the "
+                      "events delivered and the Standard Webhooks signing secret (generated when absent; shown "
+                      "in this answer only). 400 WEBHOOK_URL_NOT_ALLOWED when the URL's host is not public "
+                      "(unless MCP_ALLOW_PRIVATE_URLS); 409 TOO_MANY_WEBHOOKS beyond 20; "
+                      "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY. Deliveries: "
+                      "docs/run-control.md.",
+          replies=(Reply(200, "the stored webhook and its secret", model="shared.agent.webhooks:WebhookResponse"),),
+          errors=(400, 401, 409, 413, 415, 503)),
+    Route("DELETE", "/api/agent/webhooks/{name}", "deleteWebhook", "integrations",
+          "functions.integrations:delete_webhook", segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the webhook is forgotten", model="shared.agent.webhooks:WebhookRemovedResponse"),),
+          errors=(400, 401)),
+    Route("GET", "/api/agent/webhooks/{name}/deliveries", "listWebhookDeliveries", "integrations",
+          "functions.integrations:webhook_deliveries", segments={"name": ANY_SEGMENT},
+          description="The webhook's deliveries, newest first (at most 100): each with its deliveryId (the "
+                      "webhook-id header of every attempt), status and attempts. Deliveries to a run's own "
+                      "webhook URL are listed under default.",
+          replies=(Reply(200, "the deliveries", model="shared.agent.webhooks:DeliveriesResponse"),),
+          errors=(400, 401)),
     Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
           replies=(Reply(200, "the caller's live workspaces, oldest first",
                          model="shared.workspaces:ContainersResponse"),), errors=(401,)),
+    Route("GET", "/api/agent/containers/{containerId}/files", "getContainerFiles", "containers",
+          "functions.containers:container_files",
+          query=(Param("path", "string", description="a file, relative to the workspace: its text instead of the "
+                                                     "listing (400 PATH_REFUSED for .., absolute or symlinked-out "
+                                                     "paths; 404 FILE_NOT_FOUND)"),),
+          description="Read-only: the caller's workspace's files, or one file's text with path. Another user's "
+                      "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
+          replies=(Reply(200, "the listing (files), or with path the file",
+                         model="shared.workspaces:ContainerFilesResponse"),),
+          errors=(400, 401, 404, 503)),
     Route("DELETE", "/api/agent/containers/{containerId}", "deleteContainer", "containers",
           "functions.containers:delete_container",
           description="Destroy one of the caller's workspaces and its files (its snapshot too). Another user's "
                       "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
           replies=(Reply(200, "the workspace is gone", model="shared.workspaces:ContainerRemovedResponse"),),
           errors=(401, 404, 502, 503)),
+    Route("GET", "/api/agent/threads", "listThreads", "data", "functions.data:list_threads",
+          description="The caller's threads, newest first (a thread id is the caller's own: another user's "
+                      "thread of the same id is theirs).",
+          query=(page_limit(), CURSOR),
+          replies=(Reply(200, "the caller's threads", model="shared.user_data:ThreadsList"),), errors=(400, 401)),
+    Route("GET", "/api/agent/threads/{threadId}", "getThread", "data", "functions.data:get_thread",
+          description="One page of the thread's messages, newest first, and the runs they belong to.",
+          query=(page_limit(), CURSOR),
+          replies=(Reply(200, "the thread", model="shared.user_data:ThreadView"),), errors=(400, 401, 404)),
+    Route("DELETE", "/api/agent/threads/{threadId}", "deleteThread", "data", "functions.data:delete_thread",
+          description="Delete the thread, its messages and its runs (their turns, actions, events and "
+                      "approvals; the usage ledger keeps its entries). 409 THREAD_ACTIVE while one of its runs "
+                      "has not ended (a paused one included).",
+          replies=(Reply(200, "deleted", model="shared.user_data:Deleted"),), errors=(401, 404, 409)),
+    # On the runs function: a path is served by one function whatever the method (one endpoint routes by path).
+    Route("DELETE", "/api/agent/runs/{runId}", "deleteRun", "runs", "functions.runs:delete_run",
+          description="Delete an ended run (completed or failed): its record, turns, actions, events and "
+                      "approvals. 409 RUN_ACTIVE for a run that has not ended (paused included).",
+          replies=(Reply(200, "deleted", model="shared.user_data:Deleted"),), errors=(401, 404, 409)),
+    Route("GET", "/api/agent/memories", "listMemories", "data", "functions.data:list_memories",
+          description="What the agent remembers about the caller (save_memory), newest first.",
+          query=(page_limit(), CURSOR),
+          replies=(Reply(200, "the memories", model="shared.user_data:MemoriesList"),), errors=(400, 401)),
+    Route("DELETE", "/api/agent/memories/{memoryId}", "deleteMemory", "data", "functions.data:delete_memory",
+          replies=(Reply(200, "forgotten", model="shared.user_data:Deleted"),), errors=(401, 404)),
+    Route("POST", "/api/agent/me/export", "exportMe", "data", "functions.data:export_me",
+          description="Every document of the caller (docs/firestore-layout.md) as one JSON document, by path; "
+                      "tokens are never included.",
+          replies=(Reply(200, "the caller's data", model="shared.user_data:Export"),), errors=(401,)),
+    Route("DELETE", "/api/agent/me", "eraseMe", "data", "functions.data:erase_me",
+          description="Erase every document of the caller in every collection (runs, threads, approvals, "
+                      "memories, integrations and MCP servers with their tokens, projects, sessions, audit "
+                      "entries, limits...); the usage ledger is anonymised (kept without the uid). Idempotent. "
+                      "409 RUN_ACTIVE while a run is working (not ended and not paused).",
+          replies=(Reply(200, "erased", model="shared.user_data:Erased"),), errors=(401, 409)),
     *A2A_ROUTES,
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",

@@ -34,7 +34,7 @@ SECRET_ENV: dict[SecretName, str] = {
 
 # Set by the program itself; a stack may not override them.
 PROGRAM_ENV = ("STATE_BACKEND", "GOOGLE_CLOUD_PROJECT", "AUTH_MODE", "DISPATCHER", "RESUME_TOPIC",
-               "EVENT_RETENTION_S", "AUDIT_RETENTION_S", "GOOGLE_OAUTH_CLIENT_ID")
+               "EVENT_RETENTION_S", "AUDIT_RETENTION_S", "GOOGLE_OAUTH_CLIENT_ID", "SANDBOX_URL", "SANDBOX_KEY")
 
 # The message the scheduler publishes to the resume topic: resume runs the recovery sweep
 # (shared/durable/router.py Router.sweep: stranded outbox entries, units whose lease expired).
@@ -78,6 +78,31 @@ class HostAgentSpec:
     env: dict[str, str]
 
 
+@dataclass(frozen=True)
+class Tracing:
+    """OpenTelemetry traces of one environment (``agent-runtime:tracing``; docs/observability.md)."""
+
+    exporter: str
+    """``gcp_trace`` (Cloud Trace, with the GCP resource detected) or ``none`` (off)."""
+    sample_ratio: float
+    """Share of units traced (parent-based: a unit's later invocations follow its first)."""
+    capture_content: bool
+    """Model output and tool arguments/results on spans (user data: off unless decided)."""
+
+
+TRACE_EXPORTERS = ("gcp_trace", "none")
+
+
+def _tracing(raw: dict[str, Any]) -> Tracing:
+    tracing = Tracing(exporter=str(raw.get("exporter", "gcp_trace")), sample_ratio=float(raw.get("sampleRatio", 1.0)),
+                      capture_content=bool(raw.get("captureContent", False)))
+    if tracing.exporter not in TRACE_EXPORTERS:
+        raise ValueError(f"tracing.exporter must be one of {list(TRACE_EXPORTERS)}, got {tracing.exporter!r}")
+    if not 0.0 <= tracing.sample_ratio <= 1.0:
+        raise ValueError(f"tracing.sampleRatio must be between 0 and 1, got {tracing.sample_ratio}")
+    return tracing
+
+
 # What the host agent job may set as plain environment (the rest is the program's or a secret's).
 HOST_AGENT_ENV = ("GEMINI_MODEL", "MODEL_TIMEOUT_S", "MODEL_MAX_RETRIES", "LOG_LEVEL")
 
@@ -99,6 +124,39 @@ def _host_agent(raw: dict[str, Any]) -> HostAgentSpec:
 
 
 @dataclass(frozen=True)
+class SandboxSpec:
+    """The sandbox service of one environment (``agent-runtime:sandbox``, docs/workspaces.md)."""
+
+    image_file: str
+    memory: str
+    cpu: str
+    max_instances: int
+    concurrency: int
+    snapshot_retention_days: int
+    disk_bytes: int
+
+
+# The functions that run the workspace tools (the agent loop) or destroy workspaces: they get
+# SANDBOX_URL and may invoke the sandbox service; no other identity may.
+SANDBOX_CALLERS = ("run", "stream", "resume", "sessions", "containers")
+
+
+def _sandbox(raw: dict[str, Any]) -> SandboxSpec:
+    spec = SandboxSpec(image_file=str(raw.get("imageFile") or "../dist/sandbox-image.txt"),
+                       memory=str(raw.get("memory", "4Gi")), cpu=str(raw.get("cpu", "2")),
+                       max_instances=int(raw.get("maxInstances", 1)), concurrency=int(raw.get("concurrency", 8)),
+                       snapshot_retention_days=int(raw.get("snapshotRetentionDays", 7)),
+                       disk_bytes=int(raw.get("diskBytes", 1 << 30)))
+    if spec.max_instances != 1:
+        # Each instance keeps local copies of the workspaces it served; a second instance would
+        # restore an older snapshot of one the first is changing (docs/workspaces.md).
+        raise ValueError("sandbox.maxInstances must be 1 (workspaces are cached per instance)")
+    if spec.snapshot_retention_days < 2:
+        raise ValueError("sandbox.snapshotRetentionDays must outlive the idle TTL (at least 2 days)")
+    return spec
+
+
+@dataclass(frozen=True)
 class StackConfig:
     environment: str
     project: str
@@ -114,6 +172,8 @@ class StackConfig:
     sweep_schedule: str
     google_oauth_client_id: str
     host_agent: HostAgentSpec
+    sandbox: SandboxSpec
+    tracing: Tracing = Tracing(exporter="none", sample_ratio=1.0, capture_content=False)
 
     @property
     def run_deadline_s(self) -> float:
@@ -131,9 +191,23 @@ class StackConfig:
             "EVENT_RETENTION_S": str(self.retention.events_days * 86400),
             "AUDIT_RETENTION_S": str(self.retention.audit_days * 86400),
         }
+        env.update(self.tracing_env(spec))
         # The public half of the OAuth client, next to its secret (functions that refresh tokens).
         if "google_oauth" in spec.secrets and self.google_oauth_client_id:
             env["GOOGLE_OAUTH_CLIENT_ID"] = self.google_oauth_client_id
+        return env
+
+
+    def tracing_env(self, spec: FunctionSpec) -> dict[str, str]:
+        """The standard ``OTEL_*`` variables turning the runtime's tracing on (none when off)."""
+        t = self.tracing
+        if t.exporter == "none":
+            return {}
+        env = {"OTEL_TRACES_EXPORTER": t.exporter, "OTEL_RESOURCE_DETECTORS": "gcp",
+               "OTEL_SERVICE_NAME": f"agent-{spec.name}", "OTEL_EXPORTER_GCP_TRACE_PROJECT_ID": self.project,
+               "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": str(t.sample_ratio)}
+        if t.capture_content:
+            env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
         return env
 
 
@@ -171,7 +245,8 @@ def load() -> StackConfig:
     cfg = pulumi.Config(NAMESPACE)
     gcp = pulumi.Config("gcp")
     runtime_env = {str(k): str(v) for k, v in (cfg.get_object("runtimeEnv") or {}).items()}
-    forbidden = set(runtime_env) & (set(SECRET_ENV.values()) | set(PROGRAM_ENV))
+    forbidden = (set(runtime_env) & (set(SECRET_ENV.values()) | set(PROGRAM_ENV))
+                 | {k for k in runtime_env if k.startswith("OTEL_")})  # agent-runtime:tracing says those
     if forbidden:
         raise ValueError(f"runtimeEnv may not set {sorted(forbidden)}: secrets and program-owned variables")
     deadline = float(runtime_env.get("AGENT_RUN_DEADLINE_S", "90"))
@@ -197,6 +272,8 @@ def load() -> StackConfig:
         sweep_schedule=_schedule(cfg.require("sweepSchedule")),
         google_oauth_client_id=(cfg.get("googleOAuthClientId") or "").strip(),
         host_agent=_host_agent(cfg.require_object("hostAgent")),
+        sandbox=_sandbox(cfg.require_object("sandbox")),
+        tracing=_tracing(cfg.get_object("tracing") or {"exporter": "none"}),
         retention=Retention(
             events_days=int(raw_retention["eventsDays"]),
             audit_days=int(raw_retention["auditDays"]),

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_infra.config import CATALOG, FunctionSpec
+from agent_infra.config import CATALOG, SANDBOX_CALLERS, FunctionSpec
 from agent_infra.iam import function_project_roles
 from harness import ACCOUNT, PROJECT_NUMBER, REPO, STACKS, Declared, functions, of_type, sa_member, stack_config
 
@@ -28,6 +28,7 @@ FIRESTORE_ROLES = {
     "sessions": {"roles/datastore.user"},
     "a2a": {"roles/datastore.user"},
     "containers": {"roles/datastore.user"},
+    "data": {"roles/datastore.user"},
 }
 
 
@@ -62,7 +63,7 @@ def test_each_function_runs_as_its_own_account(stacks: dict[str, list[Declared]]
     emails = [fn["serviceConfig"]["serviceAccountEmail"] for fn in functions(declared).values()]
     assert len(set(emails)) == len(CATALOG)
     assert all("compute@developer" not in e for e in emails)
-    assert len(of_type(declared, ACCOUNT)) == len(CATALOG) + 3  # + push identity, builder, host agent job
+    assert len(of_type(declared, ACCOUNT)) == len(CATALOG) + 4  # + push identity, builder, host agent job, sandbox
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -75,6 +76,8 @@ def test_project_roles_are_least(stacks: dict[str, list[Declared]], stack: str) 
     builder = sa_member(declared, "sa-build")
     want |= {(project, r, builder) for r in
              ("roles/logging.logWriter", "roles/artifactregistry.writer", "roles/storage.objectViewer")}
+    # every function writes its spans to Cloud Trace (issue 30; tests/test_observability.py)
+    want |= {(project, "roles/cloudtrace.agent", sa_member(declared, f"sa-{s.name}")) for s in CATALOG}
     assert grants(declared, "gcp:projects/iAMMember:IAMMember") == want
 
 
@@ -132,6 +135,8 @@ def test_invokers(stacks: dict[str, list[Declared]], stack: str) -> None:
     got = grants(declared, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember")
     want = {(f"agent-{s.name}", "roles/run.invoker",
              sa_member(declared, "sa-resume-push") if s.trigger == "pubsub" else backend) for s in CATALOG}
+    # The sandbox service: only the functions that run the workspace tools (tests/test_sandbox.py).
+    want |= {("agent-sandbox", "roles/run.invoker", sa_member(declared, f"sa-{n}")) for n in SANDBOX_CALLERS}
     assert got == want
     assert ("agent-integrations", "roles/run.invoker", backend) in got
 

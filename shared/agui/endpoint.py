@@ -21,6 +21,7 @@ from ag_ui.core import (
     BaseEvent,
     Interrupt,
     RunErrorEvent,
+    RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunStartedEvent,
@@ -234,5 +235,11 @@ def _stop(rt: Runtime, uid: str, translator: Translator, run_id: str, info: Any)
                                     outcome=RunFinishedInterruptOutcome(interrupts=pending))
     if run is not None and run.status == "completed":
         return RunFinishedEvent(thread_id=translator.thread_id, run_id=translator.run_id)
+    if run is not None and run.status == "cancelled":
+        return RunFinishedEvent(thread_id=translator.thread_id, run_id=translator.run_id,
+                                outcome=RunFinishedCancelledOutcome())
+    if run is not None and run.terminal:
+        return RunErrorEvent(message=run.error.message if run.error else f"the run ended {run.status}",
+                             code=run.error.code if run.error else run.status.upper())
     return RunErrorEvent(message="the stream's time is spent while the run goes on; POST the same input again "
                                  "with Last-Event-ID to follow it", code="STREAM_TIME_SPENT")

@@ -35,6 +35,7 @@ from ag_ui.core import (
     ReasoningMessageStartEvent,
     ReasoningStartEvent,
     RunErrorEvent,
+    RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
@@ -228,11 +229,15 @@ class Translator:
                 return [RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id,
                                          outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=pending),
                                          usage=self._token_usage())]
-        if result["status"] == "failed":
+        if result["status"] == "cancelled":  # stopped by whoever ran it (run control), not failed
+            self.finished = True
+            return [RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id,
+                                     outcome=RunFinishedCancelledOutcome(), usage=self._token_usage())]
+        if result["status"] in ("failed", "rejected", "deadline_exceeded"):
             self.finished = True
             error = result.get("error") or {}
-            return [RunErrorEvent(message=error.get("message") or "the run failed", code=error.get("code"),
-                                  usage=self._token_usage())]
+            return [RunErrorEvent(message=error.get("message") or f"the run ended {result['status']}",
+                                  code=error.get("code") or result["status"].upper(), usage=self._token_usage())]
         if result["status"] != "completed":
             return []
         self.finished = True

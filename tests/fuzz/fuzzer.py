@@ -50,7 +50,7 @@ CONFIG: dict[str, Any] = {
     "generation": {"deterministic": True, "database": "none", "max-examples": 12},
     # Every check, the optional ones (negative/positive data, auth, use-after-free, methods...) too.
     "auth": {"openapi": {"firebaseIdToken": {"bearer": "dev:fuzzer"}}},
-    "phases": {"stateful": {"max-steps": 16, "generation": {"max-examples": 60}}},
+    "phases": {"stateful": {"max-steps": 16, "generation": {"max-examples": 80}}},
     # A body over MAX_BODY_BYTES is refused with 413 before it is parsed: a rejection too.
     "checks": {"enabled": True, "negative_data_rejection": {"expected-statuses": [
         400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]}},
@@ -61,14 +61,11 @@ CONFIG: dict[str, Any] = {
         "checks": {"use_after_free": {"enabled": False}}}, *[{
         # The same for a user's MCP server (and its tools: "connected": false once deleted).
         "include-path": path, "include-method": "GET", "checks": {"use_after_free": {"enabled": False}}}
-        for path in ("/api/integrations/mcp/{name}", "/api/integrations/mcp/{name}/tools")], {
+        for path in ("/api/integrations/mcp/{name}", "/api/integrations/mcp/{name}/tools",
+                     "/api/integrations/a2a/{name}")], {
         # The A2A server answers in the A2A spec's shapes (JSON-RPC errors, google.rpc statuses),
         # which the document does not restate: the official TCK checks it (tests/a2a/test_tck.py).
-        "include-path-regex": "^/(a2a|\\.well-known/)", "enabled": False}, {
-        # AG-UI: the body is the AG-UI protocol's RunAgentInput (its own schema, open by design) and the
-        # answer its event stream; the official validator and client check both
-        # (tests/integration/test_agui.py, test_agui_client.py).
-        "include-path": "/api/agent/agui", "enabled": False}],
+        "include-path-regex": "^/(a2a|\\.well-known/)", "enabled": False}],
 }
 SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     # The goals plan's rules between fields (a task's start/end both or neither and in order, a
@@ -80,20 +77,44 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "POST /api/agent/sessions": (("INVALID_DEADLINE", "deadline is in the past"),
                                  ("INVALID_DEADLINE", "s away (PLAN_MAX_DEADLINE_S)"),
                                  ("UNKNOWN_TOOLS", "unknown tool names")),
-    # Approve with edits: the edited arguments against the tool's own schema (each field's problem is
-    # the tool schema's message) and policy; a virtual tool takes none.
-    "POST /api/agent/approve": (("INVALID_ARGUMENTS", ""), ("EDIT_DENIED_BY_POLICY", "policy refuses"),
-                                ("EDIT_NOT_SUPPORTED", "takes no edits"),
-                                ("INVALID_REQUEST", "arguments (edits) go only with decision approve")),
     # A user's MCP servers are at most 20.
     "POST /api/integrations/mcp/{name}": (("TOO_MANY_MCP_SERVERS", "at most 20 MCP servers per user"),),
     # from before to, at most 93 days apart.
     "GET /api/agent/usage": (("INVALID_QUERY", "must be before to"), ("INVALID_QUERY", "is at most 93 days")),
+    # Edited arguments go with an approval only (a rejection runs nothing to edit), and they are the
+    # tool's arguments (its own schema, which the approval names, not the document).
+    "POST /api/agent/approve": (("INVALID_REQUEST", "arguments (edits) go only with decision approve"),
+                                ("INVALID_ARGUMENTS", ""),  # one entry per field, each its own message
+                                ("EDIT_DENIED_BY_POLICY", "policy refuses"), ("EDIT_NOT_SUPPORTED", "takes no edits")),
+    # A new AG-UI run needs a user message with text; resume entries name the caller's own interrupts.
+    "POST /api/agent/agui": (("INVALID_REQUEST", "a new run needs a user message with text"),
+                             ("INVALID_REQUEST", "must be 1-128 characters of A-Z, a-z, 0-9, _ and -"),
+                             ("INVALID_REQUEST", "must be 1-255 visible ASCII characters"),
+                             # frontend tools: names and count as the model takes them; a tool result
+                             # answers a call that waits; a resume payload's own shape (docs/ag-ui.md)
+                             ("INVALID_REQUEST", "String should match pattern"),
+                             ("INVALID_REQUEST", "List should have at most 20 items"),
+                             ("INVALID_REQUEST", "is not a pending call of a client tool"),
+                             ("INVALID_REQUEST", "must be true or false"),
+                             ("INVALID_REQUEST", "unknown field; the payload takes"),
+                             ("INVALID_REQUEST", "edits go only with an approval"),
+                             ("INVALID_REQUEST", "must be an object {approved?, arguments?, reason?}"),
+                             ("INVALID_REQUEST", "interrupts of one run only"),
+                             ("INVALID_ARGUMENTS", ""), ("EDIT_DENIED_BY_POLICY", "policy refuses"),
+                             ("EDIT_NOT_SUPPORTED", "takes no edits")),
+    # An Idempotency-Key the caller used before with another body (the stateful phase reuses keys).
+    "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
+    "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
+    # A cursor is the nextCursor of the list's previous page, an opaque string the schema cannot tell apart.
+    **{f"GET {path}": (("INVALID_CURSOR", "is not a cursor of this list"),)
+       for path in ("/api/agent/runs", "/api/agent/sessions", "/api/agent/approvals", "/api/agent/threads",
+                    "/api/agent/memories", "/api/agent/containers",
+                    "/api/agent/threads/{threadId}")},
 }
 """Rules JSON Schema cannot state (between fields, relative to now, or about the deployment), each
 written in the operation's description in the document: a schema-valid request breaking one gets a
-400 naming it. Only those refusals are not counted as ``positive_data_acceptance`` failures; any
-other refusal of a schema-valid request is."""
+400 (422 for a reused Idempotency-Key) naming it. Only those refusals are not counted as
+``positive_data_acceptance`` failures; any other refusal of a schema-valid request is."""
 
 NDJSON_SEEN: Counter[str] = Counter()
 
@@ -197,7 +218,7 @@ def _broken_rules(body: bytes) -> list[tuple[str, str]]:
 def _keep_failure(ctx: schemathesis.HookContext, failure: Failure, case: schemathesis.Case,
                   response: schemathesis.Response) -> bool:
     rules = SEMANTIC_RULES.get(case.operation.label)
-    if not rules or "positive_data_acceptance" not in type(failure).checks or response.status_code != 400:
+    if not rules or "positive_data_acceptance" not in type(failure).checks or response.status_code not in (400, 422):
         return True
     broken = _broken_rules(response.content)
     return not (broken and all(any(code == c and text in message for c, text in rules) for code, message in broken))

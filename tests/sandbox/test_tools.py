@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bench.instrument import Crash, CrashAt
 from devserver import create_app
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
@@ -24,7 +25,7 @@ from shared.state.records import RunResult, UserRecord
 from shared.state.workspaces_repo import WorkspacesRepo
 from tests.agent.conftest import make_settings
 from tests.connectors.loop_support import deliver, start
-from tests.connectors.test_reconciliation import AFTER_SIDE_EFFECT, Crash, CrashAt, recover
+from tests.connectors.test_reconciliation import AFTER_SIDE_EFFECT, recover
 from tests.sandbox.support import SandboxProcess
 
 UID = "alice"
@@ -183,6 +184,71 @@ def test_the_routes_list_and_destroy_only_the_callers_workspaces(client: Any, sa
     assert client.get("/api/agent/containers?limit=3", headers=alice).status_code == 400
 
 
+def test_a_workspaces_files_are_readable_by_its_owner_only(client: Any, sandbox: SandboxProcess) -> None:
+    alice, bob = {"Authorization": "Bearer dev:alice"}, {"Authorization": "Bearer dev:bob"}
+    (mine,) = client.get("/api/agent/containers", headers=alice).get_json()["containers"]
+    wid = mine["containerId"]
+    sandbox.client().exec(wid, "mkdir -p src && echo 'print(1)' > src/app.py && mkdir .git && echo x > .git/HEAD "
+                          "&& ln -s /etc/passwd leak", timeout_s=20)
+    listed = client.get(f"/api/agent/containers/{wid}/files", headers=alice)
+    assert listed.status_code == 200, listed.get_json()
+    assert listed.get_json() == {"ok": True, "containerId": wid, "truncated": False,
+                                 "files": [{"path": "leak", "size": len("/etc/passwd")},
+                                           {"path": "src/app.py", "size": 9}]}
+    one = client.get(f"/api/agent/containers/{wid}/files?path=src/app.py", headers=alice).get_json()
+    assert one["file"] == {"path": "src/app.py", "content": "print(1)\n", "size": 9, "truncated": False,
+                           "binary": False}
+    for bad in ("leak", "../x", "/etc/passwd"):
+        refused = client.get(f"/api/agent/containers/{wid}/files?path={bad}", headers=alice)
+        assert refused.status_code == 400 and refused.get_json()["error"]["code"] == "PATH_REFUSED", bad
+    missing = client.get(f"/api/agent/containers/{wid}/files?path=nope.txt", headers=alice)
+    assert missing.status_code == 404 and missing.get_json()["error"]["code"] == "FILE_NOT_FOUND"
+    other = client.get(f"/api/agent/containers/{wid}/files", headers=bob)
+    assert other.status_code == 404 and other.get_json()["error"]["code"] == "WORKSPACE_NOT_FOUND"
+
+
+def test_erasing_the_users_data_destroys_their_workspaces(client: Any, sandbox: SandboxProcess) -> None:
+    from shared.connectors.sandbox import SandboxError
+
+    alice = {"Authorization": "Bearer dev:alice"}
+    (mine,) = client.get("/api/agent/containers", headers=alice).get_json()["containers"]
+    box = sandbox.client()
+    box.exec(mine["containerId"], "echo private > notes.txt", timeout_s=20)
+    erased = client.delete("/api/agent/me", headers=alice)
+    assert erased.status_code == 200, erased.get_json()
+    assert erased.get_json()["deleted"].get("workspaces") == 1
+    with pytest.raises(SandboxError) as gone:
+        box.info(mine["containerId"])
+    assert gone.value.code == "WORKSPACE_NOT_FOUND"  # files and snapshot, not only the record
+
+
 def test_the_tools_exist_only_with_a_sandbox(store: DocStore, tmp_path: Path) -> None:
     rt = Runtime(make_settings(), store=store, model=ScriptedModel([]), dispatcher=RecordingDispatcher())
     assert not {t.name for t in rt.registry} & {"container_exec", "run_shell_command"}
+
+
+def test_a_script_never_runs_past_the_callers_time_left(store: DocStore, sandbox: SandboxProcess) -> None:
+    from shared.tools.context import ToolContext
+    from shared.tools.registry import ToolRegistry
+    from shared.tools.sandbox_tools import register
+    from shared.workspaces import Workspaces
+
+    settings = make_settings(sandbox_url=sandbox.url, sandbox_key=sandbox.key)
+    rt = runtime(store, sandbox, ScriptedModel([]))
+    Workspaces(store, settings).create(UID, "ws_timeleft0001", run_id="run_x")
+    registry = ToolRegistry()
+    register(registry)
+    tool = registry.get("container_exec")
+    assert tool is not None
+    ctx = ToolContext(uid=UID, run_id="run_x", action_id="act_1", users=rt.users, settings=settings,
+                      deadline=time.monotonic() + 2.0)
+    out = tool.run(ctx, tool.validate({"containerId": "ws_timeleft0001", "script": "sleep 30", "timeoutS": 600}))
+    assert out["timedOut"] is True and out["exitCode"] == 137
+    stopped_after = float(out["stderr"].rsplit("stopped after ", 1)[1].split(" s", 1)[0])
+    assert stopped_after <= 2.0  # the sandbox was given the time left, not the 600 s asked for
+    spent = ToolContext(uid=UID, run_id="run_x", action_id="act_2", users=rt.users, settings=settings,
+                        deadline=time.monotonic() - 1)
+    from shared.errors import ToolError
+
+    with pytest.raises(ToolError, match="no time is left"):
+        tool.run(spent, tool.validate({"containerId": "ws_timeleft0001", "script": "true"}))
