@@ -261,6 +261,8 @@ class Settings:
     gemini_base_url: str | None = None
     gemini_use_vertex: bool = False
     gemini_location: str = "global"
+    offline_model_pace_s: float = 0.04
+    """The offline model's pause between streamed chunks of a few words (``OFFLINE_MODEL_PACE_MS``)."""
     model_timeout_s: float = 60.0
     model_max_retries: int = 3
     max_loop_steps: int = 8
@@ -304,6 +306,10 @@ class Settings:
     # Per-user limits (docs/limits.md); 0 turns a limit off.
     limit_requests_per_minute: int = 600
     """Authenticated API requests per user per minute (fixed one-minute windows)."""
+    admin_uids: tuple[str, ...] = ()
+    """``ADMIN_UIDS``: comma-separated uids of the principals with the admin role (the admin API,
+    ``/api/admin/users/{uid}``); the stack config's ``adminUids`` in production. ``make dev`` also
+    takes a ``dev-admin:<name>`` token."""
     limit_active_runs: int = 10
     """Chat runs a user may have not yet completed or failed (paused for approval included)."""
     limit_active_sessions: int = 5
@@ -388,6 +394,7 @@ class Settings:
             gemini_base_url=os.environ.get("GEMINI_BASE_URL") or None,
             gemini_use_vertex=_bool("GEMINI_USE_VERTEX", False),
             gemini_location=os.environ.get("GEMINI_LOCATION", "").strip() or "global",
+            offline_model_pace_s=max(0.0, _float("OFFLINE_MODEL_PACE_MS", 40.0)) / 1000,
             model_timeout_s=_float("MODEL_TIMEOUT_S", 60.0),
             model_max_retries=_int("MODEL_MAX_RETRIES", 3),
             max_loop_steps=clamp_loop_steps(_int("AGENT_MAX_LOOP_STEPS", 8)),
@@ -423,6 +430,7 @@ class Settings:
                                  if os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()),
             model_prices=_prices("MODEL_PRICES"),
             limit_requests_per_minute=_limit("LIMIT_REQUESTS_PER_MINUTE", 600),
+            admin_uids=tuple(u.strip() for u in os.environ.get("ADMIN_UIDS", "").split(",") if u.strip()),
             limit_active_runs=_limit("LIMIT_ACTIVE_RUNS", 10),
             limit_active_sessions=_limit("LIMIT_ACTIVE_SESSIONS", 5),
             limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),
