@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -186,6 +186,28 @@ def start_periodic_sweep(rt: Runtime, interval_s: float = SWEEP_INTERVAL_S) -> t
     return stop
 
 
+def start_schedule_ticker(rt: Runtime, *, clock: Callable[[], float] = time.time) -> threading.Event:
+    """Publish a ``schedule_tick`` for every minute through the dispatcher, as Cloud Scheduler does
+    in production (the same message, the same router): the schedules' runs start in ``make dev``.
+    Set the returned event to stop it."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        from shared.agent.schedules import tick_message
+
+        while True:
+            at = clock()
+            try:
+                rt.dispatcher.publish(tick_message(at))
+            except Exception:
+                log.exception("schedule tick failed")
+            if stop.wait(60.0 - at % 60.0 + 0.5):
+                return
+
+    threading.Thread(target=loop, name="schedule-ticker", daemon=True).start()
+    return stop
+
+
 SANDBOX_SNAPSHOTS = Path("var") / "sandbox-snapshots"
 """Where ``make dev``'s sandbox service keeps its workspace snapshots (they outlive restarts)."""
 
@@ -193,7 +215,7 @@ SANDBOX_SNAPSHOTS = Path("var") / "sandbox-snapshots"
 def start_local_sandbox(snapshot_dir: Path = SANDBOX_SNAPSHOTS, timeout_s: float = 30.0) -> subprocess.Popen[bytes]:
     """``make dev``'s sandbox service (docs/workspaces.md) as a child process on a free loopback port,
     with a fresh key; sets ``SANDBOX_URL`` and ``SANDBOX_KEY`` for this process (the workspace tools
-    then join the registry). Its workspaces live under a new 0711 directory in /tmp (the workspace
+    then join the registry). Its workspaces live under /tmp/agent-sandbox-<uid> (0711: the workspace
     uids must reach it), its snapshots in ``snapshot_dir``. The caller stops it."""
     import socket
     import urllib.request
@@ -201,7 +223,11 @@ def start_local_sandbox(snapshot_dir: Path = SANDBOX_SNAPSHOTS, timeout_s: float
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    root = tempfile.mkdtemp(prefix="agent-sandbox-", dir="/tmp")  # not under TMPDIR: it may be 0700
+    # One directory per OS user, reused by every start (each service mounts its workspaces in its own
+    # mount namespace, so concurrent ones never see each other's files); not under TMPDIR, which
+    # may be 0700: the workspace uids must pass through it.
+    root = f"/tmp/agent-sandbox-{os.getuid()}"
+    os.makedirs(root, mode=0o711, exist_ok=True)
     os.chmod(root, 0o711)
     key = secrets.token_urlsafe(24)
     env = {"PATH": os.defpath, "PORT": str(port), "SANDBOX_KEY": key,
@@ -257,6 +283,7 @@ def main() -> None:
         print("Dev console: off (it needs AUTH_MODE=local)", file=sys.stderr)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     start_periodic_sweep(rt)
+    start_schedule_ticker(rt)
     create_app().run(host="127.0.0.1", port=port, threaded=True)
 
 

@@ -52,7 +52,7 @@ def current_result(run: RunRecord) -> RunResult:
 def _base_result(ctx: RunContext) -> RunResult:
     last = ctx.last_action
     return RunResult(ok=True, run_id=ctx.run.run_id, thread_id=ctx.run.thread_id, status=ctx.run.status,
-                     model=ctx.run.model, action_id=last.action_id if last else "",
+                     model=ctx.run.model, action_id=last.action_id if last else None,
                      tool=last.tool if last else None, tool_args=last.args if last else None)
 
 
@@ -77,10 +77,17 @@ def _release(ctx: RunContext) -> Write:
 
 
 def _announce(ctx: RunContext, event: RunEventType, result: RunResult) -> list[str]:
-    """The run's webhook deliveries of this stop, recorded in its commit (``agent/webhooks``)."""
+    """The run's webhook deliveries of this stop, recorded in its commit (``agent/webhooks``), and
+    its A2A task's push notifications (``a2a/push``: only runs of A2A contexts look)."""
     from shared.agent.webhooks import Webhooks
 
-    return Webhooks(ctx.services).announce(ctx, event, result)
+    webhooks = Webhooks(ctx.services)
+    ids = webhooks.announce(ctx, event, result)
+    if ctx.run.thread_id.startswith("a2a_"):
+        from shared.a2a.push import announce
+
+        ids += announce(ctx, result, webhooks.deliverer())
+    return ids
 
 
 def _published(ctx: RunContext, deliveries: list[str]) -> None:
