@@ -120,4 +120,6 @@ def disconnect_mcp_server(request: flask.Request, path: Mapping[str, str]) -> fl
 def list_mcp_server_tools(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     """The server's tools as the caller's runs see them (the listing cache; at most ``MCP_TIMEOUT_S``)."""
     rt, uid = caller(request)
-    return json_response(_mcp_servers(rt).tools(uid, server_name(path["name"]), rt.settings).to_json())
+    from shared.tools.mcp_tools import listed_tools
+
+    return json_response(listed_tools(_mcp_servers(rt), uid, server_name(path["name"]), rt.settings).to_json())

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from shared.config import McpServer, Settings
+from shared.config import McpServer
 from shared.connectors.credentials import ConnectorError, CredentialVault
 from shared.connectors.url_guard import check_public_url
 from shared.errors import Conflict, InvalidInput
@@ -184,26 +184,6 @@ class UserMcpServers:
                             extra={"fields": {"component": "mcp", "server": name}})
                 unreadable.append(name)
         return opened, unreadable
-
-    def tools(self, uid: str, name: str, settings: Settings) -> McpToolsResponse:
-        """``name``'s tools as ``uid``'s runs see them (the listing cache; at most ``MCP_TIMEOUT_S``):
-        not connected when not declared, not available (and why) when it cannot be read or listed."""
-        try:
-            server = self.server(uid, name)
-        except ConnectorError as exc:
-            return McpToolsResponse(name=name, connected=True, available=False, error=str(exc))
-        if server is None:
-            return McpToolsResponse(name=name, connected=False, available=False)
-        from shared.connectors.mcp import McpError
-        from shared.tools.mcp_tools import server_tools
-
-        try:
-            tools = server_tools(server, settings)
-        except McpError as exc:
-            return McpToolsResponse(name=name, connected=True, available=False, error=str(exc))
-        listed = [McpToolBody(name=t.name, tool=t.remote_name, description=t.description, sideEffect=t.side_effect,
-                              idempotent=t.idempotent) for t in tools]
-        return McpToolsResponse(name=name, connected=True, available=True, tools=listed)
 
     def _open(self, uid: str, name: str, doc: dict[str, object]) -> McpServer:
         plain = json.loads(self._vault.open_text(McpServersRepo.location(uid, name), dict(doc), LABEL))

@@ -25,7 +25,7 @@ import functools
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -37,6 +37,9 @@ from shared.models.base import ToolDeclaration
 from shared.tools.context import ToolContext
 from shared.tools.mcp_listings import LISTINGS
 from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
+
+if TYPE_CHECKING:
+    from shared.connectors.user_mcp import McpToolsResponse, UserMcpServers
 
 log = logging.getLogger("agent_runtime.mcp")
 
@@ -126,6 +129,28 @@ def server_tools(server: McpServer, settings: Settings) -> list[McpTool]:
                            idempotent=side_effect and info.idempotent is True,
                            server=server, remote_name=info.name, input_schema=info.input_schema))
     return out
+
+
+def listed_tools(servers: UserMcpServers, uid: str, name: str, settings: Settings) -> McpToolsResponse:
+    """``uid``'s server ``name``'s tools as their runs see them (the listing cache; at most
+    ``MCP_TIMEOUT_S``): not connected when not declared, not available (and why) when it cannot be
+    read or listed."""
+    from shared.connectors.credentials import ConnectorError
+    from shared.connectors.user_mcp import McpToolBody, McpToolsResponse
+
+    try:
+        server = servers.server(uid, name)
+    except ConnectorError as exc:
+        return McpToolsResponse(name=name, connected=True, available=False, error=str(exc))
+    if server is None:
+        return McpToolsResponse(name=name, connected=False, available=False)
+    try:
+        tools = server_tools(server, settings)
+    except mcp.McpError as exc:
+        return McpToolsResponse(name=name, connected=True, available=False, error=str(exc))
+    listed = [McpToolBody(name=t.name, tool=t.remote_name, description=t.description, sideEffect=t.side_effect,
+                          idempotent=t.idempotent) for t in tools]
+    return McpToolsResponse(name=name, connected=True, available=True, tools=listed)
 
 
 def _unused(ctx: ToolContext, **args: Any) -> dict[str, Any]:  # McpTool.run calls the server itself

@@ -19,7 +19,7 @@ from shared.runtime import Runtime
 from shared.state import paths
 from shared.state.docstore import DocStore
 from shared.state.records import UsageEntry
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 from tests.limits.conftest import ALICE, BOB, Clock, MakeRuntime
 from tests.limits.support import ids, refused, snapshot
 
