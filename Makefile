@@ -7,9 +7,13 @@ PORT ?= 8080
 CHROMIUM := /usr/bin/chromium
 BWRAP := /usr/bin/bwrap
 MCP_NPM := tests/mcp_npm/node_modules/.installed
+AGUI_NPM := tests/agui_npm/node_modules/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability load bundle clean
+TCK_VENV := var/tck-venv
+TCK_STAMP := $(TCK_VENV)/.installed-$(shell cat tests/a2a/tck-requirements.txt | sha256sum | cut -c1-12)
+
+.PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability load bundle clean conformance
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +37,12 @@ $(MCP_NPM): tests/mcp_npm/package.json tests/mcp_npm/package-lock.json
 	cd tests/mcp_npm && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# The official AG-UI client (@ag-ui/client's HttpAgent, pinned with its lock file) the AG-UI tests
+# drive under Node: installed into tests/agui_npm/node_modules from the npm registry.
+$(AGUI_NPM): tests/agui_npm/package.json tests/agui_npm/package-lock.json
+	cd tests/agui_npm && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # The host agent's command (the project is not pip-installed: a small launcher runs this checkout).
 $(VENV)/bin/host-agent: scripts/host-agent $(STAMP)
 	install -m 755 scripts/host-agent $@
@@ -40,7 +50,13 @@ $(VENV)/bin/host-agent: scripts/host-agent $(STAMP)
 $(VENV)/bin/agent: scripts/agent $(STAMP)
 	install -m 755 scripts/agent $@
 
-venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent
+# The official A2A TCK (../shared/a2a-tck, not on PyPI) runs in a venv of its own pinned dependencies.
+$(TCK_STAMP): tests/a2a/tck-requirements.txt
+	test -x $(TCK_VENV)/bin/python || $(PYTHON) -m venv $(TCK_VENV)
+	$(TCK_VENV)/bin/pip install -q --disable-pip-version-check -r tests/a2a/tck-requirements.txt
+	rm -f $(TCK_VENV)/.installed-* && touch $(TCK_STAMP)
+
+venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(AGUI_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP)
 
 dev: $(STAMP) $(BWRAP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
 	PORT=$(PORT) MCP_ALLOW_PRIVATE_URLS=$${MCP_ALLOW_PRIVATE_URLS:-true} $(PY) devserver.py
@@ -53,11 +69,14 @@ DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),reference)
 host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
 	$(PY) -m hostagent.demo --host $(DEMO_HOST)
 
-test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent lint typecheck  ## everything CI runs
+test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(AGUI_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP) lint typecheck  ## everything CI runs
 	$(PY) -m pytest -q  # includes tests/infra, which runs the infra suite in infra/.venv
 
 unit: $(STAMP) $(MCP_NPM)
 	$(PY) -m pytest -q tests/agent tests/unit
+
+conformance: $(STAMP) $(TCK_STAMP)  ## the official A2A TCK against make dev's /a2a (one process; two on Firestore); in make test too
+	$(PY) -m pytest -q tests/a2a/test_tck.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

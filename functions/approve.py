@@ -1,4 +1,6 @@
-"""``approve``: POST /api/agent/approve -> 202 once the owner's decision is recorded."""
+"""``approve``: POST /api/agent/approve -> 202 once the owner's decision is recorded (with edited
+``arguments``: the call runs with them); GET /api/agent/approvals/{approvalId} -> the approval, its
+call's arguments and their schema (what an edit form needs)."""
 
 from __future__ import annotations
 
@@ -20,3 +22,10 @@ def approve(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     answer = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,
                              status="resume_requested", arguments=decision.arguments)
     return json_response(answer.to_json(), status=202)
+
+
+def get_approval(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.approval_edits import approval_detail
+
+    rt, uid = caller(request)
+    return json_response(approval_detail(rt.services, uid, path["approvalId"]).to_json())

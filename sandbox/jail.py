@@ -54,7 +54,9 @@ def bwrap_path() -> str:
 
 def command(workspace_dir: str, script: str, limits: Limits) -> list[str]:
     """The bwrap command line running ``script`` with ``/bin/sh -c`` in ``workspace_dir``."""
-    argv = [bwrap_path(), "--unshare-all", "--die-with-parent", "--new-session",
+    # --unshare-user explicitly: bubblewrap skips its automatic user namespace when it runs as uid 0
+    # (the service in its own user namespace), and then needs capabilities it may not have.
+    argv = [bwrap_path(), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
             "--hostname", "sandbox", "--cap-drop", "ALL"]
     for path in _SYSTEM:
         argv += ["--ro-bind-try", path, path]

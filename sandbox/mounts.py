@@ -5,8 +5,9 @@ a script cannot write past its quota (ENOSPC), no other process on the machine s
 when the service process dies its workspaces die with it (the snapshots are the durable copy). On
 Cloud Run the local disk is memory anyway, so a tmpfs costs what a directory would.
 
-Root enters a new mount namespace; any other user enters a new user namespace first (mapped to
-itself) and is root there, which is enough to mount a tmpfs. Both need a kernel that allows the
+Root with ``CAP_SYS_ADMIN`` enters a new mount namespace; any other process (not root, or root in
+a container without that capability) enters a new user namespace first (mapped to itself) and is
+root there, which is enough to mount a tmpfs; its scripts then run as that same uid. Both need a kernel that allows the
 namespaces bubblewrap needs too. Called once, before any thread starts (``unshare`` of a user
 namespace refuses a multi-threaded process).
 """
@@ -41,10 +42,8 @@ def enter_private_namespace() -> bool:
     """Enter a mount namespace of this process's own; ``True`` when the process stays real root
     (it may then run scripts as other uids), ``False`` when it is root only in its user namespace."""
     uid, gid = os.getuid(), os.getgid()
-    real_root = uid == 0
-    if real_root:
-        _check(_libc.unshare(CLONE_NEWNS), "unshare(mount namespace)")
-    else:
+    real_root = uid == 0 and _libc.unshare(CLONE_NEWNS) == 0
+    if not real_root:  # not root, or root without CAP_SYS_ADMIN (a container): a user namespace first
         _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare(user and mount namespaces)")
         with open("/proc/self/setgroups", "w") as f:
             f.write("deny")

@@ -15,12 +15,13 @@ stack="$root/infra/Pulumi.$env.yaml"
 project="$(sed -n 's/^  gcp:project: *//p' "$stack")"
 region="$(sed -n 's/^  gcp:region: *//p' "$stack")"
 tag="${IMAGE_TAG:-$(cd "$root" && git rev-parse --short=12 HEAD 2>/dev/null || date +%Y%m%d%H%M%S)}"
-image="$region-docker.pkg.dev/$project/agent-runtime/host-agent"
+# scripts/sandbox_image.sh builds the sandbox service's image the same way (IMAGE_NAME, DOCKERFILE).
+image="$region-docker.pkg.dev/$project/agent-runtime/${IMAGE_NAME:-host-agent}"
 
-docker build --file "$root/hostagent/Dockerfile" --tag "$image:$tag" "$root"
+docker build --file "$root/${DOCKERFILE:-hostagent/Dockerfile}" --tag "$image:$tag" "$root"
 docker push "$image:$tag"
 digest="$(docker inspect --format='{{index .RepoDigests 0}}' "$image:$tag")"
 case "$digest" in *@sha256:*) ;; *) echo "host_agent_image.sh: no digest for $image:$tag" >&2; exit 1 ;; esac
 mkdir -p "$(dirname "$out")"
 echo "$digest" > "$out"
-echo "host agent image: $digest -> $out"
+echo "${IMAGE_NAME:-host-agent} image: $digest -> $out"

@@ -266,6 +266,9 @@ class Settings:
     address (``make dev``, tests; refused on Cloud Run). Off by default: such URLs are refused
     (``shared/connectors/url_guard.py``)."""
     follow_max_wait_s: float = 60.0
+    a2a_public_url: str | None = None
+    """``A2A_PUBLIC_URL``: the server's public base URL as the agent card names it (default: the
+    scheme and host the card was requested at)."""
     """The longest one ``events?follow=1`` request reads on (then the client reconnects with ``after``)."""
     sandbox_url: str | None = None
     """The sandbox service (``SANDBOX_URL``, docs/workspaces.md): the container and shell tools exist
@@ -375,4 +378,5 @@ class Settings:
             workspace_idle_ttl_s=max(60.0, _float("WORKSPACE_IDLE_TTL_S", 86400.0)),
             github_git_base_url=os.environ.get("GITHUB_GIT_BASE_URL", "").strip().rstrip("/") or "https://github.com",
             heartbeat_s=max(0.01, _float("STREAM_HEARTBEAT_S", 15.0)),
+            a2a_public_url=os.environ.get("A2A_PUBLIC_URL", "").strip().rstrip("/") or None,
         )

@@ -153,7 +153,11 @@ def _parameters() -> dict[str, list[dict[str, Any]]]:
                      "schema": {"type": "string", "pattern": "^[0-9]*$"},
                      "description": "the seq of the last event read (an EventSource sends it when it reconnects); "
                                     "wins over after and lastEventId"}
-    return {"run": [idem], "stream": [idem], "getRunEvents": [last_event_id], "getSessionEvents": [last_event_id]}
+    agui_resume = {**last_event_id, "schema": {"type": "string", "pattern": "^[0-9]+:[0-9]+:[0-9]+$"},
+                   "description": "the id of the last AG-UI event read: the same input again reads on after it "
+                                  "(nothing is started or decided again)"}
+    return {"run": [idem], "stream": [idem], "getRunEvents": [last_event_id], "getSessionEvents": [last_event_id],
+            "agui": [idem, agui_resume]}
 
 
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum": list(PROVIDERS)},
@@ -185,6 +189,8 @@ def _reply(reply: routes.Reply) -> dict[str, Any]:
             model=reply.stream)}}}}
         if reply.sse:
             content["text/event-stream"] = {"schema": {"type": "string"}}
+    elif reply.sse:  # an event stream of another protocol (AG-UI): its frames, documented by the route
+        content = {"text/event-stream": {"schema": dict(reply.schema or {"type": "string"})}}
     else:
         content = {"application/json": {"schema": dict(reply.schema or {})}}
     return {"description": reply.description, "content": content}

@@ -166,10 +166,61 @@ FUNCTIONS: tuple[Function, ...] = (
     Function("usage", summary="the caller's model calls, summed per group"),
     # Lists and destroys the caller's workspaces (records in the store, files in the sandbox service).
     Function("containers", summary="the caller's workspaces of the sandbox service"),
+    # The A2A server (docs/a2a.md): messages start and continue runs, like run/stream/approve.
+    Function("a2a", secrets=_LOOP_SECRETS, publishes_resume=True, deadline_bound=True, default_timeout_s=0,
+             summary="the A2A server (JSON-RPC and HTTP+JSON) and its agent card"),
 )
 
 _BODY = (400, 401, 404, 409, 413, 415)
 """A route that reads a JSON body about a caller's object."""
+
+A2A_SEGMENT = r"[^/]{1,256}"
+"""An A2A task or configuration id: any segment (the SDK answers a bad one in A2A's words)."""
+_A2A_REST = "A2A HTTP+JSON binding (spec 1.0, section 11), answered by the a2a-sdk's REST routes; docs/a2a.md"
+_A2A_REPLY = (Reply(200, "the A2A answer (google.rpc errors as the binding says; 4xx for A2A errors)",
+                    schema={"type": "object"}),)
+_A2A_STREAM = (Reply(200, "Server-Sent Events, each data a StreamResponse (task, message, statusUpdate, "
+                          "artifactUpdate)", schema={"type": "string"}),)
+
+
+def _a2a_params(*names: str) -> tuple[Param, ...]:
+    """Query parameters of the A2A binding (spec 1.0 §11.3): the a2a-sdk reads and checks them."""
+    return tuple(Param(name, "string", description="as the A2A HTTP+JSON binding defines it") for name in names)
+
+
+def _a2a(method: str, path: str, op: str, replies: tuple[Reply, ...] = _A2A_REPLY, *,
+         body: bool = False, query: tuple[Param, ...] = ()) -> Route:
+    return Route(method, path, op, "a2a", "functions.a2a:a2a", replies=replies, body_required=body,
+                 errors=(400, 401, 404, 409, 413, 415), description=_A2A_REST,
+                 segments={"taskId": A2A_SEGMENT, "configId": A2A_SEGMENT}, query=query)
+
+
+A2A_ROUTES: tuple[Route, ...] = (
+    Route("POST", "/a2a", "a2aJsonRpc", "a2a", "functions.a2a:a2a",
+          description="The A2A server's JSON-RPC 2.0 binding (methods SendMessage, SendStreamingMessage, GetTask, "
+                      "ListTasks, CancelTask, SubscribeToTask, ...); errors are JSON-RPC errors (docs/a2a.md).",
+          replies=(Reply(200, "a JSON-RPC response, or Server-Sent Events for the streaming methods",
+                         schema={"type": "object"}),), errors=(401, 413)),
+    _a2a("POST", "/a2a/message:send", "a2aSendMessage", body=True),
+    _a2a("POST", "/a2a/message:stream", "a2aSendStreamingMessage", _A2A_STREAM, body=True),
+    _a2a("GET", "/a2a/tasks", "a2aListTasks",
+         query=_a2a_params("contextId", "status", "pageSize", "pageToken", "historyLength", "statusTimestampAfter",
+                           "includeArtifacts", "tenant")),
+    _a2a("POST", "/a2a/tasks/{taskId}:cancel", "a2aCancelTask"),
+    _a2a("GET", "/a2a/tasks/{taskId}:subscribe", "a2aSubscribeToTask", _A2A_STREAM),
+    _a2a("POST", "/a2a/tasks/{taskId}:subscribe", "a2aSubscribeToTaskPost", _A2A_STREAM),
+    _a2a("POST", "/a2a/tasks/{taskId}/pushNotificationConfigs", "a2aCreatePushConfig", body=True),
+    _a2a("GET", "/a2a/tasks/{taskId}/pushNotificationConfigs", "a2aListPushConfigs",
+         query=_a2a_params("pageSize", "pageToken", "tenant")),
+    _a2a("GET", "/a2a/tasks/{taskId}/pushNotificationConfigs/{configId}", "a2aGetPushConfig"),
+    _a2a("DELETE", "/a2a/tasks/{taskId}/pushNotificationConfigs/{configId}", "a2aDeletePushConfig"),
+    _a2a("GET", "/a2a/tasks/{taskId}", "a2aGetTask", query=_a2a_params("historyLength", "tenant")),
+    _a2a("GET", "/a2a/extendedAgentCard", "a2aExtendedAgentCard"),
+    Route("GET", "/.well-known/agent-card.json", "a2aAgentCard", "a2a", "functions.a2a:agent_card", public=True,
+          description="The A2A agent card: interfaces (JSON-RPC and HTTP+JSON at /a2a), skills, security schemes.",
+          replies=(Reply(200, "the AgentCard (A2A spec 1.0)", schema={"type": "object",
+                                                                      "required": ["name", "supportedInterfaces"]}),)),
+)
 
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
@@ -179,6 +230,13 @@ ROUTES: tuple[Route, ...] = (
           request="shared.api:RunRequest",
           replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
                               "event = type, id = seq)", stream="RunEvent", sse=True),), errors=(*_BODY, 422)),
+    Route("POST", "/api/agent/agui", "agui", "stream", "functions.stream:agui", request="ag_ui.core:RunAgentInput",
+          description="AG-UI (docs/ag-ui.md): a RunAgentInput starts a run (threadId, runId: the same input again "
+                      "is the same run) or, with resume entries, decides its interrupts (approvals) through the "
+                      "same path as POST /api/agent/approve and follows the resumed run. Last-Event-ID resumes "
+                      "the stream.",
+          replies=(Reply(200, "the AG-UI event stream (Server-Sent Events; data: one AG-UI event, id: "
+                              "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
           description="The caller's runs, newest first (other users' runs are never listed).",
           query=(page_limit(), CURSOR),
@@ -244,6 +302,12 @@ ROUTES: tuple[Route, ...] = (
                  page_limit(), CURSOR),
           replies=(Reply(200, "the approvals, newest first", model="shared.approvals_inbox:ApprovalsList"),),
           errors=(400, 401)),
+    Route("GET", "/api/agent/approvals/{approvalId}", "getApproval", "approve", "functions.approve:get_approval",
+          description="One of the caller's approvals with its call's arguments (as they will run; "
+                      "originalArguments: the model's, when an approval with edits changed them) and the tool's "
+                      "JSON schema of them (what an edit form needs; absent: the tool takes no edits).",
+          replies=(Reply(200, "the approval and its call", model="shared.agent.approval_edits:ApprovalDetail"),),
+          errors=(400, 401, 404)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
           request="shared.api:ApproveRequest",
           replies=(Reply(202, "decision recorded; the run resumes asynchronously",
@@ -315,6 +379,7 @@ ROUTES: tuple[Route, ...] = (
                       "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
           replies=(Reply(200, "the workspace is gone", model="shared.workspaces:ContainerRemovedResponse"),),
           errors=(401, 404, 502, 503)),
+    *A2A_ROUTES,
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
           replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},

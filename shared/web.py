@@ -255,7 +255,12 @@ def sse_response(events: Iterator[dict[str, Any]], *, retry_ms: int | None = Non
         for ev in events:
             yield sse_frame(ev)
 
-    resp = flask.Response(frames(), mimetype="text/event-stream")
+    return event_stream_response(frames())
+
+
+def event_stream_response(frames: Iterator[bytes]) -> flask.Response:
+    """A ``text/event-stream`` response of ready frames, sent as they come (no proxy buffering)."""
+    resp = flask.Response(frames, mimetype="text/event-stream")
     resp.headers["Cache-Control"] = "no-store"
     resp.headers["X-Accel-Buffering"] = "no"
     return resp

@@ -2,6 +2,8 @@
 // Approve / Reject buttons (POST /api/agent/approve). Errors (409 already decided, 410 expired,
 // ...) are shown on the card. An approval is named by approvalId everywhere (a run's seed-001
 // result also carries it as id); one of a plan session links to the session and its task.
+// "Edit arguments" opens a form built from the tool's schema (GET /api/agent/approvals/{id}): an
+// approval then sends the edited arguments (approve with edits; the server validates them).
 
 import {callJson} from './api.js';
 import {h, when} from './dom.js';
@@ -30,12 +32,24 @@ export function approvalCard(approval, {runId, threadId, onDecided} = {}) {
     : null,
   h('div', {class: 'row'}, h('label', {for: reasonId}, 'Reason'), reasonInput, approveBtn, rejectBtn),
   outcome, errors);
+  const editor = argumentsEditor(approvalId, errors);
+  card.insertBefore(editor.el, card.querySelector('.row'));
 
   async function decide(decision) {
     approveBtn.disabled = rejectBtn.disabled = true;
     errors.replaceChildren();
     const body = {approvalId, decision};
     if (reasonInput.value.trim()) body.reason = reasonInput.value.trim();
+    if (decision === 'approve') {
+      try {
+        const edited = editor.edited();
+        if (edited) body.arguments = edited;
+      } catch (err) {
+        showError(errors, err, `arguments of ${approvalId}`);
+        approveBtn.disabled = rejectBtn.disabled = false;
+        return;
+      }
+    }
     try {
       const resp = await callJson('POST', '/api/agent/approve', {body});
       outcome.textContent = `${resp.decision}: ${resp.status.replace(/_/g, ' ')}`;
@@ -51,4 +65,69 @@ export function approvalCard(approval, {runId, threadId, onDecided} = {}) {
   approveBtn.addEventListener('click', () => decide('approve'));
   rejectBtn.addEventListener('click', () => decide('reject'));
   return card;
+}
+
+/** One input per argument of the tool's JSON schema: text, number, checkbox, or JSON for the rest. */
+function field(name, schema, value, id) {
+  const type = schema.type || (schema.anyOf || []).map((s) => s.type).find((t) => t && t !== 'null');
+  if (type === 'boolean') {
+    const input = h('input', {id, type: 'checkbox', name});
+    input.checked = Boolean(value);
+    return {input, read: () => input.checked};
+  }
+  if (type === 'integer' || type === 'number') {
+    const input = h('input', {id, type: 'number', name, step: type === 'integer' ? '1' : 'any'});
+    input.value = value ?? '';
+    return {input, read: () => (input.value === '' ? null : Number(input.value))};
+  }
+  if (type === 'string') {
+    const input = h('textarea', {id, name, rows: String(Math.min(6, 1 + Math.floor(String(value ?? '').length / 60)))});
+    input.value = value ?? '';
+    return {input, read: () => input.value};
+  }
+  const input = h('textarea', {id, name, class: 'json', rows: '3'});
+  input.value = value === undefined ? '' : JSON.stringify(value);
+  return {input, read: () => (input.value.trim() === '' ? null : JSON.parse(input.value))};
+}
+
+function argumentsEditor(approvalId, errors) {
+  const form = h('div', {class: 'arguments-form'});
+  const el = h('details', {class: 'edit-arguments'}, h('summary', {}, 'Edit arguments'), form);
+  let fields = null; // [{name, read}] once the schema is loaded
+  let original = null;
+  el.addEventListener('toggle', async () => {
+    if (!el.open || fields) return;
+    try {
+      const detail = await callJson('GET', `/api/agent/approvals/${encodeURIComponent(approvalId)}`);
+      original = detail.arguments;
+      const props = (detail.argumentsSchema || {}).properties;
+      if (!props) {
+        form.append(h('p', {class: 'hint'}, 'This tool takes no edits.'));
+        fields = [];
+        return;
+      }
+      fields = Object.entries(props).map(([name, schema]) => {
+        const id = `arg-${approvalId}-${name}`;
+        const f = field(name, schema, original[name], id);
+        const label = f.input.classList.contains('json') ? `${name} (JSON)` : name;
+        form.append(h('div', {class: 'row'}, h('label', {for: id}, label), f.input));
+        return {name, read: f.read};
+      });
+    } catch (err) {
+      showError(errors, err, `arguments of ${approvalId}`);
+    }
+  });
+  return {
+    el,
+    /** The edited arguments, or null when the form was not opened or nothing changed. */
+    edited() {
+      if (!fields || !fields.length) return null;
+      const out = {};
+      for (const {name, read} of fields) {
+        const value = read();
+        if (value !== null) out[name] = value;
+      }
+      return JSON.stringify(out) === JSON.stringify(original) ? null : out;
+    },
+  };
 }

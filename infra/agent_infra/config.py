@@ -34,7 +34,7 @@ SECRET_ENV: dict[SecretName, str] = {
 
 # Set by the program itself; a stack may not override them.
 PROGRAM_ENV = ("STATE_BACKEND", "GOOGLE_CLOUD_PROJECT", "AUTH_MODE", "DISPATCHER", "RESUME_TOPIC",
-               "EVENT_RETENTION_S", "AUDIT_RETENTION_S", "GOOGLE_OAUTH_CLIENT_ID")
+               "EVENT_RETENTION_S", "AUDIT_RETENTION_S", "GOOGLE_OAUTH_CLIENT_ID", "SANDBOX_URL", "SANDBOX_KEY")
 
 # The message the scheduler publishes to the resume topic: resume runs the recovery sweep
 # (shared/durable/router.py Router.sweep: stranded outbox entries, units whose lease expired).
@@ -99,6 +99,39 @@ def _host_agent(raw: dict[str, Any]) -> HostAgentSpec:
 
 
 @dataclass(frozen=True)
+class SandboxSpec:
+    """The sandbox service of one environment (``agent-runtime:sandbox``, docs/workspaces.md)."""
+
+    image_file: str
+    memory: str
+    cpu: str
+    max_instances: int
+    concurrency: int
+    snapshot_retention_days: int
+    disk_bytes: int
+
+
+# The functions that run the workspace tools (the agent loop) or destroy workspaces: they get
+# SANDBOX_URL and may invoke the sandbox service; no other identity may.
+SANDBOX_CALLERS = ("run", "stream", "resume", "sessions", "containers")
+
+
+def _sandbox(raw: dict[str, Any]) -> SandboxSpec:
+    spec = SandboxSpec(image_file=str(raw.get("imageFile") or "../dist/sandbox-image.txt"),
+                       memory=str(raw.get("memory", "4Gi")), cpu=str(raw.get("cpu", "2")),
+                       max_instances=int(raw.get("maxInstances", 1)), concurrency=int(raw.get("concurrency", 8)),
+                       snapshot_retention_days=int(raw.get("snapshotRetentionDays", 7)),
+                       disk_bytes=int(raw.get("diskBytes", 1 << 30)))
+    if spec.max_instances != 1:
+        # Each instance keeps local copies of the workspaces it served; a second instance would
+        # restore an older snapshot of one the first is changing (docs/workspaces.md).
+        raise ValueError("sandbox.maxInstances must be 1 (workspaces are cached per instance)")
+    if spec.snapshot_retention_days < 2:
+        raise ValueError("sandbox.snapshotRetentionDays must outlive the idle TTL (at least 2 days)")
+    return spec
+
+
+@dataclass(frozen=True)
 class StackConfig:
     environment: str
     project: str
@@ -114,6 +147,7 @@ class StackConfig:
     sweep_schedule: str
     google_oauth_client_id: str
     host_agent: HostAgentSpec
+    sandbox: SandboxSpec
 
     @property
     def run_deadline_s(self) -> float:
@@ -197,6 +231,7 @@ def load() -> StackConfig:
         sweep_schedule=_schedule(cfg.require("sweepSchedule")),
         google_oauth_client_id=(cfg.get("googleOAuthClientId") or "").strip(),
         host_agent=_host_agent(cfg.require_object("hostAgent")),
+        sandbox=_sandbox(cfg.require_object("sandbox")),
         retention=Retention(
             events_days=int(raw_retention["eventsDays"]),
             audit_days=int(raw_retention["auditDays"]),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pulumi
 import pulumi_gcp as gcp
 
-from agent_infra.config import CATALOG, PYTHON_RUNTIME, FunctionSpec, SecretName, StackConfig
+from agent_infra.config import CATALOG, PYTHON_RUNTIME, SANDBOX_CALLERS, FunctionSpec, SecretName, StackConfig
 from agent_infra.iam import Accounts
 from agent_infra.secrets import secret_env
 
@@ -45,8 +45,12 @@ def upload_bundle(cfg: StackConfig, accounts: Accounts, depends_on: list[pulumi.
 def create_function(spec: FunctionSpec, cfg: StackConfig, accounts: Accounts,
                     bucket: gcp.storage.Bucket, source: gcp.storage.BucketObject,
                     secrets: dict[SecretName, gcp.secretmanager.Secret],
-                    depends_on: list[pulumi.Resource]) -> gcp.cloudfunctionsv2.Function:
+                    depends_on: list[pulumi.Resource],
+                    sandbox_url: pulumi.Input[str] | None = None) -> gcp.cloudfunctionsv2.Function:
     scale = cfg.scaling[spec.name]
+    env: dict[str, pulumi.Input[str]] = dict(cfg.function_env(spec))
+    if sandbox_url is not None and spec.name in SANDBOX_CALLERS:
+        env["SANDBOX_URL"] = sandbox_url  # reached with an ID token: no key
     builder_id = accounts.builder.name  # projects/P/serviceAccounts/EMAIL, the form build_config wants
     return gcp.cloudfunctionsv2.Function(
         f"fn-{spec.name}", project=cfg.project, location=cfg.region, name=f"{FUNCTION_PREFIX}{spec.name}",
@@ -61,7 +65,7 @@ def create_function(spec: FunctionSpec, cfg: StackConfig, accounts: Accounts,
             available_memory=scale.memory, available_cpu=scale.cpu, timeout_seconds=scale.timeout_s,
             min_instance_count=scale.min_instances, max_instance_count=scale.max_instances,
             max_instance_request_concurrency=scale.concurrency,
-            environment_variables=cfg.function_env(spec),
+            environment_variables=env,
             secret_environment_variables=secret_env(spec, cfg, secrets),
             service_account_email=accounts.functions[spec.name].email,
             # resume is reached only by Pub/Sub push, which counts as internal traffic.
@@ -72,5 +76,7 @@ def create_function(spec: FunctionSpec, cfg: StackConfig, accounts: Accounts,
 
 def create_functions(cfg: StackConfig, accounts: Accounts, bucket: gcp.storage.Bucket,
                      source: gcp.storage.BucketObject, secrets: dict[SecretName, gcp.secretmanager.Secret],
-                     depends_on: list[pulumi.Resource]) -> dict[str, gcp.cloudfunctionsv2.Function]:
-    return {s.name: create_function(s, cfg, accounts, bucket, source, secrets, depends_on) for s in CATALOG}
+                     depends_on: list[pulumi.Resource],
+                     sandbox_url: pulumi.Input[str] | None = None) -> dict[str, gcp.cloudfunctionsv2.Function]:
+    return {s.name: create_function(s, cfg, accounts, bucket, source, secrets, depends_on, sandbox_url)
+            for s in CATALOG}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from agent_infra import apis, config, database, functions, hostagent, iam, messaging, scheduler, secrets
+from agent_infra import apis, config, database, functions, hostagent, iam, messaging, sandbox, scheduler, secrets
 
 
 def build() -> dict[str, pulumi.Resource]:
@@ -25,9 +25,12 @@ def build() -> dict[str, pulumi.Resource]:
     publishers = messaging.grant_publishers(
         cfg, topics, accounts, [s.name for s in config.CATALOG if s.publishes_resume])
     bucket, source = functions.upload_bundle(cfg, accounts, enabled)
+    # The workspaces' service first: the functions that run tools are told its URL.
+    box = sandbox.create_sandbox(cfg, enabled)
+    callers = sandbox.grant_callers(cfg, box, accounts)
     # A function must be able to read its secrets and store before its first revision starts.
     fns = functions.create_functions(cfg, accounts, bucket, source, stored,
-                                     [*enabled, *project_grants, *readers, *publishers, db])
+                                     [*enabled, *project_grants, *readers, *publishers, db, *callers], box.url)
     invokers = iam.grant_invokers(cfg, fns, accounts)
     push = messaging.create_push(cfg, topics, fns["resume"], cfg.scaling["resume"].timeout_s, accounts,
                                  [invokers["resume"]])
@@ -44,4 +47,6 @@ def build() -> dict[str, pulumi.Resource]:
     pulumi.export("sweepJob", sweep.name)
     pulumi.export("hostAgentJob", host_agent.job.name)
     pulumi.export("hostAgentLogBucket", host_agent.logs.name)
+    pulumi.export("sandboxUrl", box.url)
+    pulumi.export("workspaceSnapshotBucket", box.snapshots.name)
     return dict(fns)

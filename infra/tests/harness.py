@@ -21,6 +21,7 @@ REPO = INFRA.parent  # the runtime's source (read as text: this venv cannot impo
 STACKS = ("dev", "staging", "prod")
 PROJECT_NUMBER = "123456789012"
 IMAGE = "europe-west1-docker.pkg.dev/p/agent-runtime/host-agent@sha256:" + "ab" * 32
+SANDBOX_IMAGE = "europe-west1-docker.pkg.dev/p/agent-runtime/sandbox@sha256:" + "cd" * 32
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class RecordingMocks(pulumi.runtime.Mocks):
             return f"projects/{project}/locations/{out['location']}/functions/{out['name']}", out
         if args.typ == "gcp:pubsub/topic:Topic":
             return f"projects/{project}/topics/{out['name']}", out
+        if args.typ == "gcp:cloudrunv2/service:Service":
+            out["uri"] = f"https://{out['name']}-mock.a.run.app"
+            return f"projects/{project}/locations/{out['location']}/services/{out['name']}", out
         if args.typ == "gcp:cloudrunv2/job:Job":
             return f"projects/{project}/locations/{out['location']}/jobs/{out['name']}", out
         if args.typ == "gcp:cloudscheduler/job:Job":
@@ -74,8 +78,12 @@ def deploy(stack: str, bundle_dir: Path, overrides: dict[str, Any] | None = None
     if not image_file.exists():
         image_file.write_text(f"{IMAGE}\n")
     host_agent = {**stack_config(stack)["agent-runtime:hostAgent"], "imageFile": str(image_file)}
+    sandbox_file = bundle_dir.parent / "sandbox-image.txt"  # what cloudbuild.yaml's image step writes
+    if not sandbox_file.exists():
+        sandbox_file.write_text(f"{SANDBOX_IMAGE}\n")
+    box = {**stack_config(stack)["agent-runtime:sandbox"], "imageFile": str(sandbox_file)}
     config = {**stack_config(stack), "agent-runtime:bundleDir": str(bundle_dir), "agent-runtime:hostAgent": host_agent,
-              **(overrides or {})}
+              "agent-runtime:sandbox": box, **(overrides or {})}
     pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()})
     pulumi.runtime.test(lambda: program.build() and None)()
     return mocks.resources

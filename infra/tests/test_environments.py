@@ -17,7 +17,7 @@ def test_min_instances(stacks: dict[str, list[Declared]]) -> None:
     dev, prod = min_instances(stacks["dev"]), min_instances(stacks["prod"])
     assert set(dev.values()) == {0}
     assert set(min_instances(stacks["staging"]).values()) == {0}
-    for name in ("agent-run", "agent-stream", "agent-resume"):
+    for name in ("agent-run", "agent-stream", "agent-resume", "agent-a2a"):
         assert prod[name] >= 1
     assert all(fn["serviceConfig"]["maxInstanceCount"] > 3 for fn in functions(stacks["prod"]).values())
 

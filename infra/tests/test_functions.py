@@ -38,7 +38,7 @@ def test_scaling_matches_the_stack_file(stacks: dict[str, list[Declared]], stack
 def test_deadline_bound_functions_outlive_the_run_deadline(stacks: dict[str, list[Declared]], stack: str) -> None:
     deadline = float(stack_config(stack)["agent-runtime:runtimeEnv"]["AGENT_RUN_DEADLINE_S"])
     fns = functions(stacks[stack])
-    for name in ("agent-run", "agent-stream", "agent-resume"):
+    for name in ("agent-run", "agent-stream", "agent-resume", "agent-a2a"):
         assert fns[name]["serviceConfig"]["timeoutSeconds"] >= math.ceil(deadline) + DEADLINE_MARGIN_S
     # Following a live run holds the connection open for a while.
     assert fns["agent-runs"]["serviceConfig"]["timeoutSeconds"] >= 300

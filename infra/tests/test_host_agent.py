@@ -52,7 +52,8 @@ def test_the_job_has_its_own_identity_and_least_grants(stacks: dict[str, list[De
     project_grants = [d for d in of_type(declared, "gcp:projects/iAMMember:IAMMember")
                       if d.inputs["member"] == identity]
     assert project_grants == []  # no Firestore, no project-wide role
-    (logs,) = of_type(declared, "gcp:storage/bucketIAMMember:BucketIAMMember")
+    (logs,) = [d for d in of_type(declared, "gcp:storage/bucketIAMMember:BucketIAMMember")
+               if d.inputs["member"] == identity]
     assert (logs.inputs["role"], logs.inputs["member"]) == (LOG_WRITER_ROLE, identity)
     (executor,) = of_type(declared, "gcp:cloudrunv2/jobIamMember:JobIamMember")
     backend = f"serviceAccount:{stack_config(stack)['agent-runtime:backendServiceAccount']}"

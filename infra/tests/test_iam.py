@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_infra.config import CATALOG, FunctionSpec
+from agent_infra.config import CATALOG, SANDBOX_CALLERS, FunctionSpec
 from agent_infra.iam import function_project_roles
 from harness import ACCOUNT, PROJECT_NUMBER, REPO, STACKS, Declared, functions, of_type, sa_member, stack_config
 
@@ -26,6 +26,7 @@ FIRESTORE_ROLES = {
     "integrations": {"roles/datastore.user"},
     "usage": {"roles/datastore.user"},
     "sessions": {"roles/datastore.user"},
+    "a2a": {"roles/datastore.user"},
     "containers": {"roles/datastore.user"},
 }
 
@@ -61,7 +62,7 @@ def test_each_function_runs_as_its_own_account(stacks: dict[str, list[Declared]]
     emails = [fn["serviceConfig"]["serviceAccountEmail"] for fn in functions(declared).values()]
     assert len(set(emails)) == len(CATALOG)
     assert all("compute@developer" not in e for e in emails)
-    assert len(of_type(declared, ACCOUNT)) == len(CATALOG) + 3  # + push identity, builder, host agent job
+    assert len(of_type(declared, ACCOUNT)) == len(CATALOG) + 4  # + push identity, builder, host agent job, sandbox
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -131,6 +132,8 @@ def test_invokers(stacks: dict[str, list[Declared]], stack: str) -> None:
     got = grants(declared, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember")
     want = {(f"agent-{s.name}", "roles/run.invoker",
              sa_member(declared, "sa-resume-push") if s.trigger == "pubsub" else backend) for s in CATALOG}
+    # The sandbox service: only the functions that run the workspace tools (tests/test_sandbox.py).
+    want |= {("agent-sandbox", "roles/run.invoker", sa_member(declared, f"sa-{n}")) for n in SANDBOX_CALLERS}
     assert got == want
     assert ("agent-integrations", "roles/run.invoker", backend) in got
 
@@ -140,7 +143,7 @@ def test_only_dispatching_functions_publish_to_resume(stacks: dict[str, list[Dec
     declared = stacks[stack]
     got = grants(declared, "gcp:pubsub/topicIAMMember:TopicIAMMember")
     want = {("agent-resume", "roles/pubsub.publisher", sa_member(declared, f"sa-{n}"))
-            for n in ("run", "stream", "approve", "resume", "sessions")}
+            for n in ("run", "stream", "approve", "resume", "sessions", "a2a")}
     want.add(("agent-resume-dead-letter", "roles/pubsub.publisher", PUBSUB_AGENT))
     assert got == want
 
@@ -152,10 +155,11 @@ def test_secret_readers(stacks: dict[str, list[Declared]], stack: str) -> None:
     gemini, creds = "agent-gemini-api-key", "agent-credentials-encryption-key"
     role = "roles/secretmanager.secretAccessor"
     oauth = "agent-google-oauth-client-secret"
-    want = {(gemini, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "goals", "sessions")}
-    want |= {(creds, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "integrations")}
+    want = {(gemini, role, sa_member(declared, f"sa-{n}"))
+            for n in ("run", "stream", "resume", "goals", "sessions", "a2a")}
+    want |= {(creds, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "integrations", "a2a")}
     # The loop runs connector tools in run, stream and resume: they refresh Google tokens.
-    want |= {(oauth, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume")}
+    want |= {(oauth, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "a2a")}
     want.add((gemini, role, sa_member(declared, "sa-host-agent")))  # the host agent job's LLM planner
     assert got == want
 

@@ -32,7 +32,7 @@ def test_the_oauth_client_secret_is_mounted_where_tools_run(stacks: dict[str, li
     fns = functions(stacks[stack])
     mounts = {name: {m["key"] for m in fn["serviceConfig"]["secretEnvironmentVariables"]} for name, fn in fns.items()}
     with_secret = {name for name, keys in mounts.items() if "GOOGLE_OAUTH_CLIENT_SECRET" in keys}
-    assert with_secret == {"agent-run", "agent-stream", "agent-resume"}
+    assert with_secret == {"agent-run", "agent-stream", "agent-resume", "agent-a2a"}
     assert named(stacks[stack], "google-oauth-client-secret").inputs["secretId"] == "agent-google-oauth-client-secret"
 
 
@@ -41,7 +41,7 @@ def test_the_oauth_client_id_is_plain_stack_config(bundle_dir: Path) -> None:
     fns = functions(deploy("staging", bundle_dir, {"agent-runtime:googleOAuthClientId": client_id}))
     for name, fn in fns.items():
         env = fn["serviceConfig"]["environmentVariables"]
-        if name in ("agent-run", "agent-stream", "agent-resume"):
+        if name in ("agent-run", "agent-stream", "agent-resume", "agent-a2a"):
             assert env["GOOGLE_OAUTH_CLIENT_ID"] == client_id
         else:
             assert "GOOGLE_OAUTH_CLIENT_ID" not in env

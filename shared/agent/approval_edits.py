@@ -15,9 +15,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared import policy
+from shared.approvals_inbox import approval_item
 from shared.errors import InvalidInput, NotFound
 from shared.formats import validation_problems
 from shared.loop.context import Services
+from shared.responses import Approval, ResponseBody
 
 EDIT_DENIED = "EDIT_DENIED_BY_POLICY"
 
@@ -51,3 +53,28 @@ def tool_of_pending(services: Services, uid: str, approval_id: str) -> str:
     if got is None:
         raise NotFound(f"approval {approval_id} not found", code="APPROVAL_NOT_FOUND")
     return got[0].tool
+
+
+class ApprovalDetail(ResponseBody):
+    """``GET /api/agent/approvals/{approvalId}``: the approval and what an edit form needs: the
+    call's arguments (as they will run), the model's when an approval with edits changed them, and
+    the tool's JSON schema of its arguments (absent: the tool takes no edits)."""
+
+    ok: bool = True
+    approval: Approval
+    arguments: dict[str, Any]
+    originalArguments: dict[str, Any] | None = None
+    argumentsSchema: dict[str, Any] | None = None
+
+
+def approval_detail(services: Services, uid: str, approval_id: str) -> ApprovalDetail:
+    """The caller's approval with its call's arguments and their schema (404 for anyone else's)."""
+    got = services.runs.get_approval(uid, approval_id)
+    action = None if got is None else next(
+        (a for a in services.runs.list_actions(got[0].run_id) if a.action_id == got[0].action_id), None)
+    if got is None or action is None or action.uid != uid:
+        raise NotFound(f"approval {approval_id} not found", code="APPROVAL_NOT_FOUND")
+    tool = services.registry_for(uid).get(action.tool)
+    schema = tool.declaration().parameters if tool is not None and not tool.host else None
+    return ApprovalDetail(approval=approval_item(got[0]), arguments=action.args, originalArguments=action.original_args,
+                          argumentsSchema=schema)

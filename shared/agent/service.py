@@ -7,7 +7,7 @@ instruction built from the user's stored profile and memories (a failed read doe
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,14 @@ from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
 from shared.models.base import Part, Turn
+from shared.state.docstore import Write
 from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
+
+ExtraWrites = Callable[[str], Sequence[Write]]
+"""Documents to create with a new run, given its id (in the run's transaction)."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,12 @@ class AgentService:
             memories = None
         return user, memories
 
-    def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None) -> StartedRun:
-        """Persist a new run (or find the one an Idempotency-Key already created)."""
+    def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None,
+              instruction_note: str | None = None, extra_writes: ExtraWrites | None = None) -> StartedRun:
+        """Persist a new run (or find the one an Idempotency-Key already created).
+        ``instruction_note``: appended to the system instruction (where the request came from, e.g.
+        an A2A caller); ``extra_writes(run_id)``: documents created in the run's own transaction
+        (e.g. the A2A task that is this run)."""
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
         limits = self.services.limits
@@ -85,7 +93,7 @@ class AgentService:
                                       if key else None)
         with log_context(uid=uid, threadId=thread_id):
             fingerprint = request.fingerprint() if idempotency_key else None
-            started = self._start(uid, req, thread_id, idempotency_key, fingerprint)
+            started = self._start(uid, req, thread_id, idempotency_key, fingerprint, instruction_note, extra_writes)
             run = started.outcome.snapshot.run
             # Counts only: the prompt, conversation and attached context are user data.
             log.info("run started" if started.outcome.created else "run found for a repeated Idempotency-Key",
@@ -95,7 +103,8 @@ class AgentService:
         return started
 
     def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
-               fingerprint: str | None) -> StartedRun:
+               fingerprint: str | None, instruction_note: str | None = None,
+               extra_writes: ExtraWrites | None = None) -> StartedRun:
         s = self.services
         conversation = list(req.conversation)
         if not conversation and req.threadId:  # the caller's own thread of that id (never another user's)
@@ -114,7 +123,7 @@ class AgentService:
             if entity_scope(s.users.store, uid, req.entityId) is None:
                 raise NotFound(f"entity {req.entityId} not found", code="ENTITY_NOT_FOUND")
         instruction = "\n\n".join((build_system_instruction(user, memories, req.attachedContext),
-                                    ctype.guidance(req.entityId)))
+                                    ctype.guidance(req.entityId), *([instruction_note] if instruction_note else [])))
         run = RunRecord(run_id=run_id, uid=uid, thread_id=thread_id, status="planning",
                         model=s.model_for(ctype.profile).name, max_steps=s.settings.max_loop_steps,
                         context_type=ctype.name, profile=ctype.profile, entity_id=req.entityId,
@@ -128,7 +137,8 @@ class AgentService:
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
                                    idempotency_key=idempotency_key, fingerprint=fingerprint,
                                    supersede=bool(req.supersede), slot=slot,
-                                   fail_paused=stops.close_paused)
+                                   fail_paused=stops.close_paused,
+                                   extra_writes=extra_writes(run_id) if extra_writes is not None else ())
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

@@ -52,6 +52,9 @@ class ToolCallEvent(Event):
     preview: str
     actionId: str
     status: Literal["executing", "awaiting_confirmation", "rejected", "failed"]
+    args: dict[str, Any] | None = None
+    """The call's arguments: as the model made them, and when ``executing`` as they run (an
+    approval with edits changes them). Absent in logs written before they were sent."""
 
 
 class ToolResultEvent(Event):

@@ -84,7 +84,7 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
             move_action(action, "rejected")
             action.outcome, action.error = "rejected", f"denied by policy: {decision.reason}"
             ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
-                                   status="rejected"))
+                                   status="rejected", args=dict(action.args)))
             ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id, status="rejected",
                                      error=action.error))
         elif decision.verdict == "require_approval":
@@ -102,7 +102,7 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
             ctx.audit(ctx.new_audit(kind="approval_requested", action_id=action.action_id,
                                     approval_id=approval.approval_id, tool=tool.name, reason=decision.reason))
             ctx.emit(ToolCallEvent(toolName=tool.name, preview=preview, actionId=action.action_id,
-                                   status="awaiting_confirmation"))
+                                   status="awaiting_confirmation", args=dict(action.args)))
         ctx.put_action(action)
         actions.append(action)
     return actions
@@ -158,7 +158,7 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
     if not tool.host:
         ctx.host.before_tool(ctx, tool.name)
     ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
-                           status="executing"))
+                           status="executing", args=dict(action.args)))
     move_action(action, "executing")
     action.attempts += 1
     if tool.host:

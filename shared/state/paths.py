@@ -216,3 +216,21 @@ def workspaces() -> str:
 
 def workspace(workspace_id: str) -> str:
     return f"workspaces/{workspace_id}"
+
+
+def a2a_tasks(uid: str) -> str:
+    """The user's A2A tasks (``/a2a``): one document per task, named by its run's id."""
+    return f"users/{uid}/a2aTasks"
+
+
+def a2a_task(uid: str, task_id: str) -> str:
+    return f"users/{uid}/a2aTasks/{task_id}"
+
+
+def a2a_push_configs(uid: str, task_id: str) -> str:
+    """A task's push notification configurations (their tokens and credentials as given)."""
+    return f"users/{uid}/a2aTasks/{task_id}/pushConfigs"
+
+
+def a2a_push_config(uid: str, task_id: str, config_id: str) -> str:
+    return f"users/{uid}/a2aTasks/{task_id}/pushConfigs/{config_id}"

@@ -280,7 +280,7 @@ class RunsRepo:
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
                   fingerprint: str | None = None, supersede: bool = False, slot: Slot | None = None,
-                  fail_paused: FailPaused) -> StartOutcome:
+                  fail_paused: FailPaused, extra_writes: Sequence[Write] = ()) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt.
 
         Raises NotFound for another user's thread and Conflict when the thread's current run is not
@@ -339,6 +339,8 @@ class RunsRepo:
                 t.write(Write("set", paths.idempotency(run.uid, idempotency_key),
                               {"runId": run.run_id, "uid": run.uid, "createdAt": at,
                                "fingerprint": fingerprint or "", EXPIRE_AT: at + IDEMPOTENCY_KEY_TTL_S}))
+            for w in extra_writes:
+                t.write(w)
             return None
 
         if slot is not None:
@@ -395,16 +397,26 @@ class RunsRepo:
         """Close a pause whose open approvals all expired (the sweep; before, only the next run on the
         thread or an approve call noticed): approvals ``expired``, actions rejected, audited, the run
         ended by ``fail`` (the loop's stop) and its thread released, in one transaction."""
+        return self._close_pause(run_id, fail, "expired")
+
+    def cancel_paused(self, run_id: str, fail: FailPaused) -> bool:
+        """Cancel a run paused for a decision (an A2A ``tasks/cancel``): its open approvals rejected,
+        actions rejected, audited, the run ended by ``fail`` (``CANCELLED``) and its thread released,
+        in one transaction. ``False`` (nothing written) when it is not paused for a decision."""
+        return self._close_pause(run_id, fail, "cancelled")
+
+    def _close_pause(self, run_id: str, fail: FailPaused, reason: CloseReason) -> bool:
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return False
             run = RunRecord.from_doc(doc.data)
-            if pause_state(t, run) != "expired":
+            state = pause_state(t, run)
+            if state != "expired" and not (reason == "cancelled" and state == "open"):
                 return False
             thread = t.get(thread_path(run)) if run.thread_id else None
-            close_paused(t, run, doc.token, "", "expired", fail=fail, event_write=self.event_write,
+            close_paused(t, run, doc.token, "", reason, fail=fail, event_write=self.event_write,
                          audit_write=self.audit_write)
             if thread is not None and thread.data.get("activeRunId") == run_id:
                 t.write(self.release_thread_write(run))

@@ -49,12 +49,19 @@ ALICE = {"Authorization": "Bearer dev:alice"}
 BOB = {"Authorization": "Bearer dev:bob"}
 SECRET = "alice-secret-7f3a"
 """In everything A creates: B's answers must never contain it."""
-PUBLIC_OPERATIONS = {"goals", "health", "openapi"}
+PUBLIC_OPERATIONS = {"goals", "health", "openapi", "a2aAgentCard"}
 """Operations with ``security: []``: the goals agent is IAM-protected in production and stores
-nothing per user; ``make dev``'s liveness answer and the document itself. Any other operation
-without authentication fails this test."""
+nothing per user; ``make dev``'s liveness answer, the document itself and the A2A agent card (public
+by the A2A spec: it says how to authenticate). Any other operation without authentication fails
+this test."""
+A2A_PREFIX = "/a2a"
+"""The A2A server's operations answer in A2A's words (JSON-RPC errors, google.rpc statuses), not in
+our error envelope: tests/a2a/test_a2a_http.py holds their matrix (B gets TaskNotFound, no
+credentials 401) on both transports."""
 NOT_REFERENCES = {"teamId"}
 """Body fields named like references that name no object of ours (a Slack workspace id)."""
+NOT_REFERENCES_IN = {"RunAgentInput": {"runId", "parentRunId"}}
+"""Per request schema: AG-UI's client-chosen run ids name no object of ours (its ``threadId`` does)."""
 
 
 PROBE = "hello"
@@ -229,6 +236,9 @@ BODIES: dict[str, dict[str, Any]] = {
     "RefineRequest": {"message": "also pack"},
     "ConfirmRequest": {"planVersion": 1},
     "CancelRequest": {"reason": "changed my mind"},
+    # AG-UI: B's run on A's thread must not supersede A's pause either
+    "RunAgentInput": {"threadId": "thread-b", "runId": "agui-run", "forwardedProps": {"supersede": True},
+                      "messages": [{"id": "m1", "role": "user", "content": PROBE}]},
 }
 """A valid body per request schema; the reference under test replaces its field."""
 
@@ -257,6 +267,8 @@ def cells(doc: dict[str, Any]) -> Iterator[Cell | tuple[str, str, str]]:
     ``(operationId, method, path)`` (only its 401 row applies)."""
     schemas = doc["components"]["schemas"]
     for path, item in doc["paths"].items():
+        if path.startswith(A2A_PREFIX):
+            continue
         for method, op in item.items():
             if op.get("security") == []:
                 continue
@@ -265,7 +277,8 @@ def cells(doc: dict[str, Any]) -> Iterator[Cell | tuple[str, str, str]]:
             body = _body_schema(op)
             if body is not None:
                 refs += [(name, "body") for name in schemas[body].get("properties", {})
-                         if re.fullmatch(r"[a-z]\w*Id", name) and name not in NOT_REFERENCES]
+                         if re.fullmatch(r"[a-z]\w*Id", name) and name not in NOT_REFERENCES
+                         and name not in NOT_REFERENCES_IN.get(body, ())]
             if not refs:
                 yield op["operationId"], method, path
             for name, location in refs:

@@ -120,3 +120,38 @@ def test_a_follow_never_ends_with_an_empty_200(install: Install, client: FlaskCl
     # A page read (no follow) may be empty: it is not a window.
     assert client.get(f"/api/agent/runs/{run_id}/events?after={last}", headers=ALICE).data == b""
 
+
+
+@pytest.mark.parametrize("sse", [False, True])
+def test_a_live_stream_sends_heartbeats_while_the_model_is_quiet(install: Install, client: FlaskClient,
+                                                                 sse: bool) -> None:
+    """The model answers only once the client has read two heartbeats from the open stream: counts,
+    not timing."""
+    import threading
+
+    from shared.models.base import ModelRequest, ModelResponse
+
+    heard = threading.Event()
+
+    def slow(request: ModelRequest) -> ModelResponse:
+        assert heard.wait(30), "the client never read two heartbeats"
+        return ModelResponse(turn=text_turn("Done."), finish_reason="STOP")
+
+    install(ScriptedModel([slow]), heartbeat_s=0.05)
+    resp = client.post("/api/agent/run/stream", json={"prompt": "take your time"},
+                       headers=SSE if sse else ALICE, buffered=False)
+    assert resp.status_code == 200
+    body, beats = b"", 0
+    for chunk in resp.response:
+        body += chunk
+        beats = body.count(b": heartbeat\n\n") if sse else body.count(b'{"type":"heartbeat"}\n')
+        if beats >= 2:
+            heard.set()
+    assert beats >= 2
+    if sse:
+        frames, _ = parse_sse(body.decode())
+        events = [f.json for f in frames]
+    else:
+        events = [e for e in ndjson_lines(body) if e["type"] != "heartbeat"]
+    assert events[-1]["type"] == "result" and events[-1]["result"]["status"] == "completed"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))  # heartbeats take no seq

@@ -65,10 +65,11 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
     doc = client.get("/openapi.json").get_json()
     assert doc["openapi"].startswith("3.1")
     assert {path: set(item) for path, item in doc["paths"].items()} == {
-        "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/runs": {"get"},
+        "/api/agent/run": {"post"}, "/api/agent/run/stream": {"post"}, "/api/agent/agui": {"post"},
+        "/api/agent/runs": {"get"},
         "/api/agent/runs/{runId}": {"get"},
         "/api/agent/runs/{runId}/events": {"get"}, "/api/agent/approve": {"post"}, "/agent/run": {"post"},
-        "/api/agent/approvals": {"get"},
+        "/api/agent/approvals": {"get"}, "/api/agent/approvals/{approvalId}": {"get"},
         "/api/agent/usage": {"get"}, "/api/agent/sessions": {"get", "post"}, "/api/agent/sessions/{sessionId}": {"get"},
         "/api/agent/sessions/{sessionId}/refine": {"post"}, "/api/agent/sessions/{sessionId}/confirm": {"post"},
         "/api/agent/sessions/{sessionId}/cancel": {"post"}, "/api/agent/sessions/{sessionId}/events": {"get"},
@@ -76,6 +77,12 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/integrations/mcp": {"get"}, "/api/integrations/mcp/{name}": {"get", "post", "delete"},
         "/api/integrations/mcp/{name}/tools": {"get"},
         "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
+        "/a2a": {"post"}, "/a2a/message:send": {"post"}, "/a2a/message:stream": {"post"},
+        "/a2a/tasks": {"get"}, "/a2a/tasks/{taskId}": {"get"}, "/a2a/tasks/{taskId}:cancel": {"post"},
+        "/a2a/tasks/{taskId}:subscribe": {"get", "post"},
+        "/a2a/tasks/{taskId}/pushNotificationConfigs": {"get", "post"},
+        "/a2a/tasks/{taskId}/pushNotificationConfigs/{configId}": {"get", "delete"},
+        "/a2a/extendedAgentCard": {"get"}, "/.well-known/agent-card.json": {"get"},
         "/healthz": {"get"}, "/openapi.json": {"get"}}
     jsonschema.Draft202012Validator.check_schema({"components": doc["components"]})
     for schema in doc["components"]["schemas"].values():

@@ -27,7 +27,8 @@ def _build() -> dict[str, Any]:
 
 
 def test_steps_run_in_pipeline_order() -> None:
-    assert [s["id"] for s in _build()["steps"]] == ["test", "bundle", "host-agent-image", "deploy", "smoke"]
+    assert [s["id"] for s in _build()["steps"]] == ["test", "bundle", "host-agent-image", "sandbox-image", "deploy",
+                                                       "smoke"]
 
 
 def test_every_step_runs_a_script_of_this_repo() -> None:

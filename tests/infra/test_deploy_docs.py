@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_deploying_md_has_a_row_per_function() -> None:
     text = (REPO / "docs" / "deploying.md").read_text()
-    rows = set(re.findall(r"^\| `agent-([a-z]+)` \| `([a-z]+)` \|", text, flags=re.MULTILINE))
+    rows = set(re.findall(r"^\| `agent-([a-z0-9]+)` \| `([a-z0-9]+)` \|", text, flags=re.MULTILINE))
     assert rows == {(name, name) for name in main_entry_points()}
     assert "agent-resume-sweep" in text and '{"kind":"sweep"}' in text
 

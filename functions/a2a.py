@@ -1,0 +1,66 @@
+"""``/a2a`` (the A2A server: JSON-RPC at ``POST /a2a``, HTTP+JSON under ``/a2a/...``) and
+``GET /.well-known/agent-card.json`` (docs/a2a.md). The caller is authenticated here like on every
+route; the a2a-sdk's routes then parse, dispatch and render (``shared/a2a/app.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import flask
+
+from functions.common import caller
+from shared.errors import PayloadTooLarge
+from shared.web import json_response
+
+_HOP_BY_HOP = {"transfer-encoding", "connection", "keep-alive", "content-length"}
+
+
+def a2a(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    rt, uid = caller(request)
+    from shared.a2a.app import a2a_app
+    from shared.a2a.asgi_bridge import call_asgi
+
+    limit = rt.settings.max_body_bytes
+    body = request.stream.read(limit + 1)
+    if len(body) > limit:
+        raise PayloadTooLarge(f"the request body is larger than {limit} bytes", code="PAYLOAD_TOO_LARGE")
+    host, _, port = request.host.partition(":")
+    path_only = request.path.rstrip("/") or "/"  # the route table ignores one trailing slash; so does /a2a
+    if path_only == "/a2a" and request.mimetype not in ("application/json", "application/a2a+json"):
+        return _content_type_not_supported(request.mimetype)
+    answer = call_asgi(a2a_app(), method=request.method, path=path_only, query=request.query_string,
+                       headers={k: v for k, v in request.headers.items()}, body=body, state={"uid": uid},
+                       server=(host, int(port or (443 if request.scheme == "https" else 80))),
+                       scheme=request.scheme)
+
+    def relay() -> Iterator[bytes]:
+        try:
+            yield from answer.body
+        finally:
+            answer.close()
+
+    headers = [(k, _media_type(v) if k.lower() == "content-type" else v) for k, v in answer.headers
+               if k.lower() not in _HOP_BY_HOP]
+    return flask.Response(relay(), status=answer.status, headers=headers)
+
+
+def _content_type_not_supported(mimetype: str) -> flask.Response:
+    from shared.a2a.app import content_type_error
+
+    return json_response(content_type_error(mimetype))
+
+
+def _media_type(value: str) -> str:
+    """The A2A spec (1.0, section 11.1) has the HTTP+JSON binding answer ``application/json``; the
+    a2a-sdk 1.3.0 labels its REST answers ``application/a2a+json``: relabelled here."""
+    return value.replace("application/a2a+json", "application/json")
+
+
+def agent_card(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.a2a.card import card_json
+    from shared.runtime import get_runtime
+
+    rt = get_runtime()
+    response = json_response(card_json(rt, rt.settings.a2a_public_url or request.host_url))
+    response.headers["Cache-Control"] = "public, max-age=300"
+    return response

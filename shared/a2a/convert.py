@@ -1,0 +1,215 @@
+"""Our units in A2A's words (docs/a2a.md): a run is a task, its status the task's state, its
+approvals the task's ``input-required`` status message, its answer the task's artifact, and its
+event log (``runs/{runId}/events``) the stream of status and artifact updates.
+
+Only this package imports the a2a-sdk (its protobuf types); nothing else of the runtime does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from shared.state.records import RunRecord, RunResult, waits_on_child
+
+S = pb.TaskState
+TERMINAL = frozenset({S.TASK_STATE_COMPLETED, S.TASK_STATE_FAILED, S.TASK_STATE_CANCELED, S.TASK_STATE_REJECTED})
+INTERRUPTED = frozenset({S.TASK_STATE_INPUT_REQUIRED, S.TASK_STATE_AUTH_REQUIRED})
+ANSWER_ARTIFACT = "answer"
+DECISION_HINT = ('Reply with a message "approve" or "reject" (or a data part {"decision": "approve" | "reject", '
+                 '"approvalId"?: ...}); any other reply rejects the call and tells the agent what you said.')
+MAX_PROMPT_PART = 4000
+
+
+def thread_for(uid: str, context_id: str) -> str:
+    """The thread an A2A context continues: one per (caller, contextId), never another user's."""
+    return "a2a_" + hashlib.sha256(f"{uid}\n{context_id}".encode()).hexdigest()[:40]
+
+
+def timestamp(at: float) -> Any:
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    ts = Timestamp()
+    ts.FromDatetime(datetime.fromtimestamp(at, UTC))
+    return ts
+
+
+def to_dict(message: Any) -> dict[str, Any]:
+    """A protobuf message as its A2A JSON (camelCase), the way it is stored."""
+    out: dict[str, Any] = MessageToDict(message, preserving_proto_field_name=False)
+    return out
+
+
+def message_from(doc: dict[str, Any]) -> pb.Message:
+    msg = pb.Message()
+    ParseDict(doc, msg, ignore_unknown_fields=True)
+    return msg
+
+
+def prompt_of(message: pb.Message) -> str:
+    """What the model is told a caller's message says: its text parts, its data parts as JSON, its
+    files by name and type (their bytes never)."""
+    lines: list[str] = []
+    for part in message.parts:
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            lines.append(part.text)
+        elif kind == "data":
+            lines.append(json.dumps(MessageToDict(part.data), ensure_ascii=False)[:MAX_PROMPT_PART])
+        elif kind == "url":
+            lines.append(f"[file {part.filename or ''} ({part.media_type or 'unknown type'}) at {part.url}]")
+        elif kind == "raw":
+            lines.append(f"[file {part.filename or ''} ({part.media_type or 'unknown type'}), {len(part.raw)} bytes]")
+    text = "\n".join(line for line in lines if line.strip())
+    return text or "(an empty message)"
+
+
+def origin_note(message: pb.Message, context_id: str) -> str:
+    """What the system instruction says of a run an A2A message started (the model's provenance)."""
+    return (f"This request arrived over A2A (Agent2Agent) from another agent acting for the user: "
+            f"A2A message {message.message_id} in context {context_id}. Answer it as you would the user.")
+
+
+def agent_message(task_id: str, context_id: str, suffix: str, parts: Iterable[pb.Part]) -> pb.Message:
+    return pb.Message(message_id=f"{task_id}-{suffix}", task_id=task_id, context_id=context_id,
+                      role=pb.Role.ROLE_AGENT, parts=list(parts))
+
+
+def _data_part(value: dict[str, Any]) -> pb.Part:
+    from google.protobuf.struct_pb2 import Value
+
+    v = Value()
+    ParseDict(value, v)
+    return pb.Part(data=v, media_type="application/json")
+
+
+def approvals_of(result: RunResult | None) -> list[dict[str, Any]]:
+    if result is None:
+        return []
+    views = result.approvals or ([result.approval] if result.approval is not None else [])
+    return [{"approvalId": a.approval_id, "tool": a.tool, "reason": a.reason, "preview": a.preview} for a in views]
+
+
+def state_of(run: RunRecord) -> int:
+    if run.status == "completed":
+        return int(S.TASK_STATE_COMPLETED)
+    if run.status == "failed":
+        code = run.error.code if run.error is not None else ""
+        return int(S.TASK_STATE_CANCELED if code == "CANCELLED" else S.TASK_STATE_FAILED)
+    if run.status == "awaiting_confirmation" and not waits_on_child(run):
+        return int(S.TASK_STATE_INPUT_REQUIRED)
+    if run.status == "queued":
+        return int(S.TASK_STATE_SUBMITTED)
+    return int(S.TASK_STATE_WORKING)
+
+
+def status_message(task_id: str, context_id: str, state: int, result: RunResult | None,
+                   error: str | None) -> pb.Message | None:
+    """The status message of a state: the approvals' previews (input-required), the answer
+    (completed), what went wrong (failed, canceled)."""
+    if state == S.TASK_STATE_INPUT_REQUIRED:
+        approvals = approvals_of(result)
+        lines = [f"Approval needed for {a['tool']}: {a['preview']}" for a in approvals]
+        first = approvals[0]["approvalId"] if approvals else ""
+        return agent_message(task_id, context_id, f"input-{len(approvals)}-{first}",
+                             [pb.Part(text="\n".join([*lines, DECISION_HINT])),
+                              _data_part({"approvals": approvals})])
+    if state == S.TASK_STATE_COMPLETED and result is not None and result.summary:
+        return agent_message(task_id, context_id, "answer", [pb.Part(text=result.summary)])
+    if state in (S.TASK_STATE_FAILED, S.TASK_STATE_CANCELED) and error:
+        return agent_message(task_id, context_id, "error", [pb.Part(text=error)])
+    return None
+
+
+def answer_artifact(result: RunResult | None) -> pb.Artifact | None:
+    """The final answer: its text, or, when the answer is exactly a JSON object, that object as a
+    data part (``application/json``: structured output another agent can read as is)."""
+    if result is None or not result.summary:
+        return None
+    return pb.Artifact(artifact_id=ANSWER_ARTIFACT, name="answer", parts=[answer_part(result.summary)])
+
+
+def answer_part(text: str) -> pb.Part:
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return _data_part(value)
+    return pb.Part(text=text)
+
+
+def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False) -> pb.Task:
+    """The task as of the run's last committed state; ``decided``: every approval its pause waits
+    for is decided (it is about to resume: ``working``, not ``input-required``)."""
+    task_id, context_id = str(doc["taskId"]), str(doc["contextId"])
+    state = state_of(run)
+    if decided and state == S.TASK_STATE_INPUT_REQUIRED:
+        state = int(S.TASK_STATE_WORKING)
+    error = run.error.message if run.error is not None else None
+    status = pb.TaskStatus(state=state, timestamp=timestamp(run.updated_at))  # type: ignore[arg-type]
+    message = status_message(task_id, context_id, state, run.result, error)
+    if message is not None:
+        status.message.CopyFrom(message)
+    task = pb.Task(id=task_id, context_id=context_id, status=status)
+    history = [message_from(m) for m in doc.get("history") or []]
+    for m in history:
+        m.task_id, m.context_id = task_id, context_id
+    if message is not None and state in TERMINAL | INTERRUPTED:
+        history.append(message)
+    task.history.extend(history)
+    artifact = answer_artifact(run.result) if state == S.TASK_STATE_COMPLETED else None
+    if artifact is not None:
+        task.artifacts.append(artifact)
+    return task
+
+
+def stream_events(doc: dict[str, Any], run_events: Iterable[dict[str, Any]]) -> Iterable[Any]:
+    """A run's events (from the log, in ``seq`` order) as A2A stream events: a ``status`` event is
+    ``working``; a ``result`` is the answer's artifact then ``completed``, or ``input-required``
+    with the approvals' previews; an ``error`` is ``failed`` (``canceled`` when cancelled). The
+    other events (deltas, tool calls) say nothing A2A has a word for and are not sent."""
+    task_id, context_id = str(doc["taskId"]), str(doc["contextId"])
+    for ev in run_events:
+        kind = ev.get("type")
+        now = timestamp(datetime.now(UTC).timestamp())
+        if kind == "status":
+            yield pb.TaskStatusUpdateEvent(task_id=task_id, context_id=context_id,
+                                           status=pb.TaskStatus(state=S.TASK_STATE_WORKING, timestamp=now))
+        elif kind == "result":
+            result = RunResult.from_doc(ev["result"])
+            if result.status == "completed":
+                state = S.TASK_STATE_COMPLETED
+                artifact = answer_artifact(result)
+                if artifact is not None:
+                    yield pb.TaskArtifactUpdateEvent(task_id=task_id, context_id=context_id, artifact=artifact,
+                                                     last_chunk=True)
+            elif result.status == "awaiting_confirmation" and approvals_of(result):
+                state = S.TASK_STATE_INPUT_REQUIRED
+            else:
+                continue
+            status = pb.TaskStatus(state=state, timestamp=now)
+            message = status_message(task_id, context_id, state, result, None)
+            if message is not None:
+                status.message.CopyFrom(message)
+            yield pb.TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)
+        elif kind == "error":
+            state = S.TASK_STATE_CANCELED if ev.get("code") == "CANCELLED" else S.TASK_STATE_FAILED
+            status = pb.TaskStatus(state=state, timestamp=now)
+            message = status_message(task_id, context_id, state, None, str(ev.get("error") or ""))
+            if message is not None:
+                status.message.CopyFrom(message)
+            yield pb.TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)
+
+
+def ends_stream(event: Any) -> bool:
+    """A status update in a terminal or interrupted state closes a stream (A2A: the task waits)."""
+    return isinstance(event, pb.TaskStatusUpdateEvent) and event.status.state in TERMINAL | INTERRUPTED

@@ -1,0 +1,407 @@
+"""The A2A server's request handling (docs/a2a.md): the a2a-sdk's ``RequestHandler`` interface
+implemented on our runtime. Every transport of the SDK (JSON-RPC, HTTP+JSON) dispatches to it.
+
+- A message without ``taskId`` starts a run on the thread of its ``contextId`` (one per caller and
+  context); the run's id is the task's, and the task document is created in the run's transaction.
+- A message to a task waiting for input decides its approvals ("approve", "reject", a data part
+  ``{"decision"}``; anything else rejects with the caller's words as the reason, so the agent
+  hears them) and follows the run to its next stop.
+- Reads (``tasks/get``, ``tasks/list``) and streams (``message/stream``, ``tasks/subscribe``) come
+  from the store: the run record and its event log by ``seq``. Nothing is kept in memory between
+  requests, so any instance serves any request.
+
+The runtime is synchronous: each call runs in a worker thread (``asyncio.to_thread``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+import uuid
+from collections.abc import AsyncGenerator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.types import a2a_pb2 as pb
+from a2a.utils import errors as a2a_errors
+from a2a.utils.input_mode_validator import validate_input_modes
+from a2a.utils.task import apply_history_length, validate_history_length
+
+from shared.a2a import convert
+from shared.errors import Conflict, DomainError, InvalidInput, NotFound
+from shared.state.a2a_tasks_repo import A2aTasksRepo
+
+if TYPE_CHECKING:
+    from shared.agent.service import StartedRun
+    from shared.runtime import Runtime
+    from shared.state.records import RunRecord
+
+log = logging.getLogger("agent_runtime.a2a")
+T = TypeVar("T")
+
+FOLLOW_S = 60.0
+"""How long a ``message/send`` waits for a resumed run's next stop (then it answers ``working``)."""
+STREAM_S = 300.0
+"""How long one stream (``message/stream``, ``tasks/subscribe``) follows a run before it ends."""
+_APPROVE = {"approve", "approved", "yes", "ok", "allow", "accept", "confirm"}
+_REJECT = {"reject", "rejected", "no", "deny", "decline", "cancel"}
+_END = object()
+
+
+def uid_of(context: ServerCallContext) -> str:
+    uid = context.state.get("uid")
+    if not isinstance(uid, str) or not uid:  # the edge authenticates every /a2a request first
+        raise a2a_errors.InvalidRequestError(message="unauthenticated")
+    return uid
+
+
+def _a2a_error(err: DomainError) -> a2a_errors.A2AError:
+    """Our refusals in A2A's words (the SDK renders them per transport)."""
+    text = f"{err.code}: {err.message}"
+    if isinstance(err, NotFound):
+        return a2a_errors.TaskNotFoundError(message=text)
+    if isinstance(err, InvalidInput):
+        return a2a_errors.InvalidParamsError(message=text)
+    return a2a_errors.InvalidRequestError(message=text)
+
+
+def _domain_errors(fn: Callable[..., T]) -> Callable[..., T]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except DomainError as err:
+            raise _a2a_error(err) from None
+
+    return wrapper
+
+
+Decision = Literal["approve", "reject"]
+
+
+def decision_of(message: pb.Message) -> tuple[Decision, str | None, list[str]]:
+    """``(approve | reject, reason, approval ids named)`` a caller's reply says. A data part
+    ``{"decision": ..., "approvalId"?: ..., "reason"?: ...}`` says it exactly; a text that is just
+    a yes or no word says it too; any other reply rejects, its words the reason."""
+    from google.protobuf.json_format import MessageToDict
+
+    texts: list[str] = []
+    for part in message.parts:
+        kind = part.WhichOneof("content")
+        if kind == "data":
+            data = MessageToDict(part.data)
+            if isinstance(data, dict) and data.get("decision") in ("approve", "reject"):
+                named = data.get("approvalId")
+                reason = data.get("reason")
+                said: Decision = "approve" if data["decision"] == "approve" else "reject"
+                return said, str(reason)[:2000] if reason else None, [str(named)] if named else []
+        elif kind == "text":
+            texts.append(part.text)
+    text = " ".join(texts).strip()
+    word = text.lower().strip(" .!")
+    if word in _APPROVE:
+        return "approve", None, []
+    if word in _REJECT:
+        return "reject", None, []
+    return "reject", (f"the caller answered (A2A message {message.message_id}): {text}")[:2000], []
+
+
+class RuntimeRequestHandler(RequestHandler):
+    """Every A2A operation on the runtime ``rt()`` (the process's, read per call)."""
+
+    def __init__(self, rt: Callable[[], Runtime], card: Callable[[], pb.AgentCard]) -> None:
+        self._rt = rt
+        self._card = card
+
+    @property
+    def tasks(self) -> A2aTasksRepo:
+        return A2aTasksRepo(self._rt().store)
+
+    # ---- reads -------------------------------------------------------------------------------
+    def _load(self, uid: str, task_id: str) -> tuple[dict[str, Any], RunRecord]:
+        doc = self.tasks.get(uid, task_id)
+        snap = self._rt().runs.get_run(task_id) if doc is not None else None
+        if doc is None or snap is None or snap.run.uid != uid:
+            raise a2a_errors.TaskNotFoundError(message=f"task {task_id[:128]} not found")
+        return doc, snap.run
+
+    def _task(self, uid: str, task_id: str) -> pb.Task:
+        doc, run = self._load(uid, task_id)
+        return self._task_of(uid, doc, run)
+
+    def _task_of(self, uid: str, doc: dict[str, Any], run: RunRecord) -> pb.Task:
+        decided = convert.state_of(run) == pb.TaskState.TASK_STATE_INPUT_REQUIRED and not self._pending(uid, run)
+        return convert.task_of(doc, run, decided=decided)
+
+    async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
+        validate_history_length(params)
+        task = await asyncio.to_thread(self._task, uid_of(context), params.id)
+        return apply_history_length(task, params)
+
+    async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
+        validate_history_length(params)
+        size = params.page_size or 50
+        if size < 1 or size > 100:
+            raise a2a_errors.InvalidParamsError(message="pageSize must be between 1 and 100")
+        before: float | None = None
+        if params.page_token:
+            try:
+                before = float(params.page_token)
+            except ValueError:
+                raise a2a_errors.InvalidParamsError(message="pageToken is not one this server gave") from None
+        return await asyncio.to_thread(self._list, uid_of(context), params, size, before)
+
+    def _list(self, uid: str, params: pb.ListTasksRequest, size: int, before: float | None) -> pb.ListTasksResponse:
+        rt = self._rt()
+        docs = self.tasks.list_tasks(uid, context_id=params.context_id or None, limit=size + 1, before=before)
+        more = len(docs) > size
+        docs = docs[:size]
+        runs = rt.store.get_many([f"runs/{d['taskId']}" for d in docs])
+        after = params.status_timestamp_after.ToDatetime().timestamp() if params.HasField("status_timestamp_after") \
+            else None
+        out = pb.ListTasksResponse(page_size=size)
+        from shared.state.records import RunRecord
+
+        for doc, run_doc in zip(docs, runs, strict=True):
+            if run_doc is None:
+                continue
+            run = RunRecord.from_doc(run_doc.data)
+            task = convert.task_of(doc, run)
+            if params.status and task.status.state != params.status:
+                continue
+            if after is not None and run.updated_at <= after:
+                continue
+            if not params.include_artifacts:
+                task.ClearField("artifacts")
+            out.tasks.append(apply_history_length(task, params))
+        if more and docs:
+            out.next_page_token = repr(float(docs[-1]["createdAt"]))
+        out.total_size = len(out.tasks)
+        return out
+
+    # ---- messages ----------------------------------------------------------------------------
+    def _check(self, params: pb.SendMessageRequest) -> None:
+        validate_history_length(params.configuration)
+        validate_input_modes(params.message, self._card())
+        if not params.message.message_id:
+            raise a2a_errors.InvalidParamsError(message="message.messageId is required")
+        if not params.message.parts:
+            raise a2a_errors.InvalidParamsError(message="message.parts must not be empty")
+
+    @_domain_errors
+    def _start(self, uid: str, message: pb.Message) -> tuple[StartedRun, dict[str, Any]]:
+        from shared.api import RunRequest
+
+        rt = self._rt()
+        context_id = message.context_id or str(uuid.uuid4())
+        stored = convert.to_dict(message)
+        stored["contextId"] = context_id
+        request = RunRequest(prompt=convert.prompt_of(message)[:16_000], threadId=convert.thread_for(uid, context_id))
+        tasks = self.tasks
+        started = rt.agent.start(
+            uid, request, instruction_note=convert.origin_note(message, context_id),
+            extra_writes=lambda run_id: [tasks.create_write(uid, run_id, context_id=context_id,
+                                                            thread_id=request.threadId or "", message=stored)])
+        doc = tasks.get(uid, started.outcome.snapshot.run.run_id)
+        assert doc is not None  # written with the run
+        return started, doc
+
+    def _drive(self, started: StartedRun) -> None:
+        agent = self._rt().agent
+        agent.run(agent.context(started))
+
+    def _pending(self, uid: str, run: RunRecord) -> list[str]:
+        runs = self._rt().runs
+        out = []
+        for approval_id in run.pending_approval_ids:
+            got = runs.get_approval(uid, approval_id)
+            if got is not None and got[0].status == "pending":
+                out.append(approval_id)
+        return out
+
+    @_domain_errors
+    def _answer(self, uid: str, message: pb.Message) -> tuple[dict[str, Any], RunRecord]:
+        """A follow-up to a task: it must wait for input; its approvals are decided by the reply."""
+        from shared.agent.approvals import decide
+        from shared.api import ApproveRequest
+
+        rt = self._rt()
+        doc, run = self._load(uid, message.task_id)
+        if message.context_id and message.context_id != doc["contextId"]:
+            raise a2a_errors.InvalidParamsError(
+                message=f"context {message.context_id[:128]} is not the context of task {message.task_id}")
+        state = convert.state_of(run)
+        if state in convert.TERMINAL:
+            raise a2a_errors.UnsupportedOperationError(
+                message=f"task {message.task_id} is {pb.TaskState.Name(state)}: it takes no more messages "
+                        "(send a new message in its context)")
+        pending = self._pending(uid, run)
+        if state != pb.TaskState.TASK_STATE_INPUT_REQUIRED or not pending:
+            raise a2a_errors.UnsupportedOperationError(
+                message=f"task {message.task_id} is working and waits for no input; subscribe to it")
+        decision, reason, named = decision_of(message)
+        unknown = [a for a in named if a not in pending]
+        if unknown:
+            raise a2a_errors.InvalidParamsError(message=f"approval {unknown[0][:128]} is not waiting on this task")
+        stored = convert.to_dict(message)
+        stored["contextId"] = doc["contextId"]
+        self.tasks.add_message(uid, message.task_id, stored)
+        for approval_id in named or pending:
+            try:
+                decide(rt.services, rt.dispatcher, uid,
+                       ApproveRequest(approvalId=approval_id, decision=decision, reason=reason))
+            except Conflict as err:
+                if err.code != "ALREADY_DECIDED":
+                    raise
+        return self._load(uid, message.task_id)
+
+    def _follow(self, uid: str, task_id: str, after: int, max_wait_s: float) -> Iterator[dict[str, Any]]:
+        from shared.agent.streaming import replay_events
+
+        rt = self._rt()
+        return replay_events(rt.runs, task_id, after, follow=True, until_end=True, max_wait_s=max_wait_s,
+                             sessions=lambda: rt.sessions)
+
+    def _wait(self, uid: str, doc: dict[str, Any], after: int) -> pb.Task:
+        """Follow the run from ``after`` to the end of its stream (its next stop), then the task."""
+        for event in convert.stream_events(doc, self._follow(uid, str(doc["taskId"]), after, FOLLOW_S)):
+            if convert.ends_stream(event):
+                break
+        return self._task(uid, str(doc["taskId"]))
+
+    async def on_message_send(self, params: pb.SendMessageRequest,
+                              context: ServerCallContext) -> pb.Task | pb.Message:
+        self._check(params)
+        uid = uid_of(context)
+        if params.message.task_id:
+            doc, run = await asyncio.to_thread(self._answer, uid, params.message)
+            if params.configuration.return_immediately:
+                task = await asyncio.to_thread(self._task_of, uid, doc, run)
+                return apply_history_length(task, params.configuration)
+            task = await asyncio.to_thread(self._wait, uid, doc, run.last_seq)
+            return apply_history_length(task, params.configuration)
+        started, doc = await asyncio.to_thread(self._start, uid, params.message)
+        task_id = str(doc["taskId"])
+        if params.configuration.return_immediately:
+            # The run goes on in this instance; were it stopped, the sweep takes the run over.
+            threading.Thread(target=self._drive, args=(started,), daemon=True, name=f"a2a-{task_id}").start()
+            first = await asyncio.to_thread(self._task, uid, task_id)
+            return apply_history_length(first, params.configuration)
+        await asyncio.to_thread(self._drive, started)
+        task = await asyncio.to_thread(self._task, uid, task_id)
+        return apply_history_length(task, params.configuration)
+
+    async def on_message_send_stream(self, params: pb.SendMessageRequest,
+                                     context: ServerCallContext) -> AsyncGenerator[Any, None]:
+        self._check(params)
+        uid = uid_of(context)
+        if params.message.task_id:
+            doc, run = await asyncio.to_thread(self._answer, uid, params.message)
+            first = await asyncio.to_thread(self._task_of, uid, doc, run)
+            yield apply_history_length(first, params.configuration)
+            async for event in _relay(convert.stream_events(doc, self._follow(uid, str(doc["taskId"]),
+                                                                              run.last_seq, STREAM_S))):
+                yield event
+            return
+        started, doc = await asyncio.to_thread(self._start, uid, params.message)
+        task_id = str(doc["taskId"])
+        first = await asyncio.to_thread(self._task, uid, task_id)
+        first.status.state = pb.TaskState.TASK_STATE_SUBMITTED
+        yield apply_history_length(first, params.configuration)
+        from shared.agent.streaming import live_events
+
+        rt = self._rt()
+        live = live_events(rt.agent.context(started), started.first_events, lambda: rt.sessions)
+        last = 0
+
+        def seen(events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+            nonlocal last
+            for ev in events:
+                if ev.get("type") == "error" and ev.get("code") == "RUN_TAKEN_OVER":
+                    return  # another invocation carries on: follow the log below
+                last = max(last, int(ev.get("seq") or 0))
+                yield ev
+
+        async for event in _relay(convert.stream_events(doc, seen(live))):
+            yield event
+            if convert.ends_stream(event):
+                return
+        # The live stream ended before a stop A2A waits for (its plan goes on, or another
+        # invocation took the run over): follow the log.
+        async for event in _relay(convert.stream_events(doc, self._follow(uid, task_id, last, STREAM_S))):
+            yield event
+
+    async def on_subscribe_to_task(self, params: pb.SubscribeToTaskRequest,
+                                   context: ServerCallContext) -> AsyncGenerator[Any, None]:
+        uid = uid_of(context)
+        doc, run = await asyncio.to_thread(self._load, uid, params.id)
+        task = await asyncio.to_thread(self._task_of, uid, doc, run)
+        if task.status.state in convert.TERMINAL:
+            raise a2a_errors.UnsupportedOperationError(
+                message=f"task {params.id} is in terminal state {pb.TaskState.Name(task.status.state)}")
+        yield task
+        async for event in _relay(convert.stream_events(doc, self._follow(uid, params.id, run.last_seq, STREAM_S))):
+            yield event
+
+    # ---- cancel ------------------------------------------------------------------------------
+    async def on_cancel_task(self, params: pb.CancelTaskRequest, context: ServerCallContext) -> pb.Task | None:
+        return await asyncio.to_thread(self._cancel, uid_of(context), params.id)
+
+    def _cancel(self, uid: str, task_id: str) -> pb.Task:
+        from shared.loop import stops
+
+        rt = self._rt()
+        _, run = self._load(uid, task_id)
+        for _ in range(3):
+            state = convert.state_of(run)
+            if state in convert.TERMINAL:
+                raise a2a_errors.TaskNotCancelableError(
+                    message=f"task {task_id} is {pb.TaskState.Name(state)}")
+            if state != pb.TaskState.TASK_STATE_INPUT_REQUIRED:
+                raise a2a_errors.TaskNotCancelableError(
+                    message=f"task {task_id} is working; it can be canceled while it waits for input")
+            if rt.runs.cancel_paused(task_id, stops.close_paused):
+                break
+            _, run = self._load(uid, task_id)
+        return self._task(uid, task_id)
+
+    # ---- push notifications (not offered: the card says so) ------------------------------------
+    async def on_create_task_push_notification_config(self, params: pb.TaskPushNotificationConfig,
+                                                      context: ServerCallContext) -> pb.TaskPushNotificationConfig:
+        raise a2a_errors.PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(self, params: pb.GetTaskPushNotificationConfigRequest,
+                                                   context: ServerCallContext) -> pb.TaskPushNotificationConfig:
+        raise a2a_errors.PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+            self, params: pb.ListTaskPushNotificationConfigsRequest,
+            context: ServerCallContext) -> pb.ListTaskPushNotificationConfigsResponse:
+        raise a2a_errors.PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(self, params: pb.DeleteTaskPushNotificationConfigRequest,
+                                                      context: ServerCallContext) -> None:
+        raise a2a_errors.PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(self, params: pb.GetExtendedAgentCardRequest,
+                                         context: ServerCallContext) -> pb.AgentCard:
+        raise a2a_errors.ExtendedAgentCardNotConfiguredError
+
+
+async def _relay(events: Any) -> AsyncGenerator[Any, None]:
+    """A synchronous iterable (it reads the store, it may wait) relayed from a worker thread; ends
+    after the first event that ends an A2A stream."""
+    it = iter(events)
+    while True:
+        event = await asyncio.to_thread(next, it, _END)
+        if event is _END:
+            return
+        yield event
+        if convert.ends_stream(event):
+            close = getattr(it, "close", None)
+            if close is not None:
+                await asyncio.to_thread(close)
+            return

@@ -1,0 +1,111 @@
+"""The A2A server's task store and push-notification configuration store on the DocStore
+(docs/a2a.md): ``users/{uid}/a2aTasks/{taskId}`` (a task is one run: the id is the run's) and
+``users/{uid}/a2aTasks/{taskId}/pushConfigs/{hash of the config id}``. Every read and write is the
+owner's: another user's task is not found. Any instance may serve the next request: nothing is
+kept in memory.
+
+A task document holds what the run does not: the A2A ``contextId`` it belongs to, the messages the
+caller sent (its history, bounded), the A2A message ids already accepted (a repeated message is
+answered, never acted on twice), and the last push-notified state per configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from shared.state import paths
+from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.record_base import now
+
+MAX_HISTORY = 50
+"""Messages a task keeps (the oldest are dropped first)."""
+MAX_PUSH_CONFIGS = 10
+"""Push notification configurations per task."""
+SCHEMA_VERSION = 1
+
+
+def config_doc_id(config_id: str) -> str:
+    """A configuration's document id: its id hashed (A2A ids are any string; document ids are not)."""
+    return hashlib.sha256(config_id.encode()).hexdigest()[:40]
+
+
+class A2aTasksRepo:
+    def __init__(self, store: DocStore) -> None:
+        self.store = store
+
+    # ---- tasks -------------------------------------------------------------------------------
+    def get(self, uid: str, task_id: str) -> dict[str, Any] | None:
+        if not task_id or "/" in task_id:
+            return None
+        doc = self.store.get(paths.a2a_task(uid, task_id))
+        return None if doc is None else doc.data
+
+    def create_write(self, uid: str, task_id: str, *, context_id: str, thread_id: str,
+                     message: dict[str, Any]) -> Write:
+        """The task's document, written in the same commit as nothing else: the run is created first
+        (its id is the task's), then this; a crash in between leaves a run no A2A client sees."""
+        at = now()
+        return Write("create", paths.a2a_task(uid, task_id), {
+            "schemaVersion": SCHEMA_VERSION, "taskId": task_id, "runId": task_id, "uid": uid,
+            "contextId": context_id, "threadId": thread_id, "history": [message],
+            "messageIds": [message.get("messageId", "")], "createdAt": at, "updatedAt": at})
+
+    def create(self, uid: str, task_id: str, *, context_id: str, thread_id: str, message: dict[str, Any]) -> None:
+        self.store.commit([self.create_write(uid, task_id, context_id=context_id, thread_id=thread_id,
+                                             message=message)])
+
+    def add_message(self, uid: str, task_id: str, message: dict[str, Any]) -> bool:
+        """Append a caller's follow-up message to the task's history; ``False`` (nothing written)
+        when a message with its id was already accepted (a retried request)."""
+        path = paths.a2a_task(uid, task_id)
+        message_id = str(message.get("messageId", ""))
+
+        def txn(t: Transaction) -> bool:
+            doc = t.get(path)
+            if doc is None:
+                return False
+            seen = list(doc.data.get("messageIds") or [])
+            if message_id and message_id in seen:
+                return False
+            history = [*list(doc.data.get("history") or []), message][-MAX_HISTORY:]
+            t.write(Write("update", path, {"history": history, "messageIds": [*seen, message_id][-MAX_HISTORY:],
+                                           "updatedAt": now()}, if_token=doc.token))
+            return True
+
+        return self.store.run_transaction(txn)
+
+    def list_tasks(self, uid: str, *, context_id: str | None, limit: int,
+             before: float | None = None) -> list[dict[str, Any]]:
+        """The owner's tasks, newest first (``createdAt``), optionally of one context, after a cursor."""
+        if context_id:
+            query = Query(paths.a2a_tasks(uid), where=(("contextId", context_id),), order_by="createdAt",
+                          descending=True, start_after=before, limit=limit)
+        else:
+            query = Query(paths.a2a_tasks(uid), order_by="createdAt", descending=True, start_after=before, limit=limit)
+        docs = self.store.query(query)
+        return [d.data for d in docs]
+
+    def mark_pushed(self, uid: str, task_id: str, config_doc: str, state: str) -> None:
+        self.store.commit([Write("update", paths.a2a_push_config(uid, task_id, config_doc),
+                                 {"lastState": state, "updatedAt": now()})])
+
+    # ---- push notification configurations ------------------------------------------------------
+    def put_push_config(self, uid: str, task_id: str, config: dict[str, Any]) -> None:
+        config_id = str(config["id"])
+        existing = self.list_push_configs(uid, task_id)
+        if len(existing) >= MAX_PUSH_CONFIGS and all(c.get("id") != config_id for c in existing):
+            from shared.errors import Conflict
+
+            raise Conflict(f"at most {MAX_PUSH_CONFIGS} push notification configurations per task",
+                           code="TOO_MANY_PUSH_CONFIGS")
+        self.store.commit([Write("set", paths.a2a_push_config(uid, task_id, config_doc_id(config_id)),
+                                 {"config": config, "id": config_id, "createdAt": now()})])
+
+    def list_push_configs(self, uid: str, task_id: str) -> list[dict[str, Any]]:
+        docs = self.store.query(Query(paths.a2a_push_configs(uid, task_id), limit=MAX_PUSH_CONFIGS + 1))
+        return [{**dict(d.data.get("config") or {}), "_doc": d.id, "_lastState": d.data.get("lastState")}
+                for d in docs]
+
+    def delete_push_config(self, uid: str, task_id: str, config_id: str) -> None:
+        self.store.commit([Write("delete", paths.a2a_push_config(uid, task_id, config_doc_id(config_id)))])

@@ -1,0 +1,78 @@
+"""The scripted test model behind the A2A tests: a handler of the fake Gemini server
+(``tests/fakes/fake_gemini.py``) that answers by the A2A message id the request names.
+
+The server tells the model which A2A message a run answers (the system instruction's "A2A message
+<id>", and a reply the caller sent to a pause reaches the model as the rejected call's reason,
+"A2A message <id>: ..."), so the TCK's messageId prefixes (``tck-complete-task``,
+``tck-input-required``, ``tck-stream-001``, ...) drive the model, never the server:
+
+- ``input-required``: call ``save_memory`` (a side effect: the run pauses for approval, the task is
+  ``input-required``); once the call ran, answer that it is done;
+- ``complete-task`` and the other prefixes the TCK scenarios name: answer their text;
+- ``test-resubscribe-message-id``: answer after a few seconds (a long task to subscribe to).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any
+
+from tests.fakes.fake_gemini import Received, Reply, call
+
+_ID = re.compile(r"A2A message (\S+)")
+ANSWERS = {
+    "complete-task": "Hello from TCK",
+    "stream-001": "Stream hello from TCK",
+    "stream-003": "Stream task lifecycle",
+    "stream-ordering-001": "Ordered output",
+    "stream-artifact-text": "Streamed text content",
+    "artifact-text": "Generated text content",
+    "artifact-data": '{"key": "value", "count": 42}',
+}
+SIDE_EFFECT = "save_memory"
+LONG_TASK_S = 4.0
+
+
+def latest_message_id(received: Received) -> str:
+    """The id of the last A2A message the request shows the model: a reply in a tool response
+    (newest first), else the one named by the system instruction."""
+    for content in reversed(received.body.get("contents", [])):
+        for part in reversed(content.get("parts", [])):
+            found = _ID.findall(json.dumps(part.get("functionResponse") or {}))
+            if found:
+                return str(found[-1]).rstrip('",.:')
+    found = _ID.findall(received.system_instruction)
+    return str(found[-1]).rstrip(",.:") if found else ""
+
+
+def _last_parts(received: Received) -> list[dict[str, Any]]:
+    contents = received.body.get("contents", [])
+    return list(contents[-1].get("parts", [])) if contents else []
+
+
+class ScriptedAgent:
+    """Counts the side effects it asked for and saw done (``done``), for the tests' checks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    def __call__(self, received: Received) -> Reply:
+        message_id = latest_message_id(received)
+        prefix = message_id.removeprefix("tck-")
+        executed = [p["functionResponse"] for p in _last_parts(received)
+                    if p.get("functionResponse") and "error" not in json.dumps(p["functionResponse"]["response"])]
+        if prefix.startswith("input-required"):
+            if executed:
+                return Reply.text(f"Done: {SIDE_EFFECT} ran.")
+            with self._lock:
+                self.calls += 1
+            return Reply([call(SIDE_EFFECT, {"text": f"tck note {message_id}"})])
+        if message_id.startswith("test-resubscribe-message-id"):
+            return Reply.text("Long task done", delay_s=LONG_TASK_S)
+        for key, answer in ANSWERS.items():
+            if prefix.startswith(key):
+                return Reply.text(answer)
+        return Reply.text(f"Unhandled messageId prefix: {message_id}")

@@ -1,0 +1,153 @@
+"""The A2A server through the dev app (every route on one Flask app, as ``make dev``), both
+transports: a message starts a run (the task), approvals are answered by follow-up messages, reads
+and cancels are the caller's own, and everything is authenticated like every other route."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from devserver import create_app
+from shared.models.base import ModelRequest, Turn
+from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
+from shared.runtime import Runtime, set_runtime
+from shared.state.docstore import DocStore
+from tests.agent.conftest import make_settings
+
+V = {"A2A-Version": "1.0"}
+ALICE = {"Authorization": "Bearer dev:alice", **V}
+BOB = {"Authorization": "Bearer dev:bob", **V}
+
+
+def _model(request: ModelRequest) -> Turn:
+    """Asks to save a memory; once the call was answered, says what became of it."""
+    last = request.turns[-1]
+    answered = [p.function_response for p in last.parts if p.function_response]
+    if answered:
+        return text_turn("result: " + json.dumps(answered[0].response))
+    if "plain" in last.text:
+        return text_turn("just an answer")
+    return calls_turn(call("save_memory", {"text": last.text}))
+
+
+@pytest.fixture
+def client(sqlite_docstore: DocStore) -> Iterator[FlaskClient]:
+    rt = Runtime(make_settings(dispatcher="inline"), store=sqlite_docstore, model=FunctionModel(_model))
+    set_runtime(rt)
+    yield create_app().test_client()
+    set_runtime(None)
+
+
+def message(text: str, *, task_id: str | None = None, message_id: str = "m-1",
+            context_id: str | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "ROLE_USER", "messageId": message_id, "parts": [{"text": text}]}
+    if task_id:
+        msg["taskId"] = task_id
+    if context_id:
+        msg["contextId"] = context_id
+    return msg
+
+
+def rest_send(client: FlaskClient, msg: dict[str, Any], headers: dict[str, str] = ALICE) -> Any:
+    resp = client.post("/a2a/message:send", json={"message": msg}, headers=headers)
+    return resp
+
+
+def rpc(client: FlaskClient, method: str, params: dict[str, Any], headers: dict[str, str] = ALICE) -> Any:
+    resp = client.post("/a2a", json={"jsonrpc": "2.0", "id": 7, "method": method, "params": params}, headers=headers)
+    assert resp.status_code == 200, resp.get_data()[:300]
+    return resp.get_json()
+
+
+def test_the_card_is_public_and_names_both_transports_and_the_bearer_scheme(client: FlaskClient) -> None:
+    card = client.get("/.well-known/agent-card.json").get_json()
+    assert {i["protocolBinding"] for i in card["supportedInterfaces"]} == {"JSONRPC", "HTTP+JSON"}
+    assert all(i["url"] == "http://localhost/a2a" for i in card["supportedInterfaces"])
+    assert card["capabilities"]["streaming"] is True
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["bearerFormat"] == "dev:<uid>"
+    assert "tool:save_memory" in {s["id"] for s in card["skills"]}
+
+
+def test_without_credentials_every_a2a_call_is_401(client: FlaskClient) -> None:
+    for resp in (client.post("/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
+                             headers=V),
+                 client.post("/a2a/message:send", json={"message": message("hi")}, headers=V),
+                 client.get("/a2a/tasks", headers=V), client.get("/a2a/tasks/run_x", headers=V)):
+        assert resp.status_code == 401, resp.get_data()[:200]
+
+
+def test_a_message_pauses_on_approval_and_a_follow_up_approves_it_once(client: FlaskClient) -> None:
+    task = rest_send(client, message("remember tea")).get_json()["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    text = task["status"]["message"]["parts"][0]["text"]
+    assert "save_memory" in text and "remember tea" in text
+    data = task["status"]["message"]["parts"][1]["data"]["approvals"][0]
+    assert data["tool"] == "save_memory"
+    # Bob cannot see, answer or cancel it (TaskNotFound, on both transports).
+    assert rest_send(client, message("approve", task_id=task["id"]), BOB).status_code == 404
+    assert client.get(f"/a2a/tasks/{task['id']}", headers=BOB).status_code == 404
+    assert client.post(f"/a2a/tasks/{task['id']}:cancel", headers=BOB).status_code == 404
+    assert rpc(client, "GetTask", {"id": task["id"]}, BOB)["error"]["code"] == -32001
+    assert rpc(client, "ListTasks", {}, BOB)["result"]["tasks"] == []
+    done = rest_send(client, message("approve", task_id=task["id"], message_id="m-2")).get_json()["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert done["artifacts"][0]["parts"][0]["text"].startswith("result: ")
+    assert [m["messageId"] for m in done["history"] if m["role"] == "ROLE_USER"] == ["m-1", "m-2"]
+    rt = _runtime()
+    assert [m.text for m in rt.users.list_memories("alice")] == ["remember tea"]
+    # A terminal task takes no more messages; its history can be cut.
+    again = rest_send(client, message("approve", task_id=task["id"], message_id="m-3"))
+    assert again.status_code == 400 and "takes no more messages" in again.get_data(as_text=True)
+    got = rpc(client, "GetTask", {"id": task["id"], "historyLength": 1})["result"]
+    assert len(got["history"]) == 1 and got["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_any_other_reply_rejects_and_the_agent_hears_it(client: FlaskClient) -> None:
+    task = rpc(client, "SendMessage", {"message": message("remember coffee")})["result"]["task"]
+    reply = rpc(client, "SendMessage", {"message": message("no, tea please", task_id=task["id"], message_id="m-2")})
+    done = reply["result"]["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    answer = done["artifacts"][0]["parts"][0]["text"]
+    assert "rejected" in answer and "no, tea please" in answer and "A2A message m-2" in answer
+    assert _runtime().users.list_memories("alice") == []
+
+
+def test_cancel_a_task_waiting_for_input_and_not_a_finished_one(client: FlaskClient) -> None:
+    task = rest_send(client, message("remember cake")).get_json()["task"]
+    canceled = client.post(f"/a2a/tasks/{task['id']}:cancel", headers=ALICE).get_json()
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    again = rpc(client, "CancelTask", {"id": task["id"]})
+    assert again["error"]["code"] == -32002  # TaskNotCancelableError
+    # The context's thread is free again: a new message in it starts a new task.
+    plain = rest_send(client, message("plain question", context_id=task["contextId"], message_id="m-9")).get_json()
+    assert plain["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert plain["task"]["contextId"] == task["contextId"] and plain["task"]["id"] != task["id"]
+    listed = client.get(f"/a2a/tasks?contextId={task['contextId']}", headers=ALICE).get_json()["tasks"]
+    assert [t["id"] for t in listed] == [plain["task"]["id"], task["id"]]
+
+
+def test_a_stream_starts_with_the_task_and_ends_at_its_stop(client: FlaskClient) -> None:
+    resp = client.post("/a2a/message:stream", json={"message": message("plain stream")}, headers=ALICE)
+    assert resp.status_code == 200 and resp.mimetype == "text/event-stream"
+    events = [json.loads(line[len("data: "):]) for line in resp.get_data(as_text=True).splitlines()
+              if line.startswith("data: ")]
+    assert list(events[0]) == ["task"] and events[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    states = [e["statusUpdate"]["status"]["state"] for e in events if "statusUpdate" in e]
+    assert states[0] == "TASK_STATE_WORKING" and states[-1] == "TASK_STATE_COMPLETED"
+    assert [e["artifactUpdate"]["artifact"]["parts"][0]["text"] for e in events if "artifactUpdate" in e] == [
+        "just an answer"]
+
+
+def test_json_rpc_takes_json_only(client: FlaskClient) -> None:
+    resp = client.post("/a2a", data="{'jsonrpc': '2.0'}", headers={**ALICE, "Content-Type": "text/plain"})
+    assert resp.get_json()["error"]["code"] == -32005
+
+
+def _runtime() -> Runtime:
+    from shared.runtime import get_runtime
+
+    return get_runtime()
