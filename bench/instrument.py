@@ -192,3 +192,32 @@ class _InstrumentedTransaction:
     def write(self, write: Write) -> None:
         self._written.append(write.path)
         self._inner.write(write)
+
+
+class Crash(BaseException):
+    """The process dying: not an Exception, so nothing in the runtime catches it."""
+
+
+class CrashAt:
+    """Arms one crash at the k-th commit (counted from arming), before or after it applies
+    (``arm(None)`` disarms)."""
+
+    def __init__(self, inner: DocStore) -> None:
+        self.store = InstrumentedStore(inner, before_commit=self._before, after_commit=self._after)
+        self._plan: tuple[str, int] | None = None
+        self._commits = 0
+
+    def arm(self, when: str | None, index: int = 0) -> None:
+        self._plan, self._commits = (None if when is None else (when, index)), 0
+
+    def _before(self, kind: str, index: int) -> None:
+        self._commits += 1
+        self._hit("before")
+
+    def _after(self, kind: str, index: int) -> None:
+        self._hit("after")
+
+    def _hit(self, when: str) -> None:
+        if self._plan == (when, self._commits):
+            self._plan = None
+            raise Crash(f"{when} commit {self._commits}")

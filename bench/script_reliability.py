@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.instrument import InstrumentedStore
+from bench.instrument import Crash, CrashAt
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest, RunRequest
 from shared.durable.dispatcher import RecordingDispatcher
@@ -43,32 +43,6 @@ CRASH_POINTS: tuple[tuple[str, int] | None, ...] = (None, ("after", 1), ("after"
 """A resume's commits: 1 claims the run, 2 claims the action (then the script runs), 3 records the
 workspace's last use (after the script), 4 the result. ``("before", 3)``: the script ran, nothing
 recorded it."""
-
-
-class Crash(BaseException):
-    """The process dying (not an Exception: nothing in the runtime catches it)."""
-
-
-class CrashAt:
-    def __init__(self, inner: DocStore) -> None:
-        self.store = InstrumentedStore(inner, before_commit=self._before, after_commit=self._after)
-        self._plan: tuple[str, int] | None = None
-        self._commits = 0
-
-    def arm(self, plan: tuple[str, int] | None) -> None:
-        self._plan, self._commits = plan, 0
-
-    def _before(self, kind: str, index: int) -> None:
-        self._commits += 1
-        self._hit("before")
-
-    def _after(self, kind: str, index: int) -> None:
-        self._hit("after")
-
-    def _hit(self, when: str) -> None:
-        if self._plan == (when, self._commits):
-            self._plan = None
-            raise Crash(f"{when} commit {self._commits}")
 
 
 def _deliver(rt: Runtime, copies: int) -> None:
@@ -96,7 +70,7 @@ def one(box: SandboxProcess, store: DocStore, rng: random.Random) -> dict[str, A
     assert result.approval is not None
     decide(rt.services, rt.dispatcher, UID, ApproveRequest(approvalId=result.approval.id, decision="approve"))
     plan = rng.choice(CRASH_POINTS)
-    chaos.arm(plan)
+    chaos.arm(*(plan or (None,)))
     dispatcher = rt.dispatcher
     assert isinstance(dispatcher, RecordingDispatcher)
     messages = dispatcher.take()

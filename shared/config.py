@@ -192,6 +192,62 @@ def _mcp_servers(name: str) -> tuple[McpServer, ...]:
 
 
 @dataclass(frozen=True)
+class A2aAgent:
+    """A remote A2A agent our runs may call as a tool (``A2A_AGENTS``, or a user's own through
+    ``/api/integrations/a2a/{name}``): its base URL (the card's), headers (a token), and whether a
+    message to it is a side effect (the default: it needs the policy's consent)."""
+
+    name: str
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    side_effects: bool = True
+    public_only: bool = False
+    """A user's agent: its host must resolve to public addresses at every call (url_guard)."""
+
+
+_A2A_KEYS = frozenset({"name", "url", "headers", "sideEffects"})
+A2A_AGENT_NAME = r"^[A-Za-z0-9_-]{1,40}$"
+
+
+def _a2a_agents(name: str) -> tuple[A2aAgent, ...]:
+    """``A2A_AGENTS``: a JSON list ``[{name, url, headers?, sideEffects?}]`` (docs/a2a.md)."""
+    import json
+    import re
+
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return ()
+    try:
+        items = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name} must be a JSON list of agents") from exc
+    if not isinstance(items, list):
+        raise ConfigurationError(f"{name} must be a JSON list of agents")
+    agents: list[A2aAgent] = []
+    for i, item in enumerate(items):
+        where = f"{name}[{i}]"
+        if not isinstance(item, dict) or not set(item) <= _A2A_KEYS:
+            raise ConfigurationError(f"{where} must be an object with keys among {', '.join(sorted(_A2A_KEYS))}")
+        agent_name, url = item.get("name"), item.get("url")
+        if not isinstance(agent_name, str) or not re.match(A2A_AGENT_NAME, agent_name):
+            raise ConfigurationError(f"{where}.name must match {A2A_AGENT_NAME}")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"{where}.url must be an http(s) URL")
+        headers = item.get("headers") or {}
+        if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in headers.items()):
+            raise ConfigurationError(f"{where}.headers must be an object of strings")
+        side_effects = item.get("sideEffects", True)
+        if not isinstance(side_effects, bool):
+            raise ConfigurationError(f"{where}.sideEffects must be true or false")
+        agents.append(A2aAgent(agent_name, url.rstrip("/"), tuple(sorted(headers.items())), side_effects))
+    names = [a.name for a in agents]
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"{name}: agent names must be unique")
+    return tuple(agents)
+
+
+@dataclass(frozen=True)
 class Settings:
     state_backend: Literal["sqlite", "firestore"] = "sqlite"
     sqlite_path: str = "var/agent-runtime.sqlite3"
@@ -267,6 +323,8 @@ class Settings:
     (``shared/connectors/url_guard.py``)."""
     follow_max_wait_s: float = 60.0
     a2a_public_url: str | None = None
+    a2a_agents: tuple[A2aAgent, ...] = ()
+    a2a_timeout_s: float = 60.0
     """``A2A_PUBLIC_URL``: the server's public base URL as the agent card names it (default: the
     scheme and host the card was requested at)."""
     """The longest one ``events?follow=1`` request reads on (then the client reconnects with ``after``)."""
@@ -379,4 +437,6 @@ class Settings:
             github_git_base_url=os.environ.get("GITHUB_GIT_BASE_URL", "").strip().rstrip("/") or "https://github.com",
             heartbeat_s=max(0.01, _float("STREAM_HEARTBEAT_S", 15.0)),
             a2a_public_url=os.environ.get("A2A_PUBLIC_URL", "").strip().rstrip("/") or None,
+            a2a_agents=_a2a_agents("A2A_AGENTS"),
+            a2a_timeout_s=max(1.0, _float("A2A_TIMEOUT_S", 60.0)),
         )

@@ -173,6 +173,10 @@ class Runtime:
                 from shared.tools import sandbox_tools
 
                 sandbox_tools.register(registry)
+            if self.settings.a2a_agents:  # remote A2A agents as tools (the a2a-sdk loads when one is called)
+                from shared.tools.a2a_tools import add_agents
+
+                add_agents(registry, self.settings.a2a_agents, self.settings)
             if self.settings.mcp_servers:  # only then is the MCP SDK imported (cold start)
                 from shared.tools.mcp_tools import add_servers
 

@@ -207,6 +207,16 @@ class Workspaces:
             self._destroy(record)
         return [r.workspace_id for r in gone]
 
+    def _kept_by_session(self, host_state: object) -> bool:
+        """A plan session's run: whether the session asked to keep its workspaces (``keepWorkspaces``)."""
+        session_id = getattr(host_state, "session_id", None)
+        if not isinstance(session_id, str):
+            return False
+        from shared.state.sessions_repo import SessionsRepo
+
+        found = SessionsRepo(self.store).get(session_id)
+        return found is not None and found[0].keep_workspaces
+
     def sweep(self, *, limit: int = 100) -> int:
         """Destroy live workspaces idle past ``WORKSPACE_IDLE_TTL_S``, and those of units that
         ended (unless kept). Returns how many were destroyed; one failure does not stop the rest."""
@@ -217,7 +227,7 @@ class Workspaces:
         runs = RunsRepo(self.store)
         for run_id in run_ids:
             snap = runs.get_run(run_id)
-            if snap is not None and snap.run.terminal:
+            if snap is not None and snap.run.terminal and not self._kept_by_session(snap.run.host_state):
                 ended.add(run_id)
         destroyed = 0
         for record in live:

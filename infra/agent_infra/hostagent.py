@@ -30,11 +30,11 @@ EXECUTOR_ROLE = "roles/run.jobsExecutorWithOverrides"
 LOG_WRITER_ROLE = "roles/storage.objectUser"
 
 
-def image_reference(image_file: str) -> str:
-    """The image to run, as written by scripts/host_agent_image.sh (``REGISTRY/IMAGE@sha256:...``)."""
+def image_reference(image_file: str, what: str = "host agent", script: str = "scripts/host_agent_image.sh") -> str:
+    """The image to run, as written by ``script`` (``REGISTRY/IMAGE@sha256:...``)."""
     path = Path(image_file)
     if not path.is_file():
-        raise ValueError(f"no host agent image reference at {path.resolve()}: run scripts/host_agent_image.sh first")
+        raise ValueError(f"no {what} image reference at {path.resolve()}: run {script} first")
     ref = path.read_text().strip()
     if "@sha256:" not in ref:
         raise ValueError(f"{path}: expected an image reference pinned by digest (IMAGE@sha256:...), got {ref!r}")

@@ -20,12 +20,12 @@ Scripts chosen by a model run there, under bubblewrap, never in a function. The 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import pulumi
 import pulumi_gcp as gcp
 
 from agent_infra.config import SANDBOX_CALLERS, StackConfig
+from agent_infra.hostagent import image_reference
 from agent_infra.iam import Accounts, member
 
 SERVICE_NAME = "agent-sandbox"
@@ -33,17 +33,6 @@ ACCOUNT_ID = "agent-sandbox"
 SNAPSHOT_ROLE = "roles/storage.objectUser"
 INVOKER_ROLE = "roles/run.invoker"
 PORT = 8080
-
-
-def image_reference(image_file: str) -> str:
-    """The sandbox image (``REGISTRY/IMAGE@sha256:...``), as the image step of cloudbuild.yaml writes it."""
-    path = Path(image_file)
-    if not path.is_file():
-        raise ValueError(f"no sandbox image reference at {path.resolve()}: build sandbox/Dockerfile first")
-    ref = path.read_text().strip()
-    if "@sha256:" not in ref:
-        raise ValueError(f"{path}: expected an image reference pinned by digest (IMAGE@sha256:...), got {ref!r}")
-    return ref
 
 
 @dataclass(frozen=True)
@@ -86,7 +75,7 @@ def create_sandbox(cfg: StackConfig, depends_on: list[pulumi.Resource]) -> Sandb
             scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(min_instance_count=0,
                                                               max_instance_count=spec.max_instances),
             containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
-                image=image_reference(spec.image_file),
+                image=image_reference(spec.image_file, "sandbox", "scripts/sandbox_image.sh"),
                 ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=PORT),
                 envs=[gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=k, value=v) for k, v in sorted(env.items())],
                 resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(

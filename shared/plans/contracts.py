@@ -36,6 +36,8 @@ class CreateSessionRequest(_Strict):
     repoUrl: str | None = Field(default=None, max_length=500, pattern=r"^https://")
     tools: list[str] | None = Field(default=None, max_length=100,
                                     description="tool names this deployment registers (400 UNKNOWN_TOOLS otherwise)")
+    keepWorkspaces: bool = Field(default=False, description="keep the session's workspaces (docs/workspaces.md) "
+                                                            "when it ends; they still expire when idle")
 
     _prompt = field_validator("prompt")(_not_blank)
 

@@ -88,14 +88,14 @@ def check_tools(services: Services, uid: str, tools: list[str] | None) -> list[s
 def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt: str, *, deadline: float,
                    repo_url: str | None = None, tools: list[str] | None = None,
                    repo_context: str | None = None, session_id: str | None = None,
-                   guidance: str | None = None) -> PlanOutcome:
+                   guidance: str | None = None, keep_workspaces: bool = False) -> PlanOutcome:
     """Create a session and propose its plan (``awaiting_confirmation``); a plan the model cannot
     produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``). Every session
     counts against the user's active sessions (``LIMIT_ACTIVE_SESSIONS``, also one a chat run
     starts): 429 ``TOO_MANY_ACTIVE_SESSIONS`` before the planning call, and at the creating commit
     for a race lost meanwhile; nothing of the session is written then."""
     session = SessionRecord(session_id=session_id or new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
-                            repo_url=repo_url, tools=tools)
+                            repo_url=repo_url, tools=tools, keep_workspaces=keep_workspaces)
     slot = services.limits.slot(uid, "sessions") if services.limits is not None else None
     if slot is not None:
         slot.check()  # the planning call costs tokens: refuse before it when there is no room

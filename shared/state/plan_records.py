@@ -96,6 +96,8 @@ class SessionRecord(Record):
     repo_url: str | None = None
     tools: list[str] | None = None
     """Tool names the session may use (None: every tool of the registry)."""
+    keep_workspaces: bool = False
+    """Its workspaces outlive it (``keepWorkspaces``); otherwise the sweep destroys them once it ended."""
     plan_version: int = 0
     current_task_id: str | None = None
     run_id: str | None = None

@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
+from pydantic import BaseModel
 from pydantic_core import PydanticCustomError, core_schema
 
 from shared.connectors import require_connectors
+from shared.tools.constrained import Constrained as _Constrained
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
@@ -45,22 +45,6 @@ _REPO = re.compile(rf"^({_OWNER})/({_NAME})$")
 _REPO_URL = re.compile(rf"^(?:https?://(?:www\.)?github\.com/|git@github\.com:)({_OWNER})/({_NAME}?)(?:\.git)?(?:/.*)?$")
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 _BAD_REF = re.compile(r"(\.\.|[\x00-\x20~^:?*\[\\\x7f]|@\{|//|\.lock$|^/|/$|\.$|^-)")
-
-
-class _Constrained:
-    """A type annotation carrying its own validation and JSON schema (survives ``get_type_hints``)."""
-
-    schema: core_schema.CoreSchema
-    json: JsonSchemaValue
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return cls.schema
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
-                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return dict(cls.json)
 
 
 def _repo(value: str) -> str:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from shared.connectors import require_connectors
+from shared.tools.constrained import Constrained as _Constrained
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
@@ -61,23 +62,6 @@ def _thread_id(value: str) -> str:
     if not _ID.match(value.strip()):
         raise PydanticCustomError("thread_id", "not a Gmail thread id (letters, digits, '-' or '_')")
     return value.strip()
-
-
-class _Constrained:
-    """A type annotation carrying its own pydantic validation and JSON schema (survives
-    ``get_type_hints``, which drops ``Annotated`` metadata)."""
-
-    schema: core_schema.CoreSchema
-    json: JsonSchemaValue
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return cls.schema
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
-                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return dict(cls.json)
 
 
 _ADDRESS_SCHEMA = core_schema.no_info_after_validator_function(_address, core_schema.str_schema(max_length=320))

@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
+from pydantic import BaseModel
 from pydantic_core import PydanticCustomError, core_schema
 
 from shared.errors import DomainError, ToolError
+from shared.tools.constrained import Constrained as _Constrained
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
@@ -40,20 +40,6 @@ MAX_SCRIPT_CHARS = 20_000
 _ID = re.compile(r"^ws_[A-Za-z0-9_-]{6,60}$")
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[A-Za-z0-9._/-]{1,200}(?<![./])$")
-
-
-class _Constrained:
-    schema: core_schema.CoreSchema
-    json: JsonSchemaValue
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return cls.schema
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
-                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return dict(cls.json)
 
 
 def _matching(pattern: re.Pattern[str], kind: str, what: str) -> Any:

@@ -16,11 +16,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
 from shared.errors import ToolError
+from shared.tools.constrained import Constrained as _Constrained
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 
@@ -29,20 +28,6 @@ log = logging.getLogger("agent_runtime.tools")
 MAX_TEXT_CHARS = 12_000
 MAX_URL_CHARS = 2048
 MAX_QUERY_CHARS = 500
-
-
-class _Constrained:
-    schema: core_schema.CoreSchema
-    json: JsonSchemaValue
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return cls.schema
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
-                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return dict(cls.json)
 
 
 class Url(_Constrained, str):

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bench.instrument import InstrumentedStore
+from bench.instrument import Crash, CrashAt
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.connectors import IntegrationTokens
@@ -36,34 +36,6 @@ from tests.connectors.loop_support import deliver, start
 
 UID = "alice"
 REPO = "octo-org/hello-world"
-
-
-class Crash(BaseException):
-    """The process dying: not an Exception, so nothing in the runtime catches it."""
-
-
-class CrashAt:
-    """Arms one crash at the k-th commit (counted from arming), before or after it applies."""
-
-    def __init__(self, inner: DocStore) -> None:
-        self.store = InstrumentedStore(inner, before_commit=self._before, after_commit=self._after)
-        self._plan: tuple[str, int] | None = None
-        self._commits = 0
-
-    def arm(self, when: str, index: int) -> None:
-        self._plan, self._commits = (when, index), 0
-
-    def _before(self, kind: str, index: int) -> None:
-        self._commits += 1
-        self._hit("before")
-
-    def _after(self, kind: str, index: int) -> None:
-        self._hit("after")
-
-    def _hit(self, when: str) -> None:
-        if self._plan == (when, self._commits):
-            self._plan = None
-            raise Crash(f"{when} commit {self._commits}")
 
 
 AFTER_SIDE_EFFECT = ("before", 3)

@@ -23,6 +23,7 @@ from flask.testing import FlaskClient
 from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.connectors import IntegrationTokens
+from shared.connectors.sandbox import SandboxError
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.gemini import GeminiModel
 from shared.runtime import Runtime, set_runtime
@@ -113,12 +114,14 @@ def deliver_twice(rt: Runtime) -> None:
             rt.router.handle(m)  # Pub/Sub may deliver a message twice
 
 
+@pytest.mark.parametrize("keep", [False, True])
 def test_a_plan_session_fixes_a_repository_and_opens_one_pull_request(
         world: tuple[Runtime, FlaskClient, GitServer, FakeGitHub], sandbox: SandboxProcess,
-        fake_gemini: FakeGemini) -> None:
+        fake_gemini: FakeGemini, keep: bool) -> None:
     rt, client, git, github = world
     created = client.post("/api/agent/sessions", json={"prompt": "Add a CHANGELOG entry for 1.1 to octo/calc and "
-                                                                 "make the tests pass"}, headers=ALICE)
+                                                                 "make the tests pass", "keepWorkspaces": keep},
+                          headers=ALICE)
     assert created.status_code == 201, created.get_json()
     sid = created.get_json()["sessionId"]
     assert client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1}, headers=ALICE).status_code == 202
@@ -162,4 +165,15 @@ def test_a_plan_session_fixes_a_repository_and_opens_one_pull_request(
     leak = box.exec(wid, f"grep -r -l '{github.token}' . ; env", timeout_s=20)
     assert github.token not in leak.stdout
     assert all(r.rejected is None for r in fake_gemini.requests)  # signed calls went back verbatim
+    # The session ended: the sweep destroys its workspace, unless the session keeps them.
+    rt.router.sweep()
+    listed = client.get("/api/agent/containers", headers=ALICE).get_json()["containers"]
+    if keep:
+        assert [c["containerId"] for c in listed] == [wid]
+        assert box.read_file(wid, "CHANGELOG.md").content.startswith("## 1.1")
+    else:
+        assert listed == []
+        with pytest.raises(SandboxError) as gone:
+            box.read_file(wid, "CHANGELOG.md")
+        assert gone.value.code == "WORKSPACE_NOT_FOUND"
 

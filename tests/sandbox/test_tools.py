@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bench.instrument import Crash, CrashAt
 from devserver import create_app
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
@@ -24,7 +25,7 @@ from shared.state.records import RunResult, UserRecord
 from shared.state.workspaces_repo import WorkspacesRepo
 from tests.agent.conftest import make_settings
 from tests.connectors.loop_support import deliver, start
-from tests.connectors.test_reconciliation import AFTER_SIDE_EFFECT, Crash, CrashAt, recover
+from tests.connectors.test_reconciliation import AFTER_SIDE_EFFECT, recover
 from tests.sandbox.support import SandboxProcess
 
 UID = "alice"
