@@ -1,6 +1,7 @@
 """``approve``: POST /api/agent/approve -> 202 once the owner's decision is recorded (with edited
 ``arguments``: the call runs with them); GET /api/agent/approvals/{approvalId} -> the approval, its
-call's arguments and their schema (what an edit form needs)."""
+call's arguments and their schema (what an edit form needs); POST /api/agent/runs/{runId}/cancel ->
+202 (docs/run-control.md)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,15 @@ def get_approval(request: flask.Request, path: Mapping[str, str]) -> flask.Respo
 
     rt, uid = caller(request)
     return json_response(approval_detail(rt.services, uid, path["approvalId"]).to_json())
+
+
+def cancel_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.run_handlers import cancel_run as cancel
+    from shared.api import CancelRunRequest
+    from shared.responses import CancelRunResponse
+
+    rt, uid = caller(request)
+    body = parse_model(CancelRunRequest, read_json_body(request, rt.settings.max_body_bytes, optional=True))
+    run, cancelling = cancel(rt.agent, uid, path["runId"], reason=body.reason)
+    answer = CancelRunResponse(runId=run.run_id, status=run.status, cancelling=cancelling)
+    return json_response(answer.to_json(), status=202)

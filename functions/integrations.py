@@ -8,6 +8,9 @@
 - ``GET /api/integrations/mcp``, ``GET|POST|DELETE /api/integrations/mcp/{name}``,
   ``GET /api/integrations/mcp/{name}/tools``: the caller's own MCP servers and their tools
   (``shared/connectors/user_mcp.py``)
+- ``GET /api/agent/webhooks``, ``GET|PUT|DELETE /api/agent/webhooks/{name}``,
+  ``GET /api/agent/webhooks/{name}/deliveries``: the caller's webhooks (``shared/agent/webhooks.py``);
+  answers never contain a secret but the one PUT stored
 Answers never contain a token. Routes: ``shared/routes.py``.
 """
 
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def _configured() -> Iterator[None]:
+def configured() -> Iterator[None]:
     try:
         yield
     except ConnectorError as exc:  # the deployment has no usable encryption key
@@ -54,7 +57,7 @@ def _configured() -> Iterator[None]:
 
 def list_integrations(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
-    with _configured():
+    with configured():
         vault = rt.connectors().vault
         listed = IntegrationsResponse(integrations=[status_body(vault.status(uid, p)) for p in PROVIDERS])
         return json_response(listed.to_json())
@@ -63,14 +66,14 @@ def list_integrations(request: flask.Request, path: Mapping[str, str]) -> flask.
 def get_integration(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
     provider = provider_named(path["provider"])
-    with _configured():
+    with configured():
         return json_response(one_status(rt.connectors().vault.status(uid, provider)).to_json())
 
 
 def disconnect_integration(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
     provider = provider_named(path["provider"])
-    with _configured():
+    with configured():
         removed = rt.connectors().vault.delete(uid, provider)
     return json_response(IntegrationRemovedResponse(provider=provider, removed=removed).to_json())
 
@@ -78,7 +81,7 @@ def disconnect_integration(request: flask.Request, path: Mapping[str, str]) -> f
 def connect_integration(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
     provider = provider_named(path["provider"])
-    with _configured():
+    with configured():
         vault = rt.connectors().vault
         body = parse_model(ConnectRequest, read_json_body(request, rt.settings.max_body_bytes))
         status = vault.put(uid, provider, body.tokens())
@@ -106,7 +109,7 @@ def connect_mcp_server(request: flask.Request, path: Mapping[str, str]) -> flask
     rt, uid = caller(request)
     name = server_name(path["name"])
     body = parse_model(McpServerRequest, read_json_body(request, rt.settings.max_body_bytes))
-    with _configured():
+    with configured():
         status = _mcp_servers(rt).put(uid, name, body)
     return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
 
@@ -123,3 +126,46 @@ def list_mcp_server_tools(request: flask.Request, path: Mapping[str, str]) -> fl
     from shared.tools.mcp_tools import listed_tools
 
     return json_response(listed_tools(_mcp_servers(rt), uid, server_name(path["name"]), rt.settings).to_json())
+
+
+# ---- the caller's webhooks (shared/agent/webhooks.py): this function holds the key sealing their secrets
+# (imported per call: the integration routes never load the agent package)
+def list_webhooks(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import Webhooks, WebhooksResponse
+
+    rt, uid = caller(request)
+    return json_response(WebhooksResponse(webhooks=Webhooks(rt.services).listed(uid)).to_json())
+
+
+def get_webhook(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import WebhookResponse, Webhooks, webhook_name
+
+    rt, uid = caller(request)
+    body = Webhooks(rt.services).get(uid, webhook_name(path["name"]))
+    return json_response(WebhookResponse.model_validate(body.model_dump()).to_json())
+
+
+def put_webhook(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import WebhookRequest, Webhooks, webhook_name
+
+    rt, uid = caller(request)
+    name = webhook_name(path["name"])
+    body = parse_model(WebhookRequest, read_json_body(request, rt.settings.max_body_bytes))
+    with configured():
+        answer = Webhooks(rt.services).put(uid, name, body)
+    return json_response(answer.to_json())
+
+
+def delete_webhook(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import WebhookRemovedResponse, Webhooks, webhook_name
+
+    rt, uid = caller(request)
+    name = webhook_name(path["name"])
+    return json_response(WebhookRemovedResponse(name=name, removed=Webhooks(rt.services).delete(uid, name)).to_json())
+
+
+def webhook_deliveries(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.webhooks import Webhooks, webhook_name
+
+    rt, uid = caller(request)
+    return json_response(Webhooks(rt.services).delivery_log(uid, webhook_name(path["name"])).to_json())

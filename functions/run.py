@@ -16,4 +16,4 @@ def run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     body = run_request(rt, request)
     result, replayed = run_to_stop(rt.agent, uid, body, idempotency_key=idempotency_key(request))
     headers = {"Idempotent-Replayed": "true"} if replayed else None
-    return json_response(result.to_doc(), headers=headers)
+    return json_response(result.to_doc(), headers=headers, status=202 if result.status == "queued" else 200)

@@ -37,13 +37,28 @@ class AttachedContextItem(_Strict):
     meta: dict[str, Any] | None = None
 
 
+MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
+"""What a run does when its thread is busy (docs/run-control.md): ``reject`` (the default: 409
+``RUN_ACTIVE`` / ``APPROVAL_PENDING``), ``enqueue`` (queued behind the thread's runs, in arrival
+order), ``interrupt`` (the active run stops at its next step boundary, then this one starts) or
+``rollback`` (the same, and the interrupted run's messages leave the thread's history)."""
+DEFAULT_MULTITASK_STRATEGY: MultitaskStrategy = "reject"
+
+
 class RunRequest(_Strict):
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, json_schema_extra={"pattern": NOT_BLANK_PATTERN})
     threadId: str | None = Field(default=None, pattern=ID_PATTERN)
     conversation: list[ConversationItem] = Field(default_factory=list)
     attachedContext: list[AttachedContextItem] = Field(default_factory=list)
     supersede: bool = False
-    """Reject the thread's pending approvals (audited) instead of answering 409 APPROVAL_PENDING."""
+    """Deprecated alias of ``multitaskStrategy: "rollback"`` (``true`` with any other strategy: 400)."""
+    multitaskStrategy: MultitaskStrategy | None = None
+    """What to do when the thread is busy; ``reject`` when absent (docs/run-control.md)."""
+    webhook: str | None = Field(default=None, max_length=2048,
+                                json_schema_extra={"pattern": r"^https?://[^\s/?#@]+(?:[/?#]\S*)?$"},
+                                description="a URL that receives this run's run.completed, run.failed and "
+                                            "run.awaiting_approval deliveries, signed with the secret of your "
+                                            "webhook named default")
     contextType: Literal["project_create", "project", "task", "project_audit", "general", "global"] = "general"
     """What the user is doing (seed 003 §4.1): its guidance goes into the system instruction."""
     entityId: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_/-]{1,256}$")
@@ -55,6 +70,20 @@ class RunRequest(_Strict):
         if is_blank(v):
             raise ValueError("prompt must not be blank")
         return v
+
+    @model_validator(mode="after")
+    def _supersede_alias(self) -> RunRequest:
+        if self.supersede and self.multitaskStrategy not in (None, "rollback"):
+            raise ValueError("supersede is an alias of multitaskStrategy \"rollback\"; "
+                             f"it cannot be combined with \"{self.multitaskStrategy}\"")
+        return self
+
+    @property
+    def strategy(self) -> MultitaskStrategy:
+        """The strategy in force: ``supersede: true`` is ``rollback``; absent is ``reject``."""
+        if self.multitaskStrategy is not None:
+            return self.multitaskStrategy
+        return "rollback" if self.supersede else DEFAULT_MULTITASK_STRATEGY
 
     def fingerprint(self) -> str:
         """What an ``Idempotency-Key`` is bound to: a digest of the request as validated (so the same
@@ -82,3 +111,9 @@ class ApproveRequest(_Strict):
         if self.arguments is not None and self.decision != "approve":
             raise ValueError("arguments (edits) go only with decision approve")
         return self
+
+
+class CancelRunRequest(_Strict):
+    """``POST /api/agent/runs/{runId}/cancel``: the body is optional (none, ``{}`` or a reason)."""
+
+    reason: str | None = Field(default=None, max_length=2000, description="why; shown in the run's error")

@@ -6,6 +6,8 @@ layer itself knows none of these names.
 |------------|---------------------------------------|---------------------------------|
 | `resume`   | a decided approval (outbox)           | continue the run (loop/resume)  |
 | `continue` | a unit that yielded its invocation    | continue the run (loop/resume)  |
+| `deliver`  | a recorded webhook delivery (outbox); the sweep for due retries | one signed attempt (shared/delivery) |
+| `dequeue`  | a run queued on a busy thread (outbox) | start it when its turn came (agent/run_queue) |
 | `sweep`    | Cloud Scheduler / `make dev`'s thread | the router's sweep (every kind; sessions past deadline) |
 
 Hosts: ``chat`` (seed 001 runs), ``plan`` (a confirmed plan session's execution, shared/plans/host.py).
@@ -17,11 +19,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.durable.kinds import CONTINUE, RESUME
+from shared.durable.kinds import CONTINUE, DELIVER, DEQUEUE, RESUME
 from shared.loop.host import Host, HostRegistry
 
 if TYPE_CHECKING:
-    from shared.durable.router import Router
+    from shared.durable.messages import WorkMessage
+    from shared.durable.router import Disposition, Router
     from shared.loop.context import Services
     from shared.state.sessions_repo import SessionsRepo
 
@@ -68,6 +71,30 @@ def build_router(services: Services, sessions: SessionsRepo) -> Router:
     router.register(RESUME, lambda m: handle_run_message(services, m),
                     recover=lambda limit: recover_runs(services, limit))
     router.register(CONTINUE, lambda m: handle_run_message(services, m))
+
+    def dequeue(message: WorkMessage) -> Disposition:
+        from shared.agent.run_queue import handle_dequeue
+
+        return handle_dequeue(services, message)
+
+    def queues(limit: int) -> int:
+        from shared.agent.run_queue import recover_queues
+
+        return recover_queues(services, limit)
+
+    router.register(DEQUEUE, dequeue, recover=queues)
+
+    def deliver(message: WorkMessage) -> Disposition:
+        from shared.agent.webhooks import Webhooks
+
+        return Webhooks(services).deliverer().handle(message)
+
+    def retries(limit: int) -> int:
+        from shared.agent.webhooks import Webhooks
+
+        return Webhooks(services).deliverer().retry_due(limit)
+
+    router.register(DELIVER, deliver, recover=retries)
     router.add_recoverer("session_deadlines", session_deadlines)
     router.add_recoverer("expired_pauses", lambda limit: close_expired_pauses(services, limit))
     if services.settings.sandbox_url:

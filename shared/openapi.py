@@ -84,6 +84,26 @@ def _close_response_schemas(schemas: dict[str, Any], responses: list[Any]) -> No
         todo.extend(_refs(schema))
 
 
+def _require_discriminators(schemas: dict[str, Any]) -> None:
+    """A tagged union's tag is required in each member: pydantic picks the member by it (a message
+    without ``role`` is refused even where ``role`` has a default), so the document says so."""
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            discriminator = node.get("discriminator")
+            if isinstance(discriminator, dict):
+                for ref in discriminator.get("mapping", {}).values():
+                    member = schemas.get(str(ref).rsplit("/", 1)[-1])
+                    tag = discriminator["propertyName"]
+                    if member is not None and tag in member.get("properties", {}):
+                        member["required"] = sorted({*member.get("required", []), tag})
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(schemas)
+
+
 def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
     """Component schemas of every model the routes read or answer, and of the event streams."""
     models: list[tuple[type[BaseModel], Any]] = [(ErrorResponse, "serialization")]
@@ -109,6 +129,7 @@ def _components(table: tuple[routes.Route, ...]) -> dict[str, Any]:
             record["required"].remove(alias)
     if "Lease" not in set(_refs({k: v for k, v in schemas.items() if k != "Lease"})):
         schemas.pop("Lease", None)
+    _require_discriminators(schemas)
     return schemas
 
 

@@ -137,17 +137,15 @@ def params(request: flask.Request) -> dict[str, Any]:
 def resume_after(request: flask.Request) -> int:
     """Where a read of an event log starts: after the ``seq`` in the ``Last-Event-ID`` header (what an
     ``EventSource`` sends when it reconnects, so it wins), else in ``lastEventId`` (for clients that
-    cannot set headers), else ``after`` (default 0). ``lastEventId`` and ``after`` together are a 400:
-    they say the same thing."""
+    cannot set headers; a reconnect's position, so it wins over ``after``, the first read's, which a
+    reconnecting client's URL may still carry), else ``after`` (default 0)."""
     header = (request.headers.get("Last-Event-ID") or "").strip()
     if header:
-        if not (header.isascii() and header.isdigit()) or int(header) > MAX_INT64:
+        if not (header.isascii() and header.isdigit()):
             raise InvalidInput("header Last-Event-ID must be the seq of an event (an integer >= 0)",
                                code="INVALID_LAST_EVENT_ID", details={"field": "Last-Event-ID"})
-        return int(header)
+        return min(int(header), MAX_INT64)  # past every seq: nothing is left to read
     query = params(request)
     if "lastEventId" in query:
-        if one_arg(request.args, "after") is not None:
-            raise _invalid("lastEventId", "and after are both given; give one")
         return int(query["lastEventId"])
     return int(query.get("after", 0))

@@ -49,6 +49,16 @@ class ApproveResponse(ResponseBody):
     """Approved with edits: the arguments the call runs with."""
 
 
+class CancelRunResponse(ResponseBody):
+    """``POST /api/agent/runs/{runId}/cancel``: the run as the cancel left it."""
+
+    ok: bool = True
+    runId: str
+    status: Literal["queued", "planning", "awaiting_confirmation", "executing", "completed", "failed"]
+    cancelling: bool = Field(description="true: the run stops at its next step boundary (follow its events); "
+                                         "false: it has ended (cancelled)")
+
+
 class Approval(ResponseBody):
     """An approval wherever the API lists one (the inbox, a session's pending approvals): what
     waits (or waited) for the owner's decision and what it belongs to. Decide with

@@ -101,7 +101,7 @@ CURSOR = Param("cursor", "string", description="where the page starts: the nextC
                                                "(absent: the first page); 400 INVALID_CURSOR when it is not one")
 AFTER = Param("after", "integer", default=0, description="the seq after which events are read")
 LAST_EVENT_ID = Param("lastEventId", "integer", description="the same as after, for clients that cannot set the "
-                                                            "Last-Event-ID header (400 INVALID_QUERY with after)")
+                                                            "Last-Event-ID header (it wins over after)")
 FOLLOW = Param("follow", "boolean", default=False, description="keep the response open and stream new events")
 UNTIL = Param("until", "enum", default="stop", values=("stop", "end"),
               description="with follow: stop (default) ends the follow when the run stops, also at a pause for "
@@ -224,8 +224,13 @@ A2A_ROUTES: tuple[Route, ...] = (
 
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
+          description="multitaskStrategy (reject by default) says what happens when the thread is busy "
+                      "(docs/run-control.md).",
           replies=(Reply(200, "the run's result (status completed, awaiting_confirmation or failed)",
-                         model="shared.state.records:RunResult"),), errors=(*_BODY, 422)),
+                         model="shared.state.records:RunResult"),
+                   Reply(202, "queued behind the thread's runs (multitaskStrategy enqueue, interrupt or rollback): "
+                              "status queued, runId, follow", model="shared.state.records:RunResult")),
+          errors=(*_BODY, 422)),
     Route("POST", "/api/agent/run/stream", "stream", "stream", "functions.stream:stream",
           request="shared.api:RunRequest",
           replies=(Reply(200, "NDJSON run events, one per line (Server-Sent Events with Accept: text/event-stream: "
@@ -233,8 +238,10 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/agui", "agui", "stream", "functions.stream:agui", request="ag_ui.core:RunAgentInput",
           description="AG-UI (docs/ag-ui.md): a RunAgentInput starts a run (threadId, runId: the same input again "
                       "is the same run) or, with resume entries, decides its interrupts (approvals) through the "
-                      "same path as POST /api/agent/approve and follows the resumed run. Last-Event-ID resumes "
-                      "the stream.",
+                      "same path as POST /api/agent/approve and follows the resumed run. A new run needs a "
+                      "user message with text, threadId is one of our thread ids (1-128 characters of A-Z, a-z, "
+                      "0-9, _ and -) and runId an idempotency key (1-255 visible ASCII characters); 400 "
+                      "INVALID_REQUEST otherwise. Last-Event-ID resumes the stream.",
           replies=(Reply(200, "the AG-UI event stream (Server-Sent Events; data: one AG-UI event, id: "
                               "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
@@ -293,6 +300,14 @@ ROUTES: tuple[Route, ...] = (
                               "lastEventId or after; a follow sends heartbeats and ends with result, error or "
                               "stream_end", stream="RunEvent", sse=True),),
           errors=(400, 401, 404)),
+    Route("POST", "/api/agent/runs/{runId}/cancel", "cancelRun", "approve", "functions.approve:cancel_run",
+          request="shared.api:CancelRunRequest", body_required=False,
+          description="Cancel a run: a queued one leaves its thread's queue at once; a paused one is closed "
+                      "(its approvals rejected); a working one stops at its next step boundary (its executed "
+                      "side effects stay, named in its error). A repeat answers the run as it is; "
+                      "409 RUN_ENDED when it already ended otherwise.",
+          replies=(Reply(202, "cancelled, or cancelling at the next step boundary",
+                         model="shared.responses:CancelRunResponse"),), errors=_BODY),
     Route("GET", "/api/agent/approvals", "listApprovals", "runs", "functions.runs:list_approvals",
           description="The caller's approvals across chat runs and plan sessions, newest first (other users' "
                       "are never listed): pending = waiting for a decision; decided = approved, rejected or "
@@ -309,6 +324,10 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the approval and its call", model="shared.agent.approval_edits:ApprovalDetail"),),
           errors=(400, 401, 404)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
+          description="Decide one of the caller's approvals. Approve with edits: arguments go only with decision "
+                      "approve (400 INVALID_REQUEST otherwise), satisfy the tool's own schema (400 "
+                      "INVALID_ARGUMENTS naming each field: invalid edited arguments) and are decided by policy "
+                      "again (400 EDIT_DENIED_BY_POLICY).",
           request="shared.api:ApproveRequest",
           replies=(Reply(202, "decision recorded; the run resumes asynchronously",
                          model="shared.responses:ApproveResponse"),), errors=(400, 401, 404, 409, 410, 503)),
@@ -370,6 +389,38 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the tokens are forgotten",
                          model="shared.connectors.integrations_api:IntegrationRemovedResponse"),),
           errors=(401, 404, 503)),
+    # The caller's webhooks: served by ``integrations``, which holds the
+    # credentials key that seals their secrets.
+    Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",
+          replies=(Reply(200, "the caller's webhooks (never a secret)",
+                         model="shared.agent.webhooks:WebhooksResponse"),),
+          errors=(401,)),
+    Route("GET", "/api/agent/webhooks/{name}", "getWebhook", "integrations", "functions.integrations:get_webhook",
+          segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the webhook (never its secret); declared false when the caller has none of that "
+                              "name", model="shared.agent.webhooks:WebhookResponse"),),
+          errors=(400, 401)),
+    Route("PUT", "/api/agent/webhooks/{name}", "putWebhook", "integrations", "functions.integrations:put_webhook",
+          segments={"name": ANY_SEGMENT}, request="shared.agent.webhooks:WebhookRequest",
+          description="Declare (replace) one of the caller's webhooks: the URL deliveries are POSTed to, the "
+                      "events delivered and the Standard Webhooks signing secret (generated when absent; shown "
+                      "in this answer only). 400 WEBHOOK_URL_NOT_ALLOWED when the URL's host is not public "
+                      "(unless MCP_ALLOW_PRIVATE_URLS); 409 TOO_MANY_WEBHOOKS beyond 20; "
+                      "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY. Deliveries: "
+                      "docs/run-control.md.",
+          replies=(Reply(200, "the stored webhook and its secret", model="shared.agent.webhooks:WebhookResponse"),),
+          errors=(400, 401, 409, 413, 415, 503)),
+    Route("DELETE", "/api/agent/webhooks/{name}", "deleteWebhook", "integrations",
+          "functions.integrations:delete_webhook", segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the webhook is forgotten", model="shared.agent.webhooks:WebhookRemovedResponse"),),
+          errors=(400, 401)),
+    Route("GET", "/api/agent/webhooks/{name}/deliveries", "listWebhookDeliveries", "integrations",
+          "functions.integrations:webhook_deliveries", segments={"name": ANY_SEGMENT},
+          description="The webhook's deliveries, newest first (at most 100): each with its deliveryId (the "
+                      "webhook-id header of every attempt), status and attempts. Deliveries to a run's own "
+                      "webhook URL are listed under default.",
+          replies=(Reply(200, "the deliveries", model="shared.agent.webhooks:DeliveriesResponse"),),
+          errors=(400, 401)),
     Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
           replies=(Reply(200, "the caller's live workspaces, oldest first",
                          model="shared.workspaces:ContainersResponse"),), errors=(401,)),

@@ -32,6 +32,10 @@ class IndexSpec:
 
 
 INDEXES: tuple[IndexSpec, ...] = (
+    # shared/state/deliveries_repo.py due: the sweep publishes webhook retries that are due.
+    IndexSpec("deliveries", (("status", "ASCENDING"), ("nextAttemptAt", "ASCENDING"))),
+    # shared/state/deliveries_repo.py for_target (GET /api/agent/webhooks/{name}/deliveries), newest first.
+    IndexSpec("deliveries", (("uid", "ASCENDING"), ("target", "ASCENDING"), ("createdAt", "DESCENDING"))),
     # shared/loop/resume.py recover_runs: runs in "planning"/"executing" by lease expiry.
     IndexSpec("runs", (("status", "ASCENDING"), ("leaseExpiresAt", "ASCENDING"))),
     # shared/state/runs_repo.py awaiting: the sweep closes pauses whose approvals all expired.

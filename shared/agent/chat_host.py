@@ -20,10 +20,20 @@ from shared.loop.host import Host
 from shared.loop.outcomes import NextStepFailed, NextStepInterruption, StopOutcome
 from shared.state.docstore import Write
 from shared.state.host_states import ChatState, expect
-from shared.state.records import ActionRecord, ApprovalView, MessageRecord, RunRecord, RunResult, UsageEntry, now
+from shared.state.records import (
+    ActionRecord,
+    ApprovalView,
+    MessageRecord,
+    RunError,
+    RunRecord,
+    RunResult,
+    UsageEntry,
+    now,
+)
 from shared.tools.registry import Tool
 
 if TYPE_CHECKING:
+    from shared.agent.webhooks import RunEventType
     from shared.state.sessions_repo import SessionsRepo
 
 log = logging.getLogger("agent_runtime.agent")
@@ -64,6 +74,27 @@ def _release(ctx: RunContext) -> Write:
     return ctx.services.runs.release_thread_write(
         ctx.run, mode=ctx.run.context_type,
         execution_modes=list(chat_state(ctx).execution_modes) or None)
+
+
+def _announce(ctx: RunContext, event: RunEventType, result: RunResult) -> list[str]:
+    """The run's webhook deliveries of this stop, recorded in its commit (``agent/webhooks``)."""
+    from shared.agent.webhooks import Webhooks
+
+    return Webhooks(ctx.services).announce(ctx, event, result)
+
+
+def _published(ctx: RunContext, deliveries: list[str]) -> None:
+    if deliveries:
+        from shared.agent.webhooks import Webhooks
+
+        Webhooks(ctx.services).deliverer().publish(deliveries)
+
+
+def _next_run(ctx: RunContext) -> None:
+    """The thread is free: its next queued run starts (``run_queue``)."""
+    from shared.agent.run_queue import publish_next
+
+    publish_next(ctx.services, ctx.run)
 
 
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
@@ -119,6 +150,13 @@ class ChatHost(Host):
             return NextStepFailed(FailureCode.TOOL_CALL_LIMIT,
                                   f"this request needed more than {limit} tool calls "
                                   "(AGENT_MAX_TOOL_CALLS_PER_TURN); rephrase it more narrowly, or wait and ask again")
+        from shared.agent.run_queue import stop_requested
+
+        stop = stop_requested(ctx.services, run=ctx.run)
+        if stop is not None:  # a newer run interrupted this one, or its owner cancelled it
+            failure, writes = stop
+            ctx.write(*writes)
+            return failure
         _state(ctx, "thinking")
         return None
 
@@ -145,8 +183,11 @@ class ChatHost(Host):
         result.output = output
         message = MessageRecord(id=ctx.services.new_id("msg"), role="assistant", text=text, run_id=run.run_id)
         runs = ctx.services.runs
+        deliveries = _announce(ctx, "run.completed", result)
         stops.complete(ctx, result=result, writes=[runs.message_write(run, message),
                                                    _release(ctx)])
+        _published(ctx, deliveries)
+        _next_run(ctx)
 
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
         run = ctx.run
@@ -167,8 +208,10 @@ class ChatHost(Host):
                            tool_args=first.args, approval=views[0] if views else None, approvals=views or None,
                            summary=summary,
                            follow=None if views else f"/api/agent/runs/{run.run_id}/events?follow=1&until=end")
+        deliveries = _announce(ctx, "run.awaiting_approval", result) if views else []
         # A run waiting on its plan sends no ``result``: its stream goes on with the plan's events.
         stops.pause(ctx, outcome, result=result, announce=bool(views))
+        _published(ctx, deliveries)
 
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
         if code == FailureCode.DEADLINE_EXCEEDED:  # the watchdog: its timeout is in the usage ledger too
@@ -176,5 +219,9 @@ class ChatHost(Host):
         result = _base_result(ctx)
         result.ok, result.status, result.summary = False, "failed", message
         result.mode = ctx.run.mode or "assistant_text"
+        result.error = RunError(code=code, message=message)
+        deliveries = _announce(ctx, "run.failed", result)
         stops.fail(ctx, code, message, writes=[_release(ctx)],
                    result=result)
+        _published(ctx, deliveries)
+        _next_run(ctx)

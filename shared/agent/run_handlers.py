@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from shared.agent.chat_host import current_result
 from shared.agent.service import AgentService
-from shared.agent.streaming import live_events, replay_events
+from shared.agent.streaming import follow_queued, live_events, replay_events
 from shared.api import RunRequest
-from shared.state.records import RunResult
+from shared.state.records import RunRecord, RunResult
 
 if TYPE_CHECKING:
     from shared.state.sessions_repo import SessionsRepo
@@ -22,15 +22,31 @@ def run_to_stop(service: AgentService, uid: str, request: RunRequest, *,
     started = service.start(uid, request, idempotency_key=idempotency_key)
     if not started.outcome.created:
         return current_result(started.outcome.snapshot.run), True
+    if started.outcome.queued:  # it starts when its turn comes, in another invocation
+        from shared.agent.run_queue import queued_result
+
+        return queued_result(started.outcome.snapshot.run), False
     return service.run(service.context(started)), False
+
+
+def cancel_run(service: AgentService, uid: str, run_id: str, *, reason: str | None = None) -> tuple[RunRecord, bool]:
+    """``POST /api/agent/runs/{runId}/cancel`` (``run_queue.cancel_run``): the run and whether it
+    is still stopping (at its next step boundary)."""
+    from shared.agent.run_queue import cancel_run as cancel
+
+    return cancel(service.services, uid, run_id, reason=reason)
 
 
 def stream_run(service: AgentService, uid: str, request: RunRequest, *, idempotency_key: str | None = None,
                sessions: Callable[[], SessionsRepo] | None = None) -> Iterator[dict[str, Any]]:
     """Start a run (errors raise here, before streaming) and return its live event stream; a
-    repeated Idempotency-Key replays the earlier run's events, following it until it stops.
+    repeated Idempotency-Key replays the earlier run's events, following it until it stops, and a
+    queued run's events are followed the same way (``status: queued``, then the run as it runs).
     ``sessions``: where the plans a run starts are read, to relay their events on its stream."""
     started = service.start(uid, request, idempotency_key=idempotency_key)
+    if started.outcome.queued:  # its stream starts when it does
+        return follow_queued(service.services.runs, started.outcome.snapshot.run.run_id, sessions=sessions,
+                             max_wait_s=service.services.settings.follow_max_wait_s)
     if not started.outcome.created:
         return replay_events(service.services.runs, started.outcome.snapshot.run.run_id, 0, follow=True,
                              sessions=sessions)

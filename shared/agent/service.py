@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.agent.chat_host import current_result
 from shared.agent.context_types import context_type
+from shared.agent.conversation import conversation_turns as conversation_turns
 from shared.api import MAX_CONVERSATION_FOR_MODEL, ConversationItem, RunRequest
 from shared.durable import leases
 from shared.errors import NotFound
@@ -24,9 +25,9 @@ from shared.loop import stops
 from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
-from shared.models.base import Part, Turn
+from shared.models.base import Turn
 from shared.state.docstore import Write
-from shared.state.records import MemoryRecord, MessageRecord, RunRecord, RunResult, UserRecord
+from shared.state.records import MemoryRecord, MessageRecord, QueuedStart, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
@@ -44,20 +45,6 @@ class StartedRun:
     """Events committed with the run (``status: planning``), to be sent first on a live stream."""
     owner: str
     """The invocation holding the new run's lease (it drives the run)."""
-
-
-def conversation_turns(items: Sequence[ConversationItem], prompt: str) -> list[Turn]:
-    """The last 30 conversation messages and the prompt as model turns (same-role runs merged)."""
-    turns: list[Turn] = []
-    for item in [*items[-MAX_CONVERSATION_FOR_MODEL:], ConversationItem(role="user", text=prompt)]:
-        role = "model" if item.role == "assistant" else "user"
-        if not item.text.strip():
-            continue
-        if turns and turns[-1].role == role:
-            turns[-1] = Turn(role=role, parts=[*turns[-1].parts, Part(text=item.text)])
-        else:
-            turns.append(Turn(role=role, parts=[Part(text=item.text)]))
-    return turns
 
 
 class AgentService:
@@ -80,7 +67,8 @@ class AgentService:
 
     def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None,
               instruction_note: str | None = None, extra_writes: ExtraWrites | None = None) -> StartedRun:
-        """Persist a new run (or find the one an Idempotency-Key already created).
+        """Persist a new run (or find the one an Idempotency-Key already created). On a busy thread,
+        ``request.strategy`` says what happens (``outcome.queued``: the run waits its turn).
         ``instruction_note``: appended to the system instruction (where the request came from, e.g.
         an A2A caller); ``extra_writes(run_id)``: documents created in the run's own transaction
         (e.g. the A2A task that is this run)."""
@@ -108,8 +96,13 @@ class AgentService:
         s = self.services
         conversation = list(req.conversation)
         if not conversation and req.threadId:  # the caller's own thread of that id (never another user's)
+            thread = s.runs.get_thread(uid, req.threadId)
+            # A rollback closes the thread's paused run and removes its messages: its abandoned
+            # prompt is not history (``supersede`` is that rollback).
+            dropped = thread.active_run_id if thread is not None and req.strategy == "rollback" else None
             conversation = [ConversationItem(role=m.role, text=m.text)
-                            for m in s.runs.list_messages(uid, req.threadId, MAX_CONVERSATION_FOR_MODEL)]
+                            for m in s.runs.list_messages(uid, req.threadId, MAX_CONVERSATION_FOR_MODEL)
+                            if dropped is None or m.run_id != dropped]
         user, memories = self._load_user(uid)
         run_id = new_id("run")
         # The invocation that starts the run holds its lease from the first write: recovery only
@@ -122,23 +115,32 @@ class AgentService:
 
             if entity_scope(s.users.store, uid, req.entityId) is None:
                 raise NotFound(f"entity {req.entityId} not found", code="ENTITY_NOT_FOUND")
+        if req.webhook:
+            from shared.agent.webhooks import Webhooks
+
+            Webhooks(s).check_run_webhook(uid, req.webhook)
         instruction = "\n\n".join((build_system_instruction(user, memories, req.attachedContext),
                                     ctype.guidance(req.entityId), *([instruction_note] if instruction_note else [])))
         run = RunRecord(run_id=run_id, uid=uid, thread_id=thread_id, status="planning",
                         model=s.model_for(ctype.profile).name, max_steps=s.settings.max_loop_steps,
                         context_type=ctype.name, profile=ctype.profile, entity_id=req.entityId,
                         system_instruction=instruction,
-                        idempotency_key=idempotency_key, last_seq=1, lease=lease,
+                        idempotency_key=idempotency_key, last_seq=1, lease=lease, webhook=req.webhook,
                         lease_expires_at=lease.expires_at)
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
         turns = conversation_turns(conversation, req.prompt)
         slot = s.limits.slot(uid, "runs") if s.limits is not None else None
+        from shared.agent.run_queue import publish, queue_entry
+
+        queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation])
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
-                                   idempotency_key=idempotency_key, fingerprint=fingerprint,
-                                   supersede=bool(req.supersede), slot=slot,
+                                   idempotency_key=idempotency_key, fingerprint=fingerprint, strategy=req.strategy,
+                                   queue_entry=lambda r: queue_entry(s, r), queued_start=queued, slot=slot,
                                    fail_paused=stops.close_paused,
                                    extra_writes=extra_writes(run_id) if extra_writes is not None else ())
+        if outcome.deliver:
+            publish(s, list(outcome.deliver))
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

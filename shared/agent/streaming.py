@@ -150,6 +150,25 @@ def replay_events(runs: RunsRepo, run_id: str, after: int = 0, *, follow: bool =
     return iterate_in_context(read(), runId=run_id)
 
 
+def follow_queued(runs: RunsRepo, run_id: str, *, max_wait_s: float,
+                  sessions: Callable[[], SessionsRepo] | None = None) -> Iterator[dict[str, Any]]:
+    """The stream of a run that was queued (``multitaskStrategy``): its ``status: queued`` event,
+    then its events once it starts, until it stops or ``max_wait_s`` is spent (then ``stream_end``
+    with the route that reads on: the run goes on without the stream)."""
+    reader = _Follow(runs, run_id, sessions, until_end=False, max_wait_s=max_wait_s)
+
+    def events() -> Iterator[dict[str, Any]]:
+        yield from reader.events(0)
+        if reader.stopped_because == "stream_time_spent":
+            snap = runs.get_run(run_id)
+            status = "queued" if snap is not None and snap.run.status == "queued" else "executing"
+            yield event_to_doc(StreamEndEvent(
+                seq=reader.last, runId=run_id, status=status, reason="stream_time_spent",
+                follow=f"/api/agent/runs/{run_id}/events?after={reader.last}&follow=1&until=end"))
+
+    return iterate_in_context(events(), runId=run_id)
+
+
 class _Follow:
     """Reads a run's log after a seq, following it while it goes on. ``stopped_because`` says why a
     follow ended before the run reached a stop a client waits for (None: it did, or no follow)."""

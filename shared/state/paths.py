@@ -127,6 +127,25 @@ def mcp_server(uid: str, name: str) -> str:
     return f"users/{uid}/mcpServers/{name}"
 
 
+def webhooks(uid: str) -> str:
+    """The user's webhooks (``PUT /api/agent/webhooks/{name}``), one document each."""
+    return f"users/{uid}/webhooks"
+
+
+def webhook(uid: str, name: str) -> str:
+    return f"users/{uid}/webhooks/{name}"
+
+
+def deliveries() -> str:
+    """Signed HTTP deliveries (webhooks; ``shared/delivery``): top level, so the retry sweep
+    finds the due ones of every user in one query."""
+    return "deliveries"
+
+
+def delivery(delivery_id: str) -> str:
+    return f"deliveries/{delivery_id}"
+
+
 def runs() -> str:
     return "runs"
 

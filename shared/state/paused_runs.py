@@ -71,7 +71,7 @@ def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, re
                             tool=approval.tool, decision=decision, reason=f"{reason}; closed by run {new_run_id}")
         t.write(audit_write(audit))
     action_error = {"expired": "the approval expired before anyone decided",
-                    "cancelled": "its plan session was cancelled",
+                    "cancelled": "cancelled",
                     "deadline_exceeded": "its plan session's deadline passed"}.get(reason, "superseded by a new run")
     for doc in actions:
         if doc is None:

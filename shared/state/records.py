@@ -59,6 +59,15 @@ class ThreadRecord(Record):
     """The planner state: the contextType of the thread's last turn."""
     last_execution_modes: list[str] = Field(default_factory=list)
     """The execution modes of the plans the last turn made (agent_create_plan)."""
+    queue: list[str] = Field(default_factory=list)
+    """Runs waiting for the thread, in the order they start (docs/run-control.md)."""
+    queued_count: int = 0
+    """Runs ever queued on the thread: the next one's ``queuePosition``."""
+    interrupt_run_id: str | None = None
+    """The active run asked to stop at its next step boundary (interrupt, rollback or cancel)."""
+    interrupt_mode: Literal["interrupt", "rollback", "cancel"] | None = None
+    interrupt_by: str | None = None
+    """The run whose ``multitaskStrategy`` asked for the interrupt (none for a cancel)."""
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
     schema_version: int = SCHEMA_VERSION
@@ -98,6 +107,16 @@ class ApprovalView(Record):
         self.approval_id = self.approval_id or self.id
         self.id = self.id or self.approval_id
         return self
+
+
+class QueuedStart(Record):
+    """What a queued run starts from when its turn comes (its prompt is written to the thread then,
+    so the thread's messages stay in the order the runs ran)."""
+
+    prompt: str
+    conversation: list[dict[str, str]] = Field(default_factory=list)
+    position: int = 0
+    """Its place in the thread's arrival order (``ThreadRecord.queued_count`` when it was queued)."""
 
 
 class RunResult(Record):
@@ -173,6 +192,12 @@ class RunRecord(Record):
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
     idempotency_key: str | None = None
+    webhook: str | None = None
+    """The run's own webhook URL (its stops are delivered there too; ``shared/agent/webhooks.py``)."""
+    queued: QueuedStart | None = None
+    """A run queued on its thread (``multitaskStrategy: enqueue``): what it starts from."""
+    started_at: float | None = None
+    """When the loop first took the run (a queued run: when it left the queue)."""
     thread_scope: ThreadScope = "user"
     """Where the run's thread is: ``user`` (``users/{uid}/threads/{threadId}``, every run started
     since issue 35) or ``shared`` (``threads/{threadId}``, a thread begun before it). A stored run

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from shared.errors import Conflict, NotFound, Unprocessable
+from shared.errors import NotFound, Unprocessable
 from shared.state import paths
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Slot
@@ -25,15 +25,17 @@ from shared.state.records import (
     ApprovalStatus,
     AuditRecord,
     MessageRecord,
+    QueuedStart,
     RunRecord,
     ThreadRecord,
     now,
 )
+from shared.state.thread_queue import Busy, QueueEntry, Strategy, busy_thread, run_messages_query, thread_path
 
 if TYPE_CHECKING:
     from shared.models.base import Turn
 
-__all__ = ["CloseReason", "FailPaused", "RunSnapshot", "RunsRepo", "StartOutcome"]
+__all__ = ["CloseReason", "FailPaused", "RunSnapshot", "RunsRepo", "StartOutcome", "thread_path"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,10 @@ class StartOutcome:
     snapshot: RunSnapshot
     created: bool
     """False when an Idempotency-Key matched an earlier request: ``snapshot`` is that run."""
+    queued: bool = False
+    """The run waits in its thread's queue (``multitaskStrategy`` enqueue, interrupt, rollback)."""
+    deliver: tuple[str, ...] = ()
+    """Outbox entries to publish after the commit (the entry that starts the thread's next run)."""
 
 
 log = logging.getLogger("agent_runtime.state")
@@ -145,7 +151,8 @@ class RunsRepo:
         """The thread has no active run any more (its run stopped for good). The planner state of
         the thread (seed 003 §5.1): ``mode`` (the last turn's contextType) and the execution modes
         its plans used, when the run says them."""
-        fields: dict[str, Any] = {"activeRunId": None, "updatedAt": now()}
+        fields: dict[str, Any] = {"activeRunId": None, "interruptRunId": None, "interruptMode": None,
+                                  "interruptBy": None, "updatedAt": now()}
         if mode is not None:
             fields["mode"] = mode
         if execution_modes:
@@ -279,21 +286,26 @@ class RunsRepo:
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
-                  fingerprint: str | None = None, supersede: bool = False, slot: Slot | None = None,
-                  fail_paused: FailPaused, extra_writes: Sequence[Write] = ()) -> StartOutcome:
-        """Create the run, claim its thread (one active run per thread) and persist the prompt.
+                  fingerprint: str | None = None, strategy: Strategy = "reject",
+                  queue_entry: QueueEntry | None = None, queued_start: QueuedStart | None = None,
+                  slot: Slot | None = None, fail_paused: FailPaused, extra_writes: Sequence[Write] = ()
+                  ) -> StartOutcome:
+        """Create the run, claim its thread (one active run per thread) and persist the prompt, or
+        queue it behind the thread's runs (``thread_queue.busy_thread``: what ``strategy`` does
+        when the thread is busy; ``queue_entry`` makes the outbox write that starts a queued run).
+        ``extra_writes``: documents created in the same transaction (e.g. the A2A task of the run).
 
-        Raises NotFound for another user's thread and Conflict when the thread's current run is not
-        finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE (working, or every
-        approval decided and the resume on its way). A paused run is closed by ``close_paused``
-        (inside the same transaction) instead when ``supersede`` is set ("superseded"), or when
-        every open approval of its pause has expired ("expired"); ``fail_paused`` (the loop's stop)
-        says what that means for it. ``slot``: the user's limit on
-        active runs, reserved just before the transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing
-        written) and released if the transaction does not create the run.
+        Raises NotFound for another user's thread and, with ``reject``, Conflict when the thread's
+        current run is not finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE
+        (working, every approval decided and the resume on its way, or runs queued). A paused run
+        whose open approvals all expired is closed by ``fail_paused`` (the loop's stop) inside the
+        same transaction. ``slot``: the user's limit on active runs, reserved just before the
+        transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing written) and released if the
+        transaction does not create the run.
         """
+        interrupting = strategy in ("interrupt", "rollback")
 
-        def txn(t: Transaction) -> str | None:
+        def txn(t: Transaction) -> str | Busy | None:
             if idempotency_key:
                 seen = _live_key(t.get(paths.idempotency(run.uid, idempotency_key)))
                 if seen is not None:
@@ -304,26 +316,25 @@ class RunsRepo:
                                             "request", code="IDEMPOTENCY_KEY_REUSED",
                                             details={"runId": str(seen["runId"])})
                     return str(seen["runId"])
-            closed: list[str] = []
             found = _owned_thread(run.uid, run.thread_id, [t.get(paths.thread(run.uid, run.thread_id)),
                                                            t.get(paths.shared_thread(run.thread_id))])
             record = run.model_copy(update={"thread_scope": "user" if found is None or found[1] == paths.thread(
                 run.uid, run.thread_id) else "shared"})
             where = thread_path(record)
+            busy: Busy | None = None
             if found is not None:
-                thread = found[0]
-                if thread.active_run_id:
-                    active = t.get(paths.run(thread.active_run_id))
-                    if active is not None:
-                        active_run = RunRecord.from_doc(active.data)
-                        pause = pause_state(t, active_run)
-                        if pause == "expired" or (pause == "open" and supersede):
-                            close_paused(t, active_run, active.token, run.run_id,
-                                         "expired" if pause == "expired" else "superseded", fail=fail_paused,
-                                         event_write=self.event_write, audit_write=self.audit_write)
-                            closed.append(active_run.run_id)
-                        else:
-                            _refuse_if_active(active_run, undecided=pause == "open")
+                busy = busy_thread(t, found[0], where, record, strategy, queue_entry, queued_start,
+                                   fail_paused=fail_paused, event_write=self.event_write,
+                                   audit_write=self.audit_write)
+                if busy is not None:  # queued: its prompt is written when it starts
+                    t.write(Write("create", paths.run(run.run_id), record.to_doc()))
+                    for w in self.event_writes(run.run_id, [{**ev, "status": "queued"} if ev.get("type") == "status"
+                                                            else ev for ev in events]):
+                        t.write(w)
+                    self._write_key(t, run, idempotency_key, fingerprint)
+                    for w in extra_writes:
+                        t.write(w)
+                    return busy
                 t.write(Write("update", where, {"activeRunId": run.run_id, "updatedAt": now()}))
             else:
                 t.write(Write("create", where, ThreadRecord(thread_id=run.thread_id, uid=run.uid,
@@ -334,11 +345,7 @@ class RunsRepo:
             t.write(self.message_write(record, message))
             for w in self.event_writes(run.run_id, events):
                 t.write(w)
-            if idempotency_key:  # "set": an expired key of the same name is replaced
-                at = now()
-                t.write(Write("set", paths.idempotency(run.uid, idempotency_key),
-                              {"runId": run.run_id, "uid": run.uid, "createdAt": at,
-                               "fingerprint": fingerprint or "", EXPIRE_AT: at + IDEMPOTENCY_KEY_TTL_S}))
+            self._write_key(t, run, idempotency_key, fingerprint)
             for w in extra_writes:
                 t.write(w)
             return None
@@ -347,13 +354,14 @@ class RunsRepo:
             if idempotency_key and self.used_idempotency_key(run.uid, idempotency_key):
                 slot = None  # a replay: the transaction answers the run it started, nothing new counts
             else:
-                slot.reserve(run.run_id, also_ended=self._paused_on_thread(run) if supersede else ())
+                slot.reserve(run.run_id, also_ended=self._paused_on_thread(run) if interrupting else ())
         try:
-            existing = self.store.run_transaction(txn)
+            out = self.store.run_transaction(txn)
         except Exception:
             if slot is not None:
                 slot.release(run.run_id)
             raise
+        existing = out if isinstance(out, str) else None
         if existing and slot is not None:
             slot.release(run.run_id)
         run_id = existing or run.run_id
@@ -362,7 +370,17 @@ class RunsRepo:
             raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
         if existing and snap.run.uid != run.uid:  # pragma: no cover - keys are scoped per user
             raise NotFound(f"run {run_id} not found", code="RUN_NOT_FOUND")
-        return StartOutcome(snap, created=existing is None)
+        busy = out if isinstance(out, Busy) else None
+        return StartOutcome(snap, created=existing is None, queued=snap.run.status == "queued",
+                            deliver=busy.deliver if busy is not None else ())
+
+    @staticmethod
+    def _write_key(t: Transaction, run: RunRecord, key: str | None, fingerprint: str | None) -> None:
+        if key:  # "set": an expired key of the same name is replaced
+            at = now()
+            t.write(Write("set", paths.idempotency(run.uid, key),
+                          {"runId": run.run_id, "uid": run.uid, "createdAt": at,
+                           "fingerprint": fingerprint or "", EXPIRE_AT: at + IDEMPOTENCY_KEY_TTL_S}))
 
     def _paused_on_thread(self, run: RunRecord) -> list[str]:
         """The paused run a superseding start closes: it does not count against the reservation (it
@@ -424,6 +442,23 @@ class RunsRepo:
 
         return self.store.run_transaction(txn)
 
+    @staticmethod
+    def turn_create_write(run_id: str, index: int, turn: Turn) -> Write:
+        return Write("create", paths.turn(run_id, index), turn_doc(turn))
+
+    def message_deletes(self, run: RunRecord) -> list[Write]:
+        """The writes removing ``run``'s messages from its thread's history (``rollback``)."""
+        return [Write("delete", d.path) for d in self.store.query(run_messages_query(run))]
+
+    def threads_with_queued_runs(self, limit: int = 50) -> list[RunRecord]:
+        """One queued run of each thread that has some (among ``limit``): the sweep's queue recovery."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", "queued"),), limit=limit))
+        runs: dict[str, RunRecord] = {}
+        for d in docs:
+            run = RunRecord.from_doc(d.data)
+            runs.setdefault(thread_path(run), run)
+        return list(runs.values())
+
     def commit_step(self, snap: RunSnapshot, run: RunRecord, *, new_turns: Mapping[int, Turn],
                     actions: Sequence[ActionRecord], writes: Sequence[Write],
                     events: Sequence[dict[str, Any]]) -> RunSnapshot:
@@ -444,24 +479,6 @@ class RunsRepo:
         tokens = self.store.commit([Write("set", paths.run(run.run_id), run.to_doc(), if_token=snap.token),
                                     *writes])
         return RunSnapshot(run, tokens[0])
-
-
-def _refuse_if_active(active: RunRecord, *, undecided: bool) -> None:
-    if active.terminal:
-        return
-    if undecided:
-        raise Conflict(f"thread has a run awaiting approval ({active.run_id}); decide it or set supersede",
-                       code="APPROVAL_PENDING", details={"runId": active.run_id})
-    raise Conflict(f"thread already has an active run ({active.run_id})", code="RUN_ACTIVE",
-                   details={"runId": active.run_id})
-
-
-def thread_path(run: RunRecord) -> str:
-    """The document of ``run``'s thread: the user's own, or the shared collection for a thread
-    begun before issue 35 (``RunRecord.thread_scope``)."""
-    if run.thread_scope == "shared":
-        return paths.shared_thread(run.thread_id)
-    return paths.thread(run.uid, run.thread_id)
 
 
 def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple[ThreadRecord, str] | None:

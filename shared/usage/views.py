@@ -40,6 +40,10 @@ class RunView(RunRecord):
     ok: bool = True
     created_at: UtcTime
     updated_at: UtcTime
+    started_at: UtcTime | None = None
+    queued: Any = Field(default=None, exclude=True)
+    queue_position: int | None = None
+    """Its place in its thread's arrival order, when it was queued (docs/run-control.md)."""
     host_state: Any = Field(default=None, exclude=True)
     thread_id: str | None = None  # type: ignore[assignment]  # none for a plan session's run, not ""
     session_id: str | None = None
@@ -83,7 +87,8 @@ def run_view(run: RunRecord, entries: Sequence[UsageEntry]) -> RunView:
              for e in entries]
     session_id = run.host_state.session_id if isinstance(run.host_state, PlanRunState) else None
     return RunView.model_validate({**run.model_dump(), "model_calls": calls, "session_id": session_id,
-                                   "thread_id": run.thread_id or None, "status": reported_status(run)})
+                                   "thread_id": run.thread_id or None, "status": reported_status(run),
+                                   "queue_position": run.queued.position if run.queued is not None else None})
 
 
 def _key(entry: UsageEntry, group_by: GroupBy) -> str:

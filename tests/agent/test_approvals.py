@@ -626,24 +626,30 @@ def test_a_crash_in_an_allowed_call_of_a_mixed_turn_pauses_for_the_open_approval
     assert final is not None and final.run.status == "completed"
 
 
-def test_supersede_of_a_fully_decided_pause_is_refused_while_it_resumes(make_runtime: MakeRuntime) -> None:
+def test_supersede_of_a_fully_decided_pause_interrupts_it_after_the_approved_action(
+        make_runtime: MakeRuntime) -> None:
     """Every approval of the pause is decided and the resume is on its way: the run is active,
-    not waiting for anyone. A new run answers 409 RUN_ACTIVE, with or without supersede, and the
-    approved action still runs."""
+    not waiting for anyone. A new run answers 409 RUN_ACTIVE; with supersede (``rollback``) it is
+    queued, the approved action still runs once, then the resumed run stops at its next step
+    boundary (naming the side effect) and the new run starts."""
     ledger = Ledger()
-    model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"})), text_turn("Sent."),
-                           text_turn("Next.")])
+    model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"})), text_turn("Next.")])
     rt = runtime(make_runtime, model, ledger)
     first, _ = start_and_drive(rt, "send", threadId="t7")
     approve(rt, first.approval.id)
-    for supersede in (False, True):
-        with pytest.raises(Conflict) as err:
-            rt.agent.start("alice", RunRequest(prompt="next", threadId="t7", supersede=supersede))
-        assert err.value.code == "RUN_ACTIVE"
-    deliver_all(rt)
+    with pytest.raises(Conflict) as err:
+        rt.agent.start("alice", RunRequest(prompt="next", threadId="t7"))
+    assert err.value.code == "RUN_ACTIVE"
+    second = rt.agent.start("alice", RunRequest(prompt="next", threadId="t7", supersede=True))
+    assert second.outcome.queued
+    for _ in range(3):  # the resume, the queued run's start, its continue
+        deliver_all(rt)
     assert ledger.calls == ["send_note:bob:hi"]
-    second, _ = start_and_drive(rt, "next", threadId="t7")
-    assert second.status == "completed"
+    old = rt.runs.get_run(first.run_id)
+    assert old is not None and old.run.error is not None and old.run.error.code == "SUPERSEDED"
+    assert "send_note" in old.run.error.message
+    new = rt.runs.get_run(second.outcome.snapshot.run.run_id)
+    assert new is not None and new.run.status == "completed"
 
 
 def test_supersede_rejects_approved_but_unexecuted_actions_too(make_runtime: MakeRuntime) -> None:

@@ -176,11 +176,16 @@ def create_integration(api: Api) -> Ref:
 
 
 def create_mcp_server(api: Api) -> Ref:
-    """One of A's own MCP servers (its URL and token hold the secret; nothing listens there)."""
+    """One of A's own MCP servers (its URL and token hold the secret; nothing listens there), and
+    A's webhook of that name."""
     resp = api.client.post("/api/integrations/mcp/private-notes", json={
         "url": f"http://127.0.0.1:9/{SECRET}?key={SECRET}", "accessToken": f"tok-{SECRET}"}, headers=ALICE)
     assert resp.status_code == 200, resp.get_json()
     assert SECRET in resp.get_json()["url"] and f"key={SECRET}" not in resp.get_data(as_text=True)
+    # and a webhook of the same name (names live in each user's namespace, per kind)
+    resp = api.client.put("/api/agent/webhooks/private-notes", json={
+        "url": f"http://127.0.0.1:9/{SECRET}", "events": ["run.*"]}, headers=ALICE)
+    assert resp.status_code == 200, resp.get_json()
     return Ref("private-notes", "per_user")
 
 
@@ -236,6 +241,8 @@ BODIES: dict[str, dict[str, Any]] = {
     "RefineRequest": {"message": "also pack"},
     "ConfirmRequest": {"planVersion": 1},
     "CancelRequest": {"reason": "changed my mind"},
+    "CancelRunRequest": {"reason": "changed my mind"},
+    "WebhookRequest": {"url": "http://127.0.0.1:9/bob", "events": ["run.*"]},
     # AG-UI: B's run on A's thread must not supersede A's pause either
     "RunAgentInput": {"threadId": "thread-b", "runId": "agui-run", "forwardedProps": {"supersede": True},
                       "messages": [{"id": "m1", "role": "user", "content": PROBE}]},
@@ -324,7 +331,8 @@ def test_the_matrix_covers_every_operation_and_reference() -> None:
     no_body = sorted({c.body_schema for c in CELLS if c.body_schema} - set(BODIES))
     assert not no_body, f"no request body template for {no_body}: add one to BODIES"
     assert {(c.operation, c.reference) for c in CELLS} >= {
-        ("getRun", "runId"), ("getRunEvents", "runId"), ("approve", "approvalId"), ("run", "threadId"),
+        ("getRun", "runId"), ("getRunEvents", "runId"), ("cancelRun", "runId"), ("approve", "approvalId"),
+        ("run", "threadId"),
         ("stream", "threadId"), ("run", "entityId"), ("stream", "entityId"), ("getIntegration", "provider"),
         ("connectIntegration", "provider"), ("disconnectIntegration", "provider"), ("getSession", "sessionId"),
         ("refineSession", "sessionId"), ("confirmSession", "sessionId"), ("cancelSession", "sessionId"),

@@ -10,8 +10,10 @@ import pytest
 from flask.testing import FlaskClient
 
 from devserver import create_app
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
+from shared.runtime import get_runtime
 from tests.e2e.conftest import ALICE, BOB, Install
 
 
@@ -164,16 +166,27 @@ def test_second_run_while_the_first_is_in_progress_is_409_run_active(install: In
             assert resp.status_code == 409, (path, resp.data)
             err = resp.get_json()["error"]
             assert err["code"] == "RUN_ACTIVE" and err["details"]["runId"].startswith("run_"), err
-        # supersede only rejects pending approvals; it does not take over a running run
-        resp = client.post("/api/agent/run", json={"prompt": "y", "threadId": "busy", "supersede": True},
+        # enqueue: 202, queued behind the working run (it starts through the dispatcher)
+        resp = client.post("/api/agent/run", json={"prompt": "y", "threadId": "busy", "multitaskStrategy": "enqueue"},
                            headers=ALICE)
-        assert resp.status_code == 409 and resp.get_json()["error"]["code"] == "RUN_ACTIVE"
+        assert resp.status_code == 202 and resp.get_json()["status"] == "queued", resp.data
+        queued_id = resp.get_json()["runId"]
+        assert client.get(f"/api/agent/runs/{queued_id}", headers=ALICE).get_json()["status"] == "queued"
     finally:
         gate.set()
         worker.join(10)
     assert not worker.is_alive()
     assert first["status"] == 200 and first["body"]["status"] == "completed"
     assert first["body"]["runId"] == err["details"]["runId"]
+    # the thread is held by the queued run until it ran
+    after = client.post("/api/agent/run", json={"prompt": "z", "threadId": "busy"}, headers=ALICE)
+    assert after.status_code == 409 and after.get_json()["error"]["details"]["runId"] == queued_id
+    rt = get_runtime()
+    assert isinstance(rt.dispatcher, RecordingDispatcher)
+    while batch := rt.dispatcher.take():
+        for message in batch:
+            rt.router.handle(message)
+    assert client.get(f"/api/agent/runs/{queued_id}", headers=ALICE).get_json()["status"] == "completed"
     after = client.post("/api/agent/run", json={"prompt": "z", "threadId": "busy"}, headers=ALICE)
     assert after.status_code == 200 and after.get_json()["status"] == "completed"
 

@@ -50,7 +50,7 @@ CONFIG: dict[str, Any] = {
     "generation": {"deterministic": True, "database": "none", "max-examples": 12},
     # Every check, the optional ones (negative/positive data, auth, use-after-free, methods...) too.
     "auth": {"openapi": {"firebaseIdToken": {"bearer": "dev:fuzzer"}}},
-    "phases": {"stateful": {"max-steps": 16, "generation": {"max-examples": 60}}},
+    "phases": {"stateful": {"max-steps": 16, "generation": {"max-examples": 80}}},
     # A body over MAX_BODY_BYTES is refused with 413 before it is parsed: a rejection too.
     "checks": {"enabled": True, "negative_data_rejection": {"expected-statuses": [
         400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]}},
@@ -80,11 +80,26 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "POST /api/integrations/mcp/{name}": (("TOO_MANY_MCP_SERVERS", "at most 20 MCP servers per user"),),
     # from before to, at most 93 days apart.
     "GET /api/agent/usage": (("INVALID_QUERY", "must be before to"), ("INVALID_QUERY", "is at most 93 days")),
+    # Edited arguments go with an approval only (a rejection runs nothing to edit), and they are the
+    # tool's arguments (its own schema, which the approval names, not the document).
+    "POST /api/agent/approve": (("INVALID_REQUEST", "arguments (edits) go only with decision approve"),
+                                ("INVALID_ARGUMENTS", "")),  # one entry per field, each its own message
+    # A new AG-UI run needs a user message with text; resume entries name the caller's own interrupts.
+    "POST /api/agent/agui": (("INVALID_REQUEST", "a new run needs a user message with text"),
+                             ("INVALID_REQUEST", "must be 1-128 characters of A-Z, a-z, 0-9, _ and -"),
+                             ("INVALID_REQUEST", "must be 1-255 visible ASCII characters")),
+    # An Idempotency-Key the caller used before with another body (the stateful phase reuses keys).
+    "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
+    "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
+    # A cursor is the nextCursor of the list's previous page, an opaque string the schema cannot tell apart.
+    **{f"GET {path}": (("INVALID_CURSOR", "is not a cursor of this list"),)
+       for path in ("/api/agent/runs", "/api/agent/sessions", "/api/agent/approvals", "/api/agent/threads",
+                    "/api/agent/memories", "/api/agent/containers")},
 }
 """Rules JSON Schema cannot state (between fields, relative to now, or about the deployment), each
 written in the operation's description in the document: a schema-valid request breaking one gets a
-400 naming it. Only those refusals are not counted as ``positive_data_acceptance`` failures; any
-other refusal of a schema-valid request is."""
+400 (422 for a reused Idempotency-Key) naming it. Only those refusals are not counted as
+``positive_data_acceptance`` failures; any other refusal of a schema-valid request is."""
 
 NDJSON_SEEN: Counter[str] = Counter()
 
@@ -188,7 +203,7 @@ def _broken_rules(body: bytes) -> list[tuple[str, str]]:
 def _keep_failure(ctx: schemathesis.HookContext, failure: Failure, case: schemathesis.Case,
                   response: schemathesis.Response) -> bool:
     rules = SEMANTIC_RULES.get(case.operation.label)
-    if not rules or "positive_data_acceptance" not in type(failure).checks or response.status_code != 400:
+    if not rules or "positive_data_acceptance" not in type(failure).checks or response.status_code not in (400, 422):
         return True
     broken = _broken_rules(response.content)
     return not (broken and all(any(code == c and text in message for c, text in rules) for code, message in broken))

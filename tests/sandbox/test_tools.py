@@ -187,3 +187,30 @@ def test_the_routes_list_and_destroy_only_the_callers_workspaces(client: Any, sa
 def test_the_tools_exist_only_with_a_sandbox(store: DocStore, tmp_path: Path) -> None:
     rt = Runtime(make_settings(), store=store, model=ScriptedModel([]), dispatcher=RecordingDispatcher())
     assert not {t.name for t in rt.registry} & {"container_exec", "run_shell_command"}
+
+
+def test_a_script_never_runs_past_the_callers_time_left(store: DocStore, sandbox: SandboxProcess) -> None:
+    from shared.tools.context import ToolContext
+    from shared.tools.registry import ToolRegistry
+    from shared.tools.sandbox_tools import register
+    from shared.workspaces import Workspaces
+
+    settings = make_settings(sandbox_url=sandbox.url, sandbox_key=sandbox.key)
+    rt = runtime(store, sandbox, ScriptedModel([]))
+    Workspaces(store, settings).create(UID, "ws_timeleft0001", run_id="run_x")
+    registry = ToolRegistry()
+    register(registry)
+    tool = registry.get("container_exec")
+    assert tool is not None
+    ctx = ToolContext(uid=UID, run_id="run_x", action_id="act_1", users=rt.users, settings=settings,
+                      deadline=time.monotonic() + 2.0)
+    out = tool.run(ctx, tool.validate({"containerId": "ws_timeleft0001", "script": "sleep 30", "timeoutS": 600}))
+    assert out["timedOut"] is True and out["exitCode"] == 137
+    stopped_after = float(out["stderr"].rsplit("stopped after ", 1)[1].split(" s", 1)[0])
+    assert stopped_after <= 2.0  # the sandbox was given the time left, not the 600 s asked for
+    spent = ToolContext(uid=UID, run_id="run_x", action_id="act_2", users=rt.users, settings=settings,
+                        deadline=time.monotonic() - 1)
+    from shared.errors import ToolError
+
+    with pytest.raises(ToolError, match="no time is left"):
+        tool.run(spent, tool.validate({"containerId": "ws_timeleft0001", "script": "true"}))

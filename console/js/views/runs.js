@@ -45,6 +45,8 @@ const JOINED = new Set(['delta', 'thought_delta']);
 function timelineAppender(timeline) {
   let open = null; // {type, li, seq, text} of the deltas being joined
   return (ev) => {
+    // Why a follow closed (stream_end repeats the last seq): the follow's business, not the log's.
+    if (ev.type === 'stream_end') return;
     if (JOINED.has(ev.type) && open && open.type === ev.type) {
       open.text.append(ev.delta);
       open.li.dataset.lastSeq = String(ev.seq);

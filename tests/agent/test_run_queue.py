@@ -1,0 +1,224 @@
+"""multitaskStrategy on a busy thread (docs/run-control.md): enqueue, interrupt, rollback, the
+``supersede`` alias and cancelling, on both real stores, messages delivered by hand through the
+router (the same handlers Pub/Sub reaches in production)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.api import RunRequest
+from shared.durable.dispatcher import RecordingDispatcher
+from shared.errors import Conflict
+from shared.models.base import ModelRequest, Turn
+from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
+from shared.runtime import Runtime
+from shared.state.records import RunRecord
+from tests.agent.conftest import MakeRuntime
+from tests.agent.test_approvals import Ledger, runtime
+from tests.agent.test_loop import start_and_drive
+
+
+def texts(request: ModelRequest) -> list[str]:
+    return [p.text for t in request.turns for p in t.parts if p.text]
+
+
+class Echo:
+    """Answers ``re: <the prompts of the last user turn>``; records what each request held."""
+
+    def __init__(self, act: dict[str, Turn] | None = None) -> None:
+        self.requests: list[ModelRequest] = []
+        self.act = act or {}
+
+    def __call__(self, request: ModelRequest) -> Turn:
+        self.requests.append(request)
+        last = request.turns[-1]
+        if last.role == "user":
+            prompt = "".join(p.text or "" for p in last.parts)
+            if prompt in self.act:
+                return self.act[prompt]
+        return text_turn("re: " + (texts(request)[-1] if texts(request) else ""))
+
+
+def pump(rt: Runtime) -> int:
+    """Deliver every published message (and those its handling publishes) until none is left."""
+    d = rt.dispatcher
+    assert isinstance(d, RecordingDispatcher)
+    handled = 0
+    while batch := d.take():
+        for message in batch:
+            rt.router.handle(message)
+            handled += 1
+    return handled
+
+
+def run_of(rt: Runtime, run_id: str) -> RunRecord:
+    snap = rt.runs.get_run(run_id)
+    assert snap is not None
+    return snap.run
+
+
+def thread_texts(rt: Runtime, thread_id: str) -> list[tuple[str, str]]:
+    return [(m.role, m.text) for m in rt.runs.list_messages("alice", thread_id, 100)]
+
+
+def test_enqueue_runs_one_at_a_time_in_arrival_order(make_runtime: MakeRuntime) -> None:
+    echo = Echo()
+    rt = make_runtime(FunctionModel(echo))
+    first = rt.agent.start("alice", RunRequest(prompt="one", threadId="q1", multitaskStrategy="enqueue"))
+    assert not first.outcome.queued
+    queued = [rt.agent.start("alice", RunRequest(prompt=p, threadId="q1", multitaskStrategy="enqueue"))
+              for p in ("two", "three", "four")]
+    assert all(s.outcome.queued for s in queued)
+    ids = [s.outcome.snapshot.run.run_id for s in queued]
+    assert [run_of(rt, i).status for i in ids] == ["queued"] * 3
+    assert [run_of(rt, i).queued.position for i in ids] == [0, 1, 2]  # type: ignore[union-attr]
+    assert rt.runs.list_events(ids[0])[0]["status"] == "queued"
+    pump(rt)  # every queued run's message: none may start while "one" works
+    assert [run_of(rt, i).status for i in ids] == ["queued"] * 3
+    assert rt.agent.run(rt.agent.context(first)).status == "completed"
+    pump(rt)
+    runs = [run_of(rt, i) for i in ids]
+    assert [r.status for r in runs] == ["completed"] * 3
+    assert [r.started_at for r in runs] == sorted(r.started_at or 0 for r in runs)
+    assert thread_texts(rt, "q1") == [("user", "one"), ("assistant", "re: one"), ("user", "two"),
+                                      ("assistant", "re: two"), ("user", "three"), ("assistant", "re: three"),
+                                      ("user", "four"), ("assistant", "re: four")]
+    # each queued run saw the earlier runs' answers: its history was read when it started
+    assert texts(echo.requests[-1])[-2:] == ["re: three", "four"]
+    assert rt.runs.get_thread("alice", "q1").queue == []  # type: ignore[union-attr]
+    assert rt.services.outbox.repo.all() == []
+
+
+def test_reject_is_the_default_and_a_queue_holds_the_thread(make_runtime: MakeRuntime) -> None:
+    rt = make_runtime(FunctionModel(Echo()))
+    first = rt.agent.start("alice", RunRequest(prompt="one", threadId="q2"))
+    with pytest.raises(Conflict) as err:
+        rt.agent.start("alice", RunRequest(prompt="two", threadId="q2"))
+    assert err.value.code == "RUN_ACTIVE"
+    rt.agent.start("alice", RunRequest(prompt="two", threadId="q2", multitaskStrategy="enqueue"))
+    assert rt.agent.run(rt.agent.context(first)).status == "completed"
+    # the thread is free but "two" has not started yet: a rejecting run does not jump the queue
+    with pytest.raises(Conflict):
+        rt.agent.start("alice", RunRequest(prompt="three", threadId="q2"))
+
+
+def test_approval_wait_holds_the_queue(make_runtime: MakeRuntime) -> None:
+    from tests.agent.test_approvals import approve
+
+    ledger = Ledger()
+    echo = Echo({"send": calls_turn(call("send_note", {"to": "bob", "body": "hi"}))})
+    rt = runtime(make_runtime, FunctionModel(echo), ledger)
+    first, _ = start_and_drive(rt, "send", threadId="q3")
+    assert first.status == "awaiting_confirmation"
+    second = rt.agent.start("alice", RunRequest(prompt="next", threadId="q3", multitaskStrategy="enqueue"))
+    pump(rt)
+    assert run_of(rt, second.outcome.snapshot.run.run_id).status == "queued"
+    approve(rt, first.approval.id)  # type: ignore[union-attr]
+    pump(rt)
+    assert run_of(rt, first.run_id).status == "completed"
+    assert run_of(rt, second.outcome.snapshot.run.run_id).status == "completed"
+    assert ledger.calls == ["send_note:bob:hi"]
+
+
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+def test_interrupt_stops_the_active_run_at_its_next_step_keeping_its_side_effect(
+        make_runtime: MakeRuntime, strategy: str) -> None:
+    ledger = Ledger()
+    holder: dict[str, Any] = {}
+
+    echo = Echo()
+
+    def model(request: ModelRequest) -> Turn:
+        echo.requests.append(request)
+        if texts(request)[-1] == "note it" and "interrupter" not in holder:
+            # while the run works on its first step (its tool runs next), a new run arrives
+            holder["interrupter"] = rt.agent.start(
+                "alice", RunRequest(prompt="what do you remember?", threadId="q4",
+                                    multitaskStrategy=strategy))  # type: ignore[arg-type]
+            return calls_turn(call("send_note", {"to": "bob", "body": "jazz"}))
+        return text_turn("re: " + texts(request)[-1])
+
+    rt = runtime(make_runtime, FunctionModel(model), ledger, trust="autonomous")
+    first, _ = start_and_drive(rt, "note it", threadId="q4")
+    second = holder["interrupter"]
+    assert second.outcome.queued
+    assert first.status == "failed" and first.error is not None and first.error.code == "SUPERSEDED"
+    assert "send_note" in first.error.message and second.outcome.snapshot.run.run_id in first.error.message
+    pump(rt)
+    done = run_of(rt, second.outcome.snapshot.run.run_id)
+    assert done.status == "completed"
+    assert ledger.calls == ["send_note:bob:jazz"]  # ran once, kept, reported
+    last = texts(echo.requests[-1])
+    assert last[-1] == "what do you remember?"
+    if strategy == "rollback":
+        assert "note it" not in last
+        assert thread_texts(rt, "q4") == [("user", "what do you remember?"),
+                                          ("assistant", "re: what do you remember?")]
+    else:
+        assert "note it" in last
+        assert ("user", "note it") in thread_texts(rt, "q4")
+
+
+def test_supersede_is_rollback_and_the_abandoned_prompt_never_leaks(make_runtime: MakeRuntime) -> None:
+    ledger = Ledger()
+    echo = Echo({"I like jazz": calls_turn(call("send_note", {"to": "bob", "body": "jazz"}))})
+    rt = runtime(make_runtime, FunctionModel(echo), ledger)
+    first, _ = start_and_drive(rt, "I like jazz", threadId="q5")
+    assert first.status == "awaiting_confirmation"
+    second, _ = start_and_drive(rt, "what do you remember?", threadId="q5", supersede=True)
+    assert second.status == "completed"
+    assert all("jazz" not in t for t in texts(echo.requests[-1]))
+    assert thread_texts(rt, "q5") == [("user", "what do you remember?"), ("assistant", "re: what do you remember?")]
+    assert run_of(rt, first.run_id).error.code == "SUPERSEDED"  # type: ignore[union-attr]
+    assert ledger.calls == []
+    with pytest.raises(ValueError, match="alias"):
+        RunRequest(prompt="x", supersede=True, multitaskStrategy="enqueue")
+
+
+def test_cancel_a_queued_run_and_an_active_one(make_runtime: MakeRuntime) -> None:
+    from shared.agent.run_queue import cancel_run
+
+    rt = make_runtime(FunctionModel(Echo()))
+    first = rt.agent.start("alice", RunRequest(prompt="one", threadId="q6"))
+    second = rt.agent.start("alice", RunRequest(prompt="two", threadId="q6", multitaskStrategy="enqueue"))
+    third = rt.agent.start("alice", RunRequest(prompt="three", threadId="q6", multitaskStrategy="enqueue"))
+    run, cancelling = cancel_run(rt.services, "alice", second.outcome.snapshot.run.run_id)
+    assert run.status == "failed" and not cancelling and run.error is not None and run.error.code == "CANCELLED"
+    assert cancel_run(rt.services, "alice", second.outcome.snapshot.run.run_id)[0].status == "failed"  # repeat
+    with pytest.raises(Exception, match="not found"):
+        cancel_run(rt.services, "bob", third.outcome.snapshot.run.run_id)
+    run, cancelling = cancel_run(rt.services, "alice", first.outcome.snapshot.run.run_id)
+    assert cancelling
+    result = rt.agent.run(rt.agent.context(first))
+    assert result.status == "failed" and result.error is not None and result.error.code == "CANCELLED"
+    pump(rt)
+    assert run_of(rt, third.outcome.snapshot.run.run_id).status == "completed"
+    assert [t for _, t in thread_texts(rt, "q6")] == ["one", "three", "re: three"]
+    with pytest.raises(Conflict):
+        cancel_run(rt.services, "alice", third.outcome.snapshot.run.run_id)
+
+
+def test_a_lost_dequeue_message_is_published_again_by_the_sweep(make_runtime: MakeRuntime) -> None:
+    rt = make_runtime(FunctionModel(Echo()))
+    first = rt.agent.start("alice", RunRequest(prompt="one", threadId="q7"))
+    second = rt.agent.start("alice", RunRequest(prompt="two", threadId="q7", multitaskStrategy="enqueue"))
+    assert rt.agent.run(rt.agent.context(first)).status == "completed"
+    d = rt.dispatcher
+    assert isinstance(d, RecordingDispatcher)
+    d.take()  # every message lost (the instance died after its commit)
+    assert run_of(rt, second.outcome.snapshot.run.run_id).status == "queued"
+    rt.router.sweep()
+    pump(rt)
+    assert run_of(rt, second.outcome.snapshot.run.run_id).status == "completed"
+
+
+def test_a_queued_runs_stream_starts_with_queued_and_ends_with_a_follow_link(make_runtime: MakeRuntime) -> None:
+    from shared.agent.run_handlers import stream_run
+
+    rt = make_runtime(FunctionModel(Echo()), follow_max_wait_s=0.3)
+    rt.agent.start("alice", RunRequest(prompt="one", threadId="q8"))
+    events = list(stream_run(rt.agent, "alice", RunRequest(prompt="two", threadId="q8", multitaskStrategy="enqueue")))
+    assert [(e["type"], e.get("status")) for e in events] == [("status", "queued"), ("stream_end", "queued")]
+    assert events[-1]["follow"].startswith(f"/api/agent/runs/{events[0]['runId']}/events?after=1&follow=1")
