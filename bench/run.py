@@ -8,7 +8,8 @@ shares), ``per_step`` (per store, with documents written per step and per stream
 ``run_start_growth`` (bench/growth.py), ``peers`` (``BENCH_PEERS=1``: bench/peers.py), ``memory``,
 ``cold_start``, ``genai_import``,
 ``versus_baseline`` (per-step and commits of this tree and of a baseline commit, bench/versus.py),
-``plans`` (plan sessions: per act, continuation latency through Pub/Sub; bench/plans.py)
+``plans`` (plan sessions: per act, continuation latency through Pub/Sub; bench/plans.py),
+``tracing`` (per step with OpenTelemetry tracing off and on; bench/tracing_cost.py)
 and ``targets`` (the issue's targets with ``met``). docs/benchmarks.md explains every figure.
 """
 
@@ -26,7 +27,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench import coldstart, growth, memory, peers, plans, sandbox, steps, versus
+from bench import coldstart, growth, memory, peers, plans, sandbox, steps, tracing_cost, versus
 from bench.emulator import firestore_emulator, firestore_store, sqlite_store
 from bench.fakemodel import tool_then_answer
 from bench.reference import peers_reference_ms, reference_ms
@@ -251,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     genai = genai_checks(tmp)
     progress("sandbox: container_exec of true, snapshot/restore of a 2,000-file workspace (bench/sandbox.py)")
     sandbox_figures = sandbox.figures(args.quick)
+    progress("tracing: per step off and on, and its import time (bench/tracing_cost.py)")
+    traced = tracing_cost.figures(args.quick)
     ref_after = reference_ms()
     ref = (ref_before + ref_after) / 2
     peers_ref = (peers_ref_before + peers_reference_ms()) / 2
@@ -280,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         "versus_baseline": against,
         "plans": plan_figures,
         "sandbox": sandbox_figures,
+        "tracing": traced,
         "targets": {
             "per_step_not_worse_than_baseline": {
                 store: {"head_ms": against.get(store, {}).get("head", {}).get("per_step_ms"),

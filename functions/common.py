@@ -15,9 +15,10 @@ if TYPE_CHECKING:
 
 def authenticated_uid(rt: Runtime, request: flask.Request) -> str:
     """The caller's uid (401 without valid credentials), counted against the per-user request limit
-    (429 ``RATE_LIMITED``, docs/limits.md) before anything else of the request is read."""
+    (429 ``RATE_LIMITED``, docs/limits.md) before anything else of the request is read; a GET or
+    HEAD is counted without a store write."""
     uid = rt.authenticate(dict(request.headers.items()), dict(request.cookies.items())).uid
-    rt.limits.admit_request(uid)
+    rt.limits.admit_request(uid, read=request.method in ("GET", "HEAD"))
     return uid
 
 

@@ -8,6 +8,8 @@
 - ``GET /api/integrations/mcp``, ``GET|POST|DELETE /api/integrations/mcp/{name}``,
   ``GET /api/integrations/mcp/{name}/tools``: the caller's own MCP servers and their tools
   (``shared/connectors/user_mcp.py``)
+- ``GET /api/integrations/a2a``, ``GET|POST|DELETE /api/integrations/a2a/{name}``: the caller's own
+  remote A2A agents (``shared/connectors/user_a2a.py``), kept like MCP servers
 - ``GET /api/agent/webhooks``, ``GET|PUT|DELETE /api/agent/webhooks/{name}``,
   ``GET /api/agent/webhooks/{name}/deliveries``: the caller's webhooks (``shared/agent/webhooks.py``);
   answers never contain a secret but the one PUT stored
@@ -32,6 +34,7 @@ from shared.connectors.integrations_api import (
     provider_named,
     status_body,
 )
+from shared.connectors.user_a2a import UserA2aAgents
 from shared.connectors.user_mcp import (
     McpServerRemovedResponse,
     McpServerRequest,
@@ -126,6 +129,41 @@ def list_mcp_server_tools(request: flask.Request, path: Mapping[str, str]) -> fl
     from shared.tools.mcp_tools import listed_tools
 
     return json_response(listed_tools(_mcp_servers(rt), uid, server_name(path["name"]), rt.settings).to_json())
+
+
+# ---- a user's own remote A2A agents (/api/integrations/a2a/{name}) -------------------------------
+def _agent_name(segment: str) -> str:
+    return server_name(segment, "an A2A agent's", "INVALID_A2A_AGENT_NAME")
+
+
+def _a2a_agents(rt: Runtime) -> UserA2aAgents:
+    return UserA2aAgents(rt.store, rt.connectors().vault, allow_private=rt.settings.mcp_allow_private_urls)
+
+
+def list_a2a_agents(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    rt, uid = caller(request)
+    return json_response(McpServersResponse(servers=_a2a_agents(rt).statuses(uid)).to_json())
+
+
+def get_a2a_agent(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    rt, uid = caller(request)
+    status = _a2a_agents(rt).status(uid, _agent_name(path["name"]))
+    return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
+
+
+def connect_a2a_agent(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    rt, uid = caller(request)
+    name = _agent_name(path["name"])
+    body = parse_model(McpServerRequest, read_json_body(request, rt.settings.max_body_bytes))
+    with configured():
+        status = _a2a_agents(rt).put(uid, name, body)
+    return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
+
+
+def disconnect_a2a_agent(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    rt, uid = caller(request)
+    name = _agent_name(path["name"])
+    return json_response(McpServerRemovedResponse(name=name, removed=_a2a_agents(rt).delete(uid, name)).to_json())
 
 
 # ---- the caller's webhooks (shared/agent/webhooks.py): this function holds the key sealing their secrets

@@ -57,3 +57,12 @@ def run_events(request: flask.Request, path: Mapping[str, str]) -> flask.Respons
     if wants_sse(request):
         return sse_response(events, retry_ms=SSE_RETRY_MS)
     return ndjson_response(ndjson(ev) for ev in events)
+
+
+def delete_run(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    """``DELETE /api/agent/runs/{runId}``: an ended run and what belongs to it (409 ``RUN_ACTIVE``
+    otherwise; shared/user_data.py)."""
+    from shared import user_data
+
+    rt, uid = caller(request)
+    return json_response(user_data.delete_run(rt, uid, path["runId"]).to_json())

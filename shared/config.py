@@ -357,6 +357,7 @@ class Settings:
 
     @staticmethod
     def from_env() -> Settings:
+        _check_tracing_env()
         backend = os.environ.get("STATE_BACKEND", "sqlite").strip() or "sqlite"
         if backend not in ("sqlite", "firestore"):
             raise ConfigurationError(f"STATE_BACKEND must be sqlite or firestore, got {backend!r}")
@@ -440,3 +441,20 @@ class Settings:
             a2a_agents=_a2a_agents("A2A_AGENTS"),
             a2a_timeout_s=max(1.0, _float("A2A_TIMEOUT_S", 60.0)),
         )
+
+
+TRACE_EXPORTERS = ("otlp", "gcp_trace", "console", "none")
+"""What ``OTEL_TRACES_EXPORTER`` may name (``shared/otel.py`` builds them; docs/observability.md)."""
+
+
+def _check_tracing_env() -> None:
+    """A tracing configuration the runtime cannot honour refuses to start (not at the first span)."""
+    names = [n.strip().lower() for n in os.environ.get("OTEL_TRACES_EXPORTER", "").split(",") if n.strip()]
+    unknown = [n for n in names if n not in TRACE_EXPORTERS]
+    if unknown:
+        raise ConfigurationError(f"OTEL_TRACES_EXPORTER names unknown exporters {unknown}; "
+                                 f"known: {', '.join(TRACE_EXPORTERS)}")
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        protocol = os.environ.get(name, "").strip()
+        if protocol and protocol != "http/protobuf":
+            raise ConfigurationError(f"{name}={protocol!r}: only http/protobuf is installed")

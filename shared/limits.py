@@ -1,7 +1,10 @@
 """Per-user limits (cost and abuse control, docs/limits.md): what is checked, when, and the 429s.
 
 - ``admit_request``: every authenticated API request (``functions/common.py``) counts against
-  ``LIMIT_REQUESTS_PER_MINUTE`` in fixed one-minute windows -> 429 ``RATE_LIMITED``.
+  ``LIMIT_REQUESTS_PER_MINUTE`` in fixed one-minute windows -> 429 ``RATE_LIMITED``. Every request
+  counts in the instance's own memory; a request that may write (any method but GET/HEAD) also
+  counts in the user's counter document, exactly across instances. A read costs no store round trip
+  and no document write (issue 33): a console polling a run never contends on that document.
 - ``check_daily_tokens``: before new model work is started for a request (a run, a plan session,
   a refinement, a confirmation) the user's tokens of the UTC day, read from the day's counter that
   every usage-ledger entry moves in its own commit, must be below ``LIMIT_DAILY_TOKENS`` -> 429 ``DAILY_TOKEN_LIMIT``.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -49,16 +53,26 @@ class Limits:
         self.repo = repo
         self.usage = usage
         self.clock = clock
+        self._local = _LocalWindows()
 
     # ---- requests per minute -----------------------------------------------------------------
-    def admit_request(self, uid: str) -> None:
-        """Count one API request of ``uid``, or refuse it (429 ``RATE_LIMITED``, nothing counted)."""
+    def admit_request(self, uid: str, *, read: bool = False) -> None:
+        """Count one API request of ``uid``, or refuse it (429 ``RATE_LIMITED``, nothing counted).
+        Every request is counted in this instance's memory; one that may write (``read`` false) is
+        then counted in the user's counter document too, so writes are limited exactly across
+        instances while reads cost no store round trip."""
         limit = self.settings.limit_requests_per_minute
         if limit <= 0:
             return
         at = self.clock()
         window = int(at // WINDOW_S)
         retry_after = (window + 1) * WINDOW_S - at
+        if not self._local.admit(uid, window, limit):
+            raise LimitExceeded(f"more than {limit} requests in one minute; retry in {math.ceil(retry_after)} s",
+                                  code="RATE_LIMITED", retry_after_s=retry_after,
+                                  details={"limit": limit, "windowS": WINDOW_S})
+        if read:
+            return
         try:
             counted = self.repo.count_request(uid, window, limit)
         except TransactionContention:
@@ -67,8 +81,9 @@ class Limits:
                                   retry_after_s=1, details={"limit": limit, "windowS": WINDOW_S}) from None
         except StoreError:
             # The counter cannot be written (an outage, a missing permission): the request goes on
-            # rather than every route failing with it; loudly, since abuse control is off meanwhile.
-            log.error("request limit not applied: the counter could not be written", exc_info=True)
+            # rather than every route failing with it; loudly, since only this instance's count
+            # limits the user meanwhile.
+            log.error("request limit not applied across instances: the counter could not be written", exc_info=True)
             return
         if not counted.admitted:
             raise LimitExceeded(f"more than {limit} requests in one minute; retry in {math.ceil(retry_after)} s",
@@ -104,3 +119,26 @@ class Limits:
             return None
         return Slot(uid=uid, limit=limit, seen=self.repo.active_units(uid, kind), store=self.repo.store,
                     retry_after_s=RUNS_RETRY_AFTER_S if kind == "runs" else SESSIONS_RETRY_AFTER_S)
+
+
+class _LocalWindows:
+    """This instance's request counts per user in the current minute (fixed windows, as the
+    counter document). Bounded: users of earlier windows are dropped when it grows."""
+
+    MAX_USERS = 10_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, tuple[int, int]] = {}
+
+    def admit(self, uid: str, window: int, limit: int) -> bool:
+        with self._lock:
+            seen_window, count = self._counts.get(uid, (window, 0))
+            if seen_window != window:
+                count = 0
+            if count >= limit:
+                return False
+            if len(self._counts) >= self.MAX_USERS and uid not in self._counts:
+                self._counts = {u: c for u, c in self._counts.items() if c[0] == window}
+            self._counts[uid] = (window, count + 1)
+            return True

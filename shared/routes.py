@@ -31,8 +31,9 @@ MAX_INT64 = 2**63 - 1
 ID_SEGMENT = r"[A-Za-z0-9_-]{1,128}"
 """What a ``{name}`` path parameter matches unless the route says otherwise (ids)."""
 ANY_SEGMENT = r"[^/]+"
-PROVIDER_SEGMENT = r"(?!mcp\Z)[^/]+"
-"""``/api/integrations/{provider}``: any segment but ``mcp`` (the user's MCP servers' collection)."""
+PROVIDER_SEGMENT = r"(?!(?:mcp|a2a)\Z)[^/]+"
+"""``/api/integrations/{provider}``: any segment but ``mcp`` and ``a2a`` (the user's MCP servers' and
+remote A2A agents' collections)."""
 """One path segment of any content: the handler answers a bad value itself (after authentication)."""
 
 
@@ -162,6 +163,9 @@ FUNCTIONS: tuple[Function, ...] = (
     # Plan sessions (seed 004): plans with the model, writes sessions, publishes continue messages.
     Function("sessions", secrets=("gemini",), publishes_resume=True, deadline_bound=True, default_timeout_s=0,
              summary="plan sessions"),
+    # The caller's own data: threads and memories, deleting them and runs, export and erasure (issue 35).
+    Function("data", default_timeout_s=300,
+             summary="the caller's threads and memories; deleting runs, threads and memories; export and erasure"),
     # Reads the caller's usage ledger; writes only the caller's request counter.
     Function("usage", summary="the caller's model calls, summed per group"),
     # Lists and destroys the caller's workspaces (records in the store, files in the sandbox service).
@@ -372,6 +376,33 @@ ROUTES: tuple[Route, ...] = (
                       "available: false (with error) when it cannot be listed.",
           replies=(Reply(200, "the server's tools", model="shared.connectors.user_mcp:McpToolsResponse"),),
           errors=(400, 401)),
+    # A user's own remote A2A agents (docs/a2a.md): before ``{provider}`` (which never matches ``a2a``).
+    Route("GET", "/api/integrations/a2a", "listA2aAgents", "integrations", "functions.integrations:list_a2a_agents",
+          replies=(Reply(200, "the caller's remote A2A agents (never a token)",
+                         model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
+    Route("GET", "/api/integrations/a2a/{name}", "getA2aAgent", "integrations", "functions.integrations:get_a2a_agent",
+          segments={"name": ANY_SEGMENT},
+          description="Whether the caller declared the remote A2A agent; 400 INVALID_A2A_AGENT_NAME for a name "
+                      "outside [A-Za-z0-9_-]{1,40}.",
+          replies=(Reply(200, "the agent (never its token)", model="shared.connectors.user_mcp:McpServerResponse"),),
+          errors=(400, 401)),
+    Route("POST", "/api/integrations/a2a/{name}", "connectA2aAgent", "integrations",
+          "functions.integrations:connect_a2a_agent", segments={"name": ANY_SEGMENT},
+          description="Declare (replace) one of the caller's remote A2A agents: its base URL (where its agent card "
+                      "is) and an optional bearer token, both stored encrypted; its tools {name}_send_message (a "
+                      "side effect) and {name}_get_task join the caller's runs only. 400 MCP_URL_NOT_ALLOWED when "
+                      "the URL's host resolves to a private, loopback, link-local or reserved address (unless "
+                      "MCP_ALLOW_PRIVATE_URLS); 400 INVALID_A2A_AGENT_NAME for a name outside [A-Za-z0-9_-]{1,40}; "
+                      "409 TOO_MANY_A2A_AGENTS beyond 20; 503 INTEGRATIONS_NOT_CONFIGURED without "
+                      "CREDENTIALS_ENCRYPTION_KEY.",
+          request="shared.connectors.user_mcp:McpServerRequest",
+          replies=(Reply(200, "the stored agent (never its token)",
+                         model="shared.connectors.user_mcp:McpServerResponse"),),
+          errors=(400, 401, 409, 413, 415, 503)),
+    Route("DELETE", "/api/integrations/a2a/{name}", "disconnectA2aAgent", "integrations",
+          "functions.integrations:disconnect_a2a_agent", segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the agent is forgotten",
+                         model="shared.connectors.user_mcp:McpServerRemovedResponse"),), errors=(400, 401)),
     Route("GET", "/api/integrations/{provider}", "getIntegration", "integrations",
           "functions.integrations:get_integration", segments={"provider": PROVIDER_SEGMENT},
           replies=(Reply(200, "whether the integration is connected (never a token)",
@@ -430,6 +461,41 @@ ROUTES: tuple[Route, ...] = (
                       "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
           replies=(Reply(200, "the workspace is gone", model="shared.workspaces:ContainerRemovedResponse"),),
           errors=(401, 404, 502, 503)),
+    Route("GET", "/api/agent/threads", "listThreads", "data", "functions.data:list_threads",
+          description="The caller's threads, newest first (a thread id is the caller's own: another user's "
+                      "thread of the same id is theirs).",
+          query=(page_limit(), CURSOR),
+          replies=(Reply(200, "the caller's threads", model="shared.user_data:ThreadsList"),), errors=(400, 401)),
+    Route("GET", "/api/agent/threads/{threadId}", "getThread", "data", "functions.data:get_thread",
+          description="One page of the thread's messages, newest first, and the runs they belong to.",
+          query=(page_limit(), CURSOR),
+          replies=(Reply(200, "the thread", model="shared.user_data:ThreadView"),), errors=(400, 401, 404)),
+    Route("DELETE", "/api/agent/threads/{threadId}", "deleteThread", "data", "functions.data:delete_thread",
+          description="Delete the thread, its messages and its runs (their turns, actions, events and "
+                      "approvals; the usage ledger keeps its entries). 409 THREAD_ACTIVE while one of its runs "
+                      "has not ended (a paused one included).",
+          replies=(Reply(200, "deleted", model="shared.user_data:Deleted"),), errors=(401, 404, 409)),
+    # On the runs function: a path is served by one function whatever the method (one endpoint routes by path).
+    Route("DELETE", "/api/agent/runs/{runId}", "deleteRun", "runs", "functions.runs:delete_run",
+          description="Delete an ended run (completed or failed): its record, turns, actions, events and "
+                      "approvals. 409 RUN_ACTIVE for a run that has not ended (paused included).",
+          replies=(Reply(200, "deleted", model="shared.user_data:Deleted"),), errors=(401, 404, 409)),
+    Route("GET", "/api/agent/memories", "listMemories", "data", "functions.data:list_memories",
+          description="What the agent remembers about the caller (save_memory), newest first.",
+          query=(page_limit(), CURSOR),
+          replies=(Reply(200, "the memories", model="shared.user_data:MemoriesList"),), errors=(400, 401)),
+    Route("DELETE", "/api/agent/memories/{memoryId}", "deleteMemory", "data", "functions.data:delete_memory",
+          replies=(Reply(200, "forgotten", model="shared.user_data:Deleted"),), errors=(401, 404)),
+    Route("POST", "/api/agent/me/export", "exportMe", "data", "functions.data:export_me",
+          description="Every document of the caller (docs/firestore-layout.md) as one JSON document, by path; "
+                      "tokens are never included.",
+          replies=(Reply(200, "the caller's data", model="shared.user_data:Export"),), errors=(401,)),
+    Route("DELETE", "/api/agent/me", "eraseMe", "data", "functions.data:erase_me",
+          description="Erase every document of the caller in every collection (runs, threads, approvals, "
+                      "memories, integrations and MCP servers with their tokens, projects, sessions, audit "
+                      "entries, limits...); the usage ledger is anonymised (kept without the uid). Idempotent. "
+                      "409 RUN_ACTIVE while a run is working (not ended and not paused).",
+          replies=(Reply(200, "erased", model="shared.user_data:Erased"),), errors=(401, 409)),
     *A2A_ROUTES,
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",

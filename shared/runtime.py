@@ -193,16 +193,33 @@ class Runtime:
         """The tools of ``uid``'s runs: ``base`` plus the user's own MCP servers' (one store query
         per invocation). The deployment's servers are listed again when their listing expired
         (``MCP_LIST_TTL_S``). Without any server the MCP SDK is never imported (cold start)."""
-        from shared.state.mcp_servers_repo import McpServersRepo
+        from shared.state.mcp_servers_repo import A2aAgentsRepo, McpServersRepo
 
+        agents = A2aAgentsRepo(self.store).list(uid)
         if not self.settings.mcp_servers and not McpServersRepo(self.store).list(uid):
-            return base
+            return self._with_agents(base, uid) if agents else base
         from shared.connectors.user_mcp import UserMcpServers
         from shared.tools.mcp_tools import with_servers
 
         mine, unreadable = UserMcpServers(self.store, self.connectors().vault,
                                           allow_private=self.settings.mcp_allow_private_urls).servers(uid)
-        return with_servers(base, [*self.settings.mcp_servers, *mine], self.settings, unreadable)
+        registry = with_servers(base, [*self.settings.mcp_servers, *mine], self.settings, unreadable)
+        return self._with_agents(registry, uid) if agents else registry
+
+    def _with_agents(self, base: ToolRegistry, uid: str) -> ToolRegistry:
+        """``base`` plus the tools of ``uid``'s own remote A2A agents (a new registry)."""
+        from shared.connectors.user_a2a import UserA2aAgents
+        from shared.tools.a2a_tools import add_agents
+        from shared.tools.registry import ToolRegistry
+
+        registry = ToolRegistry()
+        for tool in base:
+            registry.add(tool)
+        mine, unreadable = UserA2aAgents(self.store, self.connectors().vault,
+                                         allow_private=self.settings.mcp_allow_private_urls).servers(uid)
+        add_agents(registry, mine, self.settings)
+        registry.unavailable = (*base.unavailable, *unreadable)
+        return registry
 
     @property
     def services(self) -> Services:

@@ -74,6 +74,19 @@ RFC3339_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
 """Every time the API answers: RFC 3339, UTC (``Z``), always milliseconds."""
 
 
+MAX_EPOCH_S = 253402300799.0
+"""9999-12-31T23:59:59Z: the latest instant the API can write (``rfc3339``; Python's ``datetime``
+stops at year 9999). Every stored time is validated to ``0..MAX_EPOCH_S`` when written, and a stored
+one outside it is read as unknown: ``expiresAt: 1.6e308`` once made every later read a 500."""
+
+
+def epoch_or_none(value: Any) -> float | None:
+    """``value`` as epoch seconds if it is a finite number in ``0..MAX_EPOCH_S``, else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value <= MAX_EPOCH_S else None
+
+
 def rfc3339(at: float) -> str:
     """Epoch seconds as the API writes every time: ``2026-11-24T19:14:54.120Z``."""
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

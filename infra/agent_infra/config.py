@@ -78,6 +78,31 @@ class HostAgentSpec:
     env: dict[str, str]
 
 
+@dataclass(frozen=True)
+class Tracing:
+    """OpenTelemetry traces of one environment (``agent-runtime:tracing``; docs/observability.md)."""
+
+    exporter: str
+    """``gcp_trace`` (Cloud Trace, with the GCP resource detected) or ``none`` (off)."""
+    sample_ratio: float
+    """Share of units traced (parent-based: a unit's later invocations follow its first)."""
+    capture_content: bool
+    """Model output and tool arguments/results on spans (user data: off unless decided)."""
+
+
+TRACE_EXPORTERS = ("gcp_trace", "none")
+
+
+def _tracing(raw: dict[str, Any]) -> Tracing:
+    tracing = Tracing(exporter=str(raw.get("exporter", "gcp_trace")), sample_ratio=float(raw.get("sampleRatio", 1.0)),
+                      capture_content=bool(raw.get("captureContent", False)))
+    if tracing.exporter not in TRACE_EXPORTERS:
+        raise ValueError(f"tracing.exporter must be one of {list(TRACE_EXPORTERS)}, got {tracing.exporter!r}")
+    if not 0.0 <= tracing.sample_ratio <= 1.0:
+        raise ValueError(f"tracing.sampleRatio must be between 0 and 1, got {tracing.sample_ratio}")
+    return tracing
+
+
 # What the host agent job may set as plain environment (the rest is the program's or a secret's).
 HOST_AGENT_ENV = ("GEMINI_MODEL", "MODEL_TIMEOUT_S", "MODEL_MAX_RETRIES", "LOG_LEVEL")
 
@@ -148,6 +173,7 @@ class StackConfig:
     google_oauth_client_id: str
     host_agent: HostAgentSpec
     sandbox: SandboxSpec
+    tracing: Tracing = Tracing(exporter="none", sample_ratio=1.0, capture_content=False)
 
     @property
     def run_deadline_s(self) -> float:
@@ -165,9 +191,23 @@ class StackConfig:
             "EVENT_RETENTION_S": str(self.retention.events_days * 86400),
             "AUDIT_RETENTION_S": str(self.retention.audit_days * 86400),
         }
+        env.update(self.tracing_env(spec))
         # The public half of the OAuth client, next to its secret (functions that refresh tokens).
         if "google_oauth" in spec.secrets and self.google_oauth_client_id:
             env["GOOGLE_OAUTH_CLIENT_ID"] = self.google_oauth_client_id
+        return env
+
+
+    def tracing_env(self, spec: FunctionSpec) -> dict[str, str]:
+        """The standard ``OTEL_*`` variables turning the runtime's tracing on (none when off)."""
+        t = self.tracing
+        if t.exporter == "none":
+            return {}
+        env = {"OTEL_TRACES_EXPORTER": t.exporter, "OTEL_RESOURCE_DETECTORS": "gcp",
+               "OTEL_SERVICE_NAME": f"agent-{spec.name}", "OTEL_EXPORTER_GCP_TRACE_PROJECT_ID": self.project,
+               "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": str(t.sample_ratio)}
+        if t.capture_content:
+            env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
         return env
 
 
@@ -205,7 +245,8 @@ def load() -> StackConfig:
     cfg = pulumi.Config(NAMESPACE)
     gcp = pulumi.Config("gcp")
     runtime_env = {str(k): str(v) for k, v in (cfg.get_object("runtimeEnv") or {}).items()}
-    forbidden = set(runtime_env) & (set(SECRET_ENV.values()) | set(PROGRAM_ENV))
+    forbidden = (set(runtime_env) & (set(SECRET_ENV.values()) | set(PROGRAM_ENV))
+                 | {k for k in runtime_env if k.startswith("OTEL_")})  # agent-runtime:tracing says those
     if forbidden:
         raise ValueError(f"runtimeEnv may not set {sorted(forbidden)}: secrets and program-owned variables")
     deadline = float(runtime_env.get("AGENT_RUN_DEADLINE_S", "90"))
@@ -232,6 +273,7 @@ def load() -> StackConfig:
         google_oauth_client_id=(cfg.get("googleOAuthClientId") or "").strip(),
         host_agent=_host_agent(cfg.require_object("hostAgent")),
         sandbox=_sandbox(cfg.require_object("sandbox")),
+        tracing=_tracing(cfg.get_object("tracing") or {"exporter": "none"}),
         retention=Retention(
             events_days=int(raw_retention["eventsDays"]),
             audit_days=int(raw_retention["auditDays"]),

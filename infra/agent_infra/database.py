@@ -54,6 +54,9 @@ INDEXES: tuple[IndexSpec, ...] = (
     # shared/state/projects_repo.py list_tasks: a project's tasks in one status, in list order
     # (users/{uid}/projects/{id}/tasks; the collection id "tasks" is shared with plan-session tasks).
     IndexSpec("tasks", (("status", "ASCENDING"), ("order", "ASCENDING"))),
+    # shared/state/runs_repo.py page_threads (GET /api/agent/threads): a user's threads begun before
+    # issue 35 (the shared collection), newest first.
+    IndexSpec("threads", (("uid", "ASCENDING"), ("createdAt", "DESCENDING"))),
     # shared/state/a2a_tasks_repo.py list_tasks: a user's A2A tasks of one context, newest first.
     IndexSpec("a2aTasks", (("contextId", "ASCENDING"), ("createdAt", "DESCENDING"))),
     # shared/state/workspaces_repo.py live: the sweep's live workspaces, least recently used first.

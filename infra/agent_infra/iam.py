@@ -23,6 +23,7 @@ FIRESTORE_ROLES: dict[FirestoreAccess, tuple[str, ...]] = {
 # What a gen2 build needs: write logs, push the image, read the uploaded source.
 BUILDER_PROJECT_ROLES = ("roles/logging.logWriter", "roles/artifactregistry.writer", "roles/storage.objectViewer")
 INVOKER_ROLE = "roles/run.invoker"
+TRACE_ROLE = "roles/cloudtrace.agent"
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,10 @@ def grant_project_roles(cfg: StackConfig, accounts: Accounts) -> list[pulumi.Res
         for role in function_project_roles(spec):
             grants.append(gcp.projects.IAMMember(f"{spec.name}-{role.split('/')[1]}", project=cfg.project,
                                                  role=role, member=member(accounts.functions[spec.name])))
+    if cfg.tracing.exporter == "gcp_trace":  # every function may write its spans to Cloud Trace
+        for spec in CATALOG:
+            grants.append(gcp.projects.IAMMember(f"{spec.name}-{TRACE_ROLE.split('/')[1]}", project=cfg.project,
+                                                 role=TRACE_ROLE, member=member(accounts.functions[spec.name])))
     for role in BUILDER_PROJECT_ROLES:
         grants.append(gcp.projects.IAMMember(f"build-{role.split('/')[1]}", project=cfg.project,
                                              role=role, member=member(accounts.builder)))

@@ -49,7 +49,7 @@ def test_every_entry_point_is_a_function_module() -> None:
 def test_an_http_functions_description_lists_its_routes() -> None:
     runs = next(s for s in CATALOG if s.name == "runs")
     assert runs.route == ("GET /api/agent/runs, GET /api/agent/runs/{runId}, GET /api/agent/runs/{runId}/events, "
-                          "GET /api/agent/approvals")
+                          "GET /api/agent/approvals, DELETE /api/agent/runs/{runId}")
 
 
 def test_a_function_added_to_the_table_is_in_the_catalog() -> None:

@@ -28,6 +28,7 @@ FIRESTORE_ROLES = {
     "sessions": {"roles/datastore.user"},
     "a2a": {"roles/datastore.user"},
     "containers": {"roles/datastore.user"},
+    "data": {"roles/datastore.user"},
 }
 
 
@@ -75,6 +76,8 @@ def test_project_roles_are_least(stacks: dict[str, list[Declared]], stack: str) 
     builder = sa_member(declared, "sa-build")
     want |= {(project, r, builder) for r in
              ("roles/logging.logWriter", "roles/artifactregistry.writer", "roles/storage.objectViewer")}
+    # every function writes its spans to Cloud Trace (issue 30; tests/test_observability.py)
+    want |= {(project, "roles/cloudtrace.agent", sa_member(declared, f"sa-{s.name}")) for s in CATALOG}
     assert grants(declared, "gcp:projects/iAMMember:IAMMember") == want
 
 

@@ -114,6 +114,10 @@ def runtime_queries() -> list[FoundQuery]:
                     and isinstance(coll.func.value, ast.Name) and coll.func.value.id == "paths" \
                     and coll.func.attr in path_collections:
                 collection = path_collections[coll.func.attr]
+            elif kw.get("order_by") is None:
+                # Read by id, with equality filters only (a walk over collections named at run time,
+                # shared/state/user_data_repo.py): Firestore's automatic indexes serve it anywhere.
+                collection = "*"
             else:
                 raise AssertionError(f"{at}: cannot tell the collection; teach infra/tests/test_indexes.py")
             filters = _filter_fields(kw.get("where"), at)

@@ -111,7 +111,8 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
         t.write(runs.audit_write(audit))
         t.write(runs.touch_run_write(run.run_id, at))
         t.write(services.outbox.record(WorkMessage(kind=RESUME, unitId=run.run_id, uid=uid,
-                                                   approvalId=approval.approval_id), approval.approval_id))
+                                                   approvalId=approval.approval_id, traceparent=run.trace_parent),
+                                       approval.approval_id))
         return Decision(run.run_id, approval.approval_id, approval.status,
                         action.args if action.original_args is not None else None)
 

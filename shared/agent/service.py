@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shared import tracing
 from shared.agent.chat_host import current_result
 from shared.agent.context_types import context_type
 from shared.agent.conversation import conversation_turns as conversation_turns
@@ -154,7 +155,7 @@ class AgentService:
     def run(self, ctx: RunContext) -> RunResult:
         """Drive a freshly started run until it stops; the stop is committed before returning.
         If another invocation took the run over, its current state as stored is returned."""
-        with log_context(**ctx.log_fields()):
+        with log_context(**ctx.log_fields()), tracing.invocation(ctx, "start"):
             outcome = drive(ctx)
         if isinstance(outcome, NextStepLost):
             snap = self.services.runs.get_run(ctx.run.run_id)

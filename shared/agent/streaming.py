@@ -56,6 +56,7 @@ def live_events(ctx: RunContext, first_events: list[dict[str, Any]],
 
 def _live(ctx: RunContext, first_events: list[dict[str, Any]],
           sessions: Callable[[], SessionsRepo] | None) -> Iterator[dict[str, Any]]:
+    from shared import tracing
     from shared.loop.outcomes import NextStepLost  # replays (the runs function) never load the loop
     from shared.loop.steps import drive
 
@@ -64,7 +65,9 @@ def _live(ctx: RunContext, first_events: list[dict[str, Any]],
 
     def work() -> None:
         try:
-            if isinstance(drive(ctx), NextStepLost):
+            with tracing.invocation(ctx, "start"):
+                lost = isinstance(drive(ctx), NextStepLost)
+            if lost:
                 q.put(event_to_doc(ErrorEvent(
                     seq=ctx.run.last_seq + 1, code=FailureCode.RUN_TAKEN_OVER,
                     error="the run continues in another invocation; follow it with "

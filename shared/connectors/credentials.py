@@ -37,6 +37,7 @@ from shared.errors import ConfigurationError, ToolError
 from shared.formats import b64decode_any
 from shared.state.docstore import DocStore
 from shared.state.integrations_repo import IntegrationsRepo
+from shared.wire import MAX_EPOCH_S, epoch_or_none
 
 if TYPE_CHECKING:
     from google.auth.transport import Request
@@ -77,7 +78,7 @@ class IntegrationTokens(BaseModel):
 
     access_token: str = Field(min_length=1, max_length=8192)
     refresh_token: str | None = Field(default=None, min_length=1, max_length=8192)
-    expires_at: float | None = Field(default=None, ge=0)
+    expires_at: float | None = Field(default=None, ge=0, le=MAX_EPOCH_S)
     scopes: list[str] = Field(default_factory=list, max_length=50)
     account_email: str | None = Field(default=None, max_length=320)
     team_id: str | None = Field(default=None, max_length=64)
@@ -344,6 +345,18 @@ def _needs_refresh(tokens: IntegrationTokens) -> bool:
 
 
 def _status(provider: str, data: dict[str, Any]) -> IntegrationStatus:
-    return IntegrationStatus(provider=provider, connected=True, scopes=list(data.get("scopes") or []),
-                             account_email=data.get("accountEmail"), expires_at=data.get("expiresAt"),
-                             updated_at=data.get("updatedAt"))
+    """The stored connection's non-secret view. A value outside what the API can answer (a time
+    out of range, written before it was validated) is shown as unknown and named in the log: one
+    bad value must not make every later read of the user's integrations a 500."""
+    times = {k: epoch_or_none(data.get(k)) for k in ("expiresAt", "updatedAt")}
+    bad = [k for k, v in times.items() if v is None and data.get(k) is not None]
+    scopes = data.get("scopes")
+    if not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
+        if scopes is not None:
+            bad.append("scopes")
+        scopes = []
+    email = data.get("accountEmail") if isinstance(data.get("accountEmail"), str) else None
+    if bad:
+        log.warning("stored integration %s has unreadable %s; shown as unknown", provider, ", ".join(bad))
+    return IntegrationStatus(provider=provider, connected=True, scopes=list(scopes), account_email=email,
+                             expires_at=times["expiresAt"], updated_at=times["updatedAt"])

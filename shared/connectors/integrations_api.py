@@ -18,6 +18,7 @@ from shared.formats import is_email
 from shared.responses import ResponseBody
 from shared.wire import (
     INTEGRAL,
+    MAX_EPOCH_S,
     NO_WHITESPACE_PATTERN,
     NOT_BLANK_PATTERN,
     WHITESPACE_CLASS,
@@ -51,7 +52,7 @@ class ConnectRequest(BaseModel):
                               json_schema_extra={"pattern": NO_WHITESPACE_PATTERN})
     refresh_token: str | None = Field(default=None, alias="refreshToken", min_length=1, max_length=8192,
                                       json_schema_extra={"pattern": NO_WHITESPACE_PATTERN})
-    expires_at: float | None = Field(default=None, alias="expiresAt", gt=0)
+    expires_at: float | None = Field(default=None, alias="expiresAt", gt=0, le=MAX_EPOCH_S)
     expires_in: Annotated[int, Strict(), Field(gt=0, le=366 * 86400), INTEGRAL] | None = Field(
         default=None, alias="expiresIn")
     scopes: list[str] = Field(default_factory=list, max_length=50, json_schema_extra={"items": {

@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import time
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -39,11 +39,11 @@ SCHEMA_VERSION = 1
 LABEL = "MCP server"
 
 
-def server_name(segment: str) -> str:
-    """The ``{name}`` of ``/api/integrations/mcp/{name}``; 400 when outside ``[A-Za-z0-9_-]{1,40}``."""
+def server_name(segment: str, what: str = "an MCP server's", code: str = "INVALID_MCP_SERVER_NAME") -> str:
+    """The ``{name}`` of ``/api/integrations/mcp/{name}`` (and ``/a2a/{name}``: ``what``, ``code``);
+    400 when outside ``[A-Za-z0-9_-]{1,40}``."""
     if not _NAME.match(segment):
-        raise InvalidInput(f"an MCP server's name must match {NAME_PATTERN} (got {segment[:40]!r})",
-                           code="INVALID_MCP_SERVER_NAME")
+        raise InvalidInput(f"{what} name must match {NAME_PATTERN} (got {segment[:40]!r})", code=code)
     return segment
 
 
@@ -131,11 +131,20 @@ def shown_url(url: str) -> str:
     return re.split(r"[?#]", url, maxsplit=1)[0]
 
 
-class UserMcpServers:
-    """Stores, lists and opens users' MCP servers."""
+E = TypeVar("E")
+
+
+class UserEndpoints(Generic[E]):
+    """A user's named endpoints (a URL and an optional bearer token, sealed together): stores,
+    lists and opens them. :class:`UserMcpServers` and ``shared/connectors/user_a2a.py``."""
+
+    repo_type: type[McpServersRepo] = McpServersRepo
+    label = LABEL
+    noun = "MCP servers"
+    too_many = "TOO_MANY_MCP_SERVERS"
 
     def __init__(self, store: DocStore, vault: CredentialVault, *, allow_private: bool = False) -> None:
-        self._repo = McpServersRepo(store)
+        self._repo = self.repo_type(store)
         self._vault = vault
         self._allow_private = allow_private
         """``MCP_ALLOW_PRIVATE_URLS``: without it a URL must lead to public addresses only."""
@@ -146,13 +155,13 @@ class UserMcpServers:
         if not self._allow_private:
             check_public_url(request.url)
         if self._repo.get(uid, name) is None and len(self._repo.list(uid)) >= MAX_SERVERS_PER_USER:
-            raise Conflict(f"at most {MAX_SERVERS_PER_USER} MCP servers per user; delete one first",
-                           code="TOO_MANY_MCP_SERVERS")
-        location = McpServersRepo.location(uid, name)
+            raise Conflict(f"at most {MAX_SERVERS_PER_USER} {self.noun} per user; delete one first",
+                           code=self.too_many)
+        location = self._repo.location(uid, name)
         secret = json.dumps({"url": request.url, "accessToken": request.access_token})
         doc = {"schemaVersion": SCHEMA_VERSION, "name": name, "url": shown_url(request.url),
                "hasToken": request.access_token is not None, "updatedAt": time.time(),
-               **self._vault.seal_text(location, secret, LABEL)}
+               **self._vault.seal_text(location, secret, self.label)}
         self._repo.put(uid, name, doc)
         return _status(name, doc)
 
@@ -166,30 +175,40 @@ class UserMcpServers:
     def statuses(self, uid: str) -> list[McpServerStatusBody]:
         return [_status(name, doc) for name, doc in self._repo.list(uid)]
 
-    def server(self, uid: str, name: str) -> McpServer | None:
+    def server(self, uid: str, name: str) -> E | None:
         """The server as the MCP adapter reaches it (its token as a bearer header); ``None`` when
         not declared. :class:`ConnectorError` when it cannot be read (another key sealed it)."""
         doc = self._repo.get(uid, name)
         return None if doc is None else self._open(uid, name, doc)
 
-    def servers(self, uid: str) -> tuple[list[McpServer], list[str]]:
+    def servers(self, uid: str) -> tuple[list[E], list[str]]:
         """Every server of ``uid`` that can be opened, and the names of those that cannot."""
-        opened: list[McpServer] = []
+        opened: list[E] = []
         unreadable: list[str] = []
         for name, doc in self._repo.list(uid)[:MAX_SERVERS_PER_USER]:
             try:
                 opened.append(self._open(uid, name, doc))
             except ConnectorError:
-                log.warning("MCP server %s of %s cannot be read", name, uid,
+                log.warning("%s %s of %s cannot be read", self.label, name, uid,
                             extra={"fields": {"component": "mcp", "server": name}})
                 unreadable.append(name)
         return opened, unreadable
 
-    def _open(self, uid: str, name: str, doc: dict[str, object]) -> McpServer:
-        plain = json.loads(self._vault.open_text(McpServersRepo.location(uid, name), dict(doc), LABEL))
+    def _open(self, uid: str, name: str, doc: dict[str, object]) -> E:
+        plain = json.loads(self._vault.open_text(self._repo.location(uid, name), dict(doc), self.label))
         token = plain.get("accessToken")
         headers = (("Authorization", f"Bearer {token}"),) if token else ()
-        return McpServer(name=name, url=str(plain["url"]), headers=headers, public_only=not self._allow_private)
+        return self._endpoint(name, str(plain["url"]), headers)
+
+    def _endpoint(self, name: str, url: str, headers: tuple[tuple[str, str], ...]) -> E:
+        raise NotImplementedError
+
+
+class UserMcpServers(UserEndpoints[McpServer]):
+    """Stores, lists and opens users' MCP servers."""
+
+    def _endpoint(self, name: str, url: str, headers: tuple[tuple[str, str], ...]) -> McpServer:
+        return McpServer(name=name, url=url, headers=headers, public_only=not self._allow_private)
 
 
 def _status(name: str, doc: dict[str, object]) -> McpServerStatusBody:

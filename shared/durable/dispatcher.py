@@ -79,5 +79,6 @@ class PubSubDispatcher:
         self._timeout_s = timeout_s
 
     def publish(self, message: WorkMessage) -> None:
-        future = self._client.publish(self._topic, message.encode(), kind=message.kind)
+        attributes = {"traceparent": message.traceparent} if message.traceparent else {}
+        future = self._client.publish(self._topic, message.encode(), kind=message.kind, **attributes)
         future.result(timeout=self._timeout_s)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -22,6 +23,7 @@ from shared.formats import validation_problems
 MESSAGE_SCHEMA_VERSION = 1
 """Versions: 1 = kind, unitId, uid, approvalId, entryId."""
 ID = r"^[A-Za-z0-9_.-]{1,160}$"
+TRACEPARENT = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
 
 
 class MalformedMessage(AgentRuntimeError):
@@ -41,6 +43,9 @@ class WorkMessage(BaseModel):
     uid: str | None = Field(default=None, max_length=128)
     approvalId: str | None = Field(default=None, pattern=ID)
     entryId: str | None = Field(default=None, pattern=ID)
+    traceparent: str | None = Field(default=None, exclude=True, pattern=TRACEPARENT)
+    """The unit's W3C trace context: a message *attribute* (never in the body), so the invocation
+    handling the message joins the unit's trace (``shared/tracing.py``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -87,4 +92,9 @@ def decode_pubsub_data(data: Any) -> WorkMessage:
         body = json.loads(base64.b64decode(raw, validate=True))
     except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
         raise MalformedMessage(f"Pub/Sub message data is not base64 JSON: {exc}") from None
-    return parse_message(body)
+    message = parse_message(body)
+    attributes = data["message"].get("attributes")
+    parent = attributes.get("traceparent") if isinstance(attributes, dict) else None
+    if isinstance(parent, str) and re.fullmatch(TRACEPARENT, parent):  # a malformed one is ignored
+        message.traceparent = parent
+    return message

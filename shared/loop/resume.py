@@ -17,6 +17,7 @@ import logging
 import time
 from typing import Literal
 
+from shared import tracing
 from shared.durable import leases
 from shared.durable.kinds import continue_entry_id
 from shared.durable.messages import WorkMessage
@@ -29,7 +30,14 @@ from shared.loop import stops
 from shared.loop.context import RunContext, Services
 from shared.loop.outcomes import NextStepInterruption, NextStepLost, NextStepRunAgain
 from shared.loop.steps import drive, host_step
-from shared.loop.tool_calls import bounded_result, execute_action, outcomes, responses_turn, tool_context
+from shared.loop.tool_calls import (
+    bounded_result,
+    conversation_id,
+    execute_action,
+    outcomes,
+    responses_turn,
+    tool_context,
+)
 from shared.state.docstore import PreconditionFailed
 from shared.state.records import ActionRecord, UserRecord
 from shared.state.transitions import move_action, move_run
@@ -50,7 +58,8 @@ def handle_run_message(services: Services, message: WorkMessage) -> Disposition:
         log.error("message without unitId acknowledged",
                   extra={"fields": {"kind": message.kind, "schemaVersion": message.schemaVersion}})
         return "done"
-    outcome = resume_run(services, message.unitId, expected_uid=message.uid)
+    outcome = resume_run(services, message.unitId, expected_uid=message.uid, how=message.kind,
+                         traceparent=message.traceparent)
     log.info("%s message handled: %s", message.kind, outcome, extra={"fields": {"runId": message.unitId}})
     # Resumed, waiting for another decision (whose own message will resume it), ended or gone: the
     # message's outbox entry has done its job. "busy" keeps it: the lease holder may die, and then
@@ -65,7 +74,7 @@ def recover_runs(services: Services, limit: int) -> int:
     for status in RECOVER_STATUSES:
         for run_id in services.runs.expired_leases(status, cutoff, limit):
             try:
-                if resume_run(services, run_id) == "resumed":
+                if resume_run(services, run_id, how="recover") == "resumed":
                     recovered += 1
             except Exception:  # one run's trouble must not stop the recovery of the others
                 log.exception("recovery of a run failed", extra={"fields": {"runId": run_id}})
@@ -92,7 +101,10 @@ def _load_user(services: Services, uid: str) -> UserRecord:
         return UserRecord(uid=uid)
 
 
-def resume_run(services: Services, run_id: str, *, expected_uid: str | None = None) -> ResumeOutcome:
+def resume_run(services: Services, run_id: str, *, expected_uid: str | None = None, how: str = "resume",
+               traceparent: str | None = None) -> ResumeOutcome:
+    """Claim the run and drive it on; ``how`` (the message kind, or ``recover``) and the message's
+    ``traceparent`` label the invocation's span (``shared/tracing.py``)."""
     owner = new_id("inv")
     for _ in range(CLAIM_ATTEMPTS):
         snap = services.runs.get_run(run_id)
@@ -134,16 +146,17 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             ctx = RunContext(services=services, snapshot=snap, turns=services.runs.load_turns(run_id),
                              user=_load_user(services, run.uid), owner=owner, host=host, deadline=budget.deadline,
                              max_steps=budget.max_steps, yield_margin_s=budget.yield_margin_s)
-            host.resumed(ctx)
-            ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
-            try:
-                go_on = close_open_turn(ctx, actions)
-            except PreconditionFailed:
-                log.warning("lost the run while closing its open turn", extra={"fields": {"runId": run_id}})
-                return "busy"
-            if go_on and isinstance(drive(ctx), NextStepLost):
-                return "busy"  # another invocation took the run over; it carries on
-            return "resumed"
+            with tracing.invocation(ctx, how, traceparent):
+                host.resumed(ctx)
+                ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
+                try:
+                    go_on = close_open_turn(ctx, actions)
+                except PreconditionFailed:
+                    log.warning("lost the run while closing its open turn", extra={"fields": {"runId": run_id}})
+                    return "busy"
+                if go_on and isinstance(drive(ctx), NextStepLost):
+                    return "busy"  # another invocation took the run over; it carries on
+                return "resumed"
     return "busy"
 
 
@@ -246,6 +259,7 @@ def _rerun(ctx: RunContext, action: ActionRecord, decision: str, reason: str) ->
 def _record_unknown(ctx: RunContext, action: ActionRecord, reason: str) -> None:
     move_action(action, "failed")
     action.outcome, action.error = "unknown", reason
+    tracing.tool_unknown(action, conversation_id(ctx))
     ctx.put_action(action)
     ctx.audit(ctx.new_audit(kind="recovery", action_id=action.action_id, tool=action.tool,
                             decision="unknown", reason=reason))

@@ -111,7 +111,8 @@ def park(ctx: RunContext, outcome: NextStepYield) -> str:
     run = ctx.run
     outbox = ctx.services.outbox
     entry_id = continue_entry_id(run.run_id, run.steps)
-    ctx.write(outbox.record(WorkMessage(kind=CONTINUE, unitId=run.run_id, uid=run.uid), entry_id))
+    ctx.write(outbox.record(WorkMessage(kind=CONTINUE, unitId=run.run_id, uid=run.uid,
+                                        traceparent=run.trace_parent), entry_id))
     ctx.emit(StatusEvent(status=run.status, threadId=run.thread_id, runId=run.run_id))
     ctx.commit(park=True)
     log_stop(ctx, "run yielded", reason=outcome.reason)

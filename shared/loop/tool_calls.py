@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from shared import policy
+from shared import policy, tracing
 from shared.errors import OutcomeUnknown, ToolError
 from shared.events import ToolCallEvent, ToolResultEvent
 from shared.failures import FailureCode
@@ -161,12 +161,12 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
                            status="executing", args=dict(action.args)))
     move_action(action, "executing")
     action.attempts += 1
-    if tool.host:
-        outcome = _answer(ctx, action, tool, args)
-        if outcome is None:  # the turn waits for the child unit the call started
-            return
-    else:
-        _run(ctx, action, tool, args)
+    with tracing.tool_call(action, conversation_id(ctx)):
+        if tool.host:
+            if _answer(ctx, action, tool, args) is None:  # the turn waits for the child unit the call started
+                return
+        else:
+            _run(ctx, action, tool, args)
     ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id,
                              status="completed" if action.status == "completed" else "failed",
                              output=action.result, error=action.error))
@@ -174,6 +174,11 @@ def execute_action(ctx: RunContext, action: ActionRecord) -> None:
         move_run(ctx.run, "planning")
     ctx.last_action = action
     ctx.put_action(action)
+
+
+def conversation_id(ctx: RunContext) -> str | None:
+    """The run's thread (``gen_ai.conversation.id``); a plan's execution unit has none of its own."""
+    return ctx.run.thread_id if ctx.run.host == "chat" else None
 
 
 def _answer(ctx: RunContext, action: ActionRecord, tool: Tool, args: BaseModel) -> VirtualOutcome | None:

@@ -13,29 +13,40 @@ MAX_SERVERS_PER_USER = 20
 
 
 class McpServersRepo:
+    collection = staticmethod(paths.mcp_servers)
+    document = staticmethod(paths.mcp_server)
+
     def __init__(self, store: DocStore) -> None:
         self.store = store
 
-    @staticmethod
-    def location(uid: str, name: str) -> str:
+    @classmethod
+    def location(cls, uid: str, name: str) -> str:
         """Where the document lives; the sealing binds the ciphertext to it (associated data)."""
-        return paths.mcp_server(uid, name)
+        return cls.document(uid, name)
 
     def get(self, uid: str, name: str) -> dict[str, Any] | None:
-        doc = self.store.get(paths.mcp_server(uid, name))
+        doc = self.store.get(self.document(uid, name))
         return None if doc is None else doc.data
 
     def list(self, uid: str) -> list[tuple[str, dict[str, Any]]]:
         """``(name, document)`` of every server of ``uid``, by name."""
-        docs = self.store.query(Query(paths.mcp_servers(uid), limit=MAX_SERVERS_PER_USER + 1))
+        docs = self.store.query(Query(self.collection(uid), limit=MAX_SERVERS_PER_USER + 1))
         return [(doc.id, doc.data) for doc in docs]
 
     def put(self, uid: str, name: str, data: dict[str, Any]) -> None:
-        self.store.commit([Write("set", paths.mcp_server(uid, name), data)])
+        self.store.commit([Write("set", self.document(uid, name), data)])
 
     def delete(self, uid: str, name: str) -> bool:
         """Forget the server; ``True`` if there was one."""
-        path = paths.mcp_server(uid, name)
+        path = self.document(uid, name)
         existed = self.store.get(path) is not None
         self.store.commit([Write("delete", path)])
         return existed
+
+
+class A2aAgentsRepo(McpServersRepo):
+    """A user's own remote A2A agents: ``users/{uid}/a2aAgents/{name}``, kept like MCP servers (their
+    URL and token sealed), at most :data:`MAX_SERVERS_PER_USER`."""
+
+    collection = staticmethod(paths.a2a_agents)
+    document = staticmethod(paths.a2a_agent)

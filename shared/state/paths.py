@@ -253,3 +253,12 @@ def a2a_push_configs(uid: str, task_id: str) -> str:
 
 def a2a_push_config(uid: str, task_id: str, config_id: str) -> str:
     return f"users/{uid}/a2aTasks/{task_id}/pushConfigs/{config_id}"
+
+
+def a2a_agents(uid: str) -> str:
+    """The user's own remote A2A agents (``POST /api/integrations/a2a/{name}``), one document each."""
+    return f"users/{uid}/a2aAgents"
+
+
+def a2a_agent(uid: str, name: str) -> str:
+    return f"users/{uid}/a2aAgents/{name}"

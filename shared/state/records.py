@@ -192,6 +192,9 @@ class RunRecord(Record):
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
     idempotency_key: str | None = None
+    trace_parent: str | None = None
+    """W3C ``traceparent`` of the unit's first ``invoke_agent`` span when tracing is on: every later
+    invocation's span is its child (``shared/tracing.py``); absent when tracing was off."""
     webhook: str | None = None
     """The run's own webhook URL (its stops are delivered there too; ``shared/agent/webhooks.py``)."""
     queued: QueuedStart | None = None
@@ -318,6 +321,8 @@ class OutboxEntry(Record):
     unit_id: str | None = None
     uid: str | None = None
     approval_id: str | None = None
+    traceparent: str | None = None
+    """The unit's W3C trace context, sent as the message's ``traceparent`` attribute."""
     status: OutboxStatus = "pending"
     created_at: float = Field(default_factory=now)
     published_at: float | None = None

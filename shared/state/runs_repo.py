@@ -209,6 +209,36 @@ class RunsRepo:
         return _owned_thread(uid, thread_id, [self.store.get(paths.thread(uid, thread_id)),
                                               self.store.get(paths.shared_thread(thread_id))])
 
+    def page_threads(self, uid: str, limit: int, cursor: str | None = None) -> Page[ThreadRecord]:
+        """One page of ``uid``'s threads, newest first: the user's own and those begun before issue
+        35 in the shared collection, read as one list."""
+        own = Query(paths.threads(uid), order_by="createdAt", descending=True, limit=limit + 1)
+        older = Query(paths.shared_threads(), where=(("uid", uid),), order_by="createdAt", descending=True,
+                      limit=limit + 1)
+        docs = merged([self.store.query(after(q, cursor)) for q in (own, older)], "createdAt", descending=True)
+        return page_of(docs[:limit + 1], limit, "createdAt", tolerant(lambda d: ThreadRecord.from_doc(d.data), log))
+
+    def page_messages(self, uid: str, thread_id: str, limit: int, cursor: str | None = None
+                      ) -> tuple[ThreadRecord, Page[MessageRecord]]:
+        """``uid``'s thread and one page of its messages, newest first (404 ``THREAD_NOT_FOUND``)."""
+        found = self.find_thread(uid, thread_id)
+        if found is None:
+            raise NotFound(f"thread {thread_id} not found", code="THREAD_NOT_FOUND")
+        if found[1] == paths.thread(uid, thread_id):
+            query = Query(paths.messages(uid, thread_id), order_by="createdAt", descending=True)
+        else:
+            query = Query(paths.shared_messages(thread_id), order_by="createdAt", descending=True)
+        return found[0], read_page(self.store, query, cursor, limit,
+                                   tolerant(lambda d: MessageRecord.from_doc(d.data), log))
+
+    def thread_doc(self, uid: str, thread_id: str) -> Doc:
+        """The document of ``uid``'s thread (404 ``THREAD_NOT_FOUND``)."""
+        found = self.find_thread(uid, thread_id)
+        doc = None if found is None else self.store.get(found[1])
+        if doc is None:
+            raise NotFound(f"thread {thread_id} not found", code="THREAD_NOT_FOUND")
+        return doc
+
     def get_thread(self, uid: str, thread_id: str) -> ThreadRecord | None:
         found = self.find_thread(uid, thread_id)
         return None if found is None else found[0]

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
+from shared.errors import NotFound
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Write
+from shared.state.pages import Page, read_page, tolerant
 from shared.state.records import MemoryRecord, UserRecord
+
+log = logging.getLogger("agent_runtime.state")
 
 
 class UsersRepo:
@@ -25,6 +31,17 @@ class UsersRepo:
     def save_memory(self, uid: str, memory: MemoryRecord) -> None:
         """Idempotent for a given memory id (a retried save writes the same document)."""
         self.store.commit([Write("set", paths.memory(uid, memory.id), memory.to_doc())])
+
+    def page_memories(self, uid: str, limit: int, cursor: str | None = None) -> Page[MemoryRecord]:
+        """One page of the user's memories, newest first."""
+        query = Query(paths.memories(uid), order_by="createdAt", descending=True)
+        return read_page(self.store, query, cursor, limit, tolerant(lambda d: MemoryRecord.from_doc(d.data), log))
+
+    def delete_memory(self, uid: str, memory_id: str) -> None:
+        """Forget one of the user's memories (404 ``MEMORY_NOT_FOUND`` when there is none)."""
+        if self.store.get(paths.memory(uid, memory_id)) is None:
+            raise NotFound(f"memory {memory_id} not found", code="MEMORY_NOT_FOUND")
+        self.store.commit([Write("delete", paths.memory(uid, memory_id))])
 
     def list_memories(self, uid: str, limit: int = 50) -> list[MemoryRecord]:
         docs = self.store.query(Query(paths.memories(uid), order_by="createdAt", descending=True, limit=limit))

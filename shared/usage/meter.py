@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from shared import tracing
 from shared.config import Profile, Settings
 from shared.errors import ModelError, ModelTimeout
 from shared.ids import new_id
@@ -95,14 +96,16 @@ def _answered(entry: UsageEntry, usage: Usage, model: str, settings: Settings, s
 def metered_generate(model: Model, request: ModelRequest, call: MeteredCall, settings: Settings, *,
                      on_delta: DeltaSink | None = None) -> Metered:
     """Call ``model`` once and meter it. A ``ModelError`` is returned (with its entry), not raised."""
-    started = time.perf_counter()
+    started, started_ns = time.perf_counter(), time.time_ns()
     entry = _new_entry(call, model.name)
     try:
         response = model.generate(request, on_delta=on_delta)
     except ModelError as exc:
         _failed(entry, exc, started)
+        tracing.model_call(entry, None, model.name, started_ns)
         return Metered(entry=entry, error=exc)
     _answered(entry, response.usage, response.model_version or model.name, settings, started)
+    tracing.model_call(entry, response, model.name, started_ns)
     return Metered(entry=entry, response=response)
 
 
@@ -116,14 +119,16 @@ class MeteredSearch:
 def metered_search(model: SearchModel, query: str, call: MeteredCall, settings: Settings, *,
                    timeout_s: float | None = None) -> MeteredSearch:
     """One grounded search call of ``model``, metered; a ``ModelError`` is returned, not raised."""
-    started = time.perf_counter()
+    started, started_ns = time.perf_counter(), time.time_ns()
     entry = _new_entry(call, model.name)
     try:
         answer = model.grounded_search(query, timeout_s=timeout_s)
     except ModelError as exc:
         _failed(entry, exc, started)
+        tracing.model_call(entry, None, model.name, started_ns)
         return MeteredSearch(entry=entry, error=exc)
     _answered(entry, answer.usage, answer.model_version or model.name, settings, started)
+    tracing.model_call(entry, None, model.name, started_ns)
     return MeteredSearch(entry=entry, answer=answer)
 
 

@@ -151,3 +151,29 @@ def _runtime() -> Runtime:
     from shared.runtime import get_runtime
 
     return get_runtime()
+
+
+def test_a_users_own_remote_agent_is_ssrf_guarded_sealed_and_joins_only_their_runs(sqlite_docstore: DocStore) -> None:
+    from tests.e2e.test_openapi import KEY
+
+    body = {"url": "http://127.0.0.1:9/agent?key=s3cret", "accessToken": "tok-s3cret"}
+    for allow_private in (False, True):
+        rt = Runtime(make_settings(credentials_encryption_key=KEY, mcp_allow_private_urls=allow_private),
+                     store=sqlite_docstore, model=FunctionModel(_model))
+        set_runtime(rt)
+        client = create_app().test_client()
+        resp = client.post("/api/integrations/a2a/helper", headers=ALICE, json=body)
+        assert "s3cret" not in resp.get_data(as_text=True)
+        if not allow_private:  # the SSRF guard: a loopback address is refused, nothing stored
+            assert resp.status_code == 400 and resp.get_json()["error"]["code"] == "MCP_URL_NOT_ALLOWED"
+            assert client.get("/api/integrations/a2a", headers=ALICE).get_json()["servers"] == []
+    try:
+        assert resp.status_code == 200 and resp.get_json()["url"] == "http://127.0.0.1:9/agent", resp.get_json()
+        listed = client.get("/api/integrations/a2a", headers=ALICE).get_json()["servers"]
+        assert [s["name"] for s in listed] == ["helper"] and listed[0]["hasToken"] is True
+        assert client.get("/api/integrations/a2a", headers=BOB).get_json()["servers"] == []
+        assert {"helper_send_message", "helper_get_task"} <= {t.name for t in rt.registry_for(rt.registry, "alice")}
+        assert "helper_send_message" not in {t.name for t in rt.registry_for(rt.registry, "bob")}
+        assert client.delete("/api/integrations/a2a/helper", headers=ALICE).get_json()["removed"] is True
+    finally:
+        set_runtime(None)

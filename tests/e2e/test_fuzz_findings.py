@@ -14,6 +14,7 @@ from flask.testing import FlaskClient
 
 from shared.models.offline import OfflineModel
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
+from shared.state.docstore import Write
 from shared.wire import MAX_INT64, NOT_BLANK_PATTERN, WHITESPACE, has_whitespace, is_blank
 from tests.e2e.conftest import ALICE, Install
 from tests.e2e.test_openapi import KEY
@@ -94,6 +95,9 @@ TOKENS = {"accessToken": "ya29.x"}
     ({**TOKENS, "scopes": [" "]}, False),  # the document had no rule for scopes
     ({**TOKENS, "scopes": ["x" * 301]}, False),
     ({"accessToken": "ya29\u3000x"}, False),
+    ({**TOKENS, "expiresAt": 1.6e308}, False),  # stored, it made every later read a 500 (issue 35)
+    ({**TOKENS, "expiresAt": 253402300799}, True),  # 9999-12-31T23:59:59Z: the latest the API writes
+    ({**TOKENS, "expiresAt": 253402300800}, False),
 ])
 def test_connect_requests_match_the_document(install: Install, client: FlaskClient, body: dict[str, Any],
                                              valid: bool) -> None:
@@ -213,3 +217,21 @@ def test_session_requests_the_document_rejects_are_400(install: Install, client:
     # JSON Schema's integer includes 1.0: accepted, as the document says.
     assert client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1.0},
                        headers=ALICE).status_code == 202
+
+
+def test_a_stored_time_out_of_range_is_read_as_unknown(install: Install, client: FlaskClient,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """A connection stored before times were validated (``expiresAt: 1.6e308``) no longer makes every
+    read of the user's integrations a 500: the value is answered as unknown and named in the log."""
+    rt = install(ScriptedModel([]), credentials_encryption_key=KEY)
+    assert client.post("/api/integrations/google", json={**TOKENS, "expiresAt": 2e9}, headers=ALICE).status_code == 200
+    path = "users/alice/integrations/google"
+    doc = rt.store.get(path)
+    assert doc is not None
+    rt.store.commit([Write("set", path, {**doc.data, "expiresAt": 1.6e308, "scopes": "not a list"})])
+    for route in ("/api/integrations", "/api/integrations/google"):
+        resp = client.get(route, headers=ALICE)
+        assert resp.status_code == 200, resp.get_data(as_text=True)
+    one = client.get("/api/integrations/google", headers=ALICE).get_json()
+    assert one["connected"] is True and "expiresAt" not in one and one["scopes"] == []
+    assert any("google" in r.getMessage() and "expiresAt" in r.getMessage() for r in caplog.records)

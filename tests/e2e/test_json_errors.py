@@ -22,7 +22,7 @@ from shared.models.scripted import ScriptedModel
 from tests.e2e.conftest import ALICE, Install
 
 HTTP_TARGETS = {"run": ("/api/agent/run", "POST"), "stream": ("/api/agent/run/stream", "POST"),
-                "runs": ("/api/agent/runs/run_x", "GET"), "approve": ("/api/agent/approve", "POST"),
+                "runs": ("/api/agent/runs/run_x", "GET, DELETE"), "approve": ("/api/agent/approve", "POST"),
                 "goals": ("/agent/run", "POST"), "integrations": ("/api/integrations/google", "GET, POST, DELETE")}
 UNROUTABLE = ["/api/integrations/%0A", "/api/integrations/a%0Ab", "/api/integrations/%0D%0ASet-Cookie:x=1",
               "/api/agent/runs/%0A/events", "/robots.txt", "/favicon.ico"]
@@ -57,11 +57,11 @@ def test_dev_server_unmatched_paths_are_json_404(runtime: None, client: FlaskCli
 
 @pytest.mark.parametrize(("path", "method", "allow"), [
     ("/api/agent/run", "GET", "POST"), ("/api/agent/run", "PUT", "POST"), ("/api/agent/run", "OPTIONS", "POST"),
-    ("/api/agent/run/stream", "DELETE", "POST"), ("/api/agent/runs/run_x", "POST", "GET"),
+    ("/api/agent/run/stream", "DELETE", "POST"), ("/api/agent/runs/run_x", "POST", "GET, DELETE"),
     ("/api/agent/runs/run_x/events", "PATCH", "GET"), ("/api/agent/approve", "GET", "POST"),
     ("/agent/run", "TRACE", "POST"), ("/api/integrations", "PUT", "GET"), ("/api/integrations", "POST", "GET"),
     ("/api/integrations/google", "PATCH", "GET, POST, DELETE"), ("/openapi.json", "POST", "GET"),
-    ("/healthz", "DELETE", "GET"), ("/api/agent/runs/run_x", "HEAD", "GET"),
+    ("/healthz", "DELETE", "GET"), ("/api/agent/runs/run_x", "HEAD", "GET, DELETE"),
 ])
 def test_dev_server_wrong_methods_are_json_405_with_allow(runtime: None, client: FlaskClient, path: str,
                                                          method: str, allow: str) -> None:

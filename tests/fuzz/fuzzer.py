@@ -61,7 +61,8 @@ CONFIG: dict[str, Any] = {
         "checks": {"use_after_free": {"enabled": False}}}, *[{
         # The same for a user's MCP server (and its tools: "connected": false once deleted).
         "include-path": path, "include-method": "GET", "checks": {"use_after_free": {"enabled": False}}}
-        for path in ("/api/integrations/mcp/{name}", "/api/integrations/mcp/{name}/tools")], {
+        for path in ("/api/integrations/mcp/{name}", "/api/integrations/mcp/{name}/tools",
+                     "/api/integrations/a2a/{name}")], {
         # The A2A server answers in the A2A spec's shapes (JSON-RPC errors, google.rpc statuses),
         # which the document does not restate: the official TCK checks it (tests/a2a/test_tck.py).
         "include-path-regex": "^/(a2a|\\.well-known/)", "enabled": False}],
@@ -94,7 +95,8 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     # A cursor is the nextCursor of the list's previous page, an opaque string the schema cannot tell apart.
     **{f"GET {path}": (("INVALID_CURSOR", "is not a cursor of this list"),)
        for path in ("/api/agent/runs", "/api/agent/sessions", "/api/agent/approvals", "/api/agent/threads",
-                    "/api/agent/memories", "/api/agent/containers")},
+                    "/api/agent/memories", "/api/agent/containers",
+                    "/api/agent/threads/{threadId}")},
 }
 """Rules JSON Schema cannot state (between fields, relative to now, or about the deployment), each
 written in the operation's description in the document: a schema-valid request breaking one gets a

@@ -12,15 +12,20 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from bench.instrument import InstrumentedStore
+from devserver import create_app
+from shared.auth import LocalAuthenticator
+from shared.durable.dispatcher import RecordingDispatcher
 from shared.errors import LimitExceeded
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
-from shared.runtime import Runtime
+from shared.runtime import Runtime, set_runtime
 from shared.state import paths
 from shared.state.docstore import DocStore
 from shared.state.records import UsageEntry
 from shared.token_usage import Usage
-from tests.limits.conftest import ALICE, BOB, Clock, MakeRuntime
+from tests.agent.conftest import make_settings
+from tests.limits.conftest import ALICE, BOB, OFF, Clock, MakeRuntime
 from tests.limits.support import ids, refused, snapshot
 
 MINUTE = 60 * 29_000_000  # a minute boundary (epoch seconds), in 2025
@@ -89,6 +94,64 @@ def test_concurrent_requests_never_exceed_the_limit(make_rt: MakeRuntime, client
     for t in threads:
         t.join(60)
     assert outcomes.count("admitted") == 3 and outcomes.count("RATE_LIMITED") == 2, outcomes
+
+
+def _counted_runtime(store: DocStore, clock: Clock, **overrides: Any) -> tuple[Runtime, InstrumentedStore]:
+    counted = InstrumentedStore(store)
+    rt = Runtime(make_settings(**{**OFF, **overrides}), store=counted, model=FunctionModel(remember),
+                 authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
+    rt.limits.clock = clock
+    set_runtime(rt)
+    return rt, counted
+
+
+def test_a_read_costs_no_store_round_trip_and_writes_nothing(store: DocStore, client: FlaskClient) -> None:
+    """Issue 33: GETs are counted in the instance's memory (still limited, still per user), never in
+    the user's counter document; a request that may write still counts there, exactly."""
+    try:
+        _, counted = _counted_runtime(store, Clock(MINUTE + 15), limit_requests_per_minute=3)
+        before = counted.snapshot()
+        for _ in range(3):
+            assert client.get("/api/agent/usage", headers=ALICE).status_code == 200
+        delta = InstrumentedStore.delta(counted.snapshot(), before)
+        assert delta["commits"] == 0 and delta["docs_written"] == {}, delta
+        assert "limits" not in delta["docs_read"], delta
+        assert ids(store, "users/alice/limits") == []
+        # Still limited: the fourth read of the minute is a 429, and so is a write after it.
+        refused(client, client.get("/api/agent/usage", headers=ALICE), "RATE_LIMITED", path="/api/agent/usage",
+                method="get", retry_after=45)
+        refused(client, client.post("/api/agent/run", json={"prompt": "hi"}, headers=ALICE), "RATE_LIMITED",
+                path="/api/agent/run", method="post")
+        assert ids(store, "users/alice/limits") == []
+        # A write of another user counts in the store as before.
+        assert client.post("/api/agent/run", json={"prompt": "hi"}, headers=BOB).status_code == 200
+        assert ids(store, "users/bob/limits") == ["requests"]
+    finally:
+        set_runtime(None)
+
+
+def test_fifty_concurrent_reads_of_one_user_cause_no_store_retries(store: DocStore, client: FlaskClient) -> None:
+    try:
+        _, counted = _counted_runtime(store, Clock(MINUTE), limit_requests_per_minute=600)
+        deltas: list[dict[str, Any]] = []
+        statuses: list[int] = []
+
+        def read() -> None:
+            before = counted.snapshot()  # per thread
+            statuses.append(create_app().test_client().get("/api/agent/runs", headers=ALICE).status_code)
+            deltas.append(InstrumentedStore.delta(counted.snapshot(), before))
+
+        threads = [threading.Thread(target=read) for _ in range(50)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert statuses == [200] * 50
+        assert len(deltas) == 50
+        assert all(d["commits"] == 0 and "run_transaction" not in d["calls"] for d in deltas), deltas
+        assert ids(store, "users/alice/limits") == []
+    finally:
+        set_runtime(None)
 
 
 def test_a_limit_of_zero_writes_nothing(make_rt: MakeRuntime, client: FlaskClient, store: DocStore) -> None:
@@ -280,10 +343,14 @@ def test_a_counter_that_cannot_be_written_does_not_take_the_routes_down(
     from tests.e2e.test_http_edge_paths import CommitsFailAfter
 
     failing = CommitsFailAfter(store, ok=0)
-    make_rt(FunctionModel(remember), clock=Clock(MINUTE), limit_requests_per_minute=1).limits.repo.store = failing
+    make_rt(FunctionModel(remember), clock=Clock(MINUTE), limit_requests_per_minute=3).limits.repo.store = failing
+    decide = {"approvalId": "apr_nothing", "decision": "approve"}
     with caplog.at_level(logging.ERROR, logger="agent_runtime.limits"):
-        for _ in range(3):  # over the limit of 1, but nothing could be counted
-            assert client.get("/api/agent/runs", headers=ALICE).status_code == 200
+        for _ in range(3):  # requests that may write: the counter document cannot be written
+            assert client.post("/api/agent/approve", json=decide, headers=ALICE).status_code == 404
     assert failing.failures == 3
     logged = [r.getMessage() for r in caplog.records]
-    assert logged == ["request limit not applied: the counter could not be written"] * 3
+    assert logged == ["request limit not applied across instances: the counter could not be written"] * 3
+    # The instance's own count still limits the user meanwhile.
+    refused(client, client.post("/api/agent/approve", json=decide, headers=ALICE), "RATE_LIMITED",
+            path="/api/agent/approve", method="post")

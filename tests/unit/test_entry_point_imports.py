@@ -30,6 +30,8 @@ ENTRY_POINTS = sorted(fn.name for fn in FUNCTIONS)
 TOOL_MODULES = ("shared.tools.memory", "shared.tools.gmail_tools", "shared.tools.calendar_tools",
                 "shared.tools.slack_tools")
 VENDOR_SDKS = ("google.genai", "googleapiclient", "slack_sdk", "google.cloud.pubsub_v1")
+TRACING = ("opentelemetry", "shared.otel", "google.cloud.trace")
+"""Tracing is off unless ``OTEL_*`` turns it on (issue 30): then none of it is imported."""
 
 # Serve one request through functions-framework's app for argv[1], print the status and modules.
 SERVE = """
@@ -135,7 +137,7 @@ def test_approve_decides_without_the_loop_tools_connectors_goals_or_a_model(seed
                 {"approvalId": seeded["approval_a"], "decision": "approve"})
     assert got["status"] == 202
     assert "shared.ids" in got["modules"]
-    assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
+    assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, *TRACING, "shared.connectors", "shared.goals",
                                     "shared.models.factory", "shared.agent.service", "shared.loop.steps",
                                     "shared.agent.chat_host", "shared.plans", "shared.events.plan",
                                     "shared.events.run", "shared.events.session")) == []
@@ -148,7 +150,7 @@ def test_resume_of_a_waiting_run_needs_no_model_tools_or_connectors(seeded: dict
     got = serve(seeded, "resume", "POST", "/", data, signature=signature, headers=headers)
     assert got["status"] == 200
     assert "shared.loop.resume" in got["modules"]  # the message was handled, not dropped
-    assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, "shared.connectors", "shared.goals",
+    assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, *TRACING, "shared.connectors", "shared.goals",
                                     "shared.models.factory", "shared.plans.sessions", "shared.plans.host")) == []
 
 
@@ -207,7 +209,7 @@ def test_run_and_stream_with_gemini_import_the_sdk_but_not_requests(seeded: dict
     assert got["status"] == 200
     assert "google.genai" in got["modules"]
     assert _loaded(got["modules"], ("requests", "googleapiclient", "slack_sdk", "google.cloud.pubsub_v1",
-                                    "shared.goals")) == []
+                                    *TRACING, "shared.goals")) == []
 
 
 @pytest.mark.parametrize("target", ["run", "stream"])
@@ -215,8 +217,8 @@ def test_run_and_stream_load_no_goals_nor_connector_sdk(seeded: dict[str, str], 
     path = "/api/agent/run/stream" if target == "stream" else "/api/agent/run"
     got = serve(seeded, target, "POST", path, {"prompt": "hello"}, gemini_key=False)  # the offline model
     assert got["status"] == 200
-    assert "shared.loop.steps" in got["modules"]
-    assert _loaded(got["modules"], (*VENDOR_SDKS, "shared.goals")) == []
+    assert "shared.loop.steps" in got["modules"] and "shared.tracing" in got["modules"]
+    assert _loaded(got["modules"], (*VENDOR_SDKS, *TRACING, "shared.goals")) == []
 
 
 def test_a_chat_run_without_a_plan_loads_no_plan_executor_or_projects_workspace(tmp_path: Path) -> None:
