@@ -455,6 +455,16 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
           replies=(Reply(200, "the caller's live workspaces, oldest first",
                          model="shared.workspaces:ContainersResponse"),), errors=(401,)),
+    Route("GET", "/api/agent/containers/{containerId}/files", "getContainerFiles", "containers",
+          "functions.containers:container_files",
+          query=(Param("path", "string", description="a file, relative to the workspace: its text instead of the "
+                                                     "listing (400 PATH_REFUSED for .., absolute or symlinked-out "
+                                                     "paths; 404 FILE_NOT_FOUND)"),),
+          description="Read-only: the caller's workspace's files, or one file's text with path. Another user's "
+                      "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
+          replies=(Reply(200, "the listing (files), or with path the file",
+                         model="shared.workspaces:ContainerFilesResponse"),),
+          errors=(400, 401, 404, 503)),
     Route("DELETE", "/api/agent/containers/{containerId}", "deleteContainer", "containers",
           "functions.containers:delete_container",
           description="Destroy one of the caller's workspaces and its files (its snapshot too). Another user's "

@@ -81,6 +81,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/agent/webhooks": {"get"}, "/api/agent/webhooks/{name}": {"get", "put", "delete"},
         "/api/agent/webhooks/{name}/deliveries": {"get"},
         "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
+        "/api/agent/containers/{containerId}/files": {"get"},
         "/api/agent/threads": {"get"}, "/api/agent/threads/{threadId}": {"get", "delete"},
         "/api/agent/memories": {"get"}, "/api/agent/memories/{memoryId}": {"delete"},
         "/api/agent/me/export": {"post"}, "/api/agent/me": {"delete"},
