@@ -80,6 +80,8 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/integrations/a2a": {"get"}, "/api/integrations/a2a/{name}": {"get", "post", "delete"},
         "/api/agent/webhooks": {"get"}, "/api/agent/webhooks/{name}": {"get", "put", "delete"},
         "/api/agent/webhooks/{name}/deliveries": {"get"},
+        "/api/agent/schedules": {"get"}, "/api/agent/schedules/{name}": {"get", "put", "delete"},
+        "/api/agent/schedules/{name}/runs": {"get"},
         "/api/agent/containers": {"get"}, "/api/agent/containers/{containerId}": {"delete"},
         "/api/agent/containers/{containerId}/files": {"get"},
         "/api/agent/threads": {"get"}, "/api/agent/threads/{threadId}": {"get", "delete"},
