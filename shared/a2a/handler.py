@@ -30,7 +30,7 @@ from a2a.utils import errors as a2a_errors
 from a2a.utils.input_mode_validator import validate_input_modes
 from a2a.utils.task import apply_history_length, validate_history_length
 
-from shared.a2a import convert
+from shared.agent import a2a_convert as convert
 from shared.errors import Conflict, DomainError, InvalidInput, NotFound
 from shared.state.a2a_tasks_repo import A2aTasksRepo
 
@@ -372,7 +372,7 @@ class RuntimeRequestHandler(RequestHandler):
             _, run = self._load(uid, task_id)
         return self._task(uid, task_id)
 
-    # ---- push notifications (stored with the task; delivered by shared/a2a/push.py) -------------
+    # ---- push notifications (stored with the task; delivered by shared/agent/a2a_push.py) -------------
     def _put_push(self, uid: str, task_id: str, config: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
         self._load(uid, task_id)
         if not config.url.startswith(("http://", "https://")):
