@@ -31,6 +31,8 @@ MAX_INT64 = 2**63 - 1
 ID_SEGMENT = r"[A-Za-z0-9_-]{1,128}"
 """What a ``{name}`` path parameter matches unless the route says otherwise (ids)."""
 ANY_SEGMENT = r"[^/]+"
+UID_SEGMENT = r"[A-Za-z0-9_.@-]{1,128}"
+"""A user id (Firebase uids; make dev's ``dev:<uid>`` names)."""
 PROVIDER_SEGMENT = r"(?!(?:mcp|a2a)\Z)[^/]+"
 """``/api/integrations/{provider}``: any segment but ``mcp`` and ``a2a`` (the user's MCP servers' and
 remote A2A agents' collections)."""
@@ -166,6 +168,8 @@ FUNCTIONS: tuple[Function, ...] = (
     # The caller's own data: threads and memories, deleting them and runs, export and erasure (issue 35).
     Function("data", default_timeout_s=300,
              summary="the caller's threads and memories; deleting runs, threads and memories; export and erasure"),
+    # The admin API for the backend: a user's trust level, mail allowlist and limits (issue 35).
+    Function("admin", summary="the admin API: a user's trust level, mail allowlist and limits"),
     # Reads the caller's usage ledger; writes only the caller's request counter.
     Function("usage", summary="the caller's model calls, summed per group"),
     # Lists and destroys the caller's workspaces (records in the store, files in the sandbox service).
@@ -532,6 +536,19 @@ ROUTES: tuple[Route, ...] = (
                       "409 RUN_ACTIVE while a run is working (not ended and not paused).",
           replies=(Reply(200, "erased", model="shared.user_data:Erased"),), errors=(401, 409)),
     *A2A_ROUTES,
+    Route("GET", "/api/admin/users/{uid}", "adminGetUser", "admin", "functions.admin:get_user",
+          segments={"uid": UID_SEGMENT},
+          description="A user's trust level, profile (emailAllowlist) and own limits. The admin principal only "
+                      "(ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 ADMIN_ONLY.",
+          replies=(Reply(200, "the user", model="shared.admin:AdminUser"),), errors=(401, 403)),
+    Route("PATCH", "/api/admin/users/{uid}", "adminPatchUser", "admin", "functions.admin:patch_user",
+          segments={"uid": UID_SEGMENT}, request="shared.admin:UserPatch",
+          description="Change a user's trustLevel, profile fields (emailAllowlist...) and own limits "
+                      "(activeRuns, activeSessions, dailyTokens; null: the deployment's, 0: off for the user); "
+                      "the fields given change, the others stay. Audited (audit kind admin_change). The admin "
+                      "principal only: anyone else 403 ADMIN_ONLY.",
+          replies=(Reply(200, "the user as changed", model="shared.admin:AdminUser"),),
+          errors=(400, 401, 403, 413, 415)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
           replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},

@@ -42,8 +42,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_runtime.a2a")
 T = TypeVar("T")
 
-FOLLOW_S = 60.0
-"""How long a ``message/send`` waits for a resumed run's next stop (then it answers ``working``)."""
+FOLLOW_S = 20.0
+"""How long a ``message/send`` answering a pause waits for the resumed run's next stop (then it
+answers ``working``: the client gets the task or subscribes). Below common client read timeouts
+(the TCK's is 30 s)."""
 STREAM_S = 300.0
 """How long one stream (``message/stream``, ``tasks/subscribe``) follows a run before it ends."""
 _APPROVE = {"approve", "approved", "yes", "ok", "allow", "accept", "confirm"}

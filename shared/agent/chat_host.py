@@ -52,7 +52,7 @@ def current_result(run: RunRecord) -> RunResult:
 def _base_result(ctx: RunContext) -> RunResult:
     last = ctx.last_action
     return RunResult(ok=True, run_id=ctx.run.run_id, thread_id=ctx.run.thread_id, status=ctx.run.status,
-                     model=ctx.run.model, action_id=last.action_id if last else "",
+                     model=ctx.run.model, action_id=last.action_id if last else None,
                      tool=last.tool if last else None, tool_args=last.args if last else None)
 
 

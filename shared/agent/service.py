@@ -172,7 +172,7 @@ class AgentService:
                                    fail_paused=stops.close_paused,
                                    extra_writes=extra_writes(run_id) if extra_writes is not None else ())
         if outcome.deliver:
-            publish(s, list(outcome.deliver))
+            publish(s, uid, list(outcome.deliver))
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:
