@@ -18,6 +18,7 @@ from shared import policy, tracing
 from shared.errors import OutcomeUnknown, ToolError
 from shared.events import ToolCallEvent, ToolResultEvent
 from shared.failures import FailureCode
+from shared.loop.client_tools import CLIENT_REASON, is_client_tool
 from shared.loop.context import RunContext
 from shared.loop.virtual import VirtualOutcome, run_virtual
 from shared.models.base import FunctionCall, FunctionResponse, Part, Turn
@@ -69,7 +70,10 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                 return failed
             actions.append(action)
             continue
-        if tool.host:
+        if is_client_tool(tool):  # answered by the client: the run waits for it like for a decision
+            decision = policy.PolicyDecision("require_approval", CLIENT_REASON)
+            action.policy_reason = decision.reason
+        elif tool.host:
             decision = policy.PolicyDecision("allow", VIRTUAL_REASON)
         else:
             decision = policy.decide(tool_name=tool.name, side_effect=tool.side_effect, args=args, user=ctx.user,
@@ -111,6 +115,7 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
 
 
 VIRTUAL_REASON = "virtual tool (handled by the host)"
+"""The policy decision of a virtual tool's call (a client tool's: ``client_tools.CLIENT_REASON``)."""
 
 
 def _malformed(ctx: RunContext, action: ActionRecord, tool: Tool, exc: ToolArgsError
