@@ -281,7 +281,7 @@ ROUTES: tuple[Route, ...] = (
                               "usage, result", model="shared.plans.contracts:SessionView"),), errors=(401, 404)),
     Route("POST", "/api/agent/sessions/{sessionId}/refine", "refineSession", "sessions",
           "functions.sessions:refine_session", request="shared.plans.contracts:RefineRequest",
-          replies=(Reply(200, "the revised plan (version + 1)", model="shared.plans.session_handlers:RefineResponse"),),
+          replies=(Reply(200, "the revised plan (version + 1)", model="shared.session_handlers:RefineResponse"),),
           errors=_BODY),
     Route("POST", "/api/agent/sessions/{sessionId}/confirm", "confirmSession", "sessions",
           "functions.sessions:confirm_session", request="shared.plans.contracts:ConfirmRequest",

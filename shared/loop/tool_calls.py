@@ -22,7 +22,6 @@ from shared.loop.client_tools import CLIENT_REASON, is_client_tool
 from shared.loop.context import RunContext
 from shared.loop.virtual import VirtualOutcome, run_virtual
 from shared.models.base import FunctionCall, FunctionResponse, Part, Turn
-from shared.state.host_states import PlanRunState
 from shared.state.records import ActionRecord, ActOutcome, ApprovalRecord, now
 from shared.state.transitions import move_action, move_run
 from shared.tools.context import ToolContext
@@ -94,13 +93,12 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                                      error=action.error))
         elif decision.verdict == "require_approval":
             preview = tool.preview(args)
-            plan = ctx.run.host_state if isinstance(ctx.run.host_state, PlanRunState) else None
+            session_id, task_id = ctx.host.approval_subject(ctx)
             approval = ApprovalRecord(approval_id=s.new_id("apr"), uid=ctx.run.uid, run_id=ctx.run.run_id,
                                       action_id=action.action_id, tool=tool.name, args_hash=action.args_hash,
                                       reason=decision.reason, preview=preview,
                                       expires_at=now() + s.settings.approval_ttl_s,
-                                      session_id=plan.session_id if plan else None,
-                                      task_id=plan.task_id if plan else None)
+                                      session_id=session_id, task_id=task_id)
             approval.expire_at = approval.expires_at + s.settings.event_retention_s
             move_action(action, "awaiting_confirmation")
             action.approval_id = approval.approval_id

@@ -21,7 +21,7 @@ from shared.state.statuses import ActionStatus as ActionStatus
 from shared.state.statuses import ActOutcome as ActOutcome
 from shared.state.statuses import ApprovalStatus as ApprovalStatus
 from shared.state.statuses import RunStatus as RunStatus
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 
 RunMode = Literal["assistant_text", "tool_executed", "requires_approval", "executing_plan"]
 """``executing_plan``: the run waits on the plan its ``agent_create_plan`` call started (nobody is
