@@ -95,10 +95,13 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
                              ("INVALID_REQUEST", "must be 1-255 visible ASCII characters")),
     # An Idempotency-Key the caller used before with another body (the stateful phase reuses keys);
     # supersede (rollback's alias) with another multitaskStrategy.
+    # A run's own webhook needs the caller's webhook named default (its secret signs).
     "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),
-                            ("INVALID_REQUEST", "supersede is an alias of multitaskStrategy")),
+                            ("INVALID_REQUEST", "supersede is an alias of multitaskStrategy"),
+                            ("WEBHOOK_SECRET_MISSING", "PUT /api/agent/webhooks/default first")),
     "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),
-                                   ("INVALID_REQUEST", "supersede is an alias of multitaskStrategy")),
+                                   ("INVALID_REQUEST", "supersede is an alias of multitaskStrategy"),
+                                   ("WEBHOOK_SECRET_MISSING", "PUT /api/agent/webhooks/default first")),
     # A cron expression, an IANA time zone (docs/run-control.md); at most 20 schedules and webhooks.
     "PUT /api/agent/schedules/{name}": (("INVALID_CRON", ""), ("INVALID_TIMEZONE", "unknown time zone"),
                                         ("TOO_MANY_SCHEDULES", "at most 20 schedules per user")),
