@@ -451,7 +451,8 @@ ROUTES: tuple[Route, ...] = (
           "functions.integrations:schedule_runs", segments={"name": ANY_SEGMENT},
           description="The runs the schedule started, newest first (at most 100), each with its occurrence and "
                       "the run's status now.",
-          replies=(Reply(200, "the runs", model="shared.agent.schedules:ScheduleRunsResponse"),), errors=(400, 401, 404)),
+          replies=(Reply(200, "the runs", model="shared.agent.schedules:ScheduleRunsResponse"),),
+          errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",
           replies=(Reply(200, "the caller's webhooks (never a secret)",
                          model="shared.agent.webhooks:WebhooksResponse"),),
@@ -505,7 +506,7 @@ ROUTES: tuple[Route, ...] = (
           description="The caller's threads, newest first (a thread id is the caller's own: another user's "
                       "thread of the same id is theirs).",
           query=(page_limit(), CURSOR),
-          replies=(Reply(200, "the caller's threads", model="shared.user_data:ThreadsList"),), errors=(400, 401, 404)),
+          replies=(Reply(200, "the caller's threads", model="shared.user_data:ThreadsList"),), errors=(400, 401)),
     Route("GET", "/api/agent/threads/{threadId}", "getThread", "data", "functions.data:get_thread",
           description="One page of the thread's messages, newest first, and the runs they belong to.",
           query=(page_limit(), CURSOR),
@@ -523,7 +524,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/agent/memories", "listMemories", "data", "functions.data:list_memories",
           description="What the agent remembers about the caller (save_memory), newest first.",
           query=(page_limit(), CURSOR),
-          replies=(Reply(200, "the memories", model="shared.user_data:MemoriesList"),), errors=(400, 401, 404)),
+          replies=(Reply(200, "the memories", model="shared.user_data:MemoriesList"),), errors=(400, 401)),
     Route("DELETE", "/api/agent/memories/{memoryId}", "deleteMemory", "data", "functions.data:delete_memory",
           replies=(Reply(200, "forgotten", model="shared.user_data:Deleted"),), errors=(401, 404)),
     Route("POST", "/api/agent/me/export", "exportMe", "data", "functions.data:export_me",
