@@ -251,7 +251,12 @@ ROUTES: tuple[Route, ...] = (
                       "same path as POST /api/agent/approve and follows the resumed run. A new run needs a "
                       "user message with text, threadId is one of our thread ids (1-128 characters of A-Z, a-z, "
                       "0-9, _ and -) and runId an idempotency key (1-255 visible ASCII characters); 400 "
-                      "INVALID_REQUEST otherwise. Last-Event-ID resumes the stream.",
+                      "INVALID_REQUEST otherwise. Frontend tools: a name matches ^[A-Za-z_][A-Za-z0-9_]{0,63}$, "
+                      "at most 20; trailing tool messages must answer calls that wait (must be a pending call "
+                      "of a client tool). A resume payload is an object {approved?, arguments?, reason?} or a "
+                      "boolean (approved must be true or false, edits go only with an approval, unknown "
+                      "fields refused); entries answer interrupts of one run only; edited arguments as for "
+                      "POST /api/agent/approve. Last-Event-ID resumes the stream.",
           replies=(Reply(200, "the AG-UI event stream (Server-Sent Events; data: one AG-UI event, id: "
                               "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
@@ -278,7 +283,7 @@ ROUTES: tuple[Route, ...] = (
                               "usage, result", model="shared.plans.contracts:SessionView"),), errors=(401, 404)),
     Route("POST", "/api/agent/sessions/{sessionId}/refine", "refineSession", "sessions",
           "functions.sessions:refine_session", request="shared.plans.contracts:RefineRequest",
-          replies=(Reply(200, "the revised plan (version + 1)", model="shared.plans.session_handlers:RefineResponse"),),
+          replies=(Reply(200, "the revised plan (version + 1)", model="shared.session_handlers:RefineResponse"),),
           errors=_BODY),
     Route("POST", "/api/agent/sessions/{sessionId}/confirm", "confirmSession", "sessions",
           "functions.sessions:confirm_session", request="shared.plans.contracts:ConfirmRequest",
@@ -334,11 +339,13 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the approval and its call", model="shared.agent.approval_edits:ApprovalDetail"),),
           errors=(400, 401, 404)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
-          description="Decide one of the caller's approvals. Approve with edits: arguments go only with decision "
-                      "approve (400 INVALID_REQUEST otherwise), satisfy the tool's own schema (400 "
-                      "INVALID_ARGUMENTS naming each field: invalid edited arguments) and are decided by policy "
-                      "again (400 EDIT_DENIED_BY_POLICY).",
           request="shared.api:ApproveRequest",
+          description="Decide an approval. With arguments (approve only): the call runs with these edited arguments "
+                      "instead of the model's: they must fit the tool's schema (400 INVALID_ARGUMENTS naming "
+                      "arguments.<field>: invalid edited arguments), policy decides them again (400 "
+                      "EDIT_DENIED_BY_POLICY: policy refuses the tool with the edited arguments) and a virtual tool "
+                      "takes none (400 EDIT_NOT_SUPPORTED: cannot be edited); arguments (edits) go only with "
+                      "decision approve (400 INVALID_REQUEST).",
           replies=(Reply(202, "decision recorded; the run resumes asynchronously",
                          model="shared.responses:ApproveResponse"),), errors=(400, 401, 404, 409, 410, 503)),
     Route("POST", "/agent/run", "goals", "goals", "functions.goals:goals", public=True,

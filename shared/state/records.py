@@ -21,7 +21,7 @@ from shared.state.statuses import ActionStatus as ActionStatus
 from shared.state.statuses import ActOutcome as ActOutcome
 from shared.state.statuses import ApprovalStatus as ApprovalStatus
 from shared.state.statuses import RunStatus as RunStatus
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 
 RunMode = Literal["assistant_text", "tool_executed", "requires_approval", "executing_plan"]
 """``executing_plan``: the run waits on the plan its ``agent_create_plan`` call started (nobody is
@@ -191,6 +191,9 @@ class RunRecord(Record):
     entity_id: str | None = None
     host: str = "chat"
     """Which host acts on the run's stops: ``chat`` (seed 001 runs) or another registered kind."""
+    client_tools: list[dict[str, Any]] = Field(default_factory=list)
+    """Tools the client runs (``{name, description, parameters}``, AG-UI frontend tools): offered to
+    the model like the host's virtual tools; a call pauses the run for the client's result."""
     host_state: HostState = Field(default_factory=ChatState)
     """The host's own durable state, committed with every step (e.g. a plan's current task): typed
     by host kind and versioned (``state/host_states.py``)."""
@@ -267,6 +270,8 @@ class ActionRecord(Record):
     result: dict[str, Any] | None = None
     error: str | None = None
     outcome: Literal["success", "error", "rejected", "unknown"] | None = None
+    client_result: dict[str, Any] | None = None
+    """A client tool's call: the result the client sent (the call answers with it when it runs)."""
     original_args: dict[str, Any] | None = None
     """Set when the person who approved the call edited its arguments: the model's arguments
     (``args`` are the edited ones the call runs with)."""
