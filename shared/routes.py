@@ -163,7 +163,9 @@ FUNCTIONS: tuple[Function, ...] = (
     # Stores (encrypted), deletes and reports users' tokens; never refreshes them.
     Function("integrations", secrets=("credentials",), summary="a user's connector tokens"),
     # Plan sessions (seed 004): plans with the model, writes sessions, publishes continue messages.
-    Function("sessions", secrets=("gemini",), publishes_resume=True, deadline_bound=True, default_timeout_s=0,
+    # The credentials key: a session's repository context reads the caller's GitHub token (issue 35).
+    Function("sessions", secrets=("gemini", "credentials"), publishes_resume=True, deadline_bound=True,
+             default_timeout_s=0,
              summary="plan sessions"),
     # The caller's own data: threads and memories, deleting them and runs, export and erasure (issue 35).
     Function("data", default_timeout_s=300,
