@@ -7,7 +7,8 @@ active-run limits at their defaults) with a scripted zero-latency model that not
 each of its calls:
 
 - ``run_start``: ``POST /api/agent/run`` of a user who already ran once (their limit documents
-  exist), from the request to the first model call (``round_trips_to_first_model_call``);
+  exist), on a new thread, from the request to the first model call
+  (``round_trips_to_first_model_call``); ``run_start_on_thread``: the next run on that thread;
 - ``tool_step``: the same run asking for 10 steps (9 read-only tool calls): round trips between
   two model calls, steady state (between model calls 2 and 10);
 - ``resume``: a run paused for an approval (a side-effect tool), ``POST /api/agent/approve``, then
@@ -129,12 +130,13 @@ def _post(client: Any, path: str, body: dict[str, Any], expect: int = 200) -> di
     return out
 
 
-def _run(client: Any, store: InstrumentedStore, calls: Calls, prompt: str) -> tuple[int, dict[str, Any]]:
+def _run(client: Any, store: InstrumentedStore, calls: Calls, prompt: str,
+         thread_id: str | None = None) -> tuple[int, dict[str, Any]]:
     """One ``POST /api/agent/run``; the round trips before it (the count at its start) and its answer."""
     calls.clear()
     start = store.snapshot()["round_trips"]
     t0 = time.perf_counter()
-    body = _post(client, "/api/agent/run", {"prompt": prompt})
+    body = _post(client, "/api/agent/run", {"prompt": prompt, **({"threadId": thread_id} if thread_id else {})})
     calls.at.insert(0, t0)
     return start, body
 
@@ -163,6 +165,12 @@ def measure(inner: DocStore, *, latency_ms: float = 0.0) -> dict[str, Any]:
                             "ms_to_first_model_call": round((calls.at[1] - calls.at[0]) * 1000, 2),
                             "same_thread": len(calls.threads) == 1,
                             "trips": trips[start - base:calls.round_trips[0] - base]}
+        if not latency_ms:  # the next run on that thread: its history is read
+            start, again = _run(client, store, calls, f"again {STEPS_MARK}1", thread_id=body["threadId"])
+            if again.get("status") != "completed" or not calls.round_trips:
+                raise RuntimeError(f"run on a thread: {again}")
+            out["run_start_on_thread"] = {"round_trips_to_first_model_call": calls.round_trips[0] - start,
+                                          "trips": trips[start - base:calls.round_trips[0] - base]}
 
         start, body = _run(client, store, calls, f"go {STEPS_MARK}{LONG}")
         rts = calls.round_trips

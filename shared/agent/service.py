@@ -138,12 +138,11 @@ class AgentService:
         s = self.services
         conversation = list(req.conversation)
         if not conversation and req.threadId:  # the caller's own thread of that id (never another user's)
-            thread = s.runs.get_thread(uid, req.threadId)
+            thread, messages = s.runs.thread_and_messages(uid, req.threadId, MAX_CONVERSATION_FOR_MODEL)
             # A rollback closes the thread's paused run and removes its messages: its abandoned
             # prompt is not history (``supersede`` is that rollback).
             dropped = thread.active_run_id if thread is not None and req.strategy == "rollback" else None
-            conversation = [ConversationItem(role=m.role, text=m.text)
-                            for m in s.runs.list_messages(uid, req.threadId, MAX_CONVERSATION_FOR_MODEL)
+            conversation = [ConversationItem(role=m.role, text=m.text) for m in messages
                             if dropped is None or m.run_id != dropped]
         user, memories = self._load_user(uid, batch)
         run_id = new_id("run")
@@ -181,7 +180,8 @@ class AgentService:
                                    idempotency_key=idempotency_key, fingerprint=fingerprint, strategy=req.strategy,
                                    queue_entry=lambda r: queue_entry(s, r), queued_start=queued, slot=slot,
                                    fail_paused=stops.close_paused,
-                                   extra_writes=extra_writes(run_id) if extra_writes is not None else ())
+                                   extra_writes=extra_writes(run_id) if extra_writes is not None else (),
+                                   new_thread=not req.threadId)
         if outcome.deliver:
             publish(s, uid, list(outcome.deliver))
         return StartedRun(outcome, user, turns, [first], owner)

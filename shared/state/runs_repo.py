@@ -205,9 +205,10 @@ class RunsRepo:
     def find_thread(self, uid: str, thread_id: str) -> tuple[ThreadRecord, str] | None:
         """``uid``'s thread ``thread_id`` and its document path: the user's own
         (``users/{uid}/threads``), else one begun before issue 35 in the shared collection if ``uid``
-        owns it. Another user's thread of the same id is not found (it is theirs)."""
-        return _owned_thread(uid, thread_id, [self.store.get(paths.thread(uid, thread_id)),
-                                              self.store.get(paths.shared_thread(thread_id))])
+        owns it. Another user's thread of the same id is not found (it is theirs). Both paths in
+        one round trip."""
+        return _owned_thread(uid, thread_id, self.store.get_many([paths.thread(uid, thread_id),
+                                                                  paths.shared_thread(thread_id)]))
 
     def page_threads(self, uid: str, limit: int, cursor: str | None = None) -> Page[ThreadRecord]:
         """One page of ``uid``'s threads, newest first: the user's own and those begun before issue
@@ -245,15 +246,21 @@ class RunsRepo:
 
     def list_messages(self, uid: str, thread_id: str, limit: int = 30) -> list[MessageRecord]:
         """The last ``limit`` messages of ``uid``'s thread, oldest first (none for a thread not found)."""
+        return self.thread_and_messages(uid, thread_id, limit)[1]
+
+    def thread_and_messages(self, uid: str, thread_id: str, limit: int = 30
+                            ) -> tuple[ThreadRecord | None, list[MessageRecord]]:
+        """``uid``'s thread (None when not found) and its last ``limit`` messages, oldest first: the
+        thread found once for both (a run start on a thread reads them)."""
         found = self.find_thread(uid, thread_id)
         if found is None:
-            return []
+            return None, []
         if found[1] == paths.thread(uid, thread_id):
             query = Query(paths.messages(uid, thread_id), order_by="createdAt", descending=True, limit=limit)
         else:
             query = Query(paths.shared_messages(thread_id), order_by="createdAt", descending=True, limit=limit)
         docs = self.store.query(query)
-        return [MessageRecord.from_doc(d.data) for d in reversed(docs)]
+        return found[0], [MessageRecord.from_doc(d.data) for d in reversed(docs)]
 
     def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         """The run's events with ``seq`` > ``after`` in order (at most ``limit``). A document is named
@@ -318,12 +325,15 @@ class RunsRepo:
                   events: Sequence[dict[str, Any]], idempotency_key: str | None = None,
                   fingerprint: str | None = None, strategy: Strategy = "reject",
                   queue_entry: QueueEntry | None = None, queued_start: QueuedStart | None = None,
-                  slot: Slot | None = None, fail_paused: FailPaused, extra_writes: Sequence[Write] = ()
-                  ) -> StartOutcome:
+                  slot: Slot | None = None, fail_paused: FailPaused, extra_writes: Sequence[Write] = (),
+                  new_thread: bool = False) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt, or
         queue it behind the thread's runs (``thread_queue.busy_thread``: what ``strategy`` does
         when the thread is busy; ``queue_entry`` makes the outbox write that starts a queued run).
         ``extra_writes``: documents created in the same transaction (e.g. the A2A task of the run).
+        ``new_thread``: the thread id was minted for this run, so no thread of that id exists: the
+        transaction creates it without reading its two possible paths first (two round trips less,
+        issue 33; the ``create`` would still fail on a thread that existed).
 
         Raises NotFound for another user's thread and, with ``reject``, Conflict when the thread's
         current run is not finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE
@@ -346,8 +356,9 @@ class RunsRepo:
                                             "request", code="IDEMPOTENCY_KEY_REUSED",
                                             details={"runId": str(seen["runId"])})
                     return str(seen["runId"])
-            found = _owned_thread(run.uid, run.thread_id, [t.get(paths.thread(run.uid, run.thread_id)),
-                                                           t.get(paths.shared_thread(run.thread_id))])
+            found = None if new_thread else _owned_thread(
+                run.uid, run.thread_id, [t.get(paths.thread(run.uid, run.thread_id)),
+                                         t.get(paths.shared_thread(run.thread_id))])
             record = run.model_copy(update={"thread_scope": "user" if found is None or found[1] == paths.thread(
                 run.uid, run.thread_id) else "shared"})
             where = thread_path(record)

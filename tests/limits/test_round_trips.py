@@ -18,7 +18,8 @@ from bench.round_trips import measure
 from shared.state.docstore import DocStore, Transaction, Write
 
 # Today's counts (both stores alike), and the targets beside them.
-TO_FIRST_MODEL_CALL = 13  # target 2: not met (17 before the batched start read)
+TO_FIRST_MODEL_CALL = 11  # target 2: not met (17 before the batched start read and the new thread's unread paths)
+ON_THREAD = 15  # the next run on that thread: the thread and its messages are read (18 before)
 PER_TOOL_STEP = 2.0  # target 1: not met (the step's commit + the thread read of the stop check)
 TO_RESUME = 10  # target 2: not met
 APPROVE_REQUEST = 8
@@ -32,6 +33,8 @@ def test_round_trips_on_the_paths_a_user_waits_on(store: DocStore) -> None:
     assert start["same_thread"], "the model was called on another thread: the count would not be the run's"
     assert start["round_trips_to_first_model_call"] == TO_FIRST_MODEL_CALL, start["trips"]
     assert len(start["trips"]) == TO_FIRST_MODEL_CALL
+    on_thread = got["run_start_on_thread"]
+    assert on_thread["round_trips_to_first_model_call"] == ON_THREAD, on_thread["trips"]
     step = got["tool_step"]
     assert step["between_model_calls"] == [PER_TOOL_STEP] * 9, step
     assert step["round_trips_per_tool_step"] == PER_TOOL_STEP
