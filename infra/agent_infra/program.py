@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import pulumi
 
-from agent_infra import apis, config, database, functions, hostagent, iam, messaging, sandbox, scheduler, secrets
+from agent_infra import (
+    apis,
+    catalog,
+    config,
+    database,
+    endpoint,
+    functions,
+    hostagent,
+    iam,
+    messaging,
+    sandbox,
+    scheduler,
+    secrets,
+)
 
 
 def build() -> dict[str, pulumi.Resource]:
@@ -37,6 +50,8 @@ def build() -> dict[str, pulumi.Resource]:
     sweep = scheduler.create_sweep_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
     scheduler.create_schedule_tick_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
     host_agent = hostagent.create_host_agent(cfg, stored, enabled)
+    # One endpoint for every route (a load balancer whose URL map comes from the route table).
+    api = endpoint.create_endpoint(cfg, fns, catalog.load_route_table().ROUTES, [*enabled, *invokers.values()])
 
     pulumi.export("environment", cfg.environment)
     pulumi.export("urls", {name: fn.service_config.apply(lambda sc: sc.uri if sc else None)
@@ -49,5 +64,8 @@ def build() -> dict[str, pulumi.Resource]:
     pulumi.export("hostAgentJob", host_agent.job.name)
     pulumi.export("hostAgentLogBucket", host_agent.logs.name)
     pulumi.export("sandboxUrl", box.url)
+    pulumi.export("endpointAddress", api["address"].address)
+    pulumi.export("endpointUrl", f"https://{cfg.endpoint_domain}" if cfg.endpoint_domain
+                  else api["address"].address.apply(lambda ip: f"http://{ip}"))
     pulumi.export("workspaceSnapshotBucket", box.snapshots.name)
     return dict(fns)
