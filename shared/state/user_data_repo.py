@@ -43,7 +43,6 @@ UNDER_USER: tuple[Tree, ...] = (
     Tree("mcpServers"), Tree("templates"), Tree("projects", (Tree("tasks"), Tree("documents"))),
     Tree("usage"), Tree("usageDays"), Tree("limits"), Tree("a2aTasks", (Tree("pushConfigs"),)), Tree("webhooks"),
     Tree("a2aAgents"),
-    Tree("a2aAgents"),
 )
 """The collections under ``users/{uid}``."""
 
