@@ -63,6 +63,9 @@ class RunRequest(_Strict):
     """What the user is doing (seed 003 §4.1): its guidance goes into the system instruction."""
     entityId: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_/-]{1,256}$")
     """The project (or ``projectId/taskId``) the request is about, for ``project``/``task`` contexts."""
+    budgetUsd: float | None = Field(default=None, gt=0, le=10_000)
+    """The estimated cost the run's model calls may reach before it pauses with a budget approval
+    (docs/budgets.md)."""
 
     @field_validator("prompt")
     @classmethod
@@ -88,7 +91,9 @@ class RunRequest(_Strict):
     def fingerprint(self) -> str:
         """What an ``Idempotency-Key`` is bound to: a digest of the request as validated (so the same
         fields in another order, or a default written out, are the same request)."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        # Without a budget the digest is the one of requests made before ``budgetUsd`` existed.
+        exclude = {"budgetUsd"} if self.budgetUsd is None else None
+        return hashlib.sha256(self.model_dump_json(exclude=exclude).encode()).hexdigest()
 
     def normalised(self) -> RunRequest:
         """Route-level bounds: the last 40 conversation items and the first 12 attached items."""

@@ -126,7 +126,8 @@ class AgentService:
                         model=s.model_for(ctype.profile).name, max_steps=s.settings.max_loop_steps,
                         context_type=ctype.name, profile=ctype.profile, entity_id=req.entityId,
                         system_instruction=instruction,
-                        idempotency_key=idempotency_key, last_seq=1, lease=lease, webhook=req.webhook,
+                        idempotency_key=idempotency_key, last_seq=1, lease=lease, budget_usd=req.budgetUsd,
+                        webhook=req.webhook,
                         lease_expires_at=lease.expires_at)
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
