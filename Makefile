@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
+RUNTIME := $(VENV)/.runtime-$(shell cat requirements.txt | sha256sum | cut -c1-12)
 PORT ?= 8080
 CHROMIUM := /usr/bin/chromium
 BWRAP := /usr/bin/bwrap
@@ -15,8 +16,15 @@ TCK_STAMP := $(TCK_VENV)/.installed-$(shell cat tests/a2a/tck-requirements.txt |
 
 .PHONY: dev demo host-demo test unit lint typecheck infra-test bench reliability load bundle clean conformance
 
-$(STAMP): requirements.txt requirements-dev.txt
+# `make dev`, `make demo` and `make host-demo` need the runtime only (requirements.txt); the
+# development tools (requirements-dev.txt: pytest, mypy, Playwright, schemathesis, the MCP test
+# servers) come with the targets that use them (`make test`, lint, typecheck, bench).
+$(RUNTIME): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	rm -f $(VENV)/.runtime-* && touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME) requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
@@ -44,10 +52,10 @@ $(AGUI_NPM): tests/agui_npm/package.json tests/agui_npm/package-lock.json
 	touch $@
 
 # The host agent's command (the project is not pip-installed: a small launcher runs this checkout).
-$(VENV)/bin/host-agent: scripts/host-agent $(STAMP)
+$(VENV)/bin/host-agent: scripts/host-agent $(RUNTIME)
 	install -m 755 scripts/host-agent $@
 
-$(VENV)/bin/agent: scripts/agent $(STAMP)
+$(VENV)/bin/agent: scripts/agent $(RUNTIME)
 	install -m 755 scripts/agent $@
 
 # The official A2A TCK (../shared/a2a-tck, not on PyPI) runs in a venv of its own pinned dependencies.
@@ -58,15 +66,17 @@ $(TCK_STAMP): tests/a2a/tck-requirements.txt
 
 venv: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(AGUI_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP)
 
-dev: $(STAMP) $(BWRAP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
+dev: $(RUNTIME) $(BWRAP) $(VENV)/bin/agent  ## serve every function and the dev console on one port (SQLite store, local auth)
 	PORT=$(PORT) MCP_ALLOW_PRIVATE_URLS=$${MCP_ALLOW_PRIVATE_URLS:-true} $(PY) devserver.py
 
-demo: $(STAMP)  ## guided tour through the HTTP API against a fresh local server
+demo: $(RUNTIME)  ## guided tour through the HTTP API against a fresh local server
 	$(PY) scripts/demo.py
 
-# HOST=alt on the command line picks the alternative host (an environment's own HOST is not read).
-DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),reference)
-host-demo: $(STAMP) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
+# HOST=alt picks the alternative host, on the command line (`make host-demo HOST=alt`) or from the
+# environment (`HOST=alt make host-demo`). From the environment only reference|alt count: some shells
+# export HOST as the machine's name, which is not a host kind (then: the reference host).
+DEMO_HOST = $(if $(filter command line,$(origin HOST)),$(HOST),$(if $(filter reference alt,$(HOST)),$(HOST),reference))
+host-demo: $(RUNTIME) $(VENV)/bin/host-agent  ## the host agent books a movie on a host (offline; HOST=reference|alt)
 	$(PY) -m hostagent.demo --host $(DEMO_HOST)
 
 test: $(STAMP) $(CHROMIUM) $(BWRAP) $(MCP_NPM) $(AGUI_NPM) $(VENV)/bin/host-agent $(VENV)/bin/agent $(TCK_STAMP) lint typecheck  ## everything CI runs

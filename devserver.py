@@ -8,6 +8,10 @@ Routes: every route of the table (``shared/routes.py``): the deployed functions'
 answer by itself, is the JSON error envelope (404 ``ROUTE_NOT_FOUND``, 405 with ``Allow``), as in the
 deployed functions.
 
+``DEV_FAKES=1`` also starts local fakes of GitHub, Slack, Gmail and Calendar (``devfakes/``) and
+points the connectors at them (and adds the ``time`` MCP server when ``mcp-server-time`` is
+installed), so every connector can be tried without an account.
+
 On first start it provisions a local ``CREDENTIALS_ENCRYPTION_KEY`` in ``var/`` (see
 :func:`provision_local_encryption_key`) so that ``/api/integrations`` and the connector tools work.
 """
@@ -27,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -182,6 +186,28 @@ def start_periodic_sweep(rt: Runtime, interval_s: float = SWEEP_INTERVAL_S) -> t
     return stop
 
 
+def start_schedule_ticker(rt: Runtime, *, clock: Callable[[], float] = time.time) -> threading.Event:
+    """Publish a ``schedule_tick`` for every minute through the dispatcher, as Cloud Scheduler does
+    in production (the same message, the same router): the schedules' runs start in ``make dev``.
+    Set the returned event to stop it."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        from shared.agent.schedules import tick_message
+
+        while True:
+            at = clock()
+            try:
+                rt.dispatcher.publish(tick_message(at))
+            except Exception:
+                log.exception("schedule tick failed")
+            if stop.wait(60.0 - at % 60.0 + 0.5):
+                return
+
+    threading.Thread(target=loop, name="schedule-ticker", daemon=True).start()
+    return stop
+
+
 SANDBOX_SNAPSHOTS = Path("var") / "sandbox-snapshots"
 """Where ``make dev``'s sandbox service keeps its workspace snapshots (they outlive restarts)."""
 
@@ -232,6 +258,11 @@ def main() -> None:
         sandbox = start_local_sandbox()
         atexit.register(sandbox.kill)
     key_file = provision_local_encryption_key()
+    fakes = None
+    if os.environ.get("DEV_FAKES", "").strip().lower() in ("1", "true", "yes"):
+        from devfakes.launch import start as start_fakes  # before the runtime reads its settings
+
+        fakes = start_fakes(os.environ)
     rt = get_runtime()
     configure_logging(rt.settings.google_cloud_project)
     port = int(os.environ.get("PORT", "8080"))
@@ -240,12 +271,15 @@ def main() -> None:
           f"model: {model}, auth: {rt.settings.auth_mode}, "
           f"integrations: {f'local key {key_file}' if key_file else 'CREDENTIALS_ENCRYPTION_KEY'}, "
           f"sandbox: {rt.settings.sandbox_url or 'off'}{' (local)' if sandbox else ''})", file=sys.stderr)
+    if fakes is not None:
+        print(fakes.banner(port), file=sys.stderr)
     if rt.settings.auth_mode == "local":
         print(f"Dev console: http://127.0.0.1:{port}/ (signs in as Bearer dev:<uid>)", file=sys.stderr)
     else:
         print("Dev console: off (it needs AUTH_MODE=local)", file=sys.stderr)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     start_periodic_sweep(rt)
+    start_schedule_ticker(rt)
     create_app().run(host="127.0.0.1", port=port, threaded=True)
 
 

@@ -1,4 +1,4 @@
-"""``agent plan "prompt" [--deadline 2h] [--repo URL] [--server URL]`` and
+"""``agent plan "prompt" [--deadline 2h] [--repo URL] [--server URL] [--token T]`` and
 ``agent approvals [--status pending|decided|all] [--decide]``.
 
 ``plan`` prints the proposed plan as a table, reads refinements (each shows what changed) until the
@@ -6,8 +6,10 @@ user confirms (``y``) or cancels (``q``), then follows execution live (task i of
 its outcome, the time left), answers approvals inline, and prints the final log (arguments as
 JSON). ``approvals`` lists the caller's approvals inbox (chat runs and plan sessions alike) and with
 ``--decide`` asks for each pending one. Talks to the public HTTP API only, so it works against
-``make dev`` and a deployment alike (``--token`` or ``AGENT_TOKEN``: a Firebase ID token; locally
-``dev:<uid>``, by default ``dev:$USER``).
+``make dev`` and a deployment alike. Server: ``--server``, else ``AGENT_SERVER``, else ``make dev``'s
+address (``http://127.0.0.1:$PORT``, port 8080 unless ``PORT`` is set, as in the Makefile). Token:
+``--token``, else ``AGENT_TOKEN`` (a Firebase ID token; locally ``dev:<uid>``), else ``dev:$USER``.
+Every command's first line says which server and which user it acts as, and where each came from.
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ def time_left(deadline: str) -> str:
     return f"{left // 60}m{left % 60:02d}s left" if left > 0 else "past the deadline"
 
 
-def review(api: Api, sid: str, plan: dict[str, Any], inp: TextIO, out: TextIO) -> bool:
-    """Refine until confirmed (True) or cancelled (False)."""
+def review(api: Api, sid: str, plan: dict[str, Any], inp: TextIO, out: TextIO) -> int:
+    """Refine until confirmed (the plan version confirmed) or cancelled (0)."""
     while True:
         table(plan, out)
         print("Refine it in words, 'y' to confirm, 'q' to cancel:", file=out, flush=True)
@@ -90,10 +92,10 @@ def review(api: Api, sid: str, plan: dict[str, Any], inp: TextIO, out: TextIO) -
         answer = line.strip()
         if answer.lower() in ("y", "yes"):
             api.call("POST", f"/api/agent/sessions/{sid}/confirm", {"planVersion": plan["version"]})
-            return True
+            return int(plan["version"])
         if answer.lower() in ("q", "quit", "cancel"):
             api.call("POST", f"/api/agent/sessions/{sid}/cancel", {"reason": "cancelled at review (agent plan)"})
-            return False
+            return 0
         if answer:
             try:
                 plan = api.call("POST", f"/api/agent/sessions/{sid}/refine", {"message": answer})["plan"]
@@ -115,7 +117,9 @@ def act_line(act: dict[str, Any] | None, observed: dict[str, Any]) -> str:
     return f"act: {preview} -> {observed['outcome']}"
 
 
-def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO) -> dict[str, Any]:
+def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO, confirmed: int = 0) -> dict[str, Any]:
+    """Print the session's progress live; plan versions up to ``confirmed`` were shown at review
+    (they are in the event log too) and are not printed again."""
     after = 0
     ended: dict[str, Any] | None = None
     act: dict[str, Any] | None = None  # shown with its outcome, once observed
@@ -136,7 +140,7 @@ def follow(api: Api, sid: str, deadline: str, inp: TextIO, out: TextIO) -> dict[
                 act = None
             elif kind == "task_complete":
                 print(f"    task {ev['taskId']} {ev['status']}: {ev['summary']}", file=out)
-            elif kind == "plan_updated" and ev.get("changes"):
+            elif kind == "plan_updated" and ev.get("changes") and ev["plan"]["version"] > confirmed:
                 print(f"  plan v{ev['plan']['version']}: " + "; ".join(c["what"] for c in ev["changes"]), file=out)
             elif kind == "approval_required":
                 print(f"  approval needed: {ev['preview']} ({ev['reason']}). Approve? [y/N]", file=out, flush=True)
@@ -172,6 +176,23 @@ def approvals(api: Api, status: str, decide: bool, inp: TextIO, out: TextIO) -> 
     return 0
 
 
+def chosen(given: str | None, env: str, default: str, default_from: str) -> tuple[str, str]:
+    """The value to use and where it came from: the option, the environment variable, or the default."""
+    if given:
+        return given, "--" + ("server" if env == "AGENT_SERVER" else "token")
+    from_env = os.environ.get(env, "").strip()
+    if from_env:
+        return from_env, env
+    return default, f"default: {default_from}"
+
+
+def who(token: str) -> str:
+    """The user a token acts as, as far as the CLI can tell (a local ``dev:<uid>`` names it)."""
+    if token.startswith("dev:"):
+        return f"user {token.removeprefix('dev:')}"
+    return "the user of a Firebase ID token"
+
+
 def run(argv: list[str], inp: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
     p = argparse.ArgumentParser(prog="agent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -183,9 +204,13 @@ def run(argv: list[str], inp: TextIO = sys.stdin, out: TextIO = sys.stdout) -> i
     inbox.add_argument("--status", choices=("pending", "decided", "all"), default="pending")
     inbox.add_argument("--decide", action="store_true", help="ask approve/reject for each pending approval")
     for cmd in (plan, inbox):
-        cmd.add_argument("--server", default=os.environ.get("AGENT_SERVER", "http://127.0.0.1:8080"))
-        cmd.add_argument("--token", default=os.environ.get("AGENT_TOKEN", f"dev:{os.environ.get('USER') or 'cli'}"))
+        cmd.add_argument("--server", default=None, help="the API's root (default: AGENT_SERVER, else make dev's)")
+        cmd.add_argument("--token", default=None, help="bearer token (default: AGENT_TOKEN, else dev:$USER)")
     args = p.parse_args(argv)
+    args.server, server_from = chosen(args.server, "AGENT_SERVER",
+                                      f"http://127.0.0.1:{os.environ.get('PORT', '').strip() or '8080'}", "make dev")
+    args.token, token_from = chosen(args.token, "AGENT_TOKEN", f"dev:{os.environ.get('USER') or 'cli'}", "$USER")
+    print(f"agent {args.command}: {args.server} ({server_from}) as {who(args.token)} ({token_from})", file=out)
     api = Api(args.server, args.token)
     try:
         if args.command == "approvals":
@@ -212,10 +237,11 @@ def plan_session(api: Api, args: argparse.Namespace, inp: TextIO, out: TextIO) -
         return 1
     sid = created["sessionId"]
     print(f"session {sid} (deadline {created['deadline']})", file=out)
-    if not review(api, sid, created["plan"], inp, out):
+    confirmed = review(api, sid, created["plan"], inp, out)
+    if not confirmed:
         print("cancelled", file=out)
         return 1
-    final = follow(api, sid, created["deadline"], inp, out)
+    final = follow(api, sid, created["deadline"], inp, out, confirmed)
     print(f"session {final['status']}", file=out)
     for entry in (final.get("result") or {}).get("log", []):
         if entry["tool"] in INTERNAL_TOOLS:

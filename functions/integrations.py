@@ -13,6 +13,8 @@
 - ``GET /api/agent/webhooks``, ``GET|PUT|DELETE /api/agent/webhooks/{name}``,
   ``GET /api/agent/webhooks/{name}/deliveries``: the caller's webhooks (``shared/agent/webhooks.py``);
   answers never contain a secret but the one PUT stored
+- ``GET /api/agent/schedules``, ``GET|PUT|DELETE /api/agent/schedules/{name}``,
+  ``GET /api/agent/schedules/{name}/runs``: the caller's schedules (``shared/agent/schedules.py``)
 Answers never contain a token. Routes: ``shared/routes.py``.
 """
 
@@ -41,6 +43,7 @@ from shared.connectors.user_mcp import (
     McpServerResponse,
     McpServersResponse,
     UserMcpServers,
+    deployment_servers,
     server_name,
 )
 from shared.errors import Unavailable
@@ -98,7 +101,8 @@ def _mcp_servers(rt: Runtime) -> UserMcpServers:
 
 def list_mcp_servers(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
-    return json_response(McpServersResponse(servers=_mcp_servers(rt).statuses(uid)).to_json())
+    return json_response(McpServersResponse(servers=_mcp_servers(rt).statuses(uid),
+                                            deployment=deployment_servers(rt.settings)).to_json())
 
 
 def get_mcp_server(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -205,3 +209,45 @@ def webhook_deliveries(request: flask.Request, path: Mapping[str, str]) -> flask
 
     rt, uid = caller(request)
     return json_response(Webhooks(rt.services).delivery_log(uid, webhook_name(path["name"])).to_json())
+
+
+# ---- the caller's schedules (shared/agent/schedules.py)
+def list_schedules(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.schedules import Schedules, SchedulesResponse
+
+    rt, uid = caller(request)
+    return json_response(SchedulesResponse(schedules=Schedules(rt.services).listed(uid)).to_json())
+
+
+def get_schedule(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.schedules import ScheduleResponse, Schedules, schedule_name
+
+    rt, uid = caller(request)
+    body = Schedules(rt.services).get(uid, schedule_name(path["name"]))
+    return json_response(ScheduleResponse.model_validate(body.model_dump()).to_json())
+
+
+def put_schedule(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.schedules import ScheduleRequest, ScheduleResponse, Schedules, schedule_name
+
+    rt, uid = caller(request)
+    name = schedule_name(path["name"])
+    body = parse_model(ScheduleRequest, read_json_body(request, rt.settings.max_body_bytes))
+    stored = Schedules(rt.services).put(uid, name, body)
+    return json_response(ScheduleResponse.model_validate(stored.model_dump()).to_json())
+
+
+def delete_schedule(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.schedules import ScheduleRemovedResponse, Schedules, schedule_name
+
+    rt, uid = caller(request)
+    name = schedule_name(path["name"])
+    removed = Schedules(rt.services).delete(uid, name)
+    return json_response(ScheduleRemovedResponse(name=name, removed=removed).to_json())
+
+
+def schedule_runs(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.agent.schedules import Schedules, schedule_name
+
+    rt, uid = caller(request)
+    return json_response(Schedules(rt.services).runs(uid, schedule_name(path["name"])).to_json())

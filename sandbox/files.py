@@ -83,6 +83,21 @@ def source_files(root: str, pattern: str | None, cap: int, *, per_file: int = 64
     return out, truncated
 
 
+def listing(root: str, cap: int) -> tuple[list[tuple[str, int]], bool]:
+    """``(path, size)`` of the workspace's files in path order (version control and dependency
+    folders skipped, symlinks listed but not followed), at most ``cap``; ``True`` when cut."""
+    real_root = os.path.realpath(root)
+    out: list[tuple[str, int]] = []
+    for dirpath, dirnames, filenames in os.walk(real_root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        for name in sorted(filenames):
+            if len(out) >= cap:
+                return out, True
+            full = os.path.join(dirpath, name)
+            out.append((os.path.relpath(full, real_root), os.lstat(full).st_size))
+    return out, False
+
+
 def fingerprint(root: str) -> int:
     """A hash of every entry's name, type, size and change time: equal before and after a script
     that changed nothing (a snapshot is saved only when it differs)."""

@@ -12,6 +12,7 @@ POST   /v1/workspaces/{id}/exec         {script, timeoutS?} -> {exitCode, stdout
                                                               durationMs, timedOut, changed}
 POST   /v1/workspaces/{id}/read         {path}  -> {path, content, size, truncated, binary}
 POST   /v1/workspaces/{id}/source-files {glob?} -> {files: [{path, content}], truncated}
+POST   /v1/workspaces/{id}/files        {}      -> {files: [{path, size}], truncated} (at most 5,000)
 POST   /v1/workspaces/{id}/push         {url, branch, message, authHeader?} -> {branch, commit, committed}
 DELETE /v1/workspaces/{id}                                -> {workspaceId, deleted}
 ```
@@ -39,7 +40,7 @@ from sandbox.limits import Limits
 from sandbox.workspaces import BadWorkspaceId, WorkspaceNotFound, Workspaces
 
 MAX_BODY = 2 << 20
-_ROUTE = re.compile(r"^/v1/workspaces/([^/]+)(?:/(exec|read|source-files|push))?$")
+_ROUTE = re.compile(r"^/v1/workspaces/([^/]+)(?:/(exec|read|source-files|files|push))?$")
 
 
 class ApiError(Exception):
@@ -86,6 +87,9 @@ class Api:
                 item = ws.read(wid, _str(body, "path", max_len=4096) or "")
                 return 200, {"path": item.path, "content": item.content, "size": item.size,
                              "truncated": item.truncated, "binary": item.binary}
+            if action == "files":
+                listed, truncated = ws.listing(wid)
+                return 200, {"files": [{"path": p, "size": n} for p, n in listed], "truncated": truncated}
             if action == "source-files":
                 found_files, truncated = ws.source_files(wid, _str(body, "glob", required=False, max_len=500))
                 return 200, {"files": [{"path": f.path, "content": f.content} for f in found_files],

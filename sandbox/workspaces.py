@@ -183,6 +183,10 @@ class Workspaces:
         with self.locked(workspace_id):
             return files.source_files(self._ensure(workspace_id), pattern, self.limits.source_bytes)
 
+    def listing(self, workspace_id: str, cap: int = 5000) -> tuple[list[tuple[str, int]], bool]:
+        with self.locked(workspace_id):
+            return files.listing(self._ensure(workspace_id), cap)
+
     def usage(self, workspace_id: str) -> int:
         with self.locked(workspace_id):
             st = os.statvfs(self._ensure(workspace_id))

@@ -261,6 +261,8 @@ class Settings:
     gemini_base_url: str | None = None
     gemini_use_vertex: bool = False
     gemini_location: str = "global"
+    offline_model_pace_s: float = 0.04
+    """The offline model's pause between streamed chunks of a few words (``OFFLINE_MODEL_PACE_MS``)."""
     model_timeout_s: float = 60.0
     model_max_retries: int = 3
     max_loop_steps: int = 8
@@ -396,6 +398,7 @@ class Settings:
             gemini_base_url=os.environ.get("GEMINI_BASE_URL") or None,
             gemini_use_vertex=_bool("GEMINI_USE_VERTEX", False),
             gemini_location=os.environ.get("GEMINI_LOCATION", "").strip() or "global",
+            offline_model_pace_s=max(0.0, _float("OFFLINE_MODEL_PACE_MS", 40.0)) / 1000,
             model_timeout_s=_float("MODEL_TIMEOUT_S", 60.0),
             model_max_retries=_int("MODEL_MAX_RETRIES", 3),
             max_loop_steps=clamp_loop_steps(_int("AGENT_MAX_LOOP_STEPS", 8)),

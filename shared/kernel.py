@@ -7,6 +7,8 @@ layer itself knows none of these names.
 | `resume`   | a decided approval (outbox)           | continue the run (loop/resume)  |
 | `continue` | a unit that yielded its invocation    | continue the run (loop/resume)  |
 | `deliver`  | a recorded webhook delivery (outbox); the sweep for due retries | one signed attempt (shared/delivery) |
+| `schedule_tick` | Cloud Scheduler every minute / `make dev`'s ticker | fire the due schedules (agent/schedules) |
+| `schedule_fire` | a due schedule's occurrence (outbox) | start its run, once |
 | `dequeue`  | a run queued on a busy thread (outbox) | start it when its turn came (agent/run_queue) |
 | `sweep`    | Cloud Scheduler / `make dev`'s thread | the router's sweep (every kind; sessions past deadline) |
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.durable.kinds import CONTINUE, DELIVER, DEQUEUE, RESUME
+from shared.durable.kinds import CONTINUE, DELIVER, DEQUEUE, RESUME, SCHEDULE_FIRE, SCHEDULE_TICK
 from shared.loop.host import Host, HostRegistry
 
 if TYPE_CHECKING:
@@ -95,6 +97,20 @@ def build_router(services: Services, sessions: SessionsRepo) -> Router:
         return Webhooks(services).deliverer().retry_due(limit)
 
     router.register(DELIVER, deliver, recover=retries)
+
+    def tick(message: WorkMessage) -> Disposition:
+        from shared.agent.schedules import Schedules, tick_time
+
+        Schedules(services).tick(tick_time(message))
+        return "done"
+
+    def fire(message: WorkMessage) -> Disposition:
+        from shared.agent.schedules import Schedules
+
+        return Schedules(services).fire(message)
+
+    router.register(SCHEDULE_TICK, tick)
+    router.register(SCHEDULE_FIRE, fire)
     router.add_recoverer("session_deadlines", session_deadlines)
     router.add_recoverer("expired_pauses", lambda limit: close_expired_pauses(services, limit))
     if services.settings.sandbox_url:

@@ -422,6 +422,31 @@ ROUTES: tuple[Route, ...] = (
           errors=(401, 404, 503)),
     # The caller's webhooks: served by ``integrations``, which holds the
     # credentials key that seals their secrets.
+    # The caller's schedules (docs/run-control.md): served by ``integrations`` like webhooks.
+    Route("GET", "/api/agent/schedules", "listSchedules", "integrations", "functions.integrations:list_schedules",
+          replies=(Reply(200, "the caller's schedules", model="shared.agent.schedules:SchedulesResponse"),),
+          errors=(401,)),
+    Route("GET", "/api/agent/schedules/{name}", "getSchedule", "integrations", "functions.integrations:get_schedule",
+          segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the schedule (declared false when the caller has none of that name)",
+                         model="shared.agent.schedules:ScheduleResponse"),), errors=(400, 401)),
+    Route("PUT", "/api/agent/schedules/{name}", "putSchedule", "integrations", "functions.integrations:put_schedule",
+          segments={"name": ANY_SEGMENT}, request="shared.agent.schedules:ScheduleRequest",
+          description="Declare (replace) one of the caller's schedules: a five-field cron expression in an IANA "
+                      "time zone, the prompt each run gets, optionally the thread it runs on and its "
+                      "multitaskStrategy (enqueue by default). 400 INVALID_CRON / INVALID_TIMEZONE; "
+                      "409 TOO_MANY_SCHEDULES beyond 20. Each occurrence starts one run (docs/run-control.md).",
+          replies=(Reply(200, "the stored schedule and its next occurrence",
+                         model="shared.agent.schedules:ScheduleResponse"),), errors=(400, 401, 409, 413, 415)),
+    Route("DELETE", "/api/agent/schedules/{name}", "deleteSchedule", "integrations",
+          "functions.integrations:delete_schedule", segments={"name": ANY_SEGMENT},
+          replies=(Reply(200, "the schedule is forgotten", model="shared.agent.schedules:ScheduleRemovedResponse"),),
+          errors=(400, 401)),
+    Route("GET", "/api/agent/schedules/{name}/runs", "listScheduleRuns", "integrations",
+          "functions.integrations:schedule_runs", segments={"name": ANY_SEGMENT},
+          description="The runs the schedule started, newest first (at most 100), each with its occurrence and "
+                      "the run's status now.",
+          replies=(Reply(200, "the runs", model="shared.agent.schedules:ScheduleRunsResponse"),), errors=(400, 401)),
     Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",
           replies=(Reply(200, "the caller's webhooks (never a secret)",
                          model="shared.agent.webhooks:WebhooksResponse"),),
@@ -455,6 +480,16 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
           replies=(Reply(200, "the caller's live workspaces, oldest first",
                          model="shared.workspaces:ContainersResponse"),), errors=(401,)),
+    Route("GET", "/api/agent/containers/{containerId}/files", "getContainerFiles", "containers",
+          "functions.containers:container_files",
+          query=(Param("path", "string", description="a file, relative to the workspace: its text instead of the "
+                                                     "listing (400 PATH_REFUSED for .., absolute or symlinked-out "
+                                                     "paths; 404 FILE_NOT_FOUND)"),),
+          description="Read-only: the caller's workspace's files, or one file's text with path. Another user's "
+                      "or an unknown id: 404 WORKSPACE_NOT_FOUND; 503 SANDBOX_NOT_CONFIGURED without SANDBOX_URL.",
+          replies=(Reply(200, "the listing (files), or with path the file",
+                         model="shared.workspaces:ContainerFilesResponse"),),
+          errors=(400, 401, 404, 503)),
     Route("DELETE", "/api/agent/containers/{containerId}", "deleteContainer", "containers",
           "functions.containers:delete_container",
           description="Destroy one of the caller's workspaces and its files (its snapshot too). Another user's "

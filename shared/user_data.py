@@ -156,5 +156,9 @@ def export(rt: Runtime, uid: str) -> Export:
 
 
 def erase(rt: Runtime, uid: str) -> Erased:
+    if rt.settings.sandbox_url:  # the workspaces' files and snapshots live in the sandbox service
+        from shared.workspaces import destroy_all
+
+        destroy_all(rt.store, rt.settings, uid)
     done = UserDataRepo(rt.store).erase(uid)
     return Erased(uid=uid, deleted=done.deleted, anonymised=done.anonymised)

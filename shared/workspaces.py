@@ -278,6 +278,67 @@ def container_body(record: WorkspaceRecord) -> ContainerBody:
                          createdAt=record.created_at, lastUsedAt=record.last_used_at)
 
 
+class ContainerFile(ResponseBody):
+    path: str
+    size: int
+
+
+class ContainerFileText(ResponseBody):
+    path: str
+    content: str
+    """The text (empty for a binary file); the first 256 KiB."""
+    size: int
+    truncated: bool
+    binary: bool
+
+
+class ContainerFilesResponse(ResponseBody):
+    """``GET /api/agent/containers/{id}/files``: without ``path``, ``files`` (in path order, at most
+    5,000, ``truncated`` when cut; version control and dependency folders left out); with ``path``,
+    ``file``."""
+
+    ok: bool = True
+    containerId: str
+    files: list[ContainerFile] | None = None
+    truncated: bool | None = None
+    file: ContainerFileText | None = None
+
+
+def container_files(store: DocStore, settings: Settings, uid: str, container_id: str,
+                    path: str | None) -> ContainerFilesResponse:
+    """Read-only view of a workspace's files (the console's plan view links a task's workspace
+    here). Another user's id is not found; a path out of the workspace is a 400 ``PATH_REFUSED``."""
+    workspaces = Workspaces(store, settings)
+    record = workspaces.owned(uid, container_id)
+    if not settings.sandbox_url:
+        raise Unavailable("the sandbox service is not configured (SANDBOX_URL)", code="SANDBOX_NOT_CONFIGURED")
+    try:
+        if path is None:
+            listed = workspaces.client.files(record.workspace_id)
+            found = [ContainerFile(path=f["path"], size=f["size"]) for f in listed["files"]]
+            return ContainerFilesResponse(containerId=record.workspace_id, truncated=bool(listed["truncated"]),
+                                          files=found)
+        got = workspaces.client.read_file(record.workspace_id, path)
+    except SandboxError as exc:
+        if exc.code in ("PATH_REFUSED", "INVALID_ARGUMENT"):
+            raise InvalidInput(exc.message, code="PATH_REFUSED", details={"field": "path"}) from None
+        if exc.code in ("FILE_NOT_FOUND", "WORKSPACE_NOT_FOUND"):
+            raise NotFound(exc.message, code=exc.code) from None
+        raise Unavailable(f"the sandbox service failed: {exc.message}", code="SANDBOX_UNAVAILABLE") from None
+    return ContainerFilesResponse(containerId=record.workspace_id, file=ContainerFileText(
+        path=got.path, content=got.content, size=got.size, truncated=got.truncated, binary=got.binary))
+
+
+def destroy_all(store: DocStore, settings: Settings, uid: str) -> int:
+    """Every live workspace of ``uid`` destroyed in the sandbox service (its files and snapshot),
+    e.g. before the user's data is erased; how many."""
+    workspaces = Workspaces(store, settings)
+    live = workspaces.live_of(uid)
+    for record in live:
+        workspaces.destroy(uid, record.workspace_id)
+    return len(live)
+
+
 def containers_of(store: DocStore, settings: Settings, uid: str) -> ContainersResponse:
     """``GET /api/agent/containers``."""
     return ContainersResponse(containers=[container_body(r) for r in Workspaces(store, settings).live_of(uid)])

@@ -62,6 +62,14 @@ export function approvalCard(approval, {runId, threadId, onDecided} = {}) {
       approveBtn.disabled = rejectBtn.disabled = false;
     }
   }
+  card.settled = () => { // decided elsewhere (another view or tab): the run went on without this card
+    if (card.dataset.decision) return;
+    card.dataset.decision = 'decided';
+    approveBtn.disabled = rejectBtn.disabled = reasonInput.disabled = true;
+    state.className = 'chip chip-completed';
+    state.textContent = 'decided';
+    outcome.textContent = 'decided elsewhere: the run went on';
+  };
   approveBtn.addEventListener('click', () => decide('approve'));
   rejectBtn.addEventListener('click', () => decide('reject'));
   return card;

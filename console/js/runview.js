@@ -106,6 +106,10 @@ export class RunView {
 const DRAW = {
   status(ev) {
     if (ev.runId) this.setRun(ev.runId, ev.threadId);
+    if (this.status === 'awaiting_confirmation' && ev.status !== 'awaiting_confirmation') {
+      // The pause is over (its approvals were decided, here or elsewhere): its cards are settled.
+      for (const card of this.body.querySelectorAll('.approval-card')) if (card.settled) card.settled();
+    }
     this.setStatus(ev.status);
   },
   delta(ev) {

@@ -39,6 +39,9 @@ PROGRAM_ENV = ("STATE_BACKEND", "GOOGLE_CLOUD_PROJECT", "AUTH_MODE", "DISPATCHER
 # The message the scheduler publishes to the resume topic: resume runs the recovery sweep
 # (shared/durable/router.py Router.sweep: stranded outbox entries, units whose lease expired).
 SWEEP_MESSAGE: dict[str, str] = {"kind": "sweep"}
+# Every minute: the schedules' clock (shared/agent/schedules.py: the due schedules start their runs).
+SCHEDULE_TICK_MESSAGE: dict[str, str] = {"kind": "schedule_tick"}
+SCHEDULE_TICK_CRON = "* * * * *"
 _CRON_FIELD = re.compile(r"^[0-9*/,-]+$")
 
 

@@ -35,6 +35,7 @@ def build() -> dict[str, pulumi.Resource]:
     push = messaging.create_push(cfg, topics, fns["resume"], cfg.scaling["resume"].timeout_s, accounts,
                                  [invokers["resume"]])
     sweep = scheduler.create_sweep_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
+    scheduler.create_schedule_tick_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
     host_agent = hostagent.create_host_agent(cfg, stored, enabled)
 
     pulumi.export("environment", cfg.environment)

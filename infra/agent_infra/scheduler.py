@@ -16,15 +16,15 @@ import json
 import pulumi
 import pulumi_gcp as gcp
 
-from agent_infra.config import SWEEP_MESSAGE, StackConfig
+from agent_infra.config import SCHEDULE_TICK_CRON, SCHEDULE_TICK_MESSAGE, SWEEP_MESSAGE, StackConfig
 from agent_infra.messaging import Topics
 
 TIME_ZONE = "Etc/UTC"
 
 
-def sweep_payload() -> str:
+def sweep_payload(message: dict[str, str] = SWEEP_MESSAGE) -> str:
     """The message body as Cloud Scheduler wants it: base64 of the JSON the resume function decodes."""
-    return base64.b64encode(json.dumps(SWEEP_MESSAGE, separators=(",", ":")).encode()).decode()
+    return base64.b64encode(json.dumps(message, separators=(",", ":")).encode()).decode()
 
 
 def create_sweep_job(cfg: StackConfig, topics: Topics, depends_on: list[pulumi.Resource]) -> gcp.cloudscheduler.Job:
@@ -36,4 +36,21 @@ def create_sweep_job(cfg: StackConfig, topics: Topics, depends_on: list[pulumi.R
         retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=0),
         pubsub_target=gcp.cloudscheduler.JobPubsubTargetArgs(
             topic_name=topics.resume.id, data=sweep_payload(), attributes=dict(SWEEP_MESSAGE)),
+        opts=pulumi.ResourceOptions(depends_on=depends_on))
+
+
+def create_schedule_tick_job(cfg: StackConfig, topics: Topics,
+                             depends_on: list[pulumi.Resource]) -> gcp.cloudscheduler.Job:
+    """Users' scheduled runs (docs/run-control.md, "Schedules"): ``{"kind": "schedule_tick"}`` every
+    minute; the resume function fires the schedules that are due (the minute it handles the
+    message in is the tick's time; a tick delivered twice starts nothing twice)."""
+    return gcp.cloudscheduler.Job(
+        "schedule-tick", project=cfg.project, region=cfg.region, name=f"{cfg.resume_topic}-schedule-tick",
+        description=f"Agent Runtime ({cfg.environment}): users' scheduled runs (one tick a minute)",
+        schedule=SCHEDULE_TICK_CRON, time_zone=TIME_ZONE,
+        # A missed tick is covered by the next one (an overdue schedule fires at the next tick).
+        retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=0),
+        pubsub_target=gcp.cloudscheduler.JobPubsubTargetArgs(
+            topic_name=topics.resume.id, data=sweep_payload(SCHEDULE_TICK_MESSAGE),
+            attributes=dict(SCHEDULE_TICK_MESSAGE)),
         opts=pulumi.ResourceOptions(depends_on=depends_on))

@@ -14,8 +14,24 @@ JOB = "gcp:cloudscheduler/job:Job"
 
 
 def sweep_job(declared: list[Declared]) -> dict[str, object]:
-    (job,) = of_type(declared, JOB)
+    (job,) = [j for j in of_type(declared, JOB) if j.name == "resume-sweep"]
     return job.inputs
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_schedule_tick_job_publishes_every_minute_to_the_resume_topic(stacks: dict[str, list[Declared]],
+                                                                        stack: str) -> None:
+    cfg = stack_config(stack)
+    jobs = of_type(stacks[stack], JOB)
+    assert sorted(j.name for j in jobs) == ["resume-sweep", "schedule-tick"]
+    (tick,) = [j.inputs for j in jobs if j.name == "schedule-tick"]
+    assert tick["schedule"] == "* * * * *" and tick["timeZone"] == "Etc/UTC"
+    target = tick["pubsubTarget"]
+    assert isinstance(target, dict)
+    assert target["topicName"] == f"projects/{cfg['gcp:project']}/topics/{cfg['agent-runtime:resumeTopic']}"
+    # shared/durable/kinds.py SCHEDULE_TICK: resume fires the due schedules (shared/agent/schedules.py).
+    assert json.loads(base64.b64decode(target["data"], validate=True)) == {"kind": "schedule_tick"}
+    assert target["attributes"] == {"kind": "schedule_tick"}
 
 
 @pytest.mark.parametrize("stack", STACKS)

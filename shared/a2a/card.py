@@ -58,7 +58,7 @@ def build_card(rt: Runtime, base_url: str) -> pb.AgentCard:
             pb.AgentInterface(url=base + PATH, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION),
             pb.AgentInterface(url=base + PATH, protocol_binding="HTTP+JSON", protocol_version=PROTOCOL_VERSION),
         ],
-        capabilities=pb.AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=pb.AgentCapabilities(streaming=True, push_notifications=True),
         security_schemes={SCHEME: pb.SecurityScheme(http_auth_security_scheme=bearer)},
         security_requirements=[pb.SecurityRequirement(schemes={SCHEME: pb.StringList()})],
         default_input_modes=INPUT_MODES,

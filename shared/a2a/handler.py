@@ -285,6 +285,8 @@ class RuntimeRequestHandler(RequestHandler):
             return apply_history_length(task, params.configuration)
         started, doc = await asyncio.to_thread(self._start, uid, params.message)
         task_id = str(doc["taskId"])
+        if params.configuration.HasField("task_push_notification_config"):
+            await asyncio.to_thread(self._put_push, uid, task_id, params.configuration.task_push_notification_config)
         if params.configuration.return_immediately:
             # The run goes on in this instance; were it stopped, the sweep takes the run over.
             threading.Thread(target=self._drive, args=(started,), daemon=True, name=f"a2a-{task_id}").start()
@@ -308,6 +310,8 @@ class RuntimeRequestHandler(RequestHandler):
             return
         started, doc = await asyncio.to_thread(self._start, uid, params.message)
         task_id = str(doc["taskId"])
+        if params.configuration.HasField("task_push_notification_config"):
+            await asyncio.to_thread(self._put_push, uid, task_id, params.configuration.task_push_notification_config)
         first = await asyncio.to_thread(self._task, uid, task_id)
         first.status.state = pb.TaskState.TASK_STATE_SUBMITTED
         yield apply_history_length(first, params.configuration)
@@ -368,23 +372,61 @@ class RuntimeRequestHandler(RequestHandler):
             _, run = self._load(uid, task_id)
         return self._task(uid, task_id)
 
-    # ---- push notifications (not offered: the card says so) ------------------------------------
+    # ---- push notifications (stored with the task; delivered by shared/a2a/push.py) -------------
+    def _put_push(self, uid: str, task_id: str, config: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
+        self._load(uid, task_id)
+        if not config.url.startswith(("http://", "https://")):
+            raise a2a_errors.InvalidParamsError(message="a push notification url must be http(s)")
+        if not self._rt().settings.mcp_allow_private_urls:
+            from shared.connectors.url_guard import UrlNotAllowed, check_public_url
+
+            try:
+                check_public_url(config.url)
+            except UrlNotAllowed as exc:
+                raise a2a_errors.InvalidParamsError(message=f"push notification url refused: {exc.message}") from None
+        stored = pb.TaskPushNotificationConfig()
+        stored.CopyFrom(config)
+        stored.task_id = task_id
+        stored.id = config.id or str(uuid.uuid4())
+        stored.ClearField("tenant")
+        with_errors = _domain_errors(self.tasks.put_push_config)
+        with_errors(uid, task_id, convert.to_dict(stored))
+        return stored
+
+    def _push_configs(self, uid: str, task_id: str) -> list[pb.TaskPushNotificationConfig]:
+        from google.protobuf.json_format import ParseDict
+
+        self._load(uid, task_id)
+        out = []
+        for doc in self.tasks.list_push_configs(uid, task_id):
+            config = pb.TaskPushNotificationConfig()
+            ParseDict({k: v for k, v in doc.items() if not k.startswith("_")}, config, ignore_unknown_fields=True)
+            out.append(config)
+        return out
+
     async def on_create_task_push_notification_config(self, params: pb.TaskPushNotificationConfig,
                                                       context: ServerCallContext) -> pb.TaskPushNotificationConfig:
-        raise a2a_errors.PushNotificationNotSupportedError
+        return await asyncio.to_thread(self._put_push, uid_of(context), params.task_id, params)
 
     async def on_get_task_push_notification_config(self, params: pb.GetTaskPushNotificationConfigRequest,
                                                    context: ServerCallContext) -> pb.TaskPushNotificationConfig:
-        raise a2a_errors.PushNotificationNotSupportedError
+        configs = await asyncio.to_thread(self._push_configs, uid_of(context), params.task_id)
+        for config in configs:
+            if config.id == params.id:
+                return config
+        raise a2a_errors.TaskNotFoundError(message=f"no push notification config {params.id[:128]} on this task")
 
     async def on_list_task_push_notification_configs(
             self, params: pb.ListTaskPushNotificationConfigsRequest,
             context: ServerCallContext) -> pb.ListTaskPushNotificationConfigsResponse:
-        raise a2a_errors.PushNotificationNotSupportedError
+        configs = await asyncio.to_thread(self._push_configs, uid_of(context), params.task_id)
+        return pb.ListTaskPushNotificationConfigsResponse(configs=configs)
 
     async def on_delete_task_push_notification_config(self, params: pb.DeleteTaskPushNotificationConfigRequest,
                                                       context: ServerCallContext) -> None:
-        raise a2a_errors.PushNotificationNotSupportedError
+        uid = uid_of(context)
+        await asyncio.to_thread(self._load, uid, params.task_id)
+        await asyncio.to_thread(self.tasks.delete_push_config, uid, params.task_id, params.id)
 
     async def on_get_extended_agent_card(self, params: pb.GetExtendedAgentCardRequest,
                                          context: ServerCallContext) -> pb.AgentCard:

@@ -78,10 +78,17 @@ def _release(ctx: RunContext) -> Write:
 
 
 def _announce(ctx: RunContext, event: RunEventType, result: RunResult) -> list[str]:
-    """The run's webhook deliveries of this stop, recorded in its commit (``agent/webhooks``)."""
+    """The run's webhook deliveries of this stop, recorded in its commit (``agent/webhooks``), and
+    its A2A task's push notifications (``a2a/push``: only runs of A2A contexts look)."""
     from shared.agent.webhooks import Webhooks
 
-    return Webhooks(ctx.services).announce(ctx, event, result)
+    webhooks = Webhooks(ctx.services)
+    ids = webhooks.announce(ctx, event, result)
+    if ctx.run.thread_id.startswith("a2a_"):
+        from shared.a2a.push import announce
+
+        ids += announce(ctx, result, webhooks.deliverer())
+    return ids
 
 
 def _published(ctx: RunContext, deliveries: list[str]) -> None:

@@ -7,6 +7,9 @@ instruction built from the user's stored profile and memories (a failed read doe
 from __future__ import annotations
 
 import logging
+import random
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,11 +30,17 @@ from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
 from shared.models.base import Turn
-from shared.state.docstore import Write
+from shared.state.docstore import TransactionContention, Write
 from shared.state.records import MemoryRecord, MessageRecord, QueuedStart, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import StartOutcome
 
 log = logging.getLogger("agent_runtime.service")
+
+START_ATTEMPTS = 6
+START_BACKOFF_S = 0.1
+"""A contended start is tried again after ~0.1, 0.2, 0.4, 0.8, 1.6 s (jittered) before answering 503."""
+_THREAD_LOCKS = tuple(threading.Lock() for _ in range(64))
+"""Striped locks: starts on the same (user, thread) in one process are serialised."""
 
 ExtraWrites = Callable[[str], Sequence[Write]]
 """Documents to create with a new run, given its id (in the run's transaction)."""
@@ -82,7 +91,8 @@ class AgentService:
                                       if key else None)
         with log_context(uid=uid, threadId=thread_id):
             fingerprint = request.fingerprint() if idempotency_key else None
-            started = self._start(uid, req, thread_id, idempotency_key, fingerprint, instruction_note, extra_writes)
+            started = self._start_retrying(uid, req, thread_id, idempotency_key, fingerprint, instruction_note,
+                                           extra_writes)
             run = started.outcome.snapshot.run
             # Counts only: the prompt, conversation and attached context are user data.
             log.info("run started" if started.outcome.created else "run found for a repeated Idempotency-Key",
@@ -90,6 +100,27 @@ class AgentService:
                                        "turns": len(started.turns),
                                        "attachedContext": len(req.attachedContext)}})
         return started
+
+    def _start_retrying(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
+                        fingerprint: str | None, instruction_note: str | None,
+                        extra_writes: ExtraWrites | None) -> StartedRun:
+        """:meth:`_start`, tried again (jittered backoff) when concurrent starts on the same thread
+        or of the same user kept winning the store's race: nothing was written, and a burst of
+        requests on one thread (``multitaskStrategy: enqueue``) must all be taken in, not 503."""
+        for attempt in range(START_ATTEMPTS):
+            try:
+                # Starts on one thread take turns within this process: the store then sees at most
+                # one per process at a time (concurrent read-then-write transactions on one document
+                # mostly abort each other; the Firestore emulator times their locks out).
+                with _THREAD_LOCKS[hash((uid, thread_id)) % len(_THREAD_LOCKS)]:
+                    return self._start(uid, req, thread_id, idempotency_key, fingerprint, instruction_note,
+                                       extra_writes)
+            except TransactionContention:
+                if attempt == START_ATTEMPTS - 1:
+                    raise
+                log.info("run start contended; retrying", extra={"fields": {"attempt": attempt + 1}})
+                time.sleep(random.uniform(0.5, 1.0) * START_BACKOFF_S * 2 ** attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
                fingerprint: str | None, instruction_note: str | None = None,

@@ -41,12 +41,16 @@ RunEventType = Literal["run.completed", "run.failed", "run.awaiting_approval"]
 MAX_DELIVERIES_LISTED = 100
 
 
-def webhook_name(segment: str) -> str:
-    """The ``{name}`` of ``/api/agent/webhooks/{name}``; 400 when outside ``[A-Za-z0-9_-]{1,40}``."""
+def named(segment: str, kind: str, code: str) -> str:
+    """A ``{name}`` path segment of the caller's namespace; 400 ``code`` outside ``[A-Za-z0-9_-]{1,40}``."""
     if not _NAME.match(segment):
-        raise InvalidInput(f"a webhook's name must match {NAME_PATTERN} (got {segment[:40]!r})",
-                           code="INVALID_WEBHOOK_NAME")
+        raise InvalidInput(f"a {kind}'s name must match {NAME_PATTERN} (got {segment[:40]!r})", code=code)
     return segment
+
+
+def webhook_name(segment: str) -> str:
+    """The ``{name}`` of ``/api/agent/webhooks/{name}``."""
+    return named(segment, "webhook", "INVALID_WEBHOOK_NAME")
 
 
 class WebhookRequest(BaseModel):

@@ -34,6 +34,7 @@ class SandboxError(ToolError):
 
     def __init__(self, message: str, *, code: str, status: int) -> None:
         super().__init__(message)
+        self.message = message
         self.code = code
         self.status = status
 
@@ -148,6 +149,10 @@ class SandboxClient:
 
     def source_files(self, workspace_id: str, glob: str | None, *, timeout_s: float = 60.0) -> dict[str, Any]:
         return self._call("POST", f"/v1/workspaces/{workspace_id}/source-files", {"glob": glob}, timeout_s=timeout_s)
+
+    def files(self, workspace_id: str, *, timeout_s: float = 30.0) -> dict[str, Any]:
+        """``{files: [{path, size}], truncated}``: every file of the workspace, in path order."""
+        return self._call("POST", f"/v1/workspaces/{workspace_id}/files", {}, timeout_s=timeout_s)
 
     def push(self, workspace_id: str, *, url: str, branch: str, message: str, auth_header: str | None,
              timeout_s: float = 300.0) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import time
-from typing import Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -26,7 +26,10 @@ from shared.errors import Conflict, InvalidInput
 from shared.responses import ResponseBody
 from shared.state.docstore import DocStore
 from shared.state.mcp_servers_repo import MAX_SERVERS_PER_USER, McpServersRepo
-from shared.wire import NO_WHITESPACE_PATTERN, WHITESPACE_CLASS, UtcTime, has_whitespace
+from shared.wire import WHITESPACE_CLASS, UtcTime
+
+if TYPE_CHECKING:
+    from shared.tools.mcp_tools import McpTool
 
 log = logging.getLogger("agent_runtime.mcp")
 
@@ -35,6 +38,11 @@ URL_PATTERN = f"^https?://[^{WHITESPACE_CLASS}/?#@]+(?:[/?#][^{WHITESPACE_CLASS}
 """http(s), a host (no ``user:password@``: a token goes in ``accessToken``), no whitespace."""
 _NAME = re.compile(NAME_PATTERN[:-1] + r"\Z")
 _URL = re.compile(URL_PATTERN[:-1] + r"\Z")
+TOKEN_PATTERN = "^[!-~]+$"
+"""A bearer token is an HTTP header value: printable ASCII, no spaces (``"…"`` is refused at POST,
+not at the first request it would break)."""
+_TOKEN = re.compile(r"[!-~]+\Z")
+MAX_TOKEN_CHARS = 4096
 SCHEMA_VERSION = 1
 LABEL = "MCP server"
 
@@ -54,9 +62,11 @@ class McpServerRequest(BaseModel):
 
     url: str = Field(min_length=1, max_length=2048, json_schema_extra={"pattern": URL_PATTERN},
                      description="the server's Streamable HTTP endpoint (http or https)")
-    access_token: str | None = Field(default=None, alias="accessToken", min_length=1, max_length=8192,
-                                     json_schema_extra={"pattern": NO_WHITESPACE_PATTERN},
-                                     description="sent as Authorization: Bearer; stored encrypted, never shown")
+    access_token: str | None = Field(default=None, alias="accessToken", min_length=1, max_length=MAX_TOKEN_CHARS,
+                                     json_schema_extra={"pattern": TOKEN_PATTERN},
+                                     description="sent as Authorization: Bearer; printable ASCII without spaces, "
+                                                 f"at most {MAX_TOKEN_CHARS} characters; stored encrypted, never "
+                                                 "shown")
 
     @field_validator("url")
     @classmethod
@@ -67,9 +77,11 @@ class McpServerRequest(BaseModel):
 
     @field_validator("access_token")
     @classmethod
-    def _one_line(cls, value: str | None) -> str | None:
-        if value is not None and has_whitespace(value):
-            raise ValueError("must be a single token without whitespace")
+    def _header_value(cls, value: str | None) -> str | None:
+        if value is not None and not _TOKEN.match(value):
+            bad = next((c for c in value if not "!" <= c <= "~"), "")
+            raise ValueError(f"must be printable ASCII without spaces (it goes in an HTTP header); found "
+                             f"{'a space' if bad.isspace() else f'U+{ord(bad):04X}'}")
         return value
 
 
@@ -89,11 +101,27 @@ class McpServerResponse(McpServerStatusBody):
     ok: bool = True
 
 
+class DeploymentMcpServerBody(ResponseBody):
+    """A server of the deployment (``MCP_SERVERS``): its tools join every user's runs. Read-only
+    here (it is configured, not declared through the API); never its headers."""
+
+    name: str
+    transport: Literal["http", "stdio"]
+    url: str | None = Field(default=None, description="http: the URL without its query and fragment")
+    readOnly: Literal[True] = Field(default=True, description="configured by the deployment, not through the API")
+    available: bool
+    tools: list[McpToolBody] = Field(default_factory=list)
+    errorCode: McpErrorClass | None = Field(default=None, description="why it could not be listed")
+    error: str | None = None
+
+
 class McpServersResponse(ResponseBody):
-    """``GET /api/integrations/mcp``: the caller's servers, by name."""
+    """``GET /api/integrations/mcp``: the caller's servers, by name, and the deployment's (read-only,
+    with their tools)."""
 
     ok: bool = True
     servers: list[McpServerStatusBody]
+    deployment: list[DeploymentMcpServerBody] = Field(default_factory=list)
 
 
 class McpServerRemovedResponse(ResponseBody):
@@ -103,6 +131,10 @@ class McpServerRemovedResponse(ResponseBody):
     name: str
     connected: Literal[False] = False
     removed: bool
+
+
+McpErrorClass = Literal["MCP_AUTH_FAILED", "MCP_UNREACHABLE", "MCP_PROTOCOL_ERROR", "MCP_TIMEOUT"]
+"""Why a server could not be used (``shared.connectors.mcp.McpErrorCode``; docs/connectors.md)."""
 
 
 class McpToolBody(ResponseBody):
@@ -124,6 +156,7 @@ class McpToolsResponse(ResponseBody):
     connected: bool
     available: bool
     tools: list[McpToolBody] = Field(default_factory=list)
+    errorCode: McpErrorClass | None = Field(default=None, description="why it could not be listed")
     error: str | None = None
 
 
@@ -222,13 +255,35 @@ class UserMcpServers(UserEndpoints[McpServer]):
         try:
             tools = server_tools(server, settings)
         except McpError as exc:
-            return McpToolsResponse(name=name, connected=True, available=False, error=str(exc))
-        listed = [McpToolBody(name=t.name, tool=t.remote_name, description=t.description, sideEffect=t.side_effect,
-                              idempotent=t.idempotent) for t in tools]
-        return McpToolsResponse(name=name, connected=True, available=True, tools=listed)
+            return McpToolsResponse(name=name, connected=True, available=False, errorCode=exc.code, error=str(exc))
+        return McpToolsResponse(name=name, connected=True, available=True, tools=tool_bodies(tools))
 
     def _endpoint(self, name: str, url: str, headers: tuple[tuple[str, str], ...]) -> McpServer:
         return McpServer(name=name, url=url, headers=headers, public_only=not self._allow_private)
+
+
+def tool_bodies(tools: list[McpTool]) -> list[McpToolBody]:
+    return [McpToolBody(name=t.name, tool=t.remote_name, description=t.description, sideEffect=t.side_effect,
+                        idempotent=t.idempotent) for t in tools]
+
+
+def deployment_servers(settings: Settings) -> list[DeploymentMcpServerBody]:
+    """The deployment's servers (``MCP_SERVERS``) with their tools now (the listing cache; each
+    at most ``MCP_TIMEOUT_S``), or why they cannot be listed."""
+    from shared.connectors.mcp import McpError
+    from shared.tools.mcp_tools import server_tools
+
+    out: list[DeploymentMcpServerBody] = []
+    for server in settings.mcp_servers:
+        shown = {"name": server.name, "transport": "stdio" if server.command else "http",
+                 "url": shown_url(server.url) if server.url else None}
+        try:
+            tools = server_tools(server, settings)
+        except McpError as exc:
+            out.append(DeploymentMcpServerBody(**shown, available=False, errorCode=exc.code, error=str(exc)))
+            continue
+        out.append(DeploymentMcpServerBody(**shown, available=True, tools=tool_bodies(tools)))
+    return out
 
 
 def _status(name: str, doc: dict[str, object]) -> McpServerStatusBody:

@@ -132,10 +132,13 @@ class Deliverer:
                 self.check_url(record.url)
             except Exception as exc:
                 return None, f"{REFUSED} {str(exc)[:MAX_ERROR_CHARS]}"
-        secret = self.secret_of(record)
-        if secret is None:
-            return None, f"{REFUSED} the signing secret cannot be read (the webhook was deleted or re-keyed)"
-        headers = signed_headers(secret, record.delivery_id, int(at), record.body)
+        if record.secret_name:
+            secret = self.secret_of(record)
+            if secret is None:
+                return None, f"{REFUSED} the signing secret cannot be read (the webhook was deleted or re-keyed)"
+            headers = {**signed_headers(secret, record.delivery_id, int(at), record.body), **record.headers}
+        else:  # not signed (an A2A push notification: its own token and authentication are in headers)
+            headers = {"Content-Type": "application/json", "webhook-id": record.delivery_id, **record.headers}
         try:
             return self.post(record.url, record.body.encode(), headers, ATTEMPT_TIMEOUT_S), None
         except OSError as exc:

@@ -50,4 +50,4 @@ def _build(settings: Settings) -> Model:
         return GeminiModel(settings)
     from shared.models.offline import OfflineModel
 
-    return OfflineModel()
+    return OfflineModel(pace_s=settings.offline_model_pace_s)

@@ -31,7 +31,10 @@ class DeliveryRecord(Record):
     body: str
     """The JSON body, sent byte for byte on every attempt."""
     secret_name: str
-    """The webhook whose secret signs it."""
+    """The webhook whose secret signs it ("": not signed, e.g. an A2A push notification)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Headers of every attempt besides the signature (an A2A push notification's token, its
+    ``Authorization``)."""
     subject: str | None = None
     """What it is about (a run id)."""
     status: DeliveryStatus = "pending"

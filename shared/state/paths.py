@@ -151,6 +151,25 @@ def delivery(delivery_id: str) -> str:
     return f"deliveries/{delivery_id}"
 
 
+def schedules() -> str:
+    """Users' schedules (``PUT /api/agent/schedules/{name}``): top level (id derived from the user
+    and the name), so a tick finds the due ones of every user in one query."""
+    return "schedules"
+
+
+def schedule(schedule_id: str) -> str:
+    return f"schedules/{schedule_id}"
+
+
+def schedule_runs(schedule_id: str) -> str:
+    """One document per occurrence that started a run (its id: the occurrence's epoch minute)."""
+    return f"schedules/{schedule_id}/runs"
+
+
+def schedule_run(schedule_id: str, occurrence: str) -> str:
+    return f"schedules/{schedule_id}/runs/{occurrence}"
+
+
 def runs() -> str:
     return "runs"
 

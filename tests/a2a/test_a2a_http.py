@@ -177,3 +177,54 @@ def test_a_users_own_remote_agent_is_ssrf_guarded_sealed_and_joins_only_their_ru
         assert client.delete("/api/integrations/a2a/helper", headers=ALICE).get_json()["removed"] is True
     finally:
         set_runtime(None)
+
+
+def test_push_notifications_are_stored_per_task_and_delivered_at_each_stop(sqlite_docstore: DocStore) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    received: list[tuple[dict[str, str], dict[str, Any]]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received.append((dict(self.headers.items()), json.loads(body)))
+            self.send_response(200)
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    rt = Runtime(make_settings(dispatcher="inline", mcp_allow_private_urls=True), store=sqlite_docstore,
+                 model=FunctionModel(_model))
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        task = rest_send(client, message("remember tea")).get_json()["task"]
+        config = {"id": "cfg-1", "url": url, "token": "tok-1",
+                  "authentication": {"scheme": "Bearer", "credentials": "cred-1"}}
+        created = client.post(f"/a2a/tasks/{task['id']}/pushNotificationConfigs", json=config, headers=ALICE)
+        assert created.status_code == 200 and created.get_json()["id"] == "cfg-1", created.get_json()
+        assert client.get(f"/a2a/tasks/{task['id']}/pushNotificationConfigs/cfg-1", headers=BOB).status_code == 404
+        listed = client.get(f"/a2a/tasks/{task['id']}/pushNotificationConfigs", headers=ALICE).get_json()
+        assert [c["id"] for c in listed["configs"]] == ["cfg-1"]
+        done = rest_send(client, message("approve", task_id=task["id"], message_id="m-2")).get_json()["task"]
+        assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+        for _ in range(100):
+            if received:
+                break
+            import time
+
+            time.sleep(0.05)
+        ((headers, body),) = received
+        assert headers["X-A2A-Notification-Token"] == "tok-1" and headers["Authorization"] == "Bearer cred-1"
+        assert body["task"]["id"] == task["id"] and body["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert client.delete(f"/a2a/tasks/{task['id']}/pushNotificationConfigs/cfg-1", headers=ALICE).status_code == 200
+        assert client.get(f"/a2a/tasks/{task['id']}/pushNotificationConfigs", headers=ALICE).get_json() == {}
+    finally:
+        set_runtime(None)
+        server.shutdown()
+        server.server_close()

@@ -8,12 +8,12 @@ import os
 import time
 from typing import Any
 
+from devfakes.google import FakeGoogle
 from shared.config import Settings
 from shared.connectors import Connectors, IntegrationTokens, create_connectors
 from shared.state.docstore import DocStore
 from shared.state.users_repo import UsersRepo
 from shared.tools.context import ToolContext
-from tests.connectors.fake_google import FakeGoogle
 
 KEY = base64.b64encode(bytes(range(32))).decode()
 OTHER_KEY = base64.b64encode(os.urandom(32)).decode()

@@ -9,11 +9,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from google.oauth2.credentials import Credentials
 
+from devfakes.calendar import Fail, FakeCalendar, at
 from shared.connectors.calendar import CalendarClient, EventChanges, EventDraft
 from shared.connectors.credentials import ConnectorError
 from shared.connectors.google_http import RetryPolicy
 from shared.errors import ToolError
-from tests.connectors.fake_calendar import Fail, FakeCalendar, at
 
 PARIS = ZoneInfo("Europe/Paris")
 

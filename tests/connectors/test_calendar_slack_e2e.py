@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from devfakes.calendar import FakeCalendar
+from devfakes.slack import FakeSlack, cursor_for
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.config import Settings
@@ -27,8 +29,6 @@ from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
 from shared.state.records import UserRecord
-from tests.connectors.fake_calendar import FakeCalendar
-from tests.connectors.fake_slack import FakeSlack, cursor_for
 from tests.connectors.loop_support import deliver, start
 
 UID = "alice"

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from devfakes.calendar import FakeCalendar, at
 from shared import policy
 from shared.config import Settings
 from shared.connectors import ConnectorError, Connectors, IntegrationTokens, create_connectors
@@ -25,7 +26,6 @@ from shared.state.users_repo import UsersRepo
 from shared.tools import calendar_tools
 from shared.tools.context import ToolContext
 from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
-from tests.connectors.fake_calendar import FakeCalendar, at
 
 UID = "u-cal"
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from google.oauth2.credentials import Credentials
 
+from devfakes.google import FakeGoogle
 from shared.config import Settings
 from shared.connectors import ConnectorError, CredentialVault, IntegrationTokens, create_connectors
 from shared.connectors.credentials import decode_key
@@ -17,7 +18,6 @@ from shared.connectors.gmail import GmailClient
 from shared.errors import ConfigurationError
 from shared.state.docstore import DocStore, Write
 from shared.state.paths import integration as integration_path
-from tests.connectors.fake_google import FakeGoogle
 from tests.connectors.gmail_support import KEY, OTHER_KEY, REFRESH, fresh_tokens, google_settings
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from devfakes.github import LARGE_FILE_BYTES, Fail, FakeGitHub
 from shared.connectors import ConnectorError
 from shared.connectors.github import (
     DirectoryListing,
@@ -19,7 +20,6 @@ from shared.connectors.github import (
     with_marker,
 )
 from shared.errors import ToolError
-from tests.connectors.fake_github import LARGE_FILE_BYTES, Fail, FakeGitHub
 
 REPO = "octo-org/hello-world"
 README = "".join(f"line {i}\n" for i in range(1, 1001)).encode()

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from devfakes.github import FakeGitHub
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.config import Settings
@@ -30,7 +31,6 @@ from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
 from shared.state.records import UserRecord
-from tests.connectors.fake_github import FakeGitHub
 from tests.connectors.loop_support import deliver, start
 
 UID = "alice"

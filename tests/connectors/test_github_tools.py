@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from devfakes.github import FakeGitHub
 from shared.config import Settings
 from shared.connectors import ConnectorError, IntegrationTokens, create_connectors
 from shared.connectors.github import marker
@@ -24,7 +25,6 @@ from shared.state.users_repo import UsersRepo
 from shared.tools import github_tools
 from shared.tools.context import ToolContext
 from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
-from tests.connectors.fake_github import FakeGitHub
 
 UID = "u-github"
 REPO = "octo-org/hello-world"

@@ -9,12 +9,12 @@ from email.header import decode_header, make_header
 import pytest
 from google.oauth2.credentials import Credentials
 
+from devfakes.google import Fail, FakeGoogle
 from shared.connectors import ConnectorError
 from shared.connectors.gmail import GmailClient, OutgoingMail
 from shared.connectors.google_http import RetryPolicy
 from shared.errors import ToolError
 from shared.state.docstore import DocStore
-from tests.connectors.fake_google import Fail, FakeGoogle
 from tests.connectors.gmail_support import connected
 
 

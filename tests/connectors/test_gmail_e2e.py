@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from devfakes.google import FakeGoogle
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.durable.dispatcher import RecordingDispatcher
@@ -16,7 +17,6 @@ from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
 from shared.state.records import UserProfile, UserRecord
-from tests.connectors.fake_google import FakeGoogle
 from tests.connectors.gmail_support import fresh_tokens, google_settings
 from tests.connectors.loop_support import deliver, start
 

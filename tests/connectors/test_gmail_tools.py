@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from devfakes.google import FakeGoogle
 from shared import policy
 from shared.connectors import ConnectorError
 from shared.errors import ToolError
@@ -17,7 +18,6 @@ from shared.state.records import UserProfile, UserRecord
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
 from shared.tools.registry import Tool, ToolArgsError
-from tests.connectors.fake_google import FakeGoogle
 from tests.connectors.gmail_support import connected, fresh_tokens, tool_context
 
 REGISTRY = default_registry()

@@ -16,6 +16,7 @@ from cloudevents.http import CloudEvent
 from flask.testing import FlaskClient
 from functions_framework import create_app as create_function_app
 
+from devfakes.google import FakeGoogle
 from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.durable.dispatcher import RecordingDispatcher
@@ -24,7 +25,6 @@ from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.state.paths import integration as integration_path
-from tests.connectors.fake_google import FakeGoogle
 from tests.connectors.gmail_support import REFRESH, google_settings
 
 ALICE = {"Authorization": "Bearer dev:alice"}

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import pytest
 
+from devfakes.google import FakeGoogle
 from shared.api import AttachedContextItem, RunRequest
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import ModelRequest, Turn
@@ -28,7 +29,6 @@ from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore
 from shared.state.records import MemoryRecord, UserProfile, UserRecord
-from tests.connectors.fake_google import FakeGoogle
 from tests.connectors.gmail_support import fresh_tokens, google_settings
 from tests.connectors.web_pages import PageServer
 

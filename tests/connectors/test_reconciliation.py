@@ -20,6 +20,9 @@ from typing import Any
 import pytest
 
 from bench.instrument import Crash, CrashAt
+from devfakes.calendar import FakeCalendar, at
+from devfakes.github import FakeGitHub
+from devfakes.google import Fail, FakeGoogle
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.connectors import IntegrationTokens
@@ -28,9 +31,6 @@ from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
 from shared.state.records import UserRecord
-from tests.connectors.fake_calendar import FakeCalendar, at
-from tests.connectors.fake_github import FakeGitHub
-from tests.connectors.fake_google import Fail, FakeGoogle
 from tests.connectors.gmail_support import fresh_tokens, google_settings
 from tests.connectors.loop_support import deliver, start
 

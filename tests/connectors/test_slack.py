@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from devfakes.slack import Fail, FakeSlack, cursor_for
 from shared.connectors.credentials import ConnectorError
 from shared.connectors.slack import MAX_MESSAGE_CHARS, SlackClient
 from shared.errors import ToolError
-from tests.connectors.fake_slack import Fail, FakeSlack, cursor_for
 
 FORM = "application/x-www-form-urlencoded"
 

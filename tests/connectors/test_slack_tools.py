@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from devfakes.slack import FakeSlack
 from shared.config import Settings
 from shared.connectors import ConnectorError, Connectors, IntegrationTokens, create_connectors
 from shared.errors import ToolError
@@ -19,7 +20,6 @@ from shared.state.users_repo import UsersRepo
 from shared.tools import slack_tools
 from shared.tools.context import ToolContext
 from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
-from tests.connectors.fake_slack import FakeSlack
 
 UID = "u-slack"
 

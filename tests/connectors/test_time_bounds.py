@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from devfakes.calendar import FakeCalendar
+from devfakes.google import Fail, FakeGoogle
+from devfakes.slack import FakeSlack
 from shared.connectors import IntegrationTokens, create_connectors
 from shared.errors import ToolError
 from shared.state.sqlite_docstore import SqliteDocStore
@@ -22,9 +25,6 @@ from shared.state.users_repo import UsersRepo
 from shared.tools import calendar_tools, gmail_tools, slack_tools
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
-from tests.connectors.fake_calendar import FakeCalendar
-from tests.connectors.fake_google import Fail, FakeGoogle
-from tests.connectors.fake_slack import FakeSlack
 from tests.connectors.gmail_support import fresh_tokens, google_settings
 
 UID = "alice"

@@ -15,6 +15,7 @@ Each test writes a screenshot of its main view to ``var/screenshots/``.
 from __future__ import annotations
 
 import base64
+import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,11 +29,11 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Turn, Usage
-from shared.models.offline import OfflineModel
 from shared.models.scripted import call
 from shared.runtime import Runtime, set_runtime
 from shared.state.sqlite_docstore import SqliteDocStore
 from tests.agent.conftest import make_settings
+from tests.fakes import fixed_plans
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "var" / "screenshots"
@@ -70,9 +71,11 @@ class ConsoleModel:
     - ``plan``: calls ``agent_create_plan`` (``auto_execute``: the plan runs, live in the chat turn);
       with its result, answers "The plan finished."
     - anything else: answers "Plain answer."
-    Plan sessions: structured requests (plan drafts, refinements, reflections) get the offline
-    model's JSON; each task's first act reasons "I will look up the notes first." and calls
-    ``search_memory``, its next act ends the task; the first act of task 2 waits for the ``plan`` gate.
+    Plan sessions: structured requests (plan drafts, refinements, reflections) get fixed JSON
+    (``tests/fakes/fixed_plans.py``: three steps, a refinement appends "Follow up: <request>", a task completes when
+    its act ends it; the offline model's own plans are tested in test_first_screen.py); each task's
+    first act reasons "I will look up the notes first." and calls ``search_memory``, its next act
+    ends the task; the first act of task 2 waits for the ``plan`` gate.
     A session whose prompt starts with ``save:`` calls ``save_memory`` (a side effect: the session
     waits for approval) as task 1's first act.
     A gate is opened by the test (``release``) and is re-armed by ``hold``.
@@ -81,7 +84,6 @@ class ConsoleModel:
     def __init__(self) -> None:
         self._gates: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
-        self._offline = OfflineModel()
 
     @property
     def name(self) -> str:
@@ -105,7 +107,8 @@ class ConsoleModel:
 
     def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse:
         if request.response_schema is not None:
-            return self._offline.generate(request, on_delta)
+            return ModelResponse(turn=Turn(role="model", parts=[Part(text=json.dumps(fixed_plans.answer(request)))]),
+                                 usage=CALL_USAGE, finish_reason="STOP")
         prompt = _prompt(request)
         kind, _, rest = prompt.partition(":")
         kind, rest = kind.strip().lower(), rest.strip()

@@ -278,6 +278,9 @@ def test_integrations_list_add_and_remove_a_users_mcp_servers(page: Page, consol
         unlisted = page.locator("#mcp-status tr[data-server=open]")
         expect(unlisted.locator(".mcp-token")).to_have_text("no token")
         expect(unlisted.locator(".mcp-unavailable")).to_contain_text("tools not available")
+        expect(unlisted.locator(".mcp-unavailable")).to_have_attribute("data-error-code", "MCP_AUTH_FAILED")
+        expect(unlisted.locator(".mcp-error-code")).to_have_text("MCP_AUTH_FAILED")
+        expect(unlisted.locator(".mcp-unavailable")).to_contain_text("HTTP 401")
         expect(notes.locator("li[data-tool]")).to_have_count(2)
         assert [s["name"] for s in api(console, "GET", "/api/integrations/mcp", "mia")["servers"]] == ["notes", "open"]
         assert api(console, "GET", "/api/integrations/mcp", "nina")["servers"] == []  # mia's only

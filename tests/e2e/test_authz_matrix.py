@@ -177,15 +177,18 @@ def create_integration(api: Api) -> Ref:
 
 def create_mcp_server(api: Api) -> Ref:
     """One of A's own MCP servers and one of A's own remote A2A agents (their URLs and tokens hold
-    the secret; nothing listens there), and A's webhook of that name."""
+    the secret; nothing listens there), and A's webhook and schedule of that name."""
     for kind in ("mcp", "a2a"):
         resp = api.client.post(f"/api/integrations/{kind}/private-notes", json={
             "url": f"http://127.0.0.1:9/{SECRET}?key={SECRET}", "accessToken": f"tok-{SECRET}"}, headers=ALICE)
         assert resp.status_code == 200, resp.get_json()
         assert SECRET in resp.get_json()["url"] and f"key={SECRET}" not in resp.get_data(as_text=True)
-    # and a webhook of the same name (names live in each user's namespace, per kind)
+    # and a webhook and a schedule of the same name (names live in each user's namespace, per kind)
     resp = api.client.put("/api/agent/webhooks/private-notes", json={
         "url": f"http://127.0.0.1:9/{SECRET}", "events": ["run.*"]}, headers=ALICE)
+    assert resp.status_code == 200, resp.get_json()
+    resp = api.client.put("/api/agent/schedules/private-notes", json={
+        "cron": "0 8 * * *", "prompt": f"brief {SECRET}"}, headers=ALICE)
     assert resp.status_code == 200, resp.get_json()
     return Ref("private-notes", "per_user")
 
@@ -252,6 +255,7 @@ BODIES: dict[str, dict[str, Any]] = {
     "CancelRequest": {"reason": "changed my mind"},
     "CancelRunRequest": {"reason": "changed my mind"},
     "WebhookRequest": {"url": "http://127.0.0.1:9/bob", "events": ["run.*"]},
+    "ScheduleRequest": {"cron": "0 8 * * *", "prompt": "bob's brief"},
     # AG-UI: B's run on A's thread must not supersede A's pause either
     "RunAgentInput": {"threadId": "thread-b", "runId": "agui-run", "forwardedProps": {"supersede": True},
                       "messages": [{"id": "m1", "role": "user", "content": PROBE}]},

@@ -43,7 +43,11 @@ from shared.models.scripted import FunctionModel, call, calls_turn
 from shared.runtime import Runtime, set_runtime
 
 KEY = base64.b64encode(bytes(range(32))).decode()
-SEED = 20261123
+SEED = 20261126
+"""Any fixed seed is as good as another, but which chains the stateful phase explores follows the
+document: when issue 31 added fields (the deployment's MCP servers, error classes) 20261123 no
+longer reached a confirm with a real plan version (its chains cancelled first); 20261126 reaches
+10 (and approve 9 times)."""
 CONFIG: dict[str, Any] = {
     "seed": SEED,
     "request-timeout": 30,

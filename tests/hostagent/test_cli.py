@@ -203,17 +203,18 @@ def test_the_demo_runs_the_launcher_against_either_host(tmp_path: Path, kind: st
     assert records[-1]["outcome"] == "completed"
 
 
-def test_make_host_demo_passes_the_host_of_its_command_line() -> None:
+def test_make_host_demo_passes_the_host_of_its_command_line_or_environment() -> None:
     makefile = (REPO / "Makefile").read_text()
-    assert "host-demo: $(STAMP) $(VENV)/bin/host-agent" in makefile
+    assert "host-demo: $(RUNTIME) $(VENV)/bin/host-agent" in makefile
     assert "$(PY) -m hostagent.demo --host $(DEMO_HOST)" in makefile
     env = {k: v for k, v in os.environ.items() if k != "HOST"}
     dry = [subprocess.run(["make", "-n", "host-demo", *args], cwd=REPO, env={**env, **extra}, capture_output=True,
                           text=True, timeout=RUN_LIMIT_S).stdout
-           for args, extra in (([], {}), (["HOST=alt"], {}), ([], {"HOST": "build-box-7"}))]
+           for args, extra in (([], {}), (["HOST=alt"], {}), ([], {"HOST": "build-box-7"}), ([], {"HOST": "alt"}))]
     assert "-m hostagent.demo --host reference" in dry[0]
     assert "-m hostagent.demo --host alt" in dry[1]
     assert "-m hostagent.demo --host reference" in dry[2]  # a shell's own HOST variable is not a host kind
+    assert "-m hostagent.demo --host alt" in dry[3]  # HOST=alt make host-demo
 
 
 def test_an_unanswered_question_exits_6(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ inline, the final log."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -123,3 +124,30 @@ def test_agent_approvals_lists_the_inbox_and_decides(served: tuple[str, Runtime]
         threading.Event().wait(0.05)
     assert [m.text for m in rt.users.list_memories("alice")] == ["the summary"]
     assert "approved" in agent(url, "approvals", "--status", "decided", answers="")
+
+
+def test_server_and_token_come_from_the_environment_and_the_first_line_says_who(served: tuple[str, Runtime]) -> None:
+    url, _ = served
+    port = url.rsplit(":", 1)[1]
+    base = {k: v for k, v in os.environ.items() if k not in ("AGENT_SERVER", "AGENT_TOKEN", "PORT")}
+    runs = {"env": {**base, "AGENT_SERVER": url, "AGENT_TOKEN": "dev:alice"},
+            "make dev's port": {**base, "PORT": port, "USER": "bob"}}
+    for why, env in runs.items():
+        done = subprocess.run([str(AGENT), "approvals"], env=env, capture_output=True, text=True, timeout=120,
+                              cwd="/", check=False, input="")
+        assert done.returncode == 0, (why, done.stdout + done.stderr)
+        first = done.stdout.splitlines()[0]
+        if why == "env":
+            assert first == f"agent approvals: {url} (AGENT_SERVER) as user alice (AGENT_TOKEN)"
+        else:
+            assert first == f"agent approvals: {url} (default: make dev) as user bob (default: $USER)"
+    flagged = agent(url, "approvals", answers="")
+    assert flagged.splitlines()[0] == f"agent approvals: {url} (--server) as user alice (--token)"
+
+
+def test_agent_plan_prints_each_plan_line_once(served: tuple[str, Runtime]) -> None:
+    url, _ = served
+    out = agent(url, "plan", "Summarise my notes", "--deadline", "2h", answers="add a step to tell the team\ny\ny\n")
+    after = out.split("Refine it in words", 3)[-1]  # what follows the confirmation
+    assert out.count("added task t4: Tell the team") == 1, out
+    assert "plan v1:" not in after and "plan v2:" not in after, after

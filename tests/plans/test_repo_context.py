@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from bench.plan_model import Script, model
+from devfakes.github import FakeGitHub
 from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.connectors import IntegrationTokens
@@ -19,7 +20,6 @@ from shared.durable.dispatcher import RecordingDispatcher
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.agent.conftest import make_settings
-from tests.connectors.fake_github import FakeGitHub
 
 ALICE = {"Authorization": "Bearer dev:alice"}
 REPO = "octo-org/hello-world"

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from devfakes.github import FakeGitHub
 from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.connectors import IntegrationTokens
@@ -30,7 +31,6 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.state.records import UserRecord
 from tests.agent.conftest import make_settings
-from tests.connectors.fake_github import FakeGitHub
 from tests.fakes.fake_gemini import FakeGemini, Received, Reply, call, text, thought
 from tests.sandbox.git_server import GitServer
 from tests.sandbox.support import SandboxProcess

@@ -184,6 +184,44 @@ def test_the_routes_list_and_destroy_only_the_callers_workspaces(client: Any, sa
     assert client.get("/api/agent/containers?limit=3", headers=alice).status_code == 400
 
 
+def test_a_workspaces_files_are_readable_by_its_owner_only(client: Any, sandbox: SandboxProcess) -> None:
+    alice, bob = {"Authorization": "Bearer dev:alice"}, {"Authorization": "Bearer dev:bob"}
+    (mine,) = client.get("/api/agent/containers", headers=alice).get_json()["containers"]
+    wid = mine["containerId"]
+    sandbox.client().exec(wid, "mkdir -p src && echo 'print(1)' > src/app.py && mkdir .git && echo x > .git/HEAD "
+                          "&& ln -s /etc/passwd leak", timeout_s=20)
+    listed = client.get(f"/api/agent/containers/{wid}/files", headers=alice)
+    assert listed.status_code == 200, listed.get_json()
+    assert listed.get_json() == {"ok": True, "containerId": wid, "truncated": False,
+                                 "files": [{"path": "leak", "size": len("/etc/passwd")},
+                                           {"path": "src/app.py", "size": 9}]}
+    one = client.get(f"/api/agent/containers/{wid}/files?path=src/app.py", headers=alice).get_json()
+    assert one["file"] == {"path": "src/app.py", "content": "print(1)\n", "size": 9, "truncated": False,
+                           "binary": False}
+    for bad in ("leak", "../x", "/etc/passwd"):
+        refused = client.get(f"/api/agent/containers/{wid}/files?path={bad}", headers=alice)
+        assert refused.status_code == 400 and refused.get_json()["error"]["code"] == "PATH_REFUSED", bad
+    missing = client.get(f"/api/agent/containers/{wid}/files?path=nope.txt", headers=alice)
+    assert missing.status_code == 404 and missing.get_json()["error"]["code"] == "FILE_NOT_FOUND"
+    other = client.get(f"/api/agent/containers/{wid}/files", headers=bob)
+    assert other.status_code == 404 and other.get_json()["error"]["code"] == "WORKSPACE_NOT_FOUND"
+
+
+def test_erasing_the_users_data_destroys_their_workspaces(client: Any, sandbox: SandboxProcess) -> None:
+    from shared.connectors.sandbox import SandboxError
+
+    alice = {"Authorization": "Bearer dev:alice"}
+    (mine,) = client.get("/api/agent/containers", headers=alice).get_json()["containers"]
+    box = sandbox.client()
+    box.exec(mine["containerId"], "echo private > notes.txt", timeout_s=20)
+    erased = client.delete("/api/agent/me", headers=alice)
+    assert erased.status_code == 200, erased.get_json()
+    assert erased.get_json()["deleted"].get("workspaces") == 1
+    with pytest.raises(SandboxError) as gone:
+        box.info(mine["containerId"])
+    assert gone.value.code == "WORKSPACE_NOT_FOUND"  # files and snapshot, not only the record
+
+
 def test_the_tools_exist_only_with_a_sandbox(store: DocStore, tmp_path: Path) -> None:
     rt = Runtime(make_settings(), store=store, model=ScriptedModel([]), dispatcher=RecordingDispatcher())
     assert not {t.name for t in rt.registry} & {"container_exec", "run_shell_command"}

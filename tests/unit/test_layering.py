@@ -242,7 +242,8 @@ def test_functions_hold_no_business_rule() -> None:
                       "shared.query", "shared.approvals_inbox", "shared.plans.session_follow",
                       "shared.ndjson", "shared.workspaces", "shared.a2a.app",
                       "shared.a2a.asgi_bridge", "shared.a2a.card", "shared.agui.endpoint", "shared.agui.inputs",
-                      "shared.agent.approval_edits", "shared.agent.webhooks", "shared.user_data")
+                      "shared.agent.approval_edits", "shared.agent.webhooks", "shared.user_data",
+                      "shared.agent.schedules")
     for path in (ROOT / "functions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = runtime_imports(tree, "functions")

@@ -20,11 +20,22 @@ export function mountChat() {
   const errors = $('#chat-errors');
   const promptInput = $('#chat-prompt');
   const sendButton = $('#chat-send');
+  const examples = $('#chat-examples');
   let loads = new AbortController();
   let loadedFor = null;
 
+  /** Keep the newest event in sight: the transcript scrolls (and, on a narrow window where it does
+   * not, the page), also when a decided run's resumed answer arrives. */
+  function scrollToEnd() {
+    transcript.scrollTop = transcript.scrollHeight;
+    const last = transcript.lastElementChild;
+    if (last && transcript.scrollHeight <= transcript.clientHeight + 1 && !transcript.closest('.view').hidden) {
+      last.scrollIntoView({block: 'end'});
+    }
+  }
+
   function persist(ev, view) {
-    transcript.scrollTop = transcript.scrollHeight; // keep the newest event in sight
+    scrollToEnd();
     if (!view.runId) return;
     if (ev.type === 'status' && view.threadId && threadInput.value !== view.threadId) {
       threadInput.value = view.threadId;
@@ -121,6 +132,17 @@ export function mountChat() {
     }
   }
 
+  // The first screen: examples to click while the transcript is empty (a tool call, an approval, a plan).
+  const showExamples = () => { examples.hidden = transcript.childElementCount > 0; };
+  new MutationObserver(showExamples).observe(transcript, {childList: true});
+  showExamples();
+  for (const button of examples.querySelectorAll('button.example')) {
+    button.addEventListener('click', () => {
+      promptInput.value = button.dataset.prompt;
+      send();
+    });
+  }
+
   // The values the run request accepts, from the API's own OpenAPI document (suggestions only:
   // anything typed is sent as is and the API answers for it).
   callJson('GET', '/openapi.json', {auth: false}).then((doc) => {
@@ -153,9 +175,14 @@ export function mountChat() {
     show() {
       const active = load('active');
       const thread = (active && active.threadId) || load('thread', '') || '';
-      if (loadedFor === null || loadedFor !== thread) {
+      // A run shown paused may have been decided elsewhere (the Approvals view, another tab): draw
+      // the thread again from the event logs, which follow it into its resumed answer.
+      const paused = transcript.querySelector('.run[data-status="awaiting_confirmation"]');
+      if (loadedFor === null || loadedFor !== thread || paused) {
         threadInput.value = thread;
         loadThread();
+      } else {
+        scrollToEnd(); // hidden, the transcript could not keep its scroll at the newest answer
       }
     },
     userChanged() {

@@ -1,7 +1,8 @@
-// Goals playground: POST /agent/run (seed 000), as the backend calls it (no user token). Each
-// answer's state, with the previewed plan as state.proposed_plan, is what the next message sends.
+// Goals playground: POST /agent/run (seed 000), as the backend calls it (no user token), for the dev
+// user chosen at the top (its userId). Each answer's state, with the previewed plan as
+// state.proposed_plan, is what the next message sends.
 
-import {ApiError, callJson} from '../api.js';
+import {ApiError, callJson, currentUser} from '../api.js';
 import {$, h, json} from '../dom.js';
 import {showError} from '../errors.js';
 
@@ -39,6 +40,8 @@ export function mountGoals() {
     state.value = '';
     log.replaceChildren();
   };
+  const signedIn = () => { user.value = currentUser(); }; // the playground speaks for the dev user chosen at the top
+  signedIn();
   newSession();
 
   async function send() {
@@ -93,5 +96,11 @@ export function mountGoals() {
     newSession();
     message.focus();
   });
-  return {show() {}, userChanged() {}};
+  return {
+    show() {},
+    userChanged() {
+      signedIn();
+      newSession(); // another user's conversation state is not carried over
+    },
+  };
 }

@@ -8,8 +8,10 @@ import {$, clear, h, when} from '../dom.js';
 import {showError} from '../errors.js';
 
 function toolsList(body) {
-  if (!body.available) {
-    return h('p', {class: 'mcp-unavailable hint'}, `tools not available: ${body.error || 'the server could not be listed'}`);
+  if (!body.available) { // why, by class: MCP_AUTH_FAILED, MCP_UNREACHABLE, MCP_TIMEOUT, MCP_PROTOCOL_ERROR
+    return h('p', {class: 'mcp-unavailable hint', 'data-error-code': body.errorCode || ''},
+      body.errorCode ? h('span', {class: 'chip chip-failed mcp-error-code'}, body.errorCode) : null, ' ',
+      `tools not available: ${body.error || 'the server could not be listed'}`);
   }
   if (!body.tools.length) return h('p', {class: 'hint'}, 'no tools');
   return h('ul', {class: 'mcp-tools'}, body.tools.map((t) => h('li', {'data-tool': t.name},
@@ -18,6 +20,17 @@ function toolsList(body) {
       'data-side-effect': String(t.sideEffect)},
     t.sideEffect ? (t.idempotent ? 'side effect (idempotent)' : 'side effect') : 'read-only'), ' ',
     h('span', {class: 'mcp-tool-description'}, t.description))));
+}
+
+/** The deployment's servers (MCP_SERVERS): read-only here, with their tools (listed by the API). */
+function deploymentTable(servers) {
+  return h('section', {class: 'mcp-deployment', 'aria-label': 'Deployment MCP servers'},
+    h('p', {class: 'hint'}, 'The deployment\'s servers (MCP_SERVERS, read-only): their tools join every run.'),
+    h('div', {class: 'table-wrap'}, h('table', {class: 'mcp-table'},
+      h('thead', {}, h('tr', {}, ['name', 'transport', 'URL', 'tools'].map((c) => h('th', {scope: 'col'}, c)))),
+      h('tbody', {}, servers.map((s) => h('tr', {'data-deployment-server': s.name},
+        h('td', {}, s.name), h('td', {}, s.transport), h('td', {class: 'mcp-url'}, s.url || ''),
+        h('td', {class: 'mcp-tools-cell'}, toolsList(s))))))));
 }
 
 export function mountMcpServers() {
@@ -55,6 +68,7 @@ export function mountMcpServers() {
       return;
     }
     clear(status);
+    if (body.deployment && body.deployment.length) status.append(deploymentTable(body.deployment));
     if (!body.servers.length) {
       status.append(h('p', {class: 'hint mcp-none'}, 'No MCP server yet.'));
       return;

@@ -5,10 +5,12 @@
 // The user's sessions are listed from GET /api/agent/sessions (newest first), with their status,
 // re-read while any listed session is still at work and whenever the open session's status changes.
 // A session's plan is one object wherever the API answers it: plan {version, tasks, versions?}.
+// Its tasks' workspaces (GET /api/agent/containers, those of the session's run) link to their files,
+// read-only (GET /api/agent/containers/{id}/files[?path=]).
 
 import {callJson, streamNdjson} from '../api.js';
 import {approvalCard} from '../approval.js';
-import {$, chip, clear, h, json, when} from '../dom.js';
+import {$, append, chip, clear, h, json, when} from '../dom.js';
 import {showError} from '../errors.js';
 
 const ENDED = new Set(['completed', 'rejected', 'failed', 'deadline_exceeded', 'cancelled']);
@@ -189,6 +191,9 @@ export function mountPlans() {
     }
     if (s.status !== 'awaiting_confirmation') {
       body.append(h('h4', {}, 'Tasks'), h('ol', {class: 'tasks'}, s.plan.tasks.map(taskView)));
+      const workspaces = h('div', {class: 'session-workspaces'});
+      body.append(workspaces);
+      showWorkspaces(s, workspaces);
     }
     const versions = s.plan.versions || [];
     body.append(h('details', {class: 'versions', open: versions.length > 1},
@@ -201,6 +206,46 @@ export function mountPlans() {
         h('ol', {}, (s.result.log || []).filter((l) => l.tool !== 'task_done').map((l) => h('li',
           {'data-outcome': l.outcome}, `${l.taskId} · ${l.tool} · ${l.outcome} · ${JSON.stringify(l.arguments)}`)))));
     }
+  }
+
+  function fileBrowser(container) {
+    const view = h('div', {class: 'workspace-files'});
+    const shown = h('pre', {class: 'workspace-file', hidden: true});
+    async function openFile(path) {
+      try {
+        const got = await callJson('GET', `/api/agent/containers/${encodeURIComponent(container.containerId)}/files` +
+          `?path=${encodeURIComponent(path)}`, {signal: loads.signal});
+        shown.hidden = false;
+        shown.dataset.path = path;
+        shown.textContent = got.file.binary ? `(binary, ${got.file.size} bytes)` :
+          got.file.content + (got.file.truncated ? '\n[…]' : '');
+      } catch (exc) { showError(view, exc); }
+    }
+    async function list() {
+      try {
+        const got = await callJson('GET', `/api/agent/containers/${encodeURIComponent(container.containerId)}/files`,
+          {signal: loads.signal});
+        clear(view);
+        append(view, h('ul', {class: 'file-list'}, got.files.map((f) => h('li', {},
+          h('a', {href: '#', 'data-path': f.path, onclick: (e) => { e.preventDefault(); openFile(f.path); }}, f.path),
+          h('span', {class: 'hint'}, ` · ${f.size} B`)))),
+        got.truncated ? h('div', {class: 'hint'}, 'more files not shown') : null, shown);
+      } catch (exc) { showError(view, exc); }
+    }
+    return h('li', {'data-container-id': container.containerId},
+      h('details', {ontoggle: (e) => { if (e.target.open && !view.childElementCount) list(); }},
+        h('summary', {}, h('code', {}, container.containerId), container.repo ? ` · ${container.repo}` : '',
+          container.group ? ` · ${container.group}` : '', ' (files, read-only)'), view));
+  }
+
+  async function showWorkspaces(s, where) {
+    if (!s.runId) return;
+    try {
+      const {containers} = await callJson('GET', '/api/agent/containers', {signal: loads.signal});
+      const mine = containers.filter((c) => c.runId === s.runId);
+      clear(where);
+      if (mine.length) where.append(h('h4', {}, 'Workspaces'), h('ul', {class: 'workspaces'}, mine.map(fileBrowser)));
+    } catch (exc) { showError(where, exc); }
   }
 
   let latest = 0;

@@ -8,7 +8,7 @@ import {showError} from '../errors.js';
 
 function eventText(ev) {
   switch (ev.type) {
-    case 'status': return `${ev.status} (thread ${ev.threadId})`;
+    case 'status': return ev.threadId ? `${ev.status} (thread ${ev.threadId})` : ev.status; // a plan's run has none
     case 'delta':
     case 'thought_delta': return ev.delta;
     case 'tool_call': return `${ev.toolName} ${ev.status}: ${ev.preview}`;
@@ -106,7 +106,7 @@ export function mountRuns() {
       showError(detail, err, `run ${runId}`);
       return;
     }
-    const facts = [['status', chip(run.status)], ['thread', run.threadId], ['host', run.host], ['mode', run.mode || ''],
+    const facts = [['status', chip(run.status)], ...(run.threadId ? [['thread', run.threadId]] : []), ['host', run.host], ['mode', run.mode || ''],
       ['model', run.model], ['steps', run.host === 'plan' ? String(run.steps) : `${run.steps} of ${run.maxSteps}`], ['tools executed', String(run.toolsExecuted)],
       ['last seq', String(run.lastSeq)], ['tokens', usageText(run.usage)], ['estimated cost', `$${run.costUsd}`],
       ['started', when(run.createdAt)], ['updated', when(run.updatedAt)]];

@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.connectors.loopback import LoopbackServer
+from devfakes.loopback import LoopbackServer
 
 
 @dataclass
@@ -209,6 +209,7 @@ def _handler_class(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                 form.update({k: v[0] for k, v in parse_qs(raw.decode()).items()})
             req = Received(http_method=self.command, method=url.path.removeprefix("/api/"), form=form,
                            headers={k.lower(): v for k, v in self.headers.items()}, content_type=content_type)
+            headers: dict[str, str]
             if not url.path.startswith("/api/"):
                 status, payload, headers = 404, {"ok": False, "error": "not_found"}, {}
             else:

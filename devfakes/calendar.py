@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from tests.connectors.loopback import LoopbackServer
+from devfakes.loopback import LoopbackServer
 
 PREFIX = "/calendar/v3/calendars/"
 _EVENT_ID = re.compile(r"[a-v0-9]{5,1024}")

@@ -44,7 +44,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.connectors.loopback import LoopbackServer
+from devfakes.loopback import LoopbackServer
 
 PREFIX = "/gmail/v1/users/me/"
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",

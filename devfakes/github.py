@@ -42,7 +42,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from tests.connectors.loopback import LoopbackServer
+from devfakes.loopback import LoopbackServer
 
 DOCS = "https://docs.github.com/rest"
 LARGE_FILE_BYTES = 1024 * 1024

@@ -1,0 +1,62 @@
+"""A2A push notifications (docs/a2a.md, "Push notifications"): when a run that is an A2A task stops
+(completes, fails, pauses for input), one delivery per push configuration of its task is recorded
+in the stop's commit and published after it, through the webhook delivery machinery
+(``shared/delivery``: at least once, retried on the Standard Webhooks schedule). The body is a
+``StreamResponse`` holding the task as of that stop; the configuration's ``token`` goes in
+``X-A2A-Notification-Token`` and its ``authentication`` (scheme, credentials) in ``Authorization``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING
+
+from shared.a2a import convert
+from shared.state.a2a_tasks_repo import A2aTasksRepo
+from shared.state.deliveries_repo import DeliveryRecord
+
+if TYPE_CHECKING:
+    from shared.delivery.sender import Deliverer
+    from shared.loop.context import RunContext
+    from shared.state.records import RunResult
+
+THREAD_PREFIX = "a2a_"
+"""The threads of A2A contexts (``convert.thread_for``): only their runs can be tasks."""
+TOKEN_HEADER = "X-A2A-Notification-Token"
+
+
+def announce(ctx: RunContext, result: RunResult, deliverer: Deliverer) -> list[str]:
+    """Record (in the run's next commit) a delivery per push configuration of the run's task; the ids
+    to publish after the commit. Runs outside A2A contexts cost nothing (no read)."""
+    run = ctx.run
+    if not run.thread_id.startswith(THREAD_PREFIX):
+        return []
+    from a2a.types import a2a_pb2 as pb
+    from google.protobuf.json_format import MessageToDict
+
+    tasks = A2aTasksRepo(ctx.services.runs.store)
+    doc = tasks.get(run.uid, run.run_id)
+    configs = tasks.list_push_configs(run.uid, run.run_id) if doc is not None else []
+    if doc is None or not configs:
+        return []
+    pending = [a.approval_id for a in (result.approvals or ([result.approval] if result.approval else []))]
+    stopped = run.model_copy(update={"status": result.status, "result": result, "error": result.error,
+                                     "pending_approval_ids": pending, "updated_at": time.time()})
+    task = convert.task_of(doc, stopped)
+    body = json.dumps(MessageToDict(pb.StreamResponse(task=task)), ensure_ascii=False, separators=(",", ":"))
+    ids: list[str] = []
+    for config in configs:
+        headers: dict[str, str] = {}
+        if config.get("token"):
+            headers[TOKEN_HEADER] = str(config["token"])
+        auth = config.get("authentication") or {}
+        if auth.get("scheme") and auth.get("credentials"):
+            headers["Authorization"] = f"{auth['scheme']} {auth['credentials']}"
+        record = DeliveryRecord(delivery_id=ctx.services.new_id("msg"), uid=run.uid,
+                                target=f"a2a:{run.run_id}", url=str(config.get("url")), event_type="a2a.task",
+                                body=body, secret_name="", subject=run.run_id, headers=headers,
+                                created_at=time.time())
+        ctx.write(*deliverer.recorded(record))
+        ids.append(record.delivery_id)
+    return ids

@@ -1,0 +1,220 @@
+"""Scheduled runs (docs/run-control.md, "Schedules").
+
+A tick (``schedule_tick``: Cloud Scheduler → Pub/Sub → the ``resume`` function every minute in
+production; ``make dev``'s ticker thread through the same dispatcher and router) finds the
+schedules whose next occurrence has come. For each, one commit moves the schedule to its next
+occurrence and records a ``schedule_fire`` outbox entry named by the schedule and the occurrence;
+the fire message then starts the run with the Idempotency-Key ``schedule-{id}-{occurrence}`` and
+records the occurrence with the run, in the run's own transaction. So a tick delivered twice finds
+nothing due the second time, and a fire message delivered twice answers the run the first one
+started: one run per occurrence. Missed occurrences (no tick for a while) start one run, for the
+latest; earlier ones are skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.agent.webhooks import named
+from shared.api import ID_PATTERN, MAX_PROMPT_CHARS, RunRequest
+from shared.durable.kinds import SCHEDULE_FIRE
+from shared.durable.messages import WorkMessage
+from shared.durable.router import Disposition
+from shared.errors import Conflict, InvalidInput, NotFound
+from shared.loop.context import Services
+from shared.responses import ResponseBody
+from shared.schedules.cron import next_after, parse_cron, zone
+from shared.state.docstore import PreconditionFailed
+from shared.state.schedules_repo import MAX_SCHEDULES_PER_USER, ScheduleRecord, SchedulesRepo, schedule_id
+from shared.wire import NOT_BLANK_PATTERN, UtcTime
+
+log = logging.getLogger("agent_runtime.schedules")
+MAX_RUNS_LISTED = 100
+TICK_DUE_LIMIT = 200
+
+
+def schedule_name(segment: str) -> str:
+    """The ``{name}`` of ``/api/agent/schedules/{name}``."""
+    return named(segment, "schedule", "INVALID_SCHEDULE_NAME")
+
+
+class ScheduleRequest(BaseModel):
+    """Body of ``PUT /api/agent/schedules/{name}`` (unknown fields refused)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    cron: str = Field(min_length=9, max_length=200, description="five fields: minute hour day-of-month month "
+                                                                "day-of-week, e.g. '0 8 * * 1-5'")
+    timezone: str = Field(default="UTC", min_length=1, max_length=64, description="an IANA name, e.g. Europe/Paris")
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, json_schema_extra={"pattern": NOT_BLANK_PATTERN},
+                        description="what each run is asked")
+    threadId: str | None = Field(default=None, pattern=ID_PATTERN,
+                                 description="runs on this thread (its history); absent: a new thread each run")
+    multitaskStrategy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
+        default="enqueue", description="when the thread is busy at an occurrence (enqueue by default)")
+
+
+class ScheduleBody(ResponseBody):
+    name: str
+    declared: bool = True
+    cron: str | None = None
+    timezone: str | None = None
+    prompt: str | None = None
+    threadId: str | None = None
+    multitaskStrategy: str | None = None
+    nextRunAt: UtcTime | None = None
+    updatedAt: UtcTime | None = None
+
+
+class ScheduleResponse(ScheduleBody):
+    ok: bool = True
+
+
+class SchedulesResponse(ResponseBody):
+    ok: bool = True
+    schedules: list[ScheduleBody]
+
+
+class ScheduleRemovedResponse(ResponseBody):
+    ok: bool = True
+    name: str
+    removed: bool
+
+
+class ScheduleRunBody(ResponseBody):
+    occurrence: UtcTime
+    runId: str
+    status: str | None = None
+
+
+class ScheduleRunsResponse(ResponseBody):
+    ok: bool = True
+    name: str
+    runs: list[ScheduleRunBody]
+
+
+def _body(r: ScheduleRecord) -> ScheduleBody:
+    return ScheduleBody(name=r.name, cron=r.cron, timezone=r.timezone, prompt=r.prompt, threadId=r.thread_id,
+                        multitaskStrategy=r.multitask_strategy, nextRunAt=r.next_run_at, updatedAt=r.updated_at)
+
+
+def _fire_id(sid: str, occurrence: float) -> str:
+    return f"{sid}.{int(occurrence)}"
+
+
+class Schedules:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.repo = SchedulesRepo(services.runs.store)
+
+    # ---- the API ------------------------------------------------------------------------------
+    def put(self, uid: str, name: str, request: ScheduleRequest, *, at: float | None = None) -> ScheduleBody:
+        cron, tz = parse_cron(request.cron), zone(request.timezone)
+        RunRequest(prompt=request.prompt)  # the prompt a run will get is valid
+        existing = self.repo.get(uid, name)
+        if existing is None and len(self.repo.list_for(uid)) >= MAX_SCHEDULES_PER_USER:
+            raise Conflict(f"at most {MAX_SCHEDULES_PER_USER} schedules per user; delete one first",
+                           code="TOO_MANY_SCHEDULES")
+        record = ScheduleRecord(schedule_id=schedule_id(uid, name), uid=uid, name=name, cron=request.cron,
+                                timezone=request.timezone, prompt=request.prompt, thread_id=request.threadId,
+                                multitask_strategy=request.multitaskStrategy,
+                                next_run_at=next_after(cron, tz, time.time() if at is None else at),
+                                created_at=existing[0].created_at if existing else time.time())
+        self.repo.put(record)
+        return _body(record)
+
+    def get(self, uid: str, name: str) -> ScheduleBody:
+        got = self.repo.get(uid, name)
+        return ScheduleBody(name=name, declared=False) if got is None else _body(got[0])
+
+    def listed(self, uid: str) -> list[ScheduleBody]:
+        return [_body(r) for r in self.repo.list_for(uid)]
+
+    def delete(self, uid: str, name: str) -> bool:
+        return self.repo.delete(uid, name)
+
+    def runs(self, uid: str, name: str, limit: int = MAX_RUNS_LISTED) -> ScheduleRunsResponse:
+        """The runs the schedule started, newest first (each with its status now)."""
+        got = self.repo.get(uid, name)
+        if got is None:
+            return ScheduleRunsResponse(name=name, runs=[])
+        listed = self.repo.runs(got[0].schedule_id, limit)
+        out: list[ScheduleRunBody] = []
+        for r in listed:
+            snap = self.services.runs.get_run(r.run_id)
+            out.append(ScheduleRunBody(occurrence=r.occurrence, runId=r.run_id,
+                                       status=snap.run.status if snap is not None else None))
+        return ScheduleRunsResponse(name=name, runs=out)
+
+    # ---- ticks and fires ----------------------------------------------------------------------------
+    def tick(self, at: float) -> int:
+        """Handle a tick at ``at``: every due schedule moves to its next occurrence and records the
+        fire of this one (one commit each); the fires are published after. Returns how many."""
+        outbox = self.services.outbox
+        fired: list[str] = []
+        for record in self.repo.due(at, TICK_DUE_LIMIT):
+            got = self.repo.get_by_id(record.schedule_id)
+            if got is None or got[0].next_run_at > at:
+                continue
+            record, token = got
+            occurrence = record.next_run_at
+            try:
+                record.next_run_at = next_after(parse_cron(record.cron), zone(record.timezone), at)
+            except InvalidInput:
+                log.error("a stored schedule cannot be evaluated", extra={"fields": {"scheduleId": record.schedule_id}})
+                continue
+            record.last_occurrence = occurrence
+            fire = _fire_id(record.schedule_id, occurrence)
+            message = WorkMessage(kind=SCHEDULE_FIRE, unitId=fire, uid=record.uid)
+            try:
+                self.services.runs.store.commit([*self.repo.advance_writes(record, token),
+                                                 outbox.record(message, f"fire-{fire}")])
+            except PreconditionFailed:
+                continue  # another tick moved it
+            fired.append(f"fire-{fire}")
+        for entry_id in fired:
+            outbox.deliver(entry_id)
+        return len(fired)
+
+    def fire(self, message: WorkMessage) -> Disposition:
+        """Start (and drive, when it starts at once) the run of one occurrence."""
+        if message.unitId is None or "." not in message.unitId:
+            return "done"
+        sid, _, minute = message.unitId.rpartition(".")
+        got = self.repo.get_by_id(sid)
+        if got is None or got[0].uid != message.uid:
+            return "done"  # deleted since
+        record = got[0]
+        occurrence = float(minute)
+        request = RunRequest(prompt=record.prompt, threadId=record.thread_id,
+                             multitaskStrategy=record.multitask_strategy)
+        from shared.agent.service import AgentService
+
+        service = AgentService(self.services)
+        try:
+            started = service.start(record.uid, request, idempotency_key=f"schedule-{_fire_id(sid, occurrence)}",
+                                    extra_writes=lambda run_id: [self.repo.run_write(sid, occurrence, run_id)])
+        except (Conflict, NotFound, InvalidInput) as exc:
+            log.warning("a scheduled run was refused: %s", exc.code, extra={"fields": {"scheduleId": sid}})
+            return "done"
+        if started.outcome.created and not started.outcome.queued:
+            service.run(service.context(started))
+        return "done"
+
+
+def tick_time(message: WorkMessage) -> float:
+    """The tick's time: ``unitId`` ``t<epoch minute>`` when the publisher says it (``make dev``,
+    tests), else the minute the message is handled in (Cloud Scheduler's fixed message)."""
+    if message.unitId and message.unitId.startswith("t") and message.unitId[1:].isdigit():
+        return int(message.unitId[1:]) * 60.0
+    return float(int(time.time() // 60) * 60)
+
+
+def tick_message(at: float) -> WorkMessage:
+    from shared.durable.kinds import SCHEDULE_TICK
+
+    return WorkMessage(kind=SCHEDULE_TICK, unitId=f"t{int(at // 60)}")

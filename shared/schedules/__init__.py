@@ -1,0 +1,1 @@
+"""Scheduled runs (docs/run-control.md, "Schedules"): cron expressions and their occurrences."""
