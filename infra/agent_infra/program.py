@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import pulumi
 
-from agent_infra import apis, config, database, functions, hostagent, iam, messaging, sandbox, scheduler, secrets
+from agent_infra import (
+    apis,
+    config,
+    database,
+    functions,
+    hostagent,
+    iam,
+    messaging,
+    monitoring,
+    sandbox,
+    scheduler,
+    secrets,
+)
 
 
 def build() -> dict[str, pulumi.Resource]:
@@ -37,6 +49,8 @@ def build() -> dict[str, pulumi.Resource]:
     sweep = scheduler.create_sweep_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
     scheduler.create_schedule_tick_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
     host_agent = hostagent.create_host_agent(cfg, stored, enabled)
+    watch = monitoring.create_monitoring(cfg, [services["logging.googleapis.com"],
+                                               services["monitoring.googleapis.com"], *fns.values()])
 
     pulumi.export("environment", cfg.environment)
     pulumi.export("urls", {name: fn.service_config.apply(lambda sc: sc.uri if sc else None)
@@ -48,6 +62,7 @@ def build() -> dict[str, pulumi.Resource]:
     pulumi.export("sweepJob", sweep.name)
     pulumi.export("hostAgentJob", host_agent.job.name)
     pulumi.export("hostAgentLogBucket", host_agent.logs.name)
+    pulumi.export("dashboard", watch.dashboard.id)
     pulumi.export("sandboxUrl", box.url)
     pulumi.export("workspaceSnapshotBucket", box.snapshots.name)
     return dict(fns)

@@ -8,85 +8,40 @@ runs of one user overshoot the daily cap by at most one call each."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
+from bench.budget_reliability import STEPS, World
 from devserver import create_app
 from shared.api import ApproveRequest, RunRequest
 from shared.auth import LocalAuthenticator
 from shared.durable.dispatcher import RecordingDispatcher
-from shared.models.base import ModelRequest, ModelResponse
-from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
 from shared.state import paths
 from shared.state.docstore import DocStore
-from shared.tools import default_registry
-from shared.tools.context import ToolContext
-from shared.tools.registry import ToolRegistry
-from shared.usage.figures import Usage
 from tests.agent.conftest import make_settings
+from tests.plans.test_sessions_http import deliver
 
 ALICE = {"Authorization": "Bearer dev:alice"}
-MODEL = "gemini-3-flash-preview"  # priced: input 0.50, output 3.00 USD per million tokens
-STEPS = 6
 
 
-class Counter:
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-        self.tools: list[str] = []
-        self.lock = threading.Lock()
+def runtime(store: DocStore, **settings: Any) -> tuple[Runtime, World]:
+    """Runs that call ``count_step`` STEPS - 1 times, then answer; each model call reports 400 input
+    and 60 output tokens (0.00038 USD) and never crashes (bench/budget_reliability.py's world)."""
+    world = World(crash_share=0.0, seed=0)
+    config = make_settings(model_max_output_tokens=200, **settings)
+    rt = Runtime(config, store=store, model=world.model(config), registry=world.registry(),
+                 authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
+    return rt, world
 
 
-def registry(counter: Counter) -> ToolRegistry:
-    reg = default_registry()
-
-    @reg.tool(side_effect=False)
-    def count_step(ctx: ToolContext, run: str, n: int) -> dict[str, Any]:
-        """Record that step n of a run ran.
-
-        Args:
-            run: The run's label.
-            n: The step number.
-        """
-        with counter.lock:
-            counter.tools.append(f"{run}:{n}")
-        return {"done": n}
-
-    return reg
-
-
-def model(counter: Counter) -> FunctionModel:
-    """Calls ``count_step`` STEPS - 1 times, then answers; each call reports 400 input and 60 output
-    tokens (0.00038 USD)."""
-
-    def answer(request: ModelRequest) -> ModelResponse:
-        label = (request.turns[0].parts[0].text or "").split()[-1]
-        done = sum(1 for t in request.turns for p in t.parts if p.function_response is not None)
-        with counter.lock:
-            counter.calls.append(f"{label}:{done}")
-        turn = calls_turn(call("count_step", {"run": label, "n": done + 1})) if done < STEPS - 1 \
-            else text_turn(f"finished {label}")
-        return ModelResponse(turn=turn, finish_reason="STOP", usage=Usage(
-            requests=1, input_tokens=400, output_tokens=60, total_tokens=460))
-
-    return FunctionModel(answer, name=MODEL)
-
-
-def runtime(store: DocStore, counter: Counter, **settings: Any) -> Runtime:
-    rt = Runtime(make_settings(model_max_output_tokens=200, **settings), store=store, model=model(counter),
-                 registry=registry(counter), authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
-    return rt
-
-
-def deliver(rt: Runtime) -> None:
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
-    while msgs := d.take():
-        for m in msgs:
-            rt.router.handle(m)
+def once_each(world: World, label: str, steps: int) -> bool:
+    """Every model call and tool call of ``label`` made exactly once, none beyond ``steps``."""
+    return (world.model_calls == Counter({f"{label}:{i}": 1 for i in range(steps)})
+            and world.executions == Counter({f"{label}:{i}": 1 for i in range(1, steps)}))
 
 
 def decide(rt: Runtime, approval_id: str, decision: str) -> None:
@@ -102,8 +57,7 @@ def inbox(client: FlaskClient) -> list[dict[str, Any]]:
 
 
 def test_a_run_budget_pauses_and_approving_goes_on_exactly_where_it_stopped(docstore: DocStore) -> None:
-    counter = Counter()
-    rt = runtime(docstore, counter)
+    rt, world = runtime(docstore)
     set_runtime(rt)
     try:
         client = create_app().test_client()
@@ -133,34 +87,30 @@ def test_a_run_budget_pauses_and_approving_goes_on_exactly_where_it_stopped(docs
         set_runtime(None)
     assert run["status"] == "completed", run
     assert pauses >= 1 and run["budgetUsd"] > 0.002
-    # exactly where it stopped: every model call and tool call once, in order
-    assert counter.calls == [f"r1:{i}" for i in range(STEPS)]
-    assert counter.tools == [f"r1:{i}" for i in range(1, STEPS)]
+    assert once_each(world, "r1", STEPS)  # exactly where it stopped: every model call and tool call once
     entries = rt.usage.for_unit("alice", run_id)
     assert len(entries) == STEPS and run["costUsd"] == pytest.approx(sum(e.cost_usd for e in entries))
 
 
 def test_rejecting_a_budget_approval_ends_the_run_with_its_work_kept(docstore: DocStore) -> None:
-    counter = Counter()
-    rt = runtime(docstore, counter)
+    rt, world = runtime(docstore)
     started = rt.agent.start("alice", RunRequest(prompt="count r2", budgetUsd=0.008))
     result = rt.agent.run(rt.agent.context(started))
     assert result.status == "awaiting_confirmation" and result.approval is not None
     assert "spent" in result.approval.preview
-    done_before = list(counter.tools)
+    done_before = Counter(world.executions)
     decide(rt, result.approval.id, "reject")
     deliver(rt)
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None and snap.run.status == "failed" and snap.run.error is not None
     assert snap.run.error.code == "BUDGET_EXCEEDED" and "work done so far is kept" in snap.run.error.message
-    assert counter.tools == done_before and done_before  # nothing more ran, nothing was undone
-    assert len(counter.calls) == len(done_before)  # the call the budget stopped was never made
+    assert world.executions == done_before and done_before  # nothing more ran, nothing was undone
+    assert sum(world.model_calls.values()) == len(done_before)  # the call the budget stopped was never made
 
 
 def test_concurrent_runs_of_a_user_overshoot_the_daily_cap_by_at_most_one_call_each(docstore: DocStore) -> None:
-    counter = Counter()
     cap = 0.015  # each call is reserved at ~0.0073 (the prompt estimate and 200 output tokens) and costs 0.00038
-    rt = runtime(docstore, counter, budget_user_daily_usd=cap)
+    rt, _ = runtime(docstore, budget_user_daily_usd=cap)
     results: list[Any] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
