@@ -215,7 +215,7 @@ SANDBOX_SNAPSHOTS = Path("var") / "sandbox-snapshots"
 def start_local_sandbox(snapshot_dir: Path = SANDBOX_SNAPSHOTS, timeout_s: float = 30.0) -> subprocess.Popen[bytes]:
     """``make dev``'s sandbox service (docs/workspaces.md) as a child process on a free loopback port,
     with a fresh key; sets ``SANDBOX_URL`` and ``SANDBOX_KEY`` for this process (the workspace tools
-    then join the registry). Its workspaces live under a new 0711 directory in /tmp (the workspace
+    then join the registry). Its workspaces live under /tmp/agent-sandbox-<uid> (0711: the workspace
     uids must reach it), its snapshots in ``snapshot_dir``. The caller stops it."""
     import socket
     import urllib.request
@@ -223,7 +223,11 @@ def start_local_sandbox(snapshot_dir: Path = SANDBOX_SNAPSHOTS, timeout_s: float
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    root = tempfile.mkdtemp(prefix="agent-sandbox-", dir="/tmp")  # not under TMPDIR: it may be 0700
+    # One directory per OS user, reused by every start (each service mounts its workspaces in its own
+    # mount namespace, so concurrent ones never see each other's files); not under TMPDIR, which
+    # may be 0700: the workspace uids must pass through it.
+    root = f"/tmp/agent-sandbox-{os.getuid()}"
+    os.makedirs(root, mode=0o711, exist_ok=True)
     os.chmod(root, 0o711)
     key = secrets.token_urlsafe(24)
     env = {"PATH": os.defpath, "PORT": str(port), "SANDBOX_KEY": key,

@@ -25,7 +25,7 @@ from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Write
 from shared.state.records import UsageEntry
 from shared.state.usage_repo import UsageRepo
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 
 EARLIER_RUNS = 5000
 LEDGER_ENTRIES = 2000

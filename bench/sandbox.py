@@ -28,14 +28,30 @@ from tests.sandbox.support import SandboxProcess, StorageEmulator
 EXEC_P50_TARGET_MS = 30.0
 FILES = 2000
 FILE_BYTES = 5000
-# 2,000 files of 5,000 bytes (~10 MB): base64 text of random bytes, in 40 folders, like a source tree
-# that compresses a little (source compresses better: this is the costly end).
-MAKE_TREE = ("python3 -c \"import base64, os\n"
-             f"for i in range({FILES}):\n"
-             "    d = 'src/pkg%%02d' %% (i %% 40)\n"
-             "    os.makedirs(d, exist_ok=True)\n"
-             "    data = base64.b64encode(os.urandom(%d)).decode()\n"
-             "    open('%%s/m%%04d.py' %% (d, i), 'w').write(data)\"") % (FILE_BYTES * 3 // 4)
+# 2,000 files of ~5,000 bytes (~10 MB) in 40 folders. ``random``: base64 text of random bytes (the
+# costly end: gzip gains little and spends the most); ``source``: Python-like lines with varying
+# names and numbers (compresses like real code).
+_RANDOM = f"""
+import base64, os
+for i in range({FILES}):
+    d = "src/pkg%02d" % (i % 40)
+    os.makedirs(d, exist_ok=True)
+    open("%s/m%04d.py" % (d, i), "w").write(base64.b64encode(os.urandom({FILE_BYTES * 3 // 4})).decode())
+"""
+_SOURCE = f"""
+import os, random
+r = random.Random(7)
+line = "def handle_%d(value_%d, limit=%d):\\n    return value_%d * %d if value_%d < limit else None\\n\\n"
+for i in range({FILES}):
+    d = "src/pkg%02d" % (i % 40)
+    os.makedirs(d, exist_ok=True)
+    text = ""
+    while len(text) < {FILE_BYTES}:
+        n = r.randrange(10**6)
+        text += line % (n, n, r.randrange(999), n, r.randrange(99), n)
+    open("%s/m%04d.py" % (d, i), "w").write(text)
+"""
+TREES = {name: f"python3 - <<'PY'\n{code}\nPY\n" for name, code in (("random", _RANDOM), ("source", _SOURCE))}
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -75,19 +91,20 @@ def exec_figures(box: SandboxProcess, tmp: Path, n: int) -> dict[str, Any]:
                     "the change check (no snapshot: nothing changed); tool_path adds the store read and write"}
 
 
-def snapshot_figures(tmp: Path, label: str, where: dict[str, Any], repeats: int) -> dict[str, Any]:
+def snapshot_figures(tmp: Path, label: str, where: dict[str, Any], repeats: int,
+                     tree: str = "random") -> dict[str, Any]:
     box = SandboxProcess.start(tmp / f"snap-{label}", **where)
     wid = "ws_" + secrets.token_hex(10)
     snaps: list[float] = []
     try:
         client = box.client()
         client.create(wid)
-        made = client.exec(wid, MAKE_TREE, timeout_s=120)
+        made = client.exec(wid, TREES[tree], timeout_s=120)
         assert made.exit_code == 0, made
         size = made.snapshot_bytes
         for i in range(repeats):
             snaps.append(float(client.exec(wid, f"echo {i} > touched", timeout_s=30).snapshot_ms))
-        tree = client.info(wid)["diskBytes"]
+        used = client.info(wid)["diskBytes"]
     finally:
         box.stop()
     restores: list[float] = []
@@ -104,7 +121,7 @@ def snapshot_figures(tmp: Path, label: str, where: dict[str, Any], repeats: int)
             restores.append(first - warm)
         finally:
             fresh.stop()
-    return {"files": FILES, "workspace_bytes": tree, "archive_bytes": size, "repeats": repeats,
+    return {"tree": tree, "files": FILES, "workspace_bytes": used, "archive_bytes": size, "repeats": repeats,
             "snapshot_ms_median": round(statistics.median(snaps), 1), "snapshot_ms_max": round(max(snaps), 1),
             "restore_ms_median": round(statistics.median(restores), 1), "restore_ms_max": round(max(restores), 1),
             "what": "snapshot: pack (tar, gzip level 1) and write after a change, measured by the service; restore: "
@@ -120,12 +137,13 @@ def figures(quick: bool = False) -> dict[str, Any]:
         box.stop()
     repeats = 2 if quick else 5
     local = snapshot_figures(tmp, "local", {"snapshot_dir": tmp / "snapshots"}, repeats)
+    source = snapshot_figures(tmp, "local-source", {"snapshot_dir": tmp / "snapshots"}, repeats, tree="source")
     emulator = StorageEmulator.start(tmp)
     try:
         gcs = snapshot_figures(tmp, "gcs", {"env": emulator.env()}, repeats)
     finally:
         emulator.stop()
-    return {"container_exec_true": execs, "snapshot_2000_files": {"local_dir": local,
+    return {"container_exec_true": execs, "snapshot_2000_files": {"local_dir": local, "local_dir_source_like": source,
                                                                   "cloud_storage_emulator": gcs}}
 
 

@@ -43,7 +43,6 @@ from shared.connectors.user_mcp import (
     McpServerResponse,
     McpServersResponse,
     UserMcpServers,
-    deployment_servers,
     server_name,
 )
 from shared.errors import Unavailable
@@ -100,6 +99,8 @@ def _mcp_servers(rt: Runtime) -> UserMcpServers:
 
 
 def list_mcp_servers(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.tools.mcp_tools import deployment_servers
+
     rt, uid = caller(request)
     return json_response(McpServersResponse(servers=_mcp_servers(rt).statuses(uid),
                                             deployment=deployment_servers(rt.settings)).to_json())
@@ -130,7 +131,9 @@ def disconnect_mcp_server(request: flask.Request, path: Mapping[str, str]) -> fl
 def list_mcp_server_tools(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     """The server's tools as the caller's runs see them (the listing cache; at most ``MCP_TIMEOUT_S``)."""
     rt, uid = caller(request)
-    return json_response(_mcp_servers(rt).tools(uid, server_name(path["name"]), rt.settings).to_json())
+    from shared.tools.mcp_tools import listed_tools
+
+    return json_response(listed_tools(_mcp_servers(rt), uid, server_name(path["name"]), rt.settings).to_json())
 
 
 # ---- a user's own remote A2A agents (/api/integrations/a2a/{name}) -------------------------------

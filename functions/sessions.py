@@ -22,7 +22,7 @@ from shared.web import SSE_RETRY_MS, json_response, ndjson_response, read_json_b
 
 
 def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import session_handlers as api
+    from shared import session_handlers as api
 
     rt, uid = caller(request)
     query = params(request)
@@ -30,7 +30,7 @@ def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Resp
 
 
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import session_handlers as api
+    from shared import session_handlers as api
 
     rt, uid = caller(request)
     created = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes))
@@ -38,14 +38,14 @@ def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def get_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import session_handlers as api
+    from shared import session_handlers as api
 
     rt, uid = caller(request)
     return json_response(api.view(rt, uid, path["sessionId"]).to_json())
 
 
 def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans.session_follow import follow_session
+    from shared.session_follow import follow_session
 
     rt, uid = caller(request)
     events = follow_session(rt, uid, path["sessionId"], resume_after(request), follow=params(request)["follow"])
@@ -55,7 +55,7 @@ def session_events(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import session_handlers as api
+    from shared import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -63,7 +63,7 @@ def refine_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
 
 
 def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import session_handlers as api
+    from shared import session_handlers as api
 
     rt, uid = caller(request)
     body = read_json_body(request, rt.settings.max_body_bytes)
@@ -71,7 +71,7 @@ def confirm_session(request: flask.Request, path: Mapping[str, str]) -> flask.Re
 
 
 def cancel_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.plans import session_handlers as api
+    from shared import session_handlers as api
 
     rt, uid = caller(request)
     # The body is optional (no body, ``{}`` or ``{"reason"}``); read through the stream like every

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from shared.wire import NOT_BLANK_PATTERN, is_blank
 
@@ -37,6 +37,19 @@ class AttachedContextItem(_Strict):
     meta: dict[str, Any] | None = None
 
 
+MAX_CLIENT_TOOLS = 20
+
+
+class ClientTool(_Strict):
+    """A tool the client declares and runs itself (an AG-UI frontend tool): the model may call it;
+    the run then pauses until the client sends the call's result (docs/ag-ui.md)."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    description: str = Field(min_length=1, max_length=2000)
+    parameters: dict[str, Any] | None = None
+    """A JSON Schema object of the call's arguments (absent: none)."""
+
+
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 """What a run does when its thread is busy (docs/run-control.md): ``reject`` (the default: 409
 ``RUN_ACTIVE`` / ``APPROVAL_PENDING``), ``enqueue`` (queued behind the thread's runs, in arrival
@@ -63,6 +76,8 @@ class RunRequest(_Strict):
     """What the user is doing (seed 003 §4.1): its guidance goes into the system instruction."""
     entityId: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_/-]{1,256}$")
     """The project (or ``projectId/taskId``) the request is about, for ``project``/``task`` contexts."""
+    clientTools: list[ClientTool] = Field(default_factory=list, max_length=MAX_CLIENT_TOOLS)
+    """Tools the client runs itself (AG-UI ``tools``): a call pauses the run for the client's result."""
     budgetUsd: float | None = Field(default=None, gt=0, le=10_000)
     """The estimated cost the run's model calls may reach before it pauses with a budget approval
     (docs/budgets.md)."""
@@ -111,11 +126,12 @@ class ApproveRequest(_Strict):
     """Approve with edits: the call runs with these arguments instead of the model's (validated
     against the tool's schema, decided by policy again; only with ``decision: approve``)."""
 
-    @model_validator(mode="after")
-    def _edits_only_when_approving(self) -> ApproveRequest:
-        if self.arguments is not None and self.decision != "approve":
+    @field_validator("arguments")
+    @classmethod
+    def _edits_only_when_approving(cls, v: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        if v is not None and info.data.get("decision") != "approve":
             raise ValueError("arguments (edits) go only with decision approve")
-        return self
+        return v
 
 
 class CancelRunRequest(_Strict):

@@ -63,6 +63,10 @@ class Principal:
     email: str | None = None
     claims: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
+    def is_admin(self, admin_uids: tuple[str, ...]) -> bool:
+        """The admin role: a uid the deployment names (``ADMIN_UIDS``) or make dev's ``dev-admin:`` token."""
+        return self.uid in admin_uids or (self.claims.get("admin") is True and self.claims.get("dev") is True)
+
 
 class Authenticator(Protocol):
     def authenticate(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> Principal:
@@ -109,6 +113,9 @@ class LocalAuthenticator:
             raise Unauthenticated("Missing credentials: local mode expects 'Authorization: Bearer dev:<uid>' "
                                   f"(or the {SESSION_COOKIE_NAME} cookie dev:<uid>)")
         prefix, sep, uid = token.partition(":")
+        if prefix == "dev-admin" and sep and _DEV_UID.fullmatch(uid):
+            # make dev's admin principal (the admin API): its own uid, never a user's.
+            return Principal(uid=f"admin.{uid}", claims=MappingProxyType({"sub": uid, "dev": True, "admin": True}))
         if prefix != "dev" or not sep or not _DEV_UID.fullmatch(uid):
             raise Unauthenticated(
                 "Invalid dev token: expected 'Bearer dev:<uid>' with a uid of 1-128 characters [A-Za-z0-9_.@-]")

@@ -306,6 +306,10 @@ class Settings:
     # Per-user limits (docs/limits.md); 0 turns a limit off.
     limit_requests_per_minute: int = 600
     """Authenticated API requests per user per minute (fixed one-minute windows)."""
+    admin_uids: tuple[str, ...] = ()
+    """``ADMIN_UIDS``: comma-separated uids of the principals with the admin role (the admin API,
+    ``/api/admin/users/{uid}``); the stack config's ``adminUids`` in production. ``make dev`` also
+    takes a ``dev-admin:<name>`` token."""
     limit_active_runs: int = 10
     """Chat runs a user may have not yet completed or failed (paused for approval included)."""
     limit_active_sessions: int = 5
@@ -434,6 +438,7 @@ class Settings:
                                  if os.environ.get(f"MODEL_PROFILE_{p.upper()}", "").strip()),
             model_prices=_prices("MODEL_PRICES"),
             limit_requests_per_minute=_limit("LIMIT_REQUESTS_PER_MINUTE", 600),
+            admin_uids=tuple(u.strip() for u in os.environ.get("ADMIN_UIDS", "").split(",") if u.strip()),
             limit_active_runs=_limit("LIMIT_ACTIVE_RUNS", 10),
             limit_active_sessions=_limit("LIMIT_ACTIVE_SESSIONS", 5),
             limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),

@@ -47,6 +47,13 @@ class Unauthenticated(DomainError):
     code = "UNAUTHENTICATED"
 
 
+class Forbidden(DomainError):
+    """The caller is authenticated but lacks the role the operation needs (``ADMIN_ONLY``). Never
+    used for another user's object: that answers 404 like a missing one."""
+
+    code = "FORBIDDEN"
+
+
 class NotFound(DomainError):
     """No such object for this caller (another user's objects are not found either)."""
 

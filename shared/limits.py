@@ -55,6 +55,14 @@ class Limits:
         self.clock = clock
         self._local = _LocalWindows()
 
+    def _for_user(self, uid: str, name: str, default: int) -> int:
+        """The deployment's limit, or the user's own (set by the admin API; 0: off for the user). A
+        limit the deployment turned off (0) stays off and costs nothing; otherwise one more read."""
+        if default <= 0:
+            return default
+        own = self.repo.user_limit(uid, name)
+        return default if own is None else own
+
     # ---- requests per minute -----------------------------------------------------------------
     def admit_request(self, uid: str, *, read: bool = False) -> None:
         """Count one API request of ``uid``, or refuse it (429 ``RATE_LIMITED``, nothing counted).
@@ -96,7 +104,7 @@ class Limits:
         ``DAILY_TOKEN_LIMIT``, ``Retry-After`` = seconds to midnight UTC). ``replayed``: whether the
         request repeats one that already started its work (an Idempotency-Key seen): those get their
         earlier answer, never a refusal. One document read per check, whatever the day's calls."""
-        limit = self.settings.limit_daily_tokens
+        limit = self._for_user(uid, "dailyTokens", self.settings.limit_daily_tokens)
         if limit <= 0:
             return
         at = datetime.fromtimestamp(self.clock(), UTC)
@@ -114,7 +122,8 @@ class Limits:
     def slot(self, uid: str, kind: UnitKind) -> Slot | None:
         """The limit on ``uid``'s active units of ``kind``, read for the creation to reserve (two
         reads); None when the limit is off."""
-        limit = self.settings.limit_active_runs if kind == "runs" else self.settings.limit_active_sessions
+        default = self.settings.limit_active_runs if kind == "runs" else self.settings.limit_active_sessions
+        limit = self._for_user(uid, "activeRuns" if kind == "runs" else "activeSessions", default)
         if limit <= 0:
             return None
         return Slot(uid=uid, limit=limit, seen=self.repo.active_units(uid, kind), store=self.repo.store,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -26,9 +26,23 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 if TYPE_CHECKING:
-    from shared.loop.context import RunContext
     from shared.models.base import ModelResponse
-    from shared.state.records import ActionRecord, UsageEntry
+    from shared.state.records import ActionRecord, RunRecord, UsageEntry
+
+
+class _Kind(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+
+class Unit(Protocol):
+    """What an invocation's span reads of the unit it drives (the loop's ``RunContext``): its run
+    and its host's kind. A protocol, so tracing sits below the loop (no package cycle)."""
+
+    @property
+    def run(self) -> RunRecord: ...
+    @property
+    def host(self) -> _Kind: ...
 
 # GenAI semantic conventions (attribute names and values).
 OPERATION = "gen_ai.operation.name"
@@ -91,7 +105,7 @@ class Tracing:
         """Export at the end of every invocation (Cloud Run takes the CPU away between requests)."""
 
     @contextmanager
-    def invocation(self, ctx: RunContext, how: str, traceparent: str | None) -> Iterator[None]:
+    def invocation(self, ctx: Unit, how: str, traceparent: str | None) -> Iterator[None]:
         run = ctx.run
         parent = traceparent or run.trace_parent
         context = _propagator.extract({"traceparent": parent}) if parent else None
@@ -117,7 +131,7 @@ class Tracing:
                 self.provider.force_flush()
 
     @staticmethod
-    def _ended(span: Span, ctx: RunContext) -> None:
+    def _ended(span: Span, ctx: Unit) -> None:
         run = ctx.run
         span.set_attribute(RUN_STATUS, run.status)
         if run.status == "awaiting_confirmation" and run.pending_approval_ids:

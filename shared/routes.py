@@ -31,6 +31,8 @@ MAX_INT64 = 2**63 - 1
 ID_SEGMENT = r"[A-Za-z0-9_-]{1,128}"
 """What a ``{name}`` path parameter matches unless the route says otherwise (ids)."""
 ANY_SEGMENT = r"[^/]+"
+UID_SEGMENT = r"[A-Za-z0-9_.@-]{1,128}"
+"""A user id (Firebase uids; make dev's ``dev:<uid>`` names)."""
 PROVIDER_SEGMENT = r"(?!(?:mcp|a2a)\Z)[^/]+"
 """``/api/integrations/{provider}``: any segment but ``mcp`` and ``a2a`` (the user's MCP servers' and
 remote A2A agents' collections)."""
@@ -166,6 +168,8 @@ FUNCTIONS: tuple[Function, ...] = (
     # The caller's own data: threads and memories, deleting them and runs, export and erasure (issue 35).
     Function("data", default_timeout_s=300,
              summary="the caller's threads and memories; deleting runs, threads and memories; export and erasure"),
+    # The admin API for the backend: a user's trust level, mail allowlist and limits (issue 35).
+    Function("admin", summary="the admin API: a user's trust level, mail allowlist and limits"),
     # Reads the caller's usage ledger; writes only the caller's request counter.
     Function("usage", summary="the caller's model calls, summed per group"),
     # Lists and destroys the caller's workspaces (records in the store, files in the sandbox service).
@@ -245,7 +249,12 @@ ROUTES: tuple[Route, ...] = (
                       "same path as POST /api/agent/approve and follows the resumed run. A new run needs a "
                       "user message with text, threadId is one of our thread ids (1-128 characters of A-Z, a-z, "
                       "0-9, _ and -) and runId an idempotency key (1-255 visible ASCII characters); 400 "
-                      "INVALID_REQUEST otherwise. Last-Event-ID resumes the stream.",
+                      "INVALID_REQUEST otherwise. Frontend tools: a name matches ^[A-Za-z_][A-Za-z0-9_]{0,63}$, "
+                      "at most 20; trailing tool messages must answer calls that wait (must be a pending call "
+                      "of a client tool). A resume payload is an object {approved?, arguments?, reason?} or a "
+                      "boolean (approved must be true or false, edits go only with an approval, unknown "
+                      "fields refused); entries answer interrupts of one run only; edited arguments as for "
+                      "POST /api/agent/approve. Last-Event-ID resumes the stream.",
           replies=(Reply(200, "the AG-UI event stream (Server-Sent Events; data: one AG-UI event, id: "
                               "<start>:<seq>:<n>)", sse=True, schema={"type": "string"}),), errors=(*_BODY, 422)),
     Route("GET", "/api/agent/runs", "listRuns", "runs", "functions.runs:list_runs",
@@ -272,7 +281,7 @@ ROUTES: tuple[Route, ...] = (
                               "usage, result", model="shared.plans.contracts:SessionView"),), errors=(401, 404)),
     Route("POST", "/api/agent/sessions/{sessionId}/refine", "refineSession", "sessions",
           "functions.sessions:refine_session", request="shared.plans.contracts:RefineRequest",
-          replies=(Reply(200, "the revised plan (version + 1)", model="shared.plans.session_handlers:RefineResponse"),),
+          replies=(Reply(200, "the revised plan (version + 1)", model="shared.session_handlers:RefineResponse"),),
           errors=_BODY),
     Route("POST", "/api/agent/sessions/{sessionId}/confirm", "confirmSession", "sessions",
           "functions.sessions:confirm_session", request="shared.plans.contracts:ConfirmRequest",
@@ -328,11 +337,13 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the approval and its call", model="shared.agent.approval_edits:ApprovalDetail"),),
           errors=(400, 401, 404)),
     Route("POST", "/api/agent/approve", "approve", "approve", "functions.approve:approve",
-          description="Decide one of the caller's approvals. Approve with edits: arguments go only with decision "
-                      "approve (400 INVALID_REQUEST otherwise), satisfy the tool's own schema (400 "
-                      "INVALID_ARGUMENTS naming each field: invalid edited arguments) and are decided by policy "
-                      "again (400 EDIT_DENIED_BY_POLICY).",
           request="shared.api:ApproveRequest",
+          description="Decide an approval. With arguments (approve only): the call runs with these edited arguments "
+                      "instead of the model's: they must fit the tool's schema (400 INVALID_ARGUMENTS naming "
+                      "arguments.<field>: invalid edited arguments), policy decides them again (400 "
+                      "EDIT_DENIED_BY_POLICY: policy refuses the tool with the edited arguments) and a virtual tool "
+                      "takes none (400 EDIT_NOT_SUPPORTED: cannot be edited); arguments (edits) go only with "
+                      "decision approve (400 INVALID_REQUEST).",
           replies=(Reply(202, "decision recorded; the run resumes asynchronously",
                          model="shared.responses:ApproveResponse"),), errors=(400, 401, 404, 409, 410, 503)),
     Route("POST", "/agent/run", "goals", "goals", "functions.goals:goals", public=True,
@@ -532,6 +543,19 @@ ROUTES: tuple[Route, ...] = (
                       "409 RUN_ACTIVE while a run is working (not ended and not paused).",
           replies=(Reply(200, "erased", model="shared.user_data:Erased"),), errors=(401, 409)),
     *A2A_ROUTES,
+    Route("GET", "/api/admin/users/{uid}", "adminGetUser", "admin", "functions.admin:get_user",
+          segments={"uid": UID_SEGMENT},
+          description="A user's trust level, profile (emailAllowlist) and own limits. The admin principal only "
+                      "(ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 ADMIN_ONLY.",
+          replies=(Reply(200, "the user", model="shared.admin:AdminUser"),), errors=(401, 403)),
+    Route("PATCH", "/api/admin/users/{uid}", "adminPatchUser", "admin", "functions.admin:patch_user",
+          segments={"uid": UID_SEGMENT}, request="shared.admin:UserPatch",
+          description="Change a user's trustLevel, profile fields (emailAllowlist...) and own limits "
+                      "(activeRuns, activeSessions, dailyTokens; null: the deployment's, 0: off for the user); "
+                      "the fields given change, the others stay. Audited (audit kind admin_change). The admin "
+                      "principal only: anyone else 403 ADMIN_ONLY.",
+          replies=(Reply(200, "the user as changed", model="shared.admin:AdminUser"),),
+          errors=(400, 401, 403, 413, 415)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
           replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},

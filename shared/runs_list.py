@@ -15,7 +15,7 @@ from shared.responses import PageBody, ResponseBody
 from shared.state.host_states import PlanRunState
 from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus, reported_status
 from shared.state.runs_repo import RunsRepo
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 from shared.wire import UtcTime
 
 

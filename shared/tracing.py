@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from shared.loop.context import RunContext
     from shared.models.base import ModelResponse
-    from shared.otel import Tracing
+    from shared.otel import Tracing, Unit
     from shared.state.records import ActionRecord, UsageEntry
+
 
 _lock = threading.Lock()
 _tracing: Tracing | None = None
@@ -68,7 +68,7 @@ def use(tracing: Tracing | None) -> None:
 
 
 @contextmanager
-def invocation(ctx: RunContext, how: str, traceparent: str | None = None) -> Iterator[None]:
+def invocation(ctx: Unit, how: str, traceparent: str | None = None) -> Iterator[None]:
     """One invocation of the unit ``ctx`` drives (``how``: start, resume, continue, recover).
 
     Its parent is ``traceparent`` (a message's attribute), else the one stored on the run; without

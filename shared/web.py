@@ -26,6 +26,7 @@ from shared import query, routes
 from shared.errors import (
     Conflict,
     DomainError,
+    Forbidden,
     Gone,
     Internal,
     InvalidInput,
@@ -52,7 +53,7 @@ Handler = Callable[[flask.Request], flask.Response]
 
 
 HTTP_STATUS: dict[type[DomainError], int] = {
-    DomainError: 400, InvalidInput: 400, Unauthenticated: 401, NotFound: 404, MethodNotAllowed: 405,
+    DomainError: 400, InvalidInput: 400, Unauthenticated: 401, Forbidden: 403, NotFound: 404, MethodNotAllowed: 405,
     Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, Unprocessable: 422,
     LimitExceeded: 429,
     Internal: 500, UpstreamFailed: 502, Unavailable: 503,

@@ -109,7 +109,8 @@ class Alerts:
 
 
 def _alerts(raw: dict[str, Any]) -> Alerts:
-    alerts = Alerts(daily_spend_usd=float(raw.get("dailySpendUsd", 50)), error_rate_pct=float(raw.get("errorRatePct", 5)),
+    alerts = Alerts(daily_spend_usd=float(raw.get("dailySpendUsd", 50)),
+                    error_rate_pct=float(raw.get("errorRatePct", 5)),
                     notification_channels=tuple(str(c) for c in raw.get("notificationChannels") or ()))
     if alerts.daily_spend_usd <= 0:
         raise ValueError(f"alerts.dailySpendUsd must be > 0, got {alerts.daily_spend_usd}")

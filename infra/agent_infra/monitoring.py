@@ -52,10 +52,11 @@ def _log_filter(logger: str, message: str) -> str:
 
 def _metrics(cfg: StackConfig, depends_on: list[pulumi.Resource]) -> dict[str, gcp.logging.Metric]:
     opts = pulumi.ResourceOptions(depends_on=depends_on)
-    buckets = gcp.logging.MetricBucketOptionsArgs(exponential_buckets=gcp.logging.MetricBucketOptionsExponentialBucketsArgs(
-        num_finite_buckets=40, growth_factor=2, scale=0.000001))
-    token_buckets = gcp.logging.MetricBucketOptionsArgs(exponential_buckets=gcp.logging.MetricBucketOptionsExponentialBucketsArgs(
-        num_finite_buckets=30, growth_factor=2, scale=1))
+    exponential = gcp.logging.MetricBucketOptionsExponentialBucketsArgs
+    buckets = gcp.logging.MetricBucketOptionsArgs(
+        exponential_buckets=exponential(num_finite_buckets=40, growth_factor=2, scale=0.000001))
+    token_buckets = gcp.logging.MetricBucketOptionsArgs(
+        exponential_buckets=exponential(num_finite_buckets=30, growth_factor=2, scale=1))
     return {
         RUNS_STOPPED: gcp.logging.Metric(
             "metric-runs-stopped", project=cfg.project, name=RUNS_STOPPED,

@@ -29,6 +29,7 @@ FIRESTORE_ROLES = {
     "a2a": {"roles/datastore.user"},
     "containers": {"roles/datastore.user"},
     "data": {"roles/datastore.user"},
+    "admin": {"roles/datastore.user"},
 }
 
 

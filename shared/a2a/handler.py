@@ -16,9 +16,11 @@ The runtime is synchronous: each call runs in a worker thread (``asyncio.to_thre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -30,7 +32,7 @@ from a2a.utils import errors as a2a_errors
 from a2a.utils.input_mode_validator import validate_input_modes
 from a2a.utils.task import apply_history_length, validate_history_length
 
-from shared.a2a import convert
+from shared.agent import a2a_convert as convert
 from shared.errors import Conflict, DomainError, InvalidInput, NotFound
 from shared.state.a2a_tasks_repo import A2aTasksRepo
 
@@ -42,8 +44,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_runtime.a2a")
 T = TypeVar("T")
 
-FOLLOW_S = 60.0
-"""How long a ``message/send`` waits for a resumed run's next stop (then it answers ``working``)."""
+FOLLOW_S = 20.0
+"""How long a ``message/send`` answering a pause waits for the resumed run's next stop (then it
+answers ``working``: the client gets the task or subscribes). Below common client read timeouts
+(the TCK's is 30 s)."""
+CANCEL_WAIT_S = 10.0
+"""How long ``tasks/cancel`` of a working task waits for its run to stop at a step boundary."""
 STREAM_S = 300.0
 """How long one stream (``message/stream``, ``tasks/subscribe``) follows a run before it ends."""
 _APPROVE = {"approve", "approved", "yes", "ok", "allow", "accept", "confirm"}
@@ -355,24 +361,33 @@ class RuntimeRequestHandler(RequestHandler):
         return await asyncio.to_thread(self._cancel, uid_of(context), params.id)
 
     def _cancel(self, uid: str, task_id: str) -> pb.Task:
-        from shared.loop import stops
+        """The run's cancel (``run_queue.cancel_run``): a task waiting for input or queued ends now;
+        a working one stops at its next step boundary (waited for, at most ``CANCEL_WAIT_S``)."""
+        from shared.agent.run_queue import cancel_run
 
         rt = self._rt()
         _, run = self._load(uid, task_id)
-        for _ in range(3):
-            state = convert.state_of(run)
-            if state in convert.TERMINAL:
-                raise a2a_errors.TaskNotCancelableError(
-                    message=f"task {task_id} is {pb.TaskState.Name(state)}")
-            if state != pb.TaskState.TASK_STATE_INPUT_REQUIRED:
-                raise a2a_errors.TaskNotCancelableError(
-                    message=f"task {task_id} is working; it can be canceled while it waits for input")
-            if rt.runs.cancel_paused(task_id, stops.close_paused):
-                break
-            _, run = self._load(uid, task_id)
-        return self._task(uid, task_id)
+        state = convert.state_of(run)
+        if state in convert.TERMINAL:
+            raise a2a_errors.TaskNotCancelableError(message=f"task {task_id} is {pb.TaskState.Name(state)}")
+        try:
+            _, stopping = cancel_run(rt.services, uid, task_id, reason="canceled by the A2A caller")
+        except Conflict as err:
+            raise a2a_errors.TaskNotCancelableError(message=f"{err.code}: {err.message}") from None
+        deadline = time.monotonic() + (CANCEL_WAIT_S if stopping else 0.0)
+        while True:
+            task = self._task(uid, task_id)
+            if stopping and task.status.state == pb.TaskState.TASK_STATE_INPUT_REQUIRED:
+                # It reached a pause before its next step: the pause is closed now.
+                with contextlib.suppress(Conflict):
+                    cancel_run(rt.services, uid, task_id, reason="canceled by the A2A caller")
+                stopping = False
+                continue
+            if task.status.state in convert.TERMINAL or time.monotonic() >= deadline:
+                return task
+            time.sleep(0.2)
 
-    # ---- push notifications (stored with the task; delivered by shared/a2a/push.py) -------------
+    # ---- push notifications (stored with the task; delivered by shared/agent/a2a_push.py) -------------
     def _put_push(self, uid: str, task_id: str, config: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
         self._load(uid, task_id)
         if not config.url.startswith(("http://", "https://")):

@@ -50,10 +50,12 @@ class AlreadyDecided:
     run_id: str
 
 
-def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveRequest) -> Decision:
+def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveRequest, *,
+           client_result: dict[str, Any] | None = None) -> Decision:
     """Record the owner's decision and ask for the run to resume (through ``dispatcher``).
     Raises 404/409/410; with edited ``arguments``, 400 when they do not fit the tool or policy
-    refuses them (``approval_edits.py``): then nothing is recorded."""
+    refuses them (``approval_edits.py``): then nothing is recorded. ``client_result``: a client tool's
+    call approved with the result the client sent (``loop/client_tools.py``)."""
     outbox = services.outbox.via(dispatcher)
     edited: dict[str, Any] | None = None
     if req.arguments is not None:
@@ -90,6 +92,8 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
             approval.status = "approved"
             move_action(action, "approved")
             kind = "approval_decided"
+            if client_result is not None:
+                action.client_result = client_result
             if edited is not None and edited != action.args:
                 # The call runs once, with the edited arguments: the action is bound to them.
                 action.original_args, action.args, action.args_hash = action.args, edited, args_hash(edited)

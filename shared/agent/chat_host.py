@@ -53,7 +53,7 @@ def current_result(run: RunRecord) -> RunResult:
 def _base_result(ctx: RunContext) -> RunResult:
     last = ctx.last_action
     return RunResult(ok=True, run_id=ctx.run.run_id, thread_id=ctx.run.thread_id, status=ctx.run.status,
-                     model=ctx.run.model, action_id=last.action_id if last else "",
+                     model=ctx.run.model, action_id=last.action_id if last else None,
                      tool=last.tool if last else None, tool_args=last.args if last else None)
 
 
@@ -79,13 +79,13 @@ def _release(ctx: RunContext) -> Write:
 
 def _announce(ctx: RunContext, event: RunEventType, result: RunResult) -> list[str]:
     """The run's webhook deliveries of this stop, recorded in its commit (``agent/webhooks``), and
-    its A2A task's push notifications (``a2a/push``: only runs of A2A contexts look)."""
+    its A2A task's push notifications (``agent/a2a_push``: only runs of A2A contexts look)."""
     from shared.agent.webhooks import Webhooks
 
     webhooks = Webhooks(ctx.services)
     ids = webhooks.announce(ctx, event, result)
     if ctx.run.thread_id.startswith("a2a_"):
-        from shared.a2a.push import announce
+        from shared.agent.a2a_push import announce
 
         ids += announce(ctx, result, webhooks.deliverer())
     return ids
@@ -134,6 +134,13 @@ class ChatHost(Host):
         self._virtual = virtual or {}
         self._sessions = sessions
 
+    def virtual_tools(self, ctx: RunContext) -> dict[str, Tool]:
+        if not ctx.run.client_tools:
+            return self._virtual
+        from shared.loop.client_tools import client_tools
+
+        return {**client_tools(ctx.run.client_tools), **self._virtual}
+
     def resumed(self, ctx: RunContext) -> None:
         """The plan the run waited on ended: its relayed events become the run's own, numbered as
         readers showed them while it ran (``plan_relay``), before anything else of this invocation."""
@@ -146,8 +153,6 @@ class ChatHost(Host):
             ctx.emit(event)
         chat.relay_plan_id = None
 
-    def virtual_tools(self, ctx: RunContext) -> dict[str, Tool]:
-        return self._virtual
 
     def before_step(self, ctx: RunContext) -> StopOutcome | None:
         limit = ctx.services.settings.max_tool_calls_per_turn

@@ -180,8 +180,8 @@ class AgentCreatePlan:
 
     def run(self, call: HostCall, args: CreatePlanArgs) -> VirtualOutcome:
         from shared.events.plan import PlanCreatedEvent, PlanReadyForReviewEvent, PlanReviewEvent
+        from shared.plan_views import plan_body
         from shared.plans import sessions as engine
-        from shared.plans.contracts import plan_body
 
         ctx, action = call.ctx, call.action
         sid = session_id_for(action)

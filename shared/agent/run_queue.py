@@ -30,7 +30,7 @@ from shared.loop.context import Services
 from shared.loop.outcomes import NextStepFailed
 from shared.state.docstore import Write
 from shared.state.records import MessageRecord, RunError, RunRecord, RunResult, now
-from shared.state.thread_queue import QueuedLaunch, ThreadQueue, dequeue_entry_id
+from shared.state.thread_queue import DEQUEUE_PREFIX, QueuedLaunch, ThreadQueue, dequeue_entry_id
 from shared.state.transitions import move_run
 
 log = logging.getLogger("agent_runtime.run_queue")
@@ -47,21 +47,27 @@ def queue_entry(services: Services, run: RunRecord) -> tuple[str, Write]:
     return entry_id, services.outbox.record(WorkMessage(kind=DEQUEUE, unitId=run.run_id, uid=run.uid), entry_id)
 
 
-def publish(services: Services, entry_ids: tuple[str, ...] | list[str]) -> None:
+def publish(services: Services, uid: str, entry_ids: tuple[str, ...] | list[str]) -> None:
+    """After queueing a run: publish the ``dequeue`` messages its transaction asked for."""
     for entry_id in entry_ids:
-        services.outbox.deliver(entry_id)
+        _send_dequeue(services, entry_id.removeprefix(DEQUEUE_PREFIX), uid)
 
 
 def publish_next(services: Services, run: RunRecord) -> None:
     """After a commit that released ``run``'s thread: publish the start of its next queued run. A
     crash before this leaves the entry for the sweep (``recover_queues``)."""
     try:
-        entry_id = thread_queue(services).next_entry(run)
+        head = thread_queue(services).next_run(run)
+        if head is not None:
+            _send_dequeue(services, head, run.uid)
     except Exception:
-        log.warning("reading the thread's queue failed; the sweep starts its next run", exc_info=True)
-        return
-    if entry_id is not None:
-        services.outbox.deliver(entry_id)
+        log.warning("starting the thread's next run failed; the sweep starts it", exc_info=True)
+
+
+def _send_dequeue(services: Services, run_id: str, uid: str) -> bool:
+    """Publish the ``dequeue`` message of ``run_id`` (its entry is written again if it was removed
+    while the run waited)."""
+    return services.outbox.send(WorkMessage(kind=DEQUEUE, unitId=run_id, uid=uid), dequeue_entry_id(run_id))
 
 
 def queued_result(run: RunRecord) -> RunResult:
@@ -98,8 +104,9 @@ def handle_dequeue(services: Services, message: WorkMessage) -> Disposition:
     log.info("dequeue message handled: %s", outcome, extra={"fields": {"runId": message.unitId}})
     if outcome == "started" and run is not None:
         services.outbox.deliver(continue_entry_id(run.run_id, run.steps))
-    # Not its turn yet: the entry stays (the run that frees the thread publishes it again).
-    return "keep" if outcome == "wait" else "done"
+    # Not its turn yet: the entry goes too (no re-publication while it waits); the run that frees
+    # the thread publishes the head's message again (``publish_next``), or the sweep does.
+    return "done"
 
 
 def recover_queues(services: Services, limit: int) -> int:
@@ -108,8 +115,8 @@ def recover_queues(services: Services, limit: int) -> int:
     queue = thread_queue(services)
     sent = 0
     for run in services.runs.threads_with_queued_runs(limit):
-        entry_id = queue.next_entry(run)
-        if entry_id is not None and services.outbox.deliver(entry_id):
+        head = queue.next_run(run)
+        if head is not None and _send_dequeue(services, head, run.uid):
             sent += 1
     return sent
 

@@ -157,8 +157,9 @@ class AgentService:
                         model=s.model_for(ctype.profile).name, max_steps=s.settings.max_loop_steps,
                         context_type=ctype.name, profile=ctype.profile, entity_id=req.entityId,
                         system_instruction=instruction,
-                        idempotency_key=idempotency_key, last_seq=1, lease=lease, budget_usd=req.budgetUsd,
-                        webhook=req.webhook,
+                        client_tools=[t.model_dump(exclude_none=True) for t in req.clientTools],
+                        idempotency_key=idempotency_key, last_seq=1, lease=lease, webhook=req.webhook,
+                        budget_usd=req.budgetUsd,
                         lease_expires_at=lease.expires_at)
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
@@ -173,7 +174,7 @@ class AgentService:
                                    fail_paused=stops.close_paused,
                                    extra_writes=extra_writes(run_id) if extra_writes is not None else ())
         if outcome.deliver:
-            publish(s, list(outcome.deliver))
+            publish(s, uid, list(outcome.deliver))
         return StartedRun(outcome, user, turns, [first], owner)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:

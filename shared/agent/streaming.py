@@ -208,7 +208,7 @@ class _Follow:
             return self.stream_end(self.stopped_because)
         if self.last_type in STOP_EVENTS:
             return None
-        if self.run.status in ("completed", "failed"):
+        if self.run.terminal:
             return self.stream_end("run_ended")
         return self.stream_end("awaiting_approval")
 

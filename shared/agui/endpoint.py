@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ag_ui.core import (
     BaseEvent,
     Interrupt,
     RunErrorEvent,
+    RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunStartedEvent,
@@ -30,7 +32,9 @@ from shared.agent.approvals import decide
 from shared.agent.streaming import live_events, replay_events
 from shared.agui.inputs import AguiRequest
 from shared.agui.translate import ApprovalInfo, Translator
+from shared.api import ApproveRequest
 from shared.errors import Conflict, InvalidInput, NotFound
+from shared.loop.client_tools import CLIENT_REASON
 from shared.wire import rfc3339
 
 if TYPE_CHECKING:
@@ -68,6 +72,8 @@ def agui_stream(rt: Runtime, uid: str, req: AguiRequest, *, idempotency_key: str
             start = after[0] if after else 0
             events = _follow(rt, run_id, start)
     else:
+        if req.tool_results:
+            req = _answers(rt, uid, req)
         run_id, start = _resume(rt, uid, req, reconnect=after is not None)
         if after is not None:
             start = after[0]
@@ -79,6 +85,24 @@ def _follow(rt: Runtime, run_id: str, start: int) -> Iterator[dict[str, Any]]:
     return replay_events(rt.runs, run_id, start, follow=True, max_wait_s=max(rt.settings.run_deadline_s,
                                                                              rt.settings.follow_max_wait_s),
                          heartbeat_s=rt.settings.heartbeat_s, sessions=lambda: rt.sessions)
+
+
+def _answers(rt: Runtime, uid: str, req: AguiRequest) -> AguiRequest:
+    """Client tools' results as the decisions they are: each answers the approval of the call it
+    names (``toolCallId`` = the action id) in the thread's paused run."""
+    thread = rt.runs.get_thread(uid, req.input.thread_id)
+    snap = rt.runs.get_run(thread.active_run_id) if thread is not None and thread.active_run_id else None
+    actions = {a.action_id: a for a in rt.runs.list_actions(snap.run.run_id)} if snap is not None else {}
+    decisions = []
+    for call_id in req.tool_results:
+        action = actions.get(call_id)
+        if action is None or action.approval_id is None:
+            raise InvalidInput(f"no call {call_id} of a client tool waits in thread {req.input.thread_id}",
+                               code="INVALID_REQUEST",
+                               details={"errors": [{"field": "messages", "message": f"toolCallId {call_id} is not "
+                                                                                   "a pending call of a client tool"}]})
+        decisions.append(ApproveRequest(approvalId=action.approval_id, decision="approve"))
+    return replace(req, decisions=decisions)
 
 
 def _resume(rt: Runtime, uid: str, req: AguiRequest, *, reconnect: bool) -> tuple[str, int]:
@@ -96,9 +120,14 @@ def _resume(rt: Runtime, uid: str, req: AguiRequest, *, reconnect: bool) -> tupl
     run_id = run_ids.pop()
     start = _pause_seq(rt, run_id, {d.approvalId for d in req.decisions})
     if not reconnect:
+        results = {}
+        if req.tool_results:
+            actions = {a.approval_id: a.action_id for a in rt.runs.list_actions(run_id) if a.approval_id}
+            results = {approval_id: req.tool_results[call_id] for approval_id, call_id in actions.items()
+                       if call_id in req.tool_results}
         for d in req.decisions:
             try:
-                decide(rt.services, rt.dispatcher, uid, d)
+                decide(rt.services, rt.dispatcher, uid, d, client_result=results.get(d.approvalId))
             except Conflict as exc:  # the same input again (a retry): decided already, read on
                 if exc.code != "ALREADY_DECIDED":
                     raise
@@ -145,7 +174,7 @@ def _frames(rt: Runtime, uid: str, req: AguiRequest, run_id: str, start: int, ev
             schema["properties"]["arguments"] = {**tool.declaration().parameters,
                                                  "description": "approve with these arguments instead"}
         return ApprovalInfo(action_id=approval.action_id, expires_at=rfc3339(approval.expires_at),
-                            response_schema=schema)
+                            response_schema=schema, client=approval.reason == CLIENT_REASON)
 
     usage_before: dict[str, int] = {}
     if start:
@@ -154,8 +183,10 @@ def _frames(rt: Runtime, uid: str, req: AguiRequest, run_id: str, start: int, ev
                 break
             if ev["type"] == "usage":
                 usage_before = dict(ev["usage"])
+    snap = rt.runs.get_run(run_id)
     translator = Translator(thread_id=thread, run_id=agui_run, call_args=call_args, approval_info=approval_info,
-                            usage_before=usage_before)
+                            usage_before=usage_before,
+                            client_tools=frozenset(t["name"] for t in snap.run.client_tools) if snap else frozenset())
 
     def frame(seq: int, n: int, event: BaseEvent) -> bytes | None:
         if after is not None and (seq, n) <= (after[1], after[2]):
@@ -204,5 +235,11 @@ def _stop(rt: Runtime, uid: str, translator: Translator, run_id: str, info: Any)
                                     outcome=RunFinishedInterruptOutcome(interrupts=pending))
     if run is not None and run.status == "completed":
         return RunFinishedEvent(thread_id=translator.thread_id, run_id=translator.run_id)
+    if run is not None and run.status == "cancelled":
+        return RunFinishedEvent(thread_id=translator.thread_id, run_id=translator.run_id,
+                                outcome=RunFinishedCancelledOutcome())
+    if run is not None and run.terminal:
+        return RunErrorEvent(message=run.error.message if run.error else f"the run ended {run.status}",
+                             code=run.error.code if run.error else run.status.upper())
     return RunErrorEvent(message="the stream's time is spent while the run goes on; POST the same input again "
                                  "with Last-Event-ID to follow it", code="STREAM_TIME_SPENT")

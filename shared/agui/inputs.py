@@ -4,6 +4,9 @@
   the conversation; each ``context`` entry is attached context (``briefing``); ``threadId`` is the
   run's thread; ``runId`` names the start (the Idempotency-Key: the same input again is the same run);
   ``forwardedProps.supersede: true`` rejects the thread's pending approvals instead of a 409.
+- The client's results of its own tools (trailing ``tool`` messages): they answer the calls of the
+  ``tools`` it declared that the thread's paused run stopped on (``loop/client_tools.py``); the
+  run then goes on (streamed like a resume).
 - A resume (``resume`` entries): each entry decides the approval it names (``interruptId`` =
   approvalId) through the same path as ``POST /api/agent/approve``: ``resolved`` approves (with
   ``payload.arguments``: approves with edits; ``payload.approved: false``: rejects), ``cancelled``
@@ -12,8 +15,9 @@
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import RunAgentInput
@@ -29,6 +33,9 @@ class AguiRequest:
     run: RunRequest | None
     """The run to start (None: the input resumes one)."""
     decisions: list[ApproveRequest]
+    tool_results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Client tools' results by toolCallId (the input's trailing ``tool`` messages): they answer the
+    calls the thread's paused run waits for."""
 
 
 def _invalid(field: str, message: str) -> InvalidInput:
@@ -55,6 +62,14 @@ def parse_input(body: dict[str, Any]) -> AguiRequest:
     if agui.resume:
         return AguiRequest(agui, None, [_decision(i, e.interrupt_id, e.status, e.payload)
                                         for i, e in enumerate(agui.resume)])
+    trailing = []
+    for m in reversed(agui.messages):
+        if m.role != "tool":
+            break
+        trailing.append(m)
+    if trailing:  # the client answers the calls of its tools the previous run stopped on
+        return AguiRequest(agui, None, [], {getattr(m, "tool_call_id", ""): _tool_result(getattr(m, "content", ""))
+                                            for m in reversed(trailing)})
     users = [i for i, m in enumerate(agui.messages) if m.role == "user"]
     if not users or not _text(agui.messages[users[-1]].content).strip():
         raise _invalid("messages", "a new run needs a user message with text (or resume entries)")
@@ -67,10 +82,17 @@ def parse_input(body: dict[str, Any]) -> AguiRequest:
     supersede = props.get("supersede", False)
     if not isinstance(supersede, bool):
         raise _invalid("forwardedProps.supersede", "must be true or false")
-    run = parse_model(RunRequest, {"prompt": _text(agui.messages[last].content), "threadId": agui.thread_id,
-                                   "conversation": [c.model_dump() for c in conversation],
-                                   "attachedContext": [a.model_dump(exclude_none=True) for a in attached],
-                                   "supersede": supersede})
+    tools = [{"name": t.name, "description": t.description or t.name,
+              **({"parameters": t.parameters} if isinstance(t.parameters, dict) else {})} for t in agui.tools or []]
+    try:
+        run = parse_model(RunRequest, {"prompt": _text(agui.messages[last].content), "threadId": agui.thread_id,
+                                       "conversation": [c.model_dump() for c in conversation],
+                                       "attachedContext": [a.model_dump(exclude_none=True) for a in attached],
+                                       "supersede": supersede, "clientTools": tools})
+    except InvalidInput as exc:  # name the input's fields, not the run request's
+        errors = [{**e, "field": e["field"].replace("clientTools", "tools", 1)} for e in exc.details.get("errors", [])]
+        raise InvalidInput(f"invalid request: {', '.join(e['field'] for e in errors)}", code="INVALID_REQUEST",
+                           details={"errors": errors}) from None
     return AguiRequest(agui, run, [])
 
 
@@ -109,3 +131,13 @@ def _decision(index: int, interrupt_id: str, status: str, payload: Any) -> Appro
                   for e in exc.details.get("errors", [])]
         raise InvalidInput(f"invalid request: {', '.join(e['field'] for e in errors)}", code="INVALID_REQUEST",
                            details={"errors": errors}) from None
+
+
+def _tool_result(content: Any) -> dict[str, Any]:
+    """A client tool's result as the model is given it: a JSON object as sent, anything else wrapped."""
+    text = _text(content)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    return value if isinstance(value, dict) else {"result": value}

@@ -35,6 +35,7 @@ from ag_ui.core import (
     ReasoningMessageStartEvent,
     ReasoningStartEvent,
     RunErrorEvent,
+    RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
@@ -61,6 +62,8 @@ class ApprovalInfo:
     action_id: str | None
     expires_at: str | None = None
     response_schema: dict[str, Any] | None = None
+    client: bool = False
+    """The call is a client tool's: the client answers it (pendingToolCallIds), nobody approves it."""
 
 
 @dataclass
@@ -75,6 +78,9 @@ class Translator:
     call_args: Callable[[str, bool], dict[str, Any]]
     approval_info: Callable[[str], ApprovalInfo]
     usage_before: dict[str, int] = field(default_factory=dict)
+    client_tools: frozenset[str] = frozenset()
+    """The run's client tools: their calls are the client's to answer (announced once, when the run
+    stops on them; their execution with the client's result is not the client's news)."""
     model: str = ""
     _text: str | None = None
     _reasoning: str | None = None
@@ -138,7 +144,7 @@ class Translator:
     # ---- tool calls ----------------------------------------------------------------------------
     def _on_tool_call(self, ev: dict[str, Any]) -> list[BaseEvent]:
         call_id = ev["actionId"]
-        if call_id in self._announced:
+        if call_id in self._announced or (ev["toolName"] in self.client_tools and ev["status"] == "executing"):
             return []
         self._announced.add(call_id)
         args = ev.get("args")
@@ -150,6 +156,8 @@ class Translator:
 
     def _on_tool_result(self, ev: dict[str, Any]) -> list[BaseEvent]:
         call_id = ev["actionId"]
+        if ev["toolName"] in self.client_tools and call_id not in self._announced:
+            return []  # the client's own result, answered in its messages
         out = [] if call_id in self._announced else self._on_tool_call({**ev, "toolName": ev["toolName"]})
         body = ev.get("output") if ev["status"] == "completed" else {"error": ev.get("error") or ev["status"],
                                                                        "status": ev["status"]}
@@ -211,13 +219,25 @@ class Translator:
         self.model = self.model or result.get("model", "")
         if result["status"] == "awaiting_confirmation":
             approvals = result.get("approvals") or ([result["approval"]] if result.get("approval") else [])
-            if approvals:
-                return [self._interrupted([(a["approvalId"], a["reason"], a["preview"]) for a in approvals])]
-        if result["status"] == "failed":
+            infos = {a["approvalId"]: self.approval_info(a["approvalId"]) for a in approvals}
+            asked = [a for a in approvals if not infos[a["approvalId"]].client]
+            if asked:
+                return [self._interrupted([(a["approvalId"], a["reason"], a["preview"]) for a in asked])]
+            if approvals:  # only the client's tools wait: a completed AG-UI run that left them to the client
+                self.finished = True
+                pending = [i.action_id for i in infos.values() if i.action_id]
+                return [RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id,
+                                         outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=pending),
+                                         usage=self._token_usage())]
+        if result["status"] == "cancelled":  # stopped by whoever ran it (run control), not failed
+            self.finished = True
+            return [RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id,
+                                     outcome=RunFinishedCancelledOutcome(), usage=self._token_usage())]
+        if result["status"] in ("failed", "rejected", "deadline_exceeded"):
             self.finished = True
             error = result.get("error") or {}
-            return [RunErrorEvent(message=error.get("message") or "the run failed", code=error.get("code"),
-                                  usage=self._token_usage())]
+            return [RunErrorEvent(message=error.get("message") or f"the run ended {result['status']}",
+                                  code=error.get("code") or result["status"].upper(), usage=self._token_usage())]
         if result["status"] != "completed":
             return []
         self.finished = True

@@ -15,11 +15,11 @@ import json
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from shared.config import McpServer, Settings
+from shared.config import McpServer
 from shared.connectors.credentials import ConnectorError, CredentialVault
 from shared.connectors.url_guard import check_public_url
 from shared.errors import Conflict, InvalidInput
@@ -27,9 +27,6 @@ from shared.responses import ResponseBody
 from shared.state.docstore import DocStore
 from shared.state.mcp_servers_repo import MAX_SERVERS_PER_USER, McpServersRepo
 from shared.wire import WHITESPACE_CLASS, UtcTime
-
-if TYPE_CHECKING:
-    from shared.tools.mcp_tools import McpTool
 
 log = logging.getLogger("agent_runtime.mcp")
 
@@ -240,50 +237,8 @@ class UserEndpoints(Generic[E]):
 class UserMcpServers(UserEndpoints[McpServer]):
     """Stores, lists and opens users' MCP servers."""
 
-    def tools(self, uid: str, name: str, settings: Settings) -> McpToolsResponse:
-        """``name``'s tools as ``uid``'s runs see them (the listing cache; at most ``MCP_TIMEOUT_S``):
-        not connected when not declared, not available (and why) when it cannot be read or listed."""
-        try:
-            server = self.server(uid, name)
-        except ConnectorError as exc:
-            return McpToolsResponse(name=name, connected=True, available=False, error=str(exc))
-        if server is None:
-            return McpToolsResponse(name=name, connected=False, available=False)
-        from shared.connectors.mcp import McpError
-        from shared.tools.mcp_tools import server_tools
-
-        try:
-            tools = server_tools(server, settings)
-        except McpError as exc:
-            return McpToolsResponse(name=name, connected=True, available=False, errorCode=exc.code, error=str(exc))
-        return McpToolsResponse(name=name, connected=True, available=True, tools=tool_bodies(tools))
-
     def _endpoint(self, name: str, url: str, headers: tuple[tuple[str, str], ...]) -> McpServer:
         return McpServer(name=name, url=url, headers=headers, public_only=not self._allow_private)
-
-
-def tool_bodies(tools: list[McpTool]) -> list[McpToolBody]:
-    return [McpToolBody(name=t.name, tool=t.remote_name, description=t.description, sideEffect=t.side_effect,
-                        idempotent=t.idempotent) for t in tools]
-
-
-def deployment_servers(settings: Settings) -> list[DeploymentMcpServerBody]:
-    """The deployment's servers (``MCP_SERVERS``) with their tools now (the listing cache; each
-    at most ``MCP_TIMEOUT_S``), or why they cannot be listed."""
-    from shared.connectors.mcp import McpError
-    from shared.tools.mcp_tools import server_tools
-
-    out: list[DeploymentMcpServerBody] = []
-    for server in settings.mcp_servers:
-        shown = {"name": server.name, "transport": "stdio" if server.command else "http",
-                 "url": shown_url(server.url) if server.url else None}
-        try:
-            tools = server_tools(server, settings)
-        except McpError as exc:
-            out.append(DeploymentMcpServerBody(**shown, available=False, errorCode=exc.code, error=str(exc)))
-            continue
-        out.append(DeploymentMcpServerBody(**shown, available=True, tools=tool_bodies(tools)))
-    return out
 
 
 def _status(name: str, doc: dict[str, object]) -> McpServerStatusBody:

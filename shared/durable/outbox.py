@@ -85,6 +85,14 @@ class Outbox:
         self.repo.mark_published(entry_id, entry.publish_count + 1)
         return True
 
+    def send(self, message: WorkMessage, entry_id: str) -> bool:
+        """Publish ``message`` through its entry, writing the entry first when there is none (a
+        message whose entry was removed while it could not act, e.g. a queued run not at the head
+        of its queue yet). False if the publish failed (the entry stays for the sweep)."""
+        if self.repo.get(entry_id) is None:
+            self.repo.store.commit([self.record(message, entry_id)])
+        return self.deliver(entry_id)
+
     def handled(self, message: WorkMessage) -> None:
         """The message was handled: remove the entry it was made from (same kind, unit and user)."""
         entry_id = message.outbox_entry

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from shared.state.records import RunResult, RunStatus
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 
 
 def _wire_schema(schema: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from shared.events.loop import Event
-from shared.plans.contracts import Plan, SessionResultView
+from shared.plan_views import Plan, SessionResultView
 from shared.state.plan_records import PlanChange, SessionStatus
 from shared.state.records import ActOutcome
 

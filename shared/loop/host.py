@@ -89,6 +89,11 @@ class Host:
         whatever the trust level), or None."""
         return None
 
+    def approval_subject(self, ctx: RunContext) -> tuple[str | None, str | None]:
+        """What an approval this unit asks for belongs to besides the run: ``(sessionId, taskId)``
+        (a plan's act), shown by the approvals inbox. None for a chat run."""
+        return None, None
+
     def allows(self, ctx: RunContext, tool: str) -> bool:
         """Whether the unit may call ``tool`` (a call to another one fails like an unknown tool)."""
         return True

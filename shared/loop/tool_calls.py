@@ -18,10 +18,10 @@ from shared import policy, tracing
 from shared.errors import OutcomeUnknown, ToolError
 from shared.events import ToolCallEvent, ToolResultEvent
 from shared.failures import FailureCode
+from shared.loop.client_tools import CLIENT_REASON, is_client_tool
 from shared.loop.context import RunContext
 from shared.loop.virtual import VirtualOutcome, run_virtual
 from shared.models.base import FunctionCall, FunctionResponse, Part, Turn
-from shared.state.host_states import PlanRunState
 from shared.state.records import ActionRecord, ActOutcome, ApprovalRecord, now
 from shared.state.transitions import move_action, move_run
 from shared.tools.context import ToolContext
@@ -69,7 +69,10 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                 return failed
             actions.append(action)
             continue
-        if tool.host:
+        if is_client_tool(tool):  # answered by the client: the run waits for it like for a decision
+            decision = policy.PolicyDecision("require_approval", CLIENT_REASON)
+            action.policy_reason = decision.reason
+        elif tool.host:
             decision = policy.PolicyDecision("allow", VIRTUAL_REASON)
         else:
             decision = policy.decide(tool_name=tool.name, side_effect=tool.side_effect, args=args, user=ctx.user,
@@ -90,13 +93,12 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                                      error=action.error))
         elif decision.verdict == "require_approval":
             preview = tool.preview(args)
-            plan = ctx.run.host_state if isinstance(ctx.run.host_state, PlanRunState) else None
+            session_id, task_id = ctx.host.approval_subject(ctx)
             approval = ApprovalRecord(approval_id=s.new_id("apr"), uid=ctx.run.uid, run_id=ctx.run.run_id,
                                       action_id=action.action_id, tool=tool.name, args_hash=action.args_hash,
                                       reason=decision.reason, preview=preview,
                                       expires_at=now() + s.settings.approval_ttl_s,
-                                      session_id=plan.session_id if plan else None,
-                                      task_id=plan.task_id if plan else None)
+                                      session_id=session_id, task_id=task_id)
             approval.expire_at = approval.expires_at + s.settings.event_retention_s
             move_action(action, "awaiting_confirmation")
             action.approval_id = approval.approval_id
@@ -111,6 +113,7 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
 
 
 VIRTUAL_REASON = "virtual tool (handled by the host)"
+"""The policy decision of a virtual tool's call (a client tool's: ``client_tools.CLIENT_REASON``)."""
 
 
 def _malformed(ctx: RunContext, action: ActionRecord, tool: Tool, exc: ToolArgsError

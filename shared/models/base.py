@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.usage.figures import Usage as Usage
+from shared.token_usage import Usage as Usage
 
 
 class _Wire(BaseModel):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
+from shared.plan_views import Plan, SessionResultView
 from shared.responses import Approval, PageBody, ResponseBody
-from shared.state.plan_records import PlanTask, SessionStatus, TaskStatus
-from shared.state.records import ActOutcome
-from shared.usage.figures import Usage
+from shared.state.plan_records import SessionStatus
+from shared.token_usage import Usage
 from shared.wire import INTEGRAL, MAX_INT64, NOT_BLANK_PATTERN, UtcTime, is_blank
 
 MAX_PROMPT_CHARS = 16_000
@@ -65,53 +65,6 @@ class ConfirmRequest(_Strict):
     planVersion: Annotated[int, Strict(), Field(ge=1, le=MAX_INT64), INTEGRAL]
 
 
-class ReactStepView(ResponseBody):
-    """One act of a task: the model's reasoning, the action, what it observed, the reflection."""
-
-    n: int
-    reason: str
-    action: dict[str, Any] = Field(description="{tool, args, preview, actionId} or {tool: task_done}")
-    observation: dict[str, Any]
-    reflection: dict[str, Any] | None = None
-    at: UtcTime
-
-
-class PlanTaskView(ResponseBody):
-    """A task of the plan. ``acts``, ``summary`` and ``history`` are filled where the session is
-    shown whole (``GET /api/agent/sessions/{id}``)."""
-
-    taskId: str
-    title: str
-    description: str
-    status: TaskStatus
-    acts: int | None = None
-    summary: str | None = None
-    history: list[ReactStepView] | None = None
-
-
-class PlanChangeView(ResponseBody):
-    op: Literal["create", "refine", "add", "modify", "obsolete"]
-    taskId: str | None = None
-    what: str
-    why: str
-
-
-class PlanVersionView(ResponseBody):
-    version: int
-    changes: list[PlanChangeView]
-    reason: str
-    at: UtcTime
-
-
-class Plan(ResponseBody):
-    """The one shape of a plan wherever the API answers one (create, refine, the session view):
-    ``versions`` (every version with what changed and why) where the session is shown whole."""
-
-    version: int
-    tasks: list[PlanTaskView]
-    versions: list[PlanVersionView] | None = None
-
-
 class SessionCreated(ResponseBody):
     """``POST /api/agent/sessions`` (201; 200 with ``ok: false`` when planning failed)."""
 
@@ -148,19 +101,6 @@ class SessionsList(PageBody):
     sessions: list[SessionSummary]
 
 
-class LogEntryView(ResponseBody):
-    taskId: str
-    tool: str
-    arguments: dict[str, Any]
-    outcome: ActOutcome
-    at: UtcTime
-
-
-class SessionResultView(ResponseBody):
-    status: SessionStatus
-    log: list[LogEntryView]
-
-
 class SessionView(ResponseBody):
     """``GET /api/agent/sessions/{id}``."""
 
@@ -187,9 +127,3 @@ class SessionView(ResponseBody):
     createdAt: UtcTime
     updatedAt: UtcTime
 
-
-def plan_body(version: int, tasks: list[PlanTask]) -> Plan:
-    """The plan as create and refine answer it and plan events carry it: its live tasks (obsolete
-    ones left out)."""
-    return Plan(version=version, tasks=[PlanTaskView(taskId=t.id, title=t.title, description=t.description,
-                                                     status=t.status) for t in tasks if t.status != "obsolete"])

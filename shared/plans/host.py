@@ -47,8 +47,8 @@ from shared.loop.outcomes import (
     StopOutcome,
 )
 from shared.models.base import ToolDeclaration
+from shared.plan_views import SessionResultView
 from shared.plans import plan_edits, planner, react
-from shared.plans.contracts import SessionResultView
 from shared.plans.parent import wake_parent
 from shared.plans.plan_state import KIND, ended_mode, plan_state, task_turn
 from shared.plans.reflect import reflect
@@ -111,6 +111,10 @@ class PlanHost(Host):
         allowed = plan_state(ctx).tools
         every = ctx.registry.declarations()
         return every if allowed is None else [d for d in every if d.name in allowed]
+
+    def approval_subject(self, ctx: RunContext) -> tuple[str | None, str | None]:
+        state = plan_state(ctx)
+        return state.session_id, state.task_id
 
     def allows(self, ctx: RunContext, tool: str) -> bool:
         allowed = plan_state(ctx).tools

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from shared.events.plan import RunPlanUpdatedEvent, StepStartEvent
 from shared.loop.context import RunContext
+from shared.plan_views import plan_body
 from shared.plans import planner
-from shared.plans.contracts import plan_body
 from shared.plans.plan_state import task_turn
 from shared.plans.session_sync import SessionSync
 from shared.state.host_states import PlanRunState

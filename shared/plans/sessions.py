@@ -29,8 +29,8 @@ from shared.ids import new_id
 from shared.loop import stops
 from shared.loop.context import Services
 from shared.models.base import Model, Part, Turn
+from shared.plan_views import SessionResultView, plan_body
 from shared.plans import planner
-from shared.plans.contracts import SessionResultView, plan_body
 from shared.plans.plan_state import KIND, ended_mode, task_turn
 from shared.state.host_states import PlanRunState
 from shared.state.paused_runs import CloseReason

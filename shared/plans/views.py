@@ -3,18 +3,17 @@ what changed and why, pending approvals, usage, and when ended the result with i
 
 from __future__ import annotations
 
-from shared.plans.contracts import (
+from shared.plan_views import (
     LogEntryView,
     Plan,
     PlanChangeView,
     PlanTaskView,
     PlanVersionView,
     ReactStepView,
-    SessionCreated,
     SessionResultView,
-    SessionView,
     plan_body,
 )
+from shared.plans.contracts import SessionCreated, SessionView
 from shared.responses import Approval
 from shared.state.plan_records import (
     LogEntry,
@@ -27,7 +26,7 @@ from shared.state.plan_records import (
 from shared.state.runs_repo import RunsRepo
 from shared.state.sessions_repo import SessionsRepo
 from shared.state.usage_repo import UsageRepo
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 
 
 def created(session: SessionRecord, tasks: list[PlanTask]) -> SessionCreated:

@@ -179,6 +179,15 @@ class LimitsRepo:
         raise TransactionContention(f"the request counter of {uid} kept changing")
 
     # ---- active runs and sessions ------------------------------------------------------------
+    def user_limit(self, uid: str, name: str) -> int | None:
+        """The user's own value of a limit (``users/{uid}.limits.<name>``, set by the admin API), or
+        ``None`` for the deployment's (one document read; a value that is not a whole number >= 0 is
+        ignored)."""
+        doc = self.store.get(paths.user(uid))
+        limits = doc.data.get("limits") if doc is not None else None
+        value = limits.get(name) if isinstance(limits, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
     def active_units(self, uid: str, kind: UnitKind) -> ActiveUnits:
         """The user's slot document and the state of each unit it lists (two reads, no transaction)."""
         terminal = _terminal(kind)

@@ -16,7 +16,7 @@ from pydantic import Field
 from shared.state.plan_tasks import PlanTask as PlanTask
 from shared.state.plan_tasks import TaskStatus as TaskStatus
 from shared.state.records import SCHEMA_VERSION, ActOutcome, Record, RunError, now
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 
 SessionStatus = Literal["planning", "awaiting_confirmation", "executing", "completed", "rejected", "failed",
                         "deadline_exceeded", "cancelled"]

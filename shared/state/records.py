@@ -21,7 +21,7 @@ from shared.state.statuses import ActionStatus as ActionStatus
 from shared.state.statuses import ActOutcome as ActOutcome
 from shared.state.statuses import ApprovalStatus as ApprovalStatus
 from shared.state.statuses import RunStatus as RunStatus
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 
 RunMode = Literal["assistant_text", "tool_executed", "requires_approval", "executing_plan"]
 """``executing_plan``: the run waits on the plan its ``agent_create_plan`` call started (nobody is
@@ -36,10 +36,20 @@ class UserProfile(Record):
     email_allowlist: list[str] = Field(default_factory=list)
 
 
+class UserLimits(Record):
+    """Per-user overrides of the deployment's limits (docs/limits.md), set by the admin API; absent:
+    the deployment's value; 0: off for this user."""
+
+    active_runs: int | None = Field(default=None, ge=0, le=10_000)
+    active_sessions: int | None = Field(default=None, ge=0, le=10_000)
+    daily_tokens: int | None = Field(default=None, ge=0, le=10**12)
+
+
 class UserRecord(Record):
     uid: str
     trust_level: TrustLevel = "supervised"
     profile: UserProfile = Field(default_factory=UserProfile)
+    limits: UserLimits = Field(default_factory=UserLimits)
     schema_version: int = SCHEMA_VERSION
 
 
@@ -124,7 +134,8 @@ class RunResult(Record):
 
     ok: bool
     run_id: str
-    action_id: str = ""
+    action_id: str | None = None
+    """The last tool call's action; absent when the run called no tool (a text-only answer)."""
     thread_id: str
     status: RunStatus
     summary: str = ""
@@ -180,6 +191,9 @@ class RunRecord(Record):
     entity_id: str | None = None
     host: str = "chat"
     """Which host acts on the run's stops: ``chat`` (seed 001 runs) or another registered kind."""
+    client_tools: list[dict[str, Any]] = Field(default_factory=list)
+    """Tools the client runs (``{name, description, parameters}``, AG-UI frontend tools): offered to
+    the model like the host's virtual tools; a call pauses the run for the client's result."""
     host_state: HostState = Field(default_factory=ChatState)
     """The host's own durable state, committed with every step (e.g. a plan's current task): typed
     by host kind and versioned (``state/host_states.py``)."""
@@ -259,6 +273,8 @@ class ActionRecord(Record):
     result: dict[str, Any] | None = None
     error: str | None = None
     outcome: Literal["success", "error", "rejected", "unknown"] | None = None
+    client_result: dict[str, Any] | None = None
+    """A client tool's call: the result the client sent (the call answers with it when it runs)."""
     original_args: dict[str, Any] | None = None
     """Set when the person who approved the call edited its arguments: the model's arguments
     (``args`` are the edited ones the call runs with)."""
@@ -302,7 +318,7 @@ class AuditRecord(Record):
     audit_id: str
     uid: str
     kind: Literal["policy_decision", "side_effect_attempt", "side_effect_result", "approval_requested",
-                  "approval_decided", "approval_superseded", "approval_expired", "recovery"]
+                  "approval_decided", "approval_superseded", "approval_expired", "recovery", "admin_change"]
     run_id: str | None = None
     action_id: str | None = None
     approval_id: str | None = None
@@ -311,7 +327,10 @@ class AuditRecord(Record):
     reason: str | None = None
     args_before: dict[str, Any] | None = None
     args_after: dict[str, Any] | None = None
-    """An approval with edits: the call's arguments as the model made them and as approved."""
+    """An approval with edits: the call's arguments as the model made them and as approved (an
+    admin change: the user document before and after)."""
+    actor: str | None = None
+    """Who made an ``admin_change`` (the admin principal's uid)."""
     at: float = Field(default_factory=now)
     expire_at: float | None = None
     """When Firestore's TTL policy may delete the entry (set from AUDIT_RETENTION_S)."""

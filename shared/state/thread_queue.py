@@ -166,12 +166,12 @@ class ThreadQueue:
         doc = self.store.get(thread_path(run)) if run.thread_id else None
         return None if doc is None else ThreadRecord.from_doc(doc.data)
 
-    def next_entry(self, run: RunRecord) -> str | None:
-        """The outbox entry to publish when ``run``'s thread has no active run and runs are queued."""
+    def next_run(self, run: RunRecord) -> str | None:
+        """The queued run to start when ``run``'s thread has no active run and runs are queued."""
         thread = self.thread_of(run)
         if thread is None or not thread.queue or thread.active_run_id:
             return None
-        return dequeue_entry_id(thread.queue[0])
+        return thread.queue[0]
 
     def start_queued(self, run_id: str, build: Build) -> tuple[StartOutcomeKind, RunRecord | None]:
         """Start the queued run ``run_id`` if it is at the head of its thread's queue and the thread

@@ -51,6 +51,7 @@ OWNED: tuple[Tree, ...] = (
     Tree("threads", (Tree("messages"),)),
     Tree("sessions", (Tree("plans"), Tree("tasks", (Tree("react"),)), Tree("events"))),
     Tree("workspaces"), Tree("audit"), Tree("idempotencyKeys"), Tree("outbox"), Tree("deliveries"),
+    Tree("schedules", (Tree("runs"),)),
 )
 """Top-level collections whose documents carry their owner's ``uid`` (``threads``: those begun
 before issue 35)."""

@@ -25,8 +25,9 @@ class UsersRepo:
         user: UserRecord = UserRecord.from_doc(doc.data)
         return user
 
-    def put_user(self, user: UserRecord) -> None:
-        self.store.commit([Write("set", paths.user(user.uid), user.to_doc())])
+    def put_user(self, user: UserRecord, *, audit: Write | None = None) -> None:
+        """Store the user (with ``audit``, the entry recording the change, in the same commit)."""
+        self.store.commit([Write("set", paths.user(user.uid), user.to_doc()), *([audit] if audit else [])])
 
     def save_memory(self, uid: str, memory: MemoryRecord) -> None:
         """Idempotent for a given memory id (a retried save writes the same document)."""

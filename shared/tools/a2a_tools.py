@@ -46,7 +46,7 @@ def context_of(ctx: ToolContext) -> str:
 
 
 def agent_tools(agent: A2aAgent, settings: Settings) -> list[Tool]:
-    from shared.a2a import remote
+    from shared.connectors import a2a_remote as remote
 
     send_name, get_name = tool_names(agent)
 

@@ -25,7 +25,7 @@ import functools
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -37,6 +37,9 @@ from shared.models.base import ToolDeclaration
 from shared.tools.context import ToolContext
 from shared.tools.mcp_listings import LISTINGS
 from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
+
+if TYPE_CHECKING:
+    from shared.connectors.user_mcp import DeploymentMcpServerBody, McpToolBody, McpToolsResponse, UserMcpServers
 
 log = logging.getLogger("agent_runtime.mcp")
 
@@ -125,6 +128,51 @@ def server_tools(server: McpServer, settings: Settings) -> list[McpTool]:
                            args_model=McpArgs, fn=_unused, side_effect=side_effect,
                            idempotent=side_effect and info.idempotent is True,
                            server=server, remote_name=info.name, input_schema=info.input_schema))
+    return out
+
+
+def listed_tools(servers: UserMcpServers, uid: str, name: str, settings: Settings) -> McpToolsResponse:
+    """``uid``'s server ``name``'s tools as their runs see them (the listing cache; at most
+    ``MCP_TIMEOUT_S``): not connected when not declared, not available (and why) when it cannot be
+    read or listed."""
+    from shared.connectors.credentials import ConnectorError
+    from shared.connectors.user_mcp import McpToolsResponse
+
+    try:
+        server = servers.server(uid, name)
+    except ConnectorError as exc:
+        return McpToolsResponse(name=name, connected=True, available=False, error=str(exc))
+    if server is None:
+        return McpToolsResponse(name=name, connected=False, available=False)
+    try:
+        tools = server_tools(server, settings)
+    except mcp.McpError as exc:
+        return McpToolsResponse(name=name, connected=True, available=False, errorCode=exc.code, error=str(exc))
+    return McpToolsResponse(name=name, connected=True, available=True, tools=tool_bodies(tools))
+
+
+def tool_bodies(tools: list[McpTool]) -> list[McpToolBody]:
+    from shared.connectors.user_mcp import McpToolBody
+
+    return [McpToolBody(name=t.name, tool=t.remote_name, description=t.description, sideEffect=t.side_effect,
+                        idempotent=t.idempotent) for t in tools]
+
+
+def deployment_servers(settings: Settings) -> list[DeploymentMcpServerBody]:
+    """The deployment's servers (``MCP_SERVERS``) with their tools now (the listing cache; each
+    at most ``MCP_TIMEOUT_S``), or why they cannot be listed."""
+    from shared.connectors.user_mcp import DeploymentMcpServerBody, shown_url
+
+    out: list[DeploymentMcpServerBody] = []
+    for server in settings.mcp_servers:
+        shown = {"name": server.name, "transport": "stdio" if server.command else "http",
+                 "url": shown_url(server.url) if server.url else None}
+        try:
+            tools = server_tools(server, settings)
+        except mcp.McpError as exc:
+            out.append(DeploymentMcpServerBody(**shown, available=False, errorCode=exc.code, error=str(exc)))
+            continue
+        out.append(DeploymentMcpServerBody(**shown, available=True, tools=tool_bodies(tools)))
     return out
 
 

@@ -21,7 +21,7 @@ from shared.errors import ModelError, ModelTimeout
 from shared.ids import new_id
 from shared.models.base import DeltaSink, GroundedAnswer, Model, ModelRequest, ModelResponse, SearchModel
 from shared.state.records import UsageEntry
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 
 log = logging.getLogger("agent_runtime.usage")
 

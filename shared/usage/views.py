@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field
 from shared.responses import ResponseBody
 from shared.state.host_states import PlanRunState
 from shared.state.records import RunRecord, UsageEntry, reported_status
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 from shared.wire import UtcTime
 
 if TYPE_CHECKING:

@@ -228,3 +228,29 @@ def test_push_notifications_are_stored_per_task_and_delivered_at_each_stop(sqlit
         set_runtime(None)
         server.shutdown()
         server.server_close()
+
+
+def test_cancel_a_working_task_stops_its_run_at_the_next_step(sqlite_docstore: DocStore) -> None:
+    import threading
+
+    release = threading.Event()
+
+    def slow(request: ModelRequest) -> Turn:
+        release.wait(20)
+        return calls_turn(call("save_memory", {"text": "too late"}))
+
+    rt = Runtime(make_settings(dispatcher="inline"), store=sqlite_docstore, model=FunctionModel(slow))
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        resp = client.post("/a2a/message:send", headers=ALICE, json={
+            "message": message("think slowly"), "configuration": {"returnImmediately": True}})
+        task = resp.get_json()["task"]
+        assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"), task
+        threading.Timer(0.5, release.set).start()
+        canceled = client.post(f"/a2a/tasks/{task['id']}:cancel", headers=ALICE).get_json()
+        assert canceled["status"]["state"] == "TASK_STATE_CANCELED", canceled
+        assert rt.users.list_memories("alice") == []  # the step after the cancel never ran its tool
+    finally:
+        release.set()
+        set_runtime(None)

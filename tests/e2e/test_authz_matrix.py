@@ -59,6 +59,9 @@ A2A_PREFIX = "/a2a"
 our error envelope: tests/a2a/test_a2a_http.py holds their matrix (B gets TaskNotFound, no
 credentials 401) on both transports."""
 NOT_REFERENCES = {"teamId"}
+ADMIN_PREFIX = "/api/admin/"
+"""The admin API's operations are rows of their own (test_admin_operations_are_admin_only): any user
+but the admin principal gets 403 ADMIN_ONLY, whoever's uid the path names."""
 """Body fields named like references that name no object of ours (a Slack workspace id)."""
 NOT_REFERENCES_IN = {"RunAgentInput": {"runId", "parentRunId"}}
 """Per request schema: AG-UI's client-chosen run ids name no object of ours (its ``threadId`` does)."""
@@ -287,7 +290,7 @@ def cells(doc: dict[str, Any]) -> Iterator[Cell | tuple[str, str, str]]:
     ``(operationId, method, path)`` (only its 401 row applies)."""
     schemas = doc["components"]["schemas"]
     for path, item in doc["paths"].items():
-        if path.startswith(A2A_PREFIX):
+        if path.startswith((A2A_PREFIX, ADMIN_PREFIX)):
             continue
         for method, op in item.items():
             if op.get("security") == []:
@@ -484,3 +487,27 @@ def test_memories_and_projects_of_a_never_reach_bs_run(api: Api, operation: str,
     assert SECRET in answers["alice"] and "search_memory" in answers["alice"], answers["alice"][:2000]
     # ... B's sees neither.
     assert "search_memory" in answers["bob"] and SECRET not in answers["bob"], answers["bob"][:2000]
+
+
+ADMIN_OPERATIONS = [(op["operationId"], method, path) for path, item in DOC["paths"].items()
+                    for method, op in item.items() if path.startswith(ADMIN_PREFIX)]
+
+
+@pytest.mark.parametrize(("operation", "method", "path"), ADMIN_OPERATIONS, ids=[p[0] for p in ADMIN_OPERATIONS])
+def test_admin_operations_are_admin_only(api: Api, operation: str, method: str, path: str) -> None:
+    """A normal user (B, and A about itself) gets 403 ADMIN_ONLY and nothing of A; without
+    credentials 401; the admin principal (make dev's dev-admin: token) 200."""
+    create_memory(api)
+    admin = {"Authorization": "Bearer dev-admin:ops"}
+    before = api.client.get("/api/admin/users/alice", headers=admin).get_json()
+    body = {"trustLevel": "autonomous"} if method == "patch" else None
+    target = path.replace("{uid}", "alice")
+    for headers in (BOB, ALICE):
+        resp = api.client.open(target, method=method.upper(), json=body, headers=headers)
+        assert resp.status_code == 403 and resp.get_json()["error"]["code"] == "ADMIN_ONLY", (operation, resp.data)
+        assert SECRET not in resp.get_data(as_text=True)
+    assert api.client.open(target, method=method.upper(), json=body).status_code == 401
+    assert api.client.get("/api/admin/users/alice", headers=admin).get_json() == before  # nothing changed
+    own = api.client.open(target, method=method.upper(), json=body, headers=admin)
+    assert own.status_code == 200, own.get_data()[:300]
+    assert ADMIN_OPERATIONS, "the admin API is in the document"

@@ -212,3 +212,12 @@ def test_events_query_validation(install: Install, client: FlaskClient) -> None:
     assert client.get(f"/api/agent/runs/{run_id}/events?after=abc", headers=ALICE).status_code == 400
     assert client.get(f"/api/agent/runs/{run_id}/events?after=-1", headers=ALICE).status_code == 400
     assert client.post(f"/api/agent/runs/{run_id}", headers=ALICE).status_code == 405
+
+
+def test_a_text_only_result_names_no_action(install: Install, client: FlaskClient) -> None:
+    """A run that called no tool has no action: ``actionId`` is absent, not ``""`` (issue 35)."""
+    install(ScriptedModel([text_turn("just text"), calls_turn(call("save_memory", {"text": "x"}))]))
+    body = client.post("/api/agent/run", json={"prompt": "hi"}, headers=ALICE).get_json()
+    assert body["status"] == "completed" and "actionId" not in body
+    paused = client.post("/api/agent/run", json={"prompt": "save"}, headers=ALICE).get_json()
+    assert paused["actionId"].startswith("act_")

@@ -86,7 +86,7 @@ def test_openapi_document_is_served_and_valid(client: FlaskClient) -> None:
         "/api/agent/containers/{containerId}/files": {"get"},
         "/api/agent/threads": {"get"}, "/api/agent/threads/{threadId}": {"get", "delete"},
         "/api/agent/memories": {"get"}, "/api/agent/memories/{memoryId}": {"delete"},
-        "/api/agent/me/export": {"post"}, "/api/agent/me": {"delete"},
+        "/api/agent/me/export": {"post"}, "/api/agent/me": {"delete"}, "/api/admin/users/{uid}": {"get", "patch"},
         "/a2a": {"post"}, "/a2a/message:send": {"post"}, "/a2a/message:stream": {"post"},
         "/a2a/tasks": {"get"}, "/a2a/tasks/{taskId}": {"get"}, "/a2a/tasks/{taskId}:cancel": {"post"},
         "/a2a/tasks/{taskId}:subscribe": {"get", "post"},

@@ -22,6 +22,7 @@ from shared.web import MAX_JSON_DEPTH, json_depth_exceeds
 from tests.e2e.conftest import ALICE, Install
 
 SAMPLES = {"provider": "google", "name": "srv1"}
+ADMIN = {"Authorization": "Bearer dev-admin:ops"}
 
 
 def concrete(route: routes.Route) -> str:
@@ -81,8 +82,8 @@ def test_a_body_nested_10000_deep_is_a_400_naming_the_limit_and_logs_no_error(
         runtime: None, client: FlaskClient, caplog: pytest.LogCaptureFixture, route: routes.Route) -> None:
     body = '{"attachedContext": ' + "[" * 10_000 + "]" * 10_000 + "}"
     with caplog.at_level(logging.INFO):
-        resp = client.open(concrete(route), method=route.method, headers=ALICE, data=body,
-                           content_type="application/json")
+        resp = client.open(concrete(route), method=route.method, data=body, content_type="application/json",
+                           headers=ADMIN if route.path.startswith("/api/admin/") else ALICE)
     assert resp.status_code == 400, resp.get_data(as_text=True)[:300]
     error = resp.get_json()["error"]
     assert error["code"] == "INVALID_JSON" and str(MAX_JSON_DEPTH) in error["message"]

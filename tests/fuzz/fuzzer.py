@@ -88,11 +88,24 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     # Edited arguments go with an approval only (a rejection runs nothing to edit), and they are the
     # tool's arguments (its own schema, which the approval names, not the document).
     "POST /api/agent/approve": (("INVALID_REQUEST", "arguments (edits) go only with decision approve"),
-                                ("INVALID_ARGUMENTS", "")),  # one entry per field, each its own message
+                                ("INVALID_ARGUMENTS", ""),  # one entry per field, each its own message
+                                ("EDIT_DENIED_BY_POLICY", "policy refuses"), ("EDIT_NOT_SUPPORTED", "takes no edits")),
     # A new AG-UI run needs a user message with text; resume entries name the caller's own interrupts.
     "POST /api/agent/agui": (("INVALID_REQUEST", "a new run needs a user message with text"),
                              ("INVALID_REQUEST", "must be 1-128 characters of A-Z, a-z, 0-9, _ and -"),
-                             ("INVALID_REQUEST", "must be 1-255 visible ASCII characters")),
+                             ("INVALID_REQUEST", "must be 1-255 visible ASCII characters"),
+                             # frontend tools: names and count as the model takes them; a tool result
+                             # answers a call that waits; a resume payload's own shape (docs/ag-ui.md)
+                             ("INVALID_REQUEST", "String should match pattern"),
+                             ("INVALID_REQUEST", "List should have at most 20 items"),
+                             ("INVALID_REQUEST", "is not a pending call of a client tool"),
+                             ("INVALID_REQUEST", "must be true or false"),
+                             ("INVALID_REQUEST", "unknown field; the payload takes"),
+                             ("INVALID_REQUEST", "edits go only with an approval"),
+                             ("INVALID_REQUEST", "must be an object {approved?, arguments?, reason?}"),
+                             ("INVALID_REQUEST", "interrupts of one run only"),
+                             ("INVALID_ARGUMENTS", ""), ("EDIT_DENIED_BY_POLICY", "policy refuses"),
+                             ("EDIT_NOT_SUPPORTED", "takes no edits")),
     # An Idempotency-Key the caller used before with another body (the stateful phase reuses keys).
     "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
     "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),

@@ -206,3 +206,33 @@ def test_bad_input_is_a_json_400_naming_the_field(app: Any, body: dict[str, Any]
     assert resp.status_code == 400 and resp.mimetype == "application/json"
     assert field in [e["field"] for e in resp.get_json()["error"]["details"]["errors"]]
     assert a.client.post("/api/agent/agui", json=agui_input("r", "hi")).status_code == 401
+
+
+def test_frontend_tools_end_the_run_with_pending_calls_and_take_the_clients_result(app: Any, tmp_path: Path) -> None:
+    model = ScriptedModel([calls_turn(call("pick_color", {"hint": "the sky"})), text_turn("You picked blue.")])
+    a = app(model)
+    tools = [{"name": "pick_color", "description": "Ask the user to pick a color",
+              "parameters": {"type": "object", "properties": {"hint": {"type": "string"}}}}]
+    raw1, first = a.post(agui_input("run-1", "let me pick a color", tools=tools))
+    assert [d.name for d in model.requests[0].tools if d.name == "pick_color"] == ["pick_color"]  # offered
+    [start] = [e for e in first if e["type"] == "TOOL_CALL_START"]
+    assert start["toolCallName"] == "pick_color"
+    assert first[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [start["toolCallId"]]}
+    messages = [{"id": "m-run-1", "role": "user", "content": "let me pick a color"},
+                {"id": "a-1", "role": "assistant", "toolCalls": [{"id": start["toolCallId"], "type": "function",
+                                                                  "function": {"name": "pick_color",
+                                                                               "arguments": '{"hint": "the sky"}'}}]},
+                {"id": "t-1", "role": "tool", "toolCallId": start["toolCallId"], "content": '{"color": "blue"}'}]
+    raw2, second = a.post({**agui_input("run-2", tools=tools), "messages": messages})
+    assert second[-1]["outcome"] == {"type": "success"}
+    assert "TOOL_CALL_START" not in types(second)  # the client's own call is not news to it
+    assert "".join(e["delta"] for e in second if e["type"] == "TEXT_MESSAGE_CONTENT") == "You picked blue."
+    answer = model.requests[-1].turns[-1].parts[0].function_response
+    assert answer is not None and answer.name == "pick_color" and answer.response == {"color": "blue"}
+    for name, raw in (("frontend-tool", raw1), ("frontend-result", raw2)):
+        (path := tmp_path / f"{name}.sse").write_text(raw)
+        assert clean(validate(path)) == (0, 0), name
+    # a tool result for a call nobody waits for is a 400
+    resp = a.client.post("/api/agent/agui", json={**agui_input("run-3", tools=tools), "messages": messages},
+                         headers=ALICE)
+    assert resp.status_code == 400 and resp.get_json()["error"]["details"]["errors"][0]["field"] == "messages"

@@ -101,6 +101,8 @@ def _sse(resp: Any) -> Iterator[dict[str, Any]]:
         buf += chunk
         while b"\n\n" in buf:
             frame, buf = buf.split(b"\n\n", 1)
+            if frame.startswith(b":"):  # a heartbeat (a comment line) while the stream is quiet
+                continue
             fields = dict(line.split(": ", 1) for line in frame.decode().splitlines())
             ev = json.loads(fields["data"])
             assert fields["event"] == ev["type"] and fields["id"] == str(ev["seq"])

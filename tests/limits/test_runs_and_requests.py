@@ -23,7 +23,7 @@ from shared.runtime import Runtime, set_runtime
 from shared.state import paths
 from shared.state.docstore import DocStore
 from shared.state.records import UsageEntry
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 from tests.agent.conftest import make_settings
 from tests.limits.conftest import ALICE, BOB, OFF, Clock, MakeRuntime
 from tests.limits.support import ids, refused, snapshot

@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 from devserver import create_app
 from shared.runtime import Runtime
 from shared.state.host_states import PlanRunState
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 from tests.plans.conftest import MakeRuntime
 from tests.plans.support import Script
 from tests.plans.test_sessions_http import ALICE, create, deliver, events

@@ -17,7 +17,7 @@ from shared.state.docstore import DocStore
 from shared.state.project_records import TemplateTask
 from shared.state.projects_repo import ProjectsRepo
 from shared.state.records import RunResult
-from shared.usage.figures import Usage
+from shared.token_usage import Usage
 from tests.projects.conftest import MakeRuntime
 
 Answer = Callable[[ModelRequest], ModelResponse]

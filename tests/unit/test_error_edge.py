@@ -19,6 +19,7 @@ from shared.auth import _CertsUnavailable
 from shared.errors import (
     Conflict,
     DomainError,
+    Forbidden,
     Gone,
     Internal,
     InvalidInput,
@@ -47,6 +48,7 @@ EDGE = {"shared/web.py"}
     (MethodNotAllowed("PUT", ("GET", "POST", "DELETE")), 405, {"Allow": "GET, POST, DELETE"}),
     (Conflict("decided"), 409, {}),
     (Gone("expired"), 410, {}),
+    (Forbidden("admins only"), 403, {}),
     (Unprocessable("reused"), 422, {}),
     (PayloadTooLarge("big"), 413, {}),
     (UnsupportedMediaType("xml"), 415, {}),

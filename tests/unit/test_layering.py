@@ -1,8 +1,9 @@
 """The layering of issue 9 (docs/architecture.md, "Layers"), enforced on the source:
 
-- ``shared/`` has no import cycle (every import counts: those inside functions, under
-  ``if TYPE_CHECKING:`` and under ``if __name__ == "__main__":`` too — a cycle a type checker or a
-  script walks is a cycle of the design); ``package_cycles`` takes any package root (``hostagent/``);
+- ``shared/`` has no import cycle between modules, nor between its packages (every import counts:
+  those inside functions, under ``if TYPE_CHECKING:`` and under ``if __name__ == "__main__":`` too —
+  a cycle a type checker or a script walks is a cycle of the design); ``package_cycles`` takes any
+  package root (``hostagent/``);
 - the durability and state packages import nothing of the agent domain;
 - the state package only performs writes: it imports no events, no failure decisions of units
   (``shared.failures``: the loop's stops decide why a unit fails) and nothing of HTTP;
@@ -123,6 +124,35 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def packages(edges: dict[str, set[str]], depth: int = 2) -> dict[str, set[str]]:
+    """The graph of packages: each module counts as its package (``shared.plans.host`` is
+    ``shared.plans``; a top-level module ``shared.kernel`` is its own), an import between two
+    modules as an import between their packages."""
+    out: dict[str, set[str]] = {}
+
+    def unit(module: str) -> str:
+        return ".".join(module.split(".")[:depth])
+
+    for module, imported in edges.items():
+        mine = out.setdefault(unit(module), set())
+        mine.update(unit(i) for i in imported if unit(i) != unit(module))
+    return out
+
+
+def test_shared_has_no_package_cycle() -> None:
+    """Issue 27: no cycle between the packages of ``shared/`` either (there was one through loop,
+    plans, agent, runtime, kernel and events; models, state and usage; connectors and tools)."""
+    grouped = packages(graph("shared"))
+    assert {"shared.loop", "shared.plans", "shared.agent", "shared.events", "shared.state"} <= set(grouped)
+    assert cycles(grouped) == []
+
+
+def test_the_package_cycle_check_can_fail() -> None:
+    edges = {"shared.a.x": {"shared.b.y"}, "shared.b.y": set(), "shared.b.z": {"shared.a.w"}, "shared.a.w": set()}
+    assert cycles({m: i for m, i in edges.items()}) == []  # no cycle between modules
+    assert cycles(packages(edges)) == [["shared.a", "shared.b"]]
+
+
 def test_shared_has_no_import_cycle() -> None:
     assert len(graph("shared")) > 60  # the scan sees the package
     assert package_cycles("shared") == []
@@ -238,12 +268,12 @@ def test_functions_hold_no_business_rule() -> None:
                       "shared.logs", "shared.config", "shared.agent.run_handlers", "shared.agent.approvals",
                       "shared.agent.streaming", "shared.goals.contracts", "shared.goals.service",
                       "shared.connectors", "shared.connectors.integrations_api", "shared.usage.params",
-                      "shared.usage.views", "shared.plans.session_handlers", "shared.http_errors", "shared.runs_list",
-                      "shared.query", "shared.approvals_inbox", "shared.plans.session_follow",
-                      "shared.ndjson", "shared.workspaces", "shared.a2a.app",
+                      "shared.usage.views", "shared.session_handlers", "shared.http_errors", "shared.runs_list",
+                      "shared.query", "shared.approvals_inbox", "shared.session_follow",
+                      "shared.ndjson", "shared.workspaces", "shared.tools.mcp_tools", "shared.a2a.app",
                       "shared.a2a.asgi_bridge", "shared.a2a.card", "shared.agui.endpoint", "shared.agui.inputs",
                       "shared.agent.approval_edits", "shared.agent.webhooks", "shared.user_data",
-                      "shared.agent.schedules")
+                      "shared.agent.schedules", "shared.admin")
     for path in (ROOT / "functions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = runtime_imports(tree, "functions")

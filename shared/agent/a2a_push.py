@@ -12,7 +12,7 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from shared.a2a import convert
+from shared.agent import a2a_convert as convert
 from shared.state.a2a_tasks_repo import A2aTasksRepo
 from shared.state.deliveries_repo import DeliveryRecord
 

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from shared.plan_views import Plan, plan_body
 from shared.plans import sessions as engine
 from shared.plans.contracts import (
     CancelRequest,
     ConfirmRequest,
     CreateSessionRequest,
-    Plan,
     RefineRequest,
     SessionAccepted,
     SessionCreated,
     SessionsList,
     SessionSummary,
     SessionView,
-    plan_body,
 )
 from shared.plans.views import created, session_view
 from shared.responses import ResponseBody

@@ -1,0 +1,103 @@
+"""The admin API for the backend (issue 35): read and change a user's trust level, mail allowlist
+and per-user limits without writing the store directly.
+
+Only a principal with the admin role may call it (``Principal.is_admin``: a uid of ``ADMIN_UIDS``,
+the stack config's ``adminUids`` in production; ``make dev``'s ``dev-admin:<name>`` token); anyone
+else gets 403 ``ADMIN_ONLY``. Every change is audited (``audit/{id}``, kind ``admin_change``: who,
+which user, the fields before and after).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.errors import Forbidden
+from shared.ids import new_id
+from shared.responses import ResponseBody
+from shared.state.records import AuditRecord, TrustLevel, UserLimits, UserRecord
+from shared.web import parse_model
+
+if TYPE_CHECKING:
+    from shared.auth import Principal
+    from shared.runtime import Runtime
+
+EMAIL = r"^[^@\s]+@[^@\s]+$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+
+
+class ProfilePatch(_Strict):
+    emailAllowlist: list[str] | None = Field(default=None, max_length=200, json_schema_extra={
+        "items": {"type": "string", "minLength": 3, "maxLength": 320, "pattern": EMAIL}})
+    displayName: str | None = Field(default=None, max_length=200)
+    about: str | None = Field(default=None, max_length=4000)
+    timezone: str | None = Field(default=None, max_length=64)
+
+
+class LimitsPatch(_Strict):
+    """A user's own limits (absent or null: the deployment's; 0: off for this user)."""
+
+    activeRuns: int | None = Field(default=None, ge=0, le=10_000)
+    activeSessions: int | None = Field(default=None, ge=0, le=10_000)
+    dailyTokens: int | None = Field(default=None, ge=0, le=10**12)
+
+
+class UserPatch(_Strict):
+    """``PATCH /api/admin/users/{uid}``: the fields given are changed, the others kept."""
+
+    trustLevel: TrustLevel | None = None
+    profile: ProfilePatch | None = None
+    limits: LimitsPatch | None = None
+
+
+class AdminUser(ResponseBody):
+    ok: bool = True
+    uid: str
+    trustLevel: Literal["supervised", "delegated", "autonomous"]
+    profile: dict[str, Any]
+    limits: dict[str, int | None] = Field(description="the user's own limits (null: the deployment's)")
+
+
+def require_admin(rt: Runtime, principal: Principal) -> None:
+    if not principal.is_admin(rt.settings.admin_uids):
+        raise Forbidden("this route is for the backend's admin principal only", code="ADMIN_ONLY")
+
+
+def _view(user: UserRecord) -> AdminUser:
+    profile = user.profile.model_dump(mode="json", by_alias=True)
+    return AdminUser(uid=user.uid, trustLevel=user.trust_level, profile=profile,
+                     limits=user.limits.model_dump(mode="json", by_alias=True))
+
+
+def get_user(rt: Runtime, principal: Principal, uid: str) -> AdminUser:
+    require_admin(rt, principal)
+    return _view(rt.users.get_user(uid))
+
+
+def patch_user(rt: Runtime, principal: Principal, uid: str, body: Any) -> AdminUser:
+    """Apply the patch (400 naming a bad field, nothing written), store the user and audit it."""
+    require_admin(rt, principal)
+    patch = parse_model(UserPatch, body)
+    user = rt.users.get_user(uid)
+    before = user.to_doc()
+    if patch.trustLevel is not None:
+        user.trust_level = patch.trustLevel
+    if patch.profile is not None:
+        given = patch.profile.model_dump(exclude_unset=True)
+        user.profile = user.profile.model_copy(update={
+            "email_allowlist" if k == "emailAllowlist" else "display_name" if k == "displayName" else k: v
+            for k, v in given.items()})
+    if patch.limits is not None:
+        given = patch.limits.model_dump(exclude_unset=True)
+        current = user.limits.model_dump()
+        current.update({"active_runs" if k == "activeRuns" else "active_sessions" if k == "activeSessions"
+                        else "daily_tokens": v for k, v in given.items()})
+        user.limits = UserLimits(**current)
+    audit = AuditRecord(audit_id=new_id("aud"), uid=uid, kind="admin_change", actor=principal.uid,
+                        reason="PATCH /api/admin/users", args_before=before, args_after=user.to_doc())
+    rt.users.put_user(user, audit=rt.runs.audit_write(audit))
+    return _view(user)
