@@ -45,11 +45,11 @@ def check(ctx: RunContext, model: str, request: ModelRequest) -> NextStepInterru
     if not settings.budget_user_daily_usd and not settings.budget_user_monthly_usd:
         return None
     call_id = s.new_id("bud")
-    over = s.budgets.reserve(ctx.run.uid, call_id, max_usd, daily_usd=settings.budget_user_daily_usd,
-                             monthly_usd=settings.budget_user_monthly_usd,
-                             ttl_s=settings.lease_ttl_s + settings.model_timeout_s)
-    if over is not None:
-        return pause(ctx, over)
+    reached = s.budgets.reserve(ctx.run.uid, call_id, max_usd, daily_usd=settings.budget_user_daily_usd,
+                                monthly_usd=settings.budget_user_monthly_usd,
+                                ttl_s=settings.lease_ttl_s + settings.model_timeout_s)
+    if reached is not None:
+        return pause(ctx, Overrun(reached.scope, reached.cap_usd, reached.spent_usd, max_usd))
     uid = ctx.run.uid
     ctx.after_commit.append(lambda: s.budgets.release(uid, call_id))
     return None
@@ -105,7 +105,7 @@ def settle(ctx: RunContext, actions: list[ActionRecord]) -> bool:
     if scope == "run":
         run.budget_usd = new
     else:
-        ctx.services.budgets.raise_cap(run.uid, scope, new)  # type: ignore[arg-type]
+        ctx.services.budgets.raise_cap(run.uid, scope, new)
     move_action(action, "executing")
     move_action(action, "completed")
     action.outcome, action.result = "success", {"limitUsd": new, "scope": scope}

@@ -19,16 +19,35 @@ reservation whose invocation died counts until ``ttl_s`` passed.
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from shared.errors import PreconditionFailed, TransactionContention
 from shared.state import paths
 from shared.state.docstore import Doc, DocStore, Write
-from shared.usage.budget import Overrun, Scope, day_and_month
 
 RESERVE_ATTEMPTS = 12
 BUDGET_DOC = "budget"
 MICRO = 1_000_000
+
+
+CapScope = Literal["user_day", "user_month"]
+
+
+@dataclass(frozen=True)
+class CapReached:
+    """A user's cap that has no room for a call: which, the cap, and what was spent and held."""
+
+    scope: CapScope
+    cap_usd: float
+    spent_usd: float
+
+
+def day_and_month(at: float) -> tuple[str, str]:
+    """The UTC day (``YYYY-MM-DD``) and month (``YYYY-MM``) of ``at``."""
+    day = datetime.fromtimestamp(at, UTC).date().isoformat()
+    return day, day[:7]
 
 
 def _micro(doc: Doc | None) -> int:
@@ -69,7 +88,7 @@ class BudgetRepo:
                 _caps(doc, "monthCaps").get(month, monthly_usd) if monthly_usd else 0.0)
 
     def reserve(self, uid: str, call_id: str, usd: float, *, daily_usd: float, monthly_usd: float,
-                ttl_s: float) -> Overrun | None:
+                ttl_s: float) -> CapReached | None:
         """Reserve ``usd`` for the call ``call_id`` if the user's caps leave room (counting the calls
         in flight); else the overrun (nothing written). 0 turns a cap off."""
         path = paths.limit(uid, BUDGET_DOC)
@@ -85,8 +104,7 @@ class BudgetRepo:
                     ("user_month", monthly_usd, _caps(doc, "monthCaps").get(month), _micro(month_doc))):
                 cap = caps if caps is not None else configured
                 if configured and spent / MICRO + held + usd > cap:
-                    over: Scope = scope  # type: ignore[assignment]
-                    return Overrun(over, cap, round(spent / MICRO + held, 8), usd)
+                    return CapReached(scope, cap, round(spent / MICRO + held, 8))  # type: ignore[arg-type]
             data: dict[str, Any] = {**(doc.data if doc is not None else {}), "updatedAt": at,
                                     "reserved": {**live, call_id: {"usd": usd, "at": at}}}
             write = Write("create", path, data) if doc is None else Write("set", path, data, if_token=doc.token)
@@ -113,7 +131,7 @@ class BudgetRepo:
             except PreconditionFailed:
                 continue
 
-    def raise_cap(self, uid: str, scope: Scope, usd: float, at: float | None = None) -> None:
+    def raise_cap(self, uid: str, scope: str, usd: float, at: float | None = None) -> None:
         """An approved budget approval: the user's cap of this day (or month) becomes ``usd``
         (never lowered by a later, smaller approval)."""
         field = {"user_day": "dayCaps", "user_month": "monthCaps"}.get(scope)

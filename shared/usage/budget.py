@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Literal
 
 from shared.config import Settings
@@ -64,11 +63,6 @@ def call_max_cost(settings: Settings, model: str, request: ModelRequest) -> floa
     chars += sum(len(json.dumps(t.parameters)) + len(t.name) + len(t.description) for t in request.tools)
     input_tokens = chars // CHARS_PER_TOKEN + 1
     return round((input_tokens * per_input + settings.model_max_output_tokens * per_output) / 1_000_000, 8)
-
-
-def day_and_month(at: float) -> tuple[str, str]:
-    day = datetime.fromtimestamp(at, UTC).date().isoformat()
-    return day, day[:7]
 
 
 def run_overrun(budget_usd: float | None, spent_usd: float, call_max_usd: float) -> Overrun | None:
