@@ -9,6 +9,12 @@ document a ``get``/``get_many`` asks for (found or not: Firestore bills a missin
 per document a query returns (at least one per query) or an aggregation sums. Documents written are counted per
 collection id too, one per write of a commit or transaction that applied.
 
+Sequential round trips (issue 33) are counted per calling thread too: each ``get``, ``get_many``,
+``query``, ``sum_of`` and ``commit`` is one, a transaction is one for its commit plus one per read
+inside it (``Transaction.get``/``query``, again on each attempt). Firestore's ``BeginTransaction``
+RPC is not counted (the client may send it with the first read). ``latency_s`` sleeps that long on
+each round trip: a real Firestore's ~5-30 ms per call, injected on the emulator or SQLite.
+
 Store CPU time is thread CPU time (``time.thread_time``) of the calling thread spent inside store
 calls. For ``run_transaction`` the time spent in the caller's callback is excluded (it is domain
 work), except the transaction's own reads (``Transaction.get``/``query``), which are store I/O.
@@ -34,6 +40,9 @@ class _ThreadStats(threading.local):
         self.store_cpu_s = 0.0
         self.store_wall_s = 0.0
         self.commits = 0
+        self.round_trips = 0
+        self.trips: list[str] | None = None
+        """When a list (``InstrumentedStore.record_trips``): each round trip as ``call what``."""
         self.calls: Counter[str] = Counter()
         self.docs_read: Counter[str] = Counter()
         self.docs_written: Counter[str] = Counter()
@@ -43,6 +52,14 @@ def collection_id(path: str) -> str:
     """The collection id of a document path (``users/u/usage/e1`` -> ``usage``)."""
     parts = path.split("/")
     return parts[-2] if len(parts) >= 2 else path
+
+
+def _round_trip(stats: _ThreadStats, latency_s: float, name: str, what: str) -> None:
+    stats.round_trips += 1
+    if stats.trips is not None:
+        stats.trips.append(f"{name} {what}")
+    if latency_s > 0:
+        time.sleep(latency_s)
 
 
 def _count_read(stats: _ThreadStats, paths: Sequence[str]) -> None:
@@ -59,17 +76,24 @@ class InstrumentedStore:
     """Wraps ``inner``; statistics are kept per calling thread (read them from that thread)."""
 
     def __init__(self, inner: DocStore, *, before_commit: CommitHook | None = None,
-                 after_commit: CommitHook | None = None) -> None:
+                 after_commit: CommitHook | None = None, latency_s: float = 0.0) -> None:
         self.inner = inner
+        self.latency_s = latency_s
         self.before_commit = before_commit
         self.after_commit = after_commit
         self._stats = _ThreadStats()
 
     # ---- statistics (of the calling thread) ---------------------------------------------------
+    def record_trips(self) -> list[str]:
+        """Start noting this thread's round trips (``call what``); the list they go to."""
+        self._stats.trips = []
+        return self._stats.trips
+
     def snapshot(self) -> dict[str, Any]:
         s = self._stats
         return {"store_cpu_s": s.store_cpu_s, "store_wall_s": s.store_wall_s, "commits": s.commits,
-                "calls": dict(s.calls), "docs_read": dict(s.docs_read), "docs_written": dict(s.docs_written)}
+                "round_trips": s.round_trips, "calls": dict(s.calls), "docs_read": dict(s.docs_read),
+                "docs_written": dict(s.docs_written)}
 
     @staticmethod
     def delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
@@ -81,13 +105,15 @@ class InstrumentedStore:
         return {"store_cpu_s": after["store_cpu_s"] - before["store_cpu_s"],
                 "store_wall_s": after["store_wall_s"] - before["store_wall_s"],
                 "commits": after["commits"] - before["commits"],
+                "round_trips": after["round_trips"] - before["round_trips"],
                 "calls": minus("calls"), "docs_read": minus("docs_read"), "docs_written": minus("docs_written")}
 
-    def _timed(self, name: str, fn: Callable[[], T]) -> T:
+    def _timed(self, name: str, fn: Callable[[], T], what: str = "") -> T:
         s = self._stats
         s.calls[name] += 1
         c0, w0 = time.thread_time(), time.perf_counter()
         try:
+            _round_trip(s, self.latency_s, name, what)
             return fn()
         finally:
             s.store_cpu_s += time.thread_time() - c0
@@ -96,17 +122,18 @@ class InstrumentedStore:
     # ---- DocStore ------------------------------------------------------------------------------
     def get(self, path: str) -> Doc | None:
         _count_read(self._stats, (path,))
-        return self._timed("get", lambda: self.inner.get(path))
+        return self._timed("get", lambda: self.inner.get(path), path)
 
     def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
         _count_read(self._stats, paths)
-        return self._timed("get_many", lambda: self.inner.get_many(paths))
+        return self._timed("get_many", lambda: self.inner.get_many(paths), " ".join(paths))
 
     def query(self, query: Query) -> list[Doc]:
-        return _count_query(self._stats, query, self._timed("query", lambda: self.inner.query(query)))
+        return _count_query(self._stats, query, self._timed("query", lambda: self.inner.query(query),
+                                                                 query.collection))
 
     def sum_of(self, query: Query, field: str) -> float:
-        total = self._timed("sum_of", lambda: self.inner.sum_of(query, field))
+        total = self._timed("sum_of", lambda: self.inner.sum_of(query, field), query.collection)
         # The documents an aggregation sums are what it reads (Firestore: their index entries, billed
         # per 1,000), counted with an untimed query of the same documents.
         _count_query(self._stats, query, self.inner.query(query))
@@ -118,7 +145,8 @@ class InstrumentedStore:
         index = s.commits
         if self.before_commit is not None:
             self.before_commit("commit", index)
-        tokens = self._timed("commit", lambda: self.inner.commit(writes))
+        what = " ".join(sorted({collection_id(w.path) for w in writes})) if s.trips is not None else ""
+        tokens = self._timed("commit", lambda: self.inner.commit(writes), what)
         for w in writes:
             s.docs_written[collection_id(w.path)] += 1
         if self.after_commit is not None:
@@ -141,7 +169,7 @@ class InstrumentedStore:
             c0, w0 = time.thread_time(), time.perf_counter()
             written.clear()
             try:
-                return fn(_InstrumentedTransaction(t, s, written))
+                return fn(_InstrumentedTransaction(t, s, written, self.latency_s))
             finally:
                 callback_cpu += time.thread_time() - c0
                 callback_wall += time.perf_counter() - w0
@@ -149,6 +177,7 @@ class InstrumentedStore:
         s.calls["run_transaction"] += 1
         c0, w0 = time.thread_time(), time.perf_counter()
         try:
+            _round_trip(s, self.latency_s, "run_transaction", "")  # its commit
             out = self.inner.run_transaction(callback)
         finally:
             s.store_cpu_s += time.thread_time() - c0 - callback_cpu
@@ -160,23 +189,25 @@ class InstrumentedStore:
         return out
 
     def delete_collection(self, collection: str) -> None:
-        self._timed("delete_collection", lambda: self.inner.delete_collection(collection))
+        self._timed("delete_collection", lambda: self.inner.delete_collection(collection), collection)
 
     def close(self) -> None:
         self.inner.close()
 
 
 class _InstrumentedTransaction:
-    def __init__(self, inner: Transaction, stats: _ThreadStats, written: list[str]) -> None:
+    def __init__(self, inner: Transaction, stats: _ThreadStats, written: list[str], latency_s: float) -> None:
         self._inner = inner
         self._stats = stats
         self._written = written
+        self._latency_s = latency_s
 
-    def _timed(self, name: str, fn: Callable[[], T]) -> T:
+    def _timed(self, name: str, fn: Callable[[], T], what: str = "") -> T:
         s = self._stats
         s.calls[name] += 1
         c0, w0 = time.thread_time(), time.perf_counter()
         try:
+            _round_trip(s, self._latency_s, name, what)
             return fn()
         finally:
             s.store_cpu_s += time.thread_time() - c0
@@ -184,10 +215,11 @@ class _InstrumentedTransaction:
 
     def get(self, path: str) -> Doc | None:
         _count_read(self._stats, (path,))
-        return self._timed("txn_get", lambda: self._inner.get(path))
+        return self._timed("txn_get", lambda: self._inner.get(path), path)
 
     def query(self, query: Query) -> list[Doc]:
-        return _count_query(self._stats, query, self._timed("txn_query", lambda: self._inner.query(query)))
+        return _count_query(self._stats, query, self._timed("txn_query", lambda: self._inner.query(query),
+                                                                        query.collection))
 
     def write(self, write: Write) -> None:
         self._written.append(write.path)

@@ -81,6 +81,8 @@ def per_act(inner: DocStore) -> dict[str, Any]:
     return {"tasks": TASKS, "acts": acts, "invocations": invocations,
             "ms_per_act": round(wall / acts * 1000, 3), "cpu_ms_per_act": round(cpu / acts * 1000, 3),
             "commits_per_act": round(delta["commits"] / acts, 3),
+            "documents_written_per_act": round(sum(delta["docs_written"].values()) / acts, 3),
+            "documents_written_by_collection": dict(sorted(delta["docs_written"].items())),
             "note": "an act = one model call + one tool (or the task's end) + the reflection call; "
                     "commits include claims, yields and the next invocations' claims"}
 

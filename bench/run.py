@@ -9,7 +9,10 @@ shares), ``per_step`` (per store, with documents written per step and per stream
 ``cold_start``, ``genai_import``,
 ``versus_baseline`` (per-step and commits of this tree and of a baseline commit, bench/versus.py),
 ``plans`` (plan sessions: per act, continuation latency through Pub/Sub; bench/plans.py),
-``tracing`` (per step with OpenTelemetry tracing off and on; bench/tracing_cost.py)
+``tracing`` (per step with OpenTelemetry tracing off and on; bench/tracing_cost.py),
+``round_trips`` (issue 33: sequential store round trips before the first model call, per tool step,
+to resume, per plan act and plan-session start, and with 10 ms injected per round trip;
+bench/round_trips.py, alone: ``python -m bench.round_trips``)
 and ``targets`` (the issue's targets with ``met``). docs/benchmarks.md explains every figure.
 """
 
@@ -27,7 +30,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench import coldstart, growth, memory, peers, plans, sandbox, steps, tracing_cost, versus
+from bench import coldstart, growth, memory, peers, plans, round_trips, sandbox, steps, tracing_cost, versus
 from bench.emulator import firestore_emulator, firestore_store, sqlite_store
 from bench.fakemodel import tool_then_answer
 from bench.reference import peers_reference_ms, reference_ms
@@ -241,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         # First, alone: no emulator JVM beside the peers' processes.
         peer_figures = peers.figures(args.quick, progress)
     with firestore_emulator() as fs_host:
+        progress("round trips on the paths a user waits on (bench/round_trips.py)")
+        trips = round_trips.run("firestore", fs_host)
         per = per_step(tmp, fs_host, args.quick)
         start_growth = run_start_growth(tmp, fs_host, args.quick)
         mem = memory_figures(tmp, fs_host)
@@ -284,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         "plans": plan_figures,
         "sandbox": sandbox_figures,
         "tracing": traced,
+        "round_trips": trips,
         "targets": {
+            **trips["targets"],
             "per_step_not_worse_than_baseline": {
                 store: {"head_ms": against.get(store, {}).get("head", {}).get("per_step_ms"),
                         "baseline_ms": against.get(store, {}).get("baseline", {}).get("per_step_ms"),

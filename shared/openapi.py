@@ -183,7 +183,9 @@ def _parameters() -> dict[str, list[dict[str, Any]]]:
 
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum": list(PROVIDERS)},
                                            "/api/integrations/mcp/{name}": {"type": "string", "pattern": NAME_PATTERN},
-                                           "/api/integrations/a2a/{name}": {"type": "string", "pattern": NAME_PATTERN}}
+                                           "/api/integrations/a2a/{name}": {"type": "string", "pattern": NAME_PATTERN},
+                                           "/api/agent/webhooks/{name}": {"type": "string", "pattern": NAME_PATTERN},
+                                           "/api/agent/schedules/{name}": {"type": "string", "pattern": NAME_PATTERN}}
 """Path parameters that are not plain strings (ids): by name, or by the path up to the parameter."""
 
 

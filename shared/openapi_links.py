@@ -23,7 +23,7 @@ run_links: dict[str, Any] = {
 approve_links = {
     "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
     "followRunEvents": {"operationId": "getRunEvents",
-                        "parameters": {"runId": "$response.body#/runId", "follow": True}},
+                        "parameters": {"runId": "$response.body#/runId", "follow": "true"}},
     "decideAgain": {"operationId": "approve", "description": "a second decision: 409",
                     "requestBody": {"approvalId": "$response.body#/approvalId", "decision": "reject"}},
 }

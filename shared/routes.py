@@ -163,7 +163,9 @@ FUNCTIONS: tuple[Function, ...] = (
     # Stores (encrypted), deletes and reports users' tokens; never refreshes them.
     Function("integrations", secrets=("credentials",), summary="a user's connector tokens"),
     # Plan sessions (seed 004): plans with the model, writes sessions, publishes continue messages.
-    Function("sessions", secrets=("gemini",), publishes_resume=True, deadline_bound=True, default_timeout_s=0,
+    # The credentials key: a session's repository context reads the caller's GitHub token (issue 35).
+    Function("sessions", secrets=("gemini", "credentials"), publishes_resume=True, deadline_bound=True,
+             default_timeout_s=0,
              summary="plan sessions"),
     # The caller's own data: threads and memories, deleting them and runs, export and erasure (issue 35).
     Function("data", default_timeout_s=300,
@@ -233,7 +235,8 @@ A2A_ROUTES: tuple[Route, ...] = (
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
           description="multitaskStrategy (reject by default) says what happens when the thread is busy "
-                      "(docs/run-control.md).",
+                      "(docs/run-control.md). A run's own webhook URL needs the caller's webhook named default "
+                      "(its secret signs): 400 WEBHOOK_SECRET_MISSING otherwise.",
           replies=(Reply(200, "the run's result (status completed, awaiting_confirmation or failed)",
                          model="shared.state.records:RunResult"),
                    Reply(202, "queued behind the thread's runs (multitaskStrategy enqueue, interrupt or rollback): "
@@ -440,7 +443,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/agent/schedules/{name}", "getSchedule", "integrations", "functions.integrations:get_schedule",
           segments={"name": ANY_SEGMENT},
           replies=(Reply(200, "the schedule (declared false when the caller has none of that name)",
-                         model="shared.agent.schedules:ScheduleResponse"),), errors=(400, 401)),
+                         model="shared.agent.schedules:ScheduleResponse"),), errors=(400, 401, 404)),
     Route("PUT", "/api/agent/schedules/{name}", "putSchedule", "integrations", "functions.integrations:put_schedule",
           segments={"name": ANY_SEGMENT}, request="shared.agent.schedules:ScheduleRequest",
           description="Declare (replace) one of the caller's schedules: a five-field cron expression in an IANA "
@@ -448,16 +451,17 @@ ROUTES: tuple[Route, ...] = (
                       "multitaskStrategy (enqueue by default). 400 INVALID_CRON / INVALID_TIMEZONE; "
                       "409 TOO_MANY_SCHEDULES beyond 20. Each occurrence starts one run (docs/run-control.md).",
           replies=(Reply(200, "the stored schedule and its next occurrence",
-                         model="shared.agent.schedules:ScheduleResponse"),), errors=(400, 401, 409, 413, 415)),
+                         model="shared.agent.schedules:ScheduleResponse"),), errors=(400, 401, 404, 409, 413, 415)),
     Route("DELETE", "/api/agent/schedules/{name}", "deleteSchedule", "integrations",
           "functions.integrations:delete_schedule", segments={"name": ANY_SEGMENT},
           replies=(Reply(200, "the schedule is forgotten", model="shared.agent.schedules:ScheduleRemovedResponse"),),
-          errors=(400, 401)),
+          errors=(400, 401, 404)),
     Route("GET", "/api/agent/schedules/{name}/runs", "listScheduleRuns", "integrations",
           "functions.integrations:schedule_runs", segments={"name": ANY_SEGMENT},
           description="The runs the schedule started, newest first (at most 100), each with its occurrence and "
                       "the run's status now.",
-          replies=(Reply(200, "the runs", model="shared.agent.schedules:ScheduleRunsResponse"),), errors=(400, 401)),
+          replies=(Reply(200, "the runs", model="shared.agent.schedules:ScheduleRunsResponse"),),
+          errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",
           replies=(Reply(200, "the caller's webhooks (never a secret)",
                          model="shared.agent.webhooks:WebhooksResponse"),),
@@ -466,7 +470,7 @@ ROUTES: tuple[Route, ...] = (
           segments={"name": ANY_SEGMENT},
           replies=(Reply(200, "the webhook (never its secret); declared false when the caller has none of that "
                               "name", model="shared.agent.webhooks:WebhookResponse"),),
-          errors=(400, 401)),
+          errors=(400, 401, 404)),
     Route("PUT", "/api/agent/webhooks/{name}", "putWebhook", "integrations", "functions.integrations:put_webhook",
           segments={"name": ANY_SEGMENT}, request="shared.agent.webhooks:WebhookRequest",
           description="Declare (replace) one of the caller's webhooks: the URL deliveries are POSTed to, the "
@@ -476,18 +480,18 @@ ROUTES: tuple[Route, ...] = (
                       "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY. Deliveries: "
                       "docs/run-control.md.",
           replies=(Reply(200, "the stored webhook and its secret", model="shared.agent.webhooks:WebhookResponse"),),
-          errors=(400, 401, 409, 413, 415, 503)),
+          errors=(400, 401, 404, 409, 413, 415, 503)),
     Route("DELETE", "/api/agent/webhooks/{name}", "deleteWebhook", "integrations",
           "functions.integrations:delete_webhook", segments={"name": ANY_SEGMENT},
           replies=(Reply(200, "the webhook is forgotten", model="shared.agent.webhooks:WebhookRemovedResponse"),),
-          errors=(400, 401)),
+          errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks/{name}/deliveries", "listWebhookDeliveries", "integrations",
           "functions.integrations:webhook_deliveries", segments={"name": ANY_SEGMENT},
           description="The webhook's deliveries, newest first (at most 100): each with its deliveryId (the "
                       "webhook-id header of every attempt), status and attempts. Deliveries to a run's own "
                       "webhook URL are listed under default.",
           replies=(Reply(200, "the deliveries", model="shared.agent.webhooks:DeliveriesResponse"),),
-          errors=(400, 401)),
+          errors=(400, 401, 404)),
     Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
           replies=(Reply(200, "the caller's live workspaces, oldest first",
                          model="shared.workspaces:ContainersResponse"),), errors=(401,)),

@@ -58,12 +58,12 @@ class WebhookRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    url: str = Field(min_length=1, max_length=2048, json_schema_extra={"pattern": URL_PATTERN},
+    url: str = Field(min_length=1, max_length=2048, pattern=URL_PATTERN,
                      description="where deliveries are POSTed (http or https; public addresses only)")
     events: list[WebhookEvent] = Field(min_length=1, max_length=8,
                                        description="the events delivered: run.completed, run.failed, "
                                                    "run.awaiting_approval, run.* (all three), session.*")
-    secret: str | None = Field(default=None, json_schema_extra={"pattern": SECRET_PATTERN},
+    secret: str | None = Field(default=None, pattern=SECRET_PATTERN,
                                description="the Standard Webhooks signing secret (whsec_ + base64); generated "
                                            "when absent, shown in this answer only, stored encrypted")
 

@@ -479,3 +479,52 @@ def test_the_sessions_list_refreshes_statuses(page: Page, console: Console) -> N
     expect(chip).to_have_text("awaiting_confirmation")
     api(console, "POST", f"/api/agent/sessions/{sid}/cancel", "nora", body={"reason": "not today"})
     expect(chip).to_have_text("cancelled")
+
+
+def test_integrations_show_webhooks_with_deliveries_and_schedules_with_runs(page: Page, console: Console) -> None:
+    """Webhooks and schedules in the Integrations view (docs/run-control.md): add both through the
+    forms, see a webhook's secret once and a schedule's next run; a schedule's tick starts a run
+    that the view lists; remove them."""
+    from shared.agent.schedules import Schedules, tick_message
+
+    open_console(page, console, "gina", view="integrations")
+    expect(page.locator("#webhooks-status .webhook-none")).to_be_visible()
+    page.fill("#webhook-name", "ops")
+    page.fill("#webhook-url", "http://127.0.0.1:9/hook")
+    page.click("#webhooks-form button[type=submit]")
+    row = page.locator("#webhooks-status tr[data-webhook=ops]")
+    expect(row.locator(".webhook-events")).to_have_text("run.*")
+    expect(page.locator("#webhooks-errors .webhook-secret code")).to_contain_text("whsec_")
+    assert api(console, "GET", "/api/agent/webhooks/ops", "gina")["events"] == ["run.*"]
+
+    page.fill("#schedule-name", "brief")
+    page.fill("#schedule-cron", "not a cron")
+    page.fill("#schedule-prompt", "Brief me")
+    page.click("#schedules-form button[type=submit]")
+    expect(page.locator("#schedules-errors .error")).to_have_attribute("data-code", "INVALID_CRON")
+    page.fill("#schedule-cron", "0 8 * * *")
+    page.fill("#schedule-timezone", "Europe/Paris")
+    page.click("#schedules-form button[type=submit]")
+    schedule = page.locator("#schedules-status tr[data-schedule=brief]")
+    expect(schedule.locator(".schedule-prompt")).to_have_text("Brief me")
+    expect(schedule.locator(".schedule-details")).to_contain_text("none yet")
+
+    rt = console.runtime
+    due = Schedules(rt.services).repo.get("gina", "brief")
+    assert due is not None
+    rt.router.handle(tick_message(due[0].next_run_at + 60))  # the tick after its next occurrence
+    for _ in range(200):
+        runs = api(console, "GET", "/api/agent/schedules/brief/runs", "gina")["runs"]
+        if runs and runs[0]["status"] == "completed":
+            break
+        page.wait_for_timeout(50)
+    page.reload()
+    expect(page.locator("body[data-ready=true]")).to_be_attached()
+    expect(schedule.locator(".schedule-runs li")).to_have_count(1)
+    expect(schedule.locator(".schedule-runs .chip")).to_have_text("completed")
+    console.screenshot(page, "run-control")
+
+    schedule.locator("button", has_text="Remove brief").click()
+    expect(page.locator("#schedules-status .schedule-none")).to_be_visible()
+    row.locator("button", has_text="Remove ops").click()
+    expect(page.locator("#webhooks-status .webhook-none")).to_be_visible()

@@ -276,3 +276,11 @@ def test_integration_responses_match_the_document(install: Install, client: Flas
     assert not validator(doc, "IntegrationResponse").is_valid(dict(connected, accessToken="ya29.x"))
     assert not validator(doc, "IntegrationsResponse").is_valid(with_extra(listed, "integrations", 0))
     assert not validator(doc, "IntegrationRemovedResponse").is_valid(dict(removed, connected=True))
+
+
+def test_the_document_passes_the_openapi_spec_validator(client: FlaskClient) -> None:
+    """openapi-spec-validator's 3.1 schema (issue 35: the followRunEvents link of approve gave a
+    boolean where a link parameter must be a string or an expression)."""
+    from openapi_spec_validator import validate
+
+    validate(client.get("/openapi.json").get_json())

@@ -106,9 +106,19 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
                              ("INVALID_REQUEST", "interrupts of one run only"),
                              ("INVALID_ARGUMENTS", ""), ("EDIT_DENIED_BY_POLICY", "policy refuses"),
                              ("EDIT_NOT_SUPPORTED", "takes no edits")),
-    # An Idempotency-Key the caller used before with another body (the stateful phase reuses keys).
-    "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
-    "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),),
+    # An Idempotency-Key the caller used before with another body (the stateful phase reuses keys);
+    # supersede (rollback's alias) with another multitaskStrategy.
+    # A run's own webhook needs the caller's webhook named default (its secret signs).
+    "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),
+                            ("INVALID_REQUEST", "supersede is an alias of multitaskStrategy"),
+                            ("WEBHOOK_SECRET_MISSING", "PUT /api/agent/webhooks/default first")),
+    "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),
+                                   ("INVALID_REQUEST", "supersede is an alias of multitaskStrategy"),
+                                   ("WEBHOOK_SECRET_MISSING", "PUT /api/agent/webhooks/default first")),
+    # A cron expression, an IANA time zone (docs/run-control.md); at most 20 schedules and webhooks.
+    "PUT /api/agent/schedules/{name}": (("INVALID_CRON", ""), ("INVALID_TIMEZONE", "unknown time zone"),
+                                        ("TOO_MANY_SCHEDULES", "at most 20 schedules per user")),
+    "PUT /api/agent/webhooks/{name}": (("TOO_MANY_WEBHOOKS", "at most 20 webhooks per user"),),
     # A cursor is the nextCursor of the list's previous page, an opaque string the schema cannot tell apart.
     **{f"GET {path}": (("INVALID_CURSOR", "is not a cursor of this list"),)
        for path in ("/api/agent/runs", "/api/agent/sessions", "/api/agent/approvals", "/api/agent/threads",

@@ -6,12 +6,14 @@ import {callJson} from '../api.js';
 import {$, clear, h, when} from '../dom.js';
 import {showError} from '../errors.js';
 import {mountMcpServers} from './mcp_servers.js';
+import {mountRunControl} from './run_control.js';
 
 export function mountIntegrations() {
   const status = $('#integrations-status');
   const errors = $('#integrations-errors');
   const form = $('#integrations-form');
   const mcpServers = mountMcpServers();
+  const runControl = mountRunControl();
 
   async function disconnect(provider) {
     clear(errors);
@@ -79,6 +81,7 @@ export function mountIntegrations() {
       clear(errors);
       refresh();
       mcpServers.show();
+      runControl.show();
     },
     userChanged() {},
   };

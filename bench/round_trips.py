@@ -1,0 +1,294 @@
+"""``round_trips`` (issue 33): sequential store round trips on the paths a user waits on.
+
+Counted by ``bench.instrument.InstrumentedStore`` on the calling thread (each get / get_many /
+query / commit is one; a transaction is one plus one per read inside it), through the HTTP edge
+(``devserver.create_app``'s test client: authentication, the request limit, the daily-token and
+active-run limits at their defaults) with a scripted zero-latency model that notes the count at
+each of its calls:
+
+- ``run_start``: ``POST /api/agent/run`` of a user who already ran once (their limit documents
+  exist), from the request to the first model call (``round_trips_to_first_model_call``);
+- ``tool_step``: the same run asking for 10 steps (9 read-only tool calls): round trips between
+  two model calls, steady state (between model calls 2 and 10);
+- ``resume``: a run paused for an approval (a side-effect tool), ``POST /api/agent/approve``, then
+  the published resume message handled: from the handler's start to the next model call (the
+  approved tool, which touches no store, runs in between); the approve request's own count too;
+- ``plan_session_start``: ``POST /api/agent/sessions`` until the planning model call;
+- ``plan_act``: the confirmed plan's execution (3 tasks x 3 acts): round trips per act.
+
+``with_latency``: the run start and a tool step again on a store that sleeps ``LATENCY_MS`` per
+round trip (a real Firestore's ~5-30 ms): time to first model call and per tool step, wall ms.
+
+    python -m bench.round_trips [--store sqlite|firestore]  (a few seconds; part of ``make bench``)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.instrument import InstrumentedStore
+from bench.plan_model import Script
+from bench.scenario import STEPS_MARK, bench_registry, bench_settings, step_model
+from shared.auth import LocalAuthenticator
+from shared.durable.dispatcher import RecordingDispatcher
+from shared.models.base import ModelRequest, Turn
+from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
+from shared.runtime import Runtime, set_runtime
+from shared.state.docstore import DocStore
+from shared.tools.context import ToolContext
+from shared.tools.registry import ToolRegistry
+
+TARGET_TO_FIRST_MODEL_CALL = 2
+TARGET_PER_TOOL_STEP = 1
+TARGET_TO_RESUME = 2
+LATENCY_MS = 10.0
+LONG = 10
+UID = "rt-bench"
+HEADERS = {"Authorization": f"Bearer dev:{UID}"}
+APPROVE_MARK = "notify"
+
+
+@dataclass
+class Calls:
+    """What the model saw: the thread's round-trip count and the time at each of its calls."""
+
+    store: InstrumentedStore
+    round_trips: list[int] = field(default_factory=list)
+    at: list[float] = field(default_factory=list)
+    threads: set[int] = field(default_factory=set)
+
+    def note(self) -> None:
+        self.round_trips.append(self.store.snapshot()["round_trips"])
+        self.at.append(time.perf_counter())
+        self.threads.add(threading.get_ident())
+
+    def clear(self) -> None:
+        self.round_trips.clear()
+        self.at.clear()
+        self.threads.clear()
+
+
+def registry() -> ToolRegistry:
+    """The bench registry plus ``notify``, a side-effect tool (approval needed) touching no store."""
+    reg = bench_registry()
+
+    @reg.tool(side_effect=True)
+    def notify(ctx: ToolContext, text: str) -> dict[str, Any]:
+        """Notify the user's team.
+
+        Args:
+            text: The note.
+        """
+        return {"sent": True}
+
+    return reg
+
+
+def _chat_answer(request: ModelRequest) -> Turn:
+    first = request.turns[0].text or "" if request.turns else ""
+    if first.startswith(APPROVE_MARK):
+        done = sum(1 for t in request.turns if t.role == "model")
+        return calls_turn(call("notify", {"text": "hi"})) if done == 0 else text_turn("Sent.")
+    return step_model(request)
+
+
+def _runtime(store: InstrumentedStore, calls: Calls, dispatcher: RecordingDispatcher) -> Runtime:
+    tasks = ["Task one", "Task two", "Task three"]
+    script = Script(tasks=tasks, acts={t: [("lookup", {"key": f"{t}-{a}"}) for a in range(3)] for t in tasks})
+
+    def answer(request: ModelRequest) -> Turn:
+        calls.note()
+        first = request.turns[0].text or "" if request.turns else ""
+        if first.startswith(APPROVE_MARK) or STEPS_MARK in first:
+            return _chat_answer(request)
+        return script.answer(request)  # plan sessions: planning, acts, reflections
+
+    # Every limit at its default (requests/min, active runs and sessions, daily tokens): their reads
+    # and writes are on the path being counted.
+    settings = bench_settings(google_cloud_project="demo-agent-bench", run_deadline_s=600.0,
+                              plan_steps_per_invocation=1000, plan_yield_margin_s=0.0)
+    return Runtime(settings, store=store, model=FunctionModel(answer, name="gemini-3-flash-preview"),
+                   dispatcher=dispatcher, registry=registry(), authenticator=LocalAuthenticator())
+
+
+def _post(client: Any, path: str, body: dict[str, Any], expect: int = 200) -> dict[str, Any]:
+    resp = client.post(path, json=body, headers=HEADERS)
+    out: dict[str, Any] = resp.get_json()
+    if resp.status_code != expect:
+        raise RuntimeError(f"{path}: {resp.status_code} {out}")
+    return out
+
+
+def _run(client: Any, store: InstrumentedStore, calls: Calls, prompt: str) -> tuple[int, dict[str, Any]]:
+    """One ``POST /api/agent/run``; the round trips before it (the count at its start) and its answer."""
+    calls.clear()
+    start = store.snapshot()["round_trips"]
+    t0 = time.perf_counter()
+    body = _post(client, "/api/agent/run", {"prompt": prompt})
+    calls.at.insert(0, t0)
+    return start, body
+
+
+def measure(inner: DocStore, *, latency_ms: float = 0.0) -> dict[str, Any]:
+    """The figures of the module docstring on ``inner`` (wrapped; ``latency_ms`` per round trip)."""
+    from devserver import create_app
+
+    store = InstrumentedStore(inner, latency_s=latency_ms / 1000)
+    calls = Calls(store)
+    dispatcher = RecordingDispatcher()
+    rt = _runtime(store, calls, dispatcher)
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        _run(client, store, calls, f"warm up {STEPS_MARK}1")  # creates the user's limit documents
+        trips = store.record_trips()
+        base = store.snapshot()["round_trips"] - len(trips)
+        out: dict[str, Any] = {"latency_ms_per_round_trip": latency_ms}
+
+        start, body = _run(client, store, calls, f"go {STEPS_MARK}1")
+        if body.get("status") != "completed" or not calls.round_trips:
+            raise RuntimeError(f"run: {body}")
+        first = calls.round_trips[0] - start
+        out["run_start"] = {"round_trips_to_first_model_call": first,
+                            "ms_to_first_model_call": round((calls.at[1] - calls.at[0]) * 1000, 2),
+                            "same_thread": len(calls.threads) == 1,
+                            "trips": trips[start - base:calls.round_trips[0] - base]}
+
+        start, body = _run(client, store, calls, f"go {STEPS_MARK}{LONG}")
+        rts = calls.round_trips
+        if body.get("status") != "completed" or len(rts) != LONG:
+            raise RuntimeError(f"{LONG}-step run: {body}, {len(rts)} model calls")
+        at = calls.at[1:]
+        out["tool_step"] = {"round_trips_per_tool_step": round((rts[-1] - rts[1]) / (LONG - 2), 3),
+                            "between_model_calls": [b - a for a, b in itertools.pairwise(rts)],
+                            "ms_per_tool_step": round((at[-1] - at[1]) / (LONG - 2) * 1000, 2),
+                            "trips_of_one_step": trips[rts[1] - base:rts[2] - base]}
+
+        if latency_ms:
+            return out
+        out.update(_resume(client, rt, store, calls, dispatcher))
+        out.update(_plans(client, rt, store, calls, dispatcher))
+        return out
+    finally:
+        set_runtime(None)
+
+
+def _resume(client: Any, rt: Runtime, store: InstrumentedStore, calls: Calls,
+            dispatcher: RecordingDispatcher) -> dict[str, Any]:
+    _, body = _run(client, store, calls, f"{APPROVE_MARK} the team")
+    if body.get("status") != "awaiting_confirmation":
+        raise RuntimeError(f"approval run: {body}")
+    approval_id = body["approval"]["approvalId"]
+    dispatcher.take()
+    before = store.snapshot()["round_trips"]
+    _post(client, "/api/agent/approve", {"approvalId": approval_id, "decision": "approve"}, expect=202)
+    approve = store.snapshot()["round_trips"] - before
+    trips = store.record_trips()
+    messages = dispatcher.take()
+    if len(messages) != 1:
+        raise RuntimeError(f"approve published {len(messages)} messages")
+    calls.clear()
+    before = store.snapshot()["round_trips"]
+    rt.router.handle(messages[0])
+    if not calls.round_trips:
+        raise RuntimeError("the resumed run made no model call")
+    return {"resume": {"round_trips_to_resume": calls.round_trips[0] - before,
+                       "round_trips_of_the_approve_request": approve,
+                       "trips": trips[:calls.round_trips[0] - before],
+                       "what": "resume message handled -> next model call (the approved tool runs between)"}}
+
+
+def _plans(client: Any, rt: Runtime, store: InstrumentedStore, calls: Calls,
+           dispatcher: RecordingDispatcher) -> dict[str, Any]:
+    calls.clear()
+    before = store.snapshot()["round_trips"]
+    trips = store.record_trips()
+    created = _post(client, "/api/agent/sessions", {"prompt": "run the three tasks"}, expect=201)
+    if not calls.round_trips:
+        raise RuntimeError("planning made no model call")
+    start = calls.round_trips[0] - before
+    sid = created["sessionId"]
+    _post(client, f"/api/agent/sessions/{sid}/confirm", {"planVersion": created["plan"]["version"]}, expect=202)
+    before = store.snapshot()["round_trips"]
+    while msgs := dispatcher.take():
+        for m in msgs:
+            rt.router.handle(m)
+    total = store.snapshot()["round_trips"] - before
+    session, _ = rt.sessions.get_for(UID, sid)
+    if session.status != "completed":
+        raise RuntimeError(f"plan session ended {session.status}")
+    acts = sum(t.acts for t in rt.sessions.tasks(sid))
+    return {"plan_session_start": {"round_trips_to_first_model_call": start, "trips": trips[:start]},
+            "plan_act": {"round_trips_per_act": round(total / acts, 3), "acts": acts,
+                         "note": "an act = model call + tool (or the task's end) + reflection; includes claims, "
+                                 "yields and the next invocations' claims"}}
+
+
+def met(value: float | None, target: float) -> dict[str, Any]:
+    return {"value": value, "target": target, "met": None if value is None else value <= target}
+
+
+def figures(store: DocStore, with_latency_store: DocStore) -> dict[str, Any]:
+    counted = measure(store)
+    slow = measure(with_latency_store, latency_ms=LATENCY_MS)
+    return {
+        **counted,
+        "with_latency": slow,
+        "targets": {
+            "round_trips_to_first_model_call": met(counted["run_start"]["round_trips_to_first_model_call"],
+                                                   TARGET_TO_FIRST_MODEL_CALL),
+            "round_trips_per_tool_step": met(counted["tool_step"]["round_trips_per_tool_step"],
+                                             TARGET_PER_TOOL_STEP),
+            "round_trips_to_resume": met(counted["resume"]["round_trips_to_resume"], TARGET_TO_RESUME),
+            "plan_session_start_round_trips": {"value": counted["plan_session_start"]
+                                               ["round_trips_to_first_model_call"], "target": None,
+                                               "note": "report only"},
+            "plan_act_round_trips": {"value": counted["plan_act"]["round_trips_per_act"], "target": None,
+                                     "note": "report only"},
+            "ms_to_first_model_call_at_10ms_per_round_trip": {
+                "value": slow["run_start"]["ms_to_first_model_call"],
+                "floor_at_target_ms": TARGET_TO_FIRST_MODEL_CALL * LATENCY_MS,
+                "best_peer": None, "note": "the peer's own start at 10 ms per round trip is not measured yet"},
+        },
+    }
+
+
+@contextlib.contextmanager
+def _stores(kind: str, tmp: str, fs_host: str | None) -> Iterator[tuple[DocStore, DocStore]]:
+    from bench.emulator import firestore_emulator, firestore_store, sqlite_store
+
+    with contextlib.ExitStack() as stack:
+        if kind == "sqlite":
+            yield (stack.enter_context(sqlite_store(f"{tmp}/rt.sqlite3")),
+                   stack.enter_context(sqlite_store(f"{tmp}/rt-slow.sqlite3")))
+            return
+        host = fs_host or stack.enter_context(firestore_emulator())
+        yield stack.enter_context(firestore_store(host)), stack.enter_context(firestore_store(host))
+
+
+def run(kind: str = "firestore", fs_host: str | None = None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-rt-") as tmp, _stores(kind, tmp, fs_host) as (fast, slow):
+        return {"store": "firestore_emulator" if kind == "firestore" else "sqlite_file", **figures(fast, slow)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--store", choices=("firestore", "sqlite"), default="firestore",
+                   help="firestore: the emulator (FIRESTORE_EMULATOR_HOST or one started here)")
+    args = p.parse_args(argv)
+    print(json.dumps(run(args.store), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
