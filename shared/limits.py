@@ -14,7 +14,8 @@
   their planning model call (``Slot.check``), so a refused session costs no tokens.
 
 Every refusal happens before anything of the unit is written. A limit set to 0 is off and costs
-nothing (no read, no write).
+nothing (no read, no write). ``start_paths`` names the documents the checks of a start read, so the
+start reads them (with its own) in one round trip (``BatchedReads``, issue 33) and passes the batch in.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from shared.config import Settings
 from shared.errors import LimitExceeded, StoreError, TransactionContention
+from shared.state.batched_reads import BatchedReads, read_together
 from shared.state.limits_repo import LimitsRepo, Slot, UnitKind
 
 if TYPE_CHECKING:
@@ -55,13 +57,26 @@ class Limits:
         self.clock = clock
         self._local = _LocalWindows()
 
-    def _for_user(self, uid: str, name: str, default: int) -> int:
+    def _for_user(self, uid: str, name: str, default: int, batch: BatchedReads | None = None) -> int:
         """The deployment's limit, or the user's own (set by the admin API; 0: off for the user). A
-        limit the deployment turned off (0) stays off and costs nothing; otherwise one more read."""
+        limit the deployment turned off (0) stays off and costs nothing; otherwise one more read
+        (none when ``batch`` holds the user's document)."""
         if default <= 0:
             return default
-        own = self.repo.user_limit(uid, name)
+        own = self.repo.user_limit(uid, name, batch=batch)
         return default if own is None else own
+
+    def start_paths(self, uid: str, kind: UnitKind) -> list[str]:
+        """The documents :meth:`check_daily_tokens` and :meth:`slot` of ``kind`` read for a start of
+        ``uid`` now (none when both limits are off): to be read in one batch with the start's own."""
+        s = self.settings
+        day = datetime.fromtimestamp(self.clock(), UTC).date().isoformat() if s.limit_daily_tokens > 0 else None
+        active = (s.limit_active_runs if kind == "runs" else s.limit_active_sessions) > 0
+        return self.repo.start_paths(uid, kind, day=day, active=active)
+
+    def read_for_start(self, uid: str, kind: UnitKind, *, also: Sequence[str] = ()) -> BatchedReads | None:
+        """:meth:`start_paths` and ``also`` read in one round trip, for the checks of the start to use."""
+        return read_together(self.repo.store, [*also, *self.start_paths(uid, kind)])
 
     # ---- requests per minute -----------------------------------------------------------------
     def admit_request(self, uid: str, *, read: bool = False) -> None:
@@ -99,17 +114,19 @@ class Limits:
                                   details={"limit": limit, "windowS": WINDOW_S})
 
     # ---- model tokens per day ----------------------------------------------------------------
-    def check_daily_tokens(self, uid: str, *, replayed: Callable[[], bool] | None = None) -> None:
+    def check_daily_tokens(self, uid: str, *, replayed: Callable[[], bool] | None = None,
+                           batch: BatchedReads | None = None) -> None:
         """Refuse new work when the user's tokens of the current UTC day reached the limit (429
         ``DAILY_TOKEN_LIMIT``, ``Retry-After`` = seconds to midnight UTC). ``replayed``: whether the
         request repeats one that already started its work (an Idempotency-Key seen): those get their
-        earlier answer, never a refusal. One document read per check, whatever the day's calls."""
-        limit = self._for_user(uid, "dailyTokens", self.settings.limit_daily_tokens)
+        earlier answer, never a refusal. One document read per check, whatever the day's calls
+        (served by ``batch`` when it holds it, :meth:`start_paths`)."""
+        limit = self._for_user(uid, "dailyTokens", self.settings.limit_daily_tokens, batch)
         if limit <= 0:
             return
         at = datetime.fromtimestamp(self.clock(), UTC)
         day = at.date()
-        used = self.usage().tokens_on(uid, day.isoformat())
+        used = self.usage().tokens_on(uid, day.isoformat(), batch=batch)
         if used < limit or (replayed is not None and replayed()):
             return
         midnight = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
@@ -119,14 +136,14 @@ class Limits:
                                        "resetsAt": midnight.isoformat().replace("+00:00", "Z")})
 
     # ---- active runs and sessions ------------------------------------------------------------
-    def slot(self, uid: str, kind: UnitKind) -> Slot | None:
+    def slot(self, uid: str, kind: UnitKind, *, batch: BatchedReads | None = None) -> Slot | None:
         """The limit on ``uid``'s active units of ``kind``, read for the creation to reserve (two
-        reads); None when the limit is off."""
+        reads, one when ``batch`` holds the slot document); None when the limit is off."""
         default = self.settings.limit_active_runs if kind == "runs" else self.settings.limit_active_sessions
-        limit = self._for_user(uid, "activeRuns" if kind == "runs" else "activeSessions", default)
+        limit = self._for_user(uid, "activeRuns" if kind == "runs" else "activeSessions", default, batch)
         if limit <= 0:
             return None
-        return Slot(uid=uid, limit=limit, seen=self.repo.active_units(uid, kind), store=self.repo.store,
+        return Slot(uid=uid, limit=limit, seen=self.repo.active_units(uid, kind, batch=batch), store=self.repo.store,
                     retry_after_s=RUNS_RETRY_AFTER_S if kind == "runs" else SESSIONS_RETRY_AFTER_S)
 
 

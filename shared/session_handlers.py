@@ -38,7 +38,9 @@ class RefineResponse(ResponseBody):
 
 def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
     req = parse_model(CreateSessionRequest, body)
-    rt.limits.check_daily_tokens(uid)  # new model work: before the planning call (docs/limits.md)
+    # The documents of both limit checks in one round trip (issue 33).
+    batch = rt.limits.read_for_start(uid, "sessions")
+    rt.limits.check_daily_tokens(uid, batch=batch)  # new model work: before the planning call (docs/limits.md)
     services = rt.services
     deadline = engine.parse_deadline(services, req.deadline)
     tools = engine.check_tools(services, uid, req.tools)
@@ -49,7 +51,7 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
         context = repo_context(services.connectors() if services.connectors else None, uid, req.repoUrl)
     outcome = engine.start_planning(services, rt.sessions, uid, req.prompt, deadline=deadline, repo_url=req.repoUrl,
                                     tools=tools, repo_context=context, keep_workspaces=req.keepWorkspaces,
-                                    budget_usd=req.budgetUsd)
+                                    batch=batch, budget_usd=req.budgetUsd)
     return created(outcome.session, outcome.tasks)
 
 

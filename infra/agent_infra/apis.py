@@ -13,6 +13,7 @@ APIS = (
     "cloudfunctions.googleapis.com",
     "cloudscheduler.googleapis.com",
     "cloudtrace.googleapis.com",
+    "compute.googleapis.com",
     "firestore.googleapis.com",
     "iam.googleapis.com",
     "iamcredentials.googleapis.com",

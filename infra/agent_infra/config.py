@@ -200,6 +200,9 @@ class StackConfig:
     host_agent: HostAgentSpec
     sandbox: SandboxSpec
     tracing: Tracing = Tracing(exporter="none", sample_ratio=1.0, capture_content=False)
+    endpoint_domain: str = ""
+    """``endpointDomain``: the custom domain of the one endpoint (a managed certificate, HTTPS);
+    empty: HTTP on the load balancer's address until DNS exists (agent_infra/endpoint.py)."""
     alerts: Alerts = Alerts(daily_spend_usd=50.0, error_rate_pct=5.0)
 
     @property
@@ -301,6 +304,7 @@ def load() -> StackConfig:
         host_agent=_host_agent(cfg.require_object("hostAgent")),
         sandbox=_sandbox(cfg.require_object("sandbox")),
         tracing=_tracing(cfg.get_object("tracing") or {"exporter": "none"}),
+        endpoint_domain=(cfg.get("endpointDomain") or "").strip(),
         alerts=_alerts(cfg.get_object("alerts") or {}),
         retention=Retention(
             events_days=int(raw_retention["eventsDays"]),

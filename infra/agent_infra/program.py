@@ -6,8 +6,10 @@ import pulumi
 
 from agent_infra import (
     apis,
+    catalog,
     config,
     database,
+    endpoint,
     functions,
     hostagent,
     iam,
@@ -49,6 +51,8 @@ def build() -> dict[str, pulumi.Resource]:
     sweep = scheduler.create_sweep_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
     scheduler.create_schedule_tick_job(cfg, topics, [services["cloudscheduler.googleapis.com"], push])
     host_agent = hostagent.create_host_agent(cfg, stored, enabled)
+    # One endpoint for every route (a load balancer whose URL map comes from the route table).
+    api = endpoint.create_endpoint(cfg, fns, catalog.load_route_table().ROUTES, [*enabled, *invokers.values()])
     watch = monitoring.create_monitoring(cfg, [services["logging.googleapis.com"],
                                                services["monitoring.googleapis.com"], *fns.values()])
 
@@ -64,5 +68,8 @@ def build() -> dict[str, pulumi.Resource]:
     pulumi.export("hostAgentLogBucket", host_agent.logs.name)
     pulumi.export("dashboard", watch.dashboard.id)
     pulumi.export("sandboxUrl", box.url)
+    pulumi.export("endpointAddress", api["address"].address)
+    pulumi.export("endpointUrl", f"https://{cfg.endpoint_domain}" if cfg.endpoint_domain
+                  else api["address"].address.apply(lambda ip: f"http://{ip}"))
     pulumi.export("workspaceSnapshotBucket", box.snapshots.name)
     return dict(fns)

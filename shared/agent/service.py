@@ -30,6 +30,7 @@ from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
 from shared.models.base import Turn
+from shared.state.batched_reads import BatchedReads
 from shared.state.docstore import TransactionContention, Write
 from shared.state.records import MemoryRecord, MessageRecord, QueuedStart, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import StartOutcome
@@ -61,10 +62,10 @@ class AgentService:
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    def _load_user(self, uid: str) -> tuple[UserRecord, list[MemoryRecord] | None]:
+    def _load_user(self, uid: str, batch: BatchedReads | None = None) -> tuple[UserRecord, list[MemoryRecord] | None]:
         users = self.services.users
         try:
-            user = users.get_user(uid)
+            user = users.get_user(uid, batch=batch)
         except Exception:
             log.warning("profile read failed; using defaults (supervised)", exc_info=True)
             user = UserRecord(uid=uid)
@@ -85,14 +86,15 @@ class AgentService:
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
         limits = self.services.limits
+        batch = self._start_batch(uid)
         if limits is not None:  # before anything is read or written for the run (docs/limits.md)
             key = idempotency_key
             limits.check_daily_tokens(uid, replayed=(lambda: self.services.runs.used_idempotency_key(uid, key))
-                                      if key else None)
+                                      if key else None, batch=batch)
         with log_context(uid=uid, threadId=thread_id):
             fingerprint = request.fingerprint() if idempotency_key else None
             started = self._start_retrying(uid, req, thread_id, idempotency_key, fingerprint, instruction_note,
-                                           extra_writes)
+                                           extra_writes, batch)
             run = started.outcome.snapshot.run
             # Counts only: the prompt, conversation and attached context are user data.
             log.info("run started" if started.outcome.created else "run found for a repeated Idempotency-Key",
@@ -101,9 +103,16 @@ class AgentService:
                                        "attachedContext": len(req.attachedContext)}})
         return started
 
+    def _start_batch(self, uid: str) -> BatchedReads | None:
+        """The documents the start's limit checks and its system instruction read (the user's,
+        the day's usage counter, the active-run slot), read in one round trip (issue 33). Should
+        that read fail, each is read on its own as before (a profile read failure is tolerated)."""
+        s = self.services
+        return s.limits.read_for_start(uid, "runs", also=s.users.user_paths(uid)) if s.limits is not None else None
+
     def _start_retrying(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
                         fingerprint: str | None, instruction_note: str | None,
-                        extra_writes: ExtraWrites | None) -> StartedRun:
+                        extra_writes: ExtraWrites | None, batch: BatchedReads | None = None) -> StartedRun:
         """:meth:`_start`, tried again (jittered backoff) when concurrent starts on the same thread
         or of the same user kept winning the store's race: nothing was written, and a burst of
         requests on one thread (``multitaskStrategy: enqueue``) must all be taken in, not 503."""
@@ -113,8 +122,9 @@ class AgentService:
                 # one per process at a time (concurrent read-then-write transactions on one document
                 # mostly abort each other; the Firestore emulator times their locks out).
                 with _THREAD_LOCKS[hash((uid, thread_id)) % len(_THREAD_LOCKS)]:
+                    # A retry reads afresh: the batch is the first attempt's.
                     return self._start(uid, req, thread_id, idempotency_key, fingerprint, instruction_note,
-                                       extra_writes)
+                                       extra_writes, batch if attempt == 0 else None)
             except TransactionContention:
                 if attempt == START_ATTEMPTS - 1:
                     raise
@@ -124,7 +134,7 @@ class AgentService:
 
     def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
                fingerprint: str | None, instruction_note: str | None = None,
-               extra_writes: ExtraWrites | None = None) -> StartedRun:
+               extra_writes: ExtraWrites | None = None, batch: BatchedReads | None = None) -> StartedRun:
         s = self.services
         conversation = list(req.conversation)
         if not conversation and req.threadId:  # the caller's own thread of that id (never another user's)
@@ -135,7 +145,7 @@ class AgentService:
             conversation = [ConversationItem(role=m.role, text=m.text)
                             for m in s.runs.list_messages(uid, req.threadId, MAX_CONVERSATION_FOR_MODEL)
                             if dropped is None or m.run_id != dropped]
-        user, memories = self._load_user(uid)
+        user, memories = self._load_user(uid, batch)
         run_id = new_id("run")
         # The invocation that starts the run holds its lease from the first write: recovery only
         # takes over a run whose invocation stopped renewing it.
@@ -164,7 +174,7 @@ class AgentService:
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
         turns = conversation_turns(conversation, req.prompt)
-        slot = s.limits.slot(uid, "runs") if s.limits is not None else None
+        slot = s.limits.slot(uid, "runs", batch=batch) if s.limits is not None else None
         from shared.agent.run_queue import publish, queue_entry
 
         queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation])

@@ -32,6 +32,7 @@ from shared.models.base import Model, Part, Turn
 from shared.plan_views import SessionResultView, plan_body
 from shared.plans import planner
 from shared.plans.plan_state import KIND, ended_mode, task_turn
+from shared.state.batched_reads import BatchedReads
 from shared.state.host_states import PlanRunState
 from shared.state.paused_runs import CloseReason
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
@@ -89,16 +90,17 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                    repo_url: str | None = None, tools: list[str] | None = None,
                    repo_context: str | None = None, session_id: str | None = None,
                    guidance: str | None = None, keep_workspaces: bool = False,
-                   budget_usd: float | None = None) -> PlanOutcome:
+                   batch: BatchedReads | None = None, budget_usd: float | None = None) -> PlanOutcome:
     """Create a session and propose its plan (``awaiting_confirmation``); a plan the model cannot
     produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``). Every session
     counts against the user's active sessions (``LIMIT_ACTIVE_SESSIONS``, also one a chat run
     starts): 429 ``TOO_MANY_ACTIVE_SESSIONS`` before the planning call, and at the creating commit
-    for a race lost meanwhile; nothing of the session is written then."""
+    for a race lost meanwhile; nothing of the session is written then. ``batch``: the slot's
+    documents as read with the start's others (``Limits.read_for_start``)."""
     session = SessionRecord(session_id=session_id or new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
                             repo_url=repo_url, tools=tools, keep_workspaces=keep_workspaces,
                             budget_usd=budget_usd)
-    slot = services.limits.slot(uid, "sessions") if services.limits is not None else None
+    slot = services.limits.slot(uid, "sessions", batch=batch) if services.limits is not None else None
     if slot is not None:
         slot.check()  # the planning call costs tokens: refuse before it when there is no room
     from shared.errors import ModelError

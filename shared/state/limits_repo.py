@@ -25,6 +25,7 @@ from typing import Literal
 
 from shared.errors import LimitExceeded, PreconditionFailed, TransactionContention
 from shared.state import paths
+from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import Doc, DocStore, Write
 
 UnitKind = Literal["runs", "sessions"]
@@ -179,19 +180,29 @@ class LimitsRepo:
         raise TransactionContention(f"the request counter of {uid} kept changing")
 
     # ---- active runs and sessions ------------------------------------------------------------
-    def user_limit(self, uid: str, name: str) -> int | None:
+    def start_paths(self, uid: str, kind: UnitKind, *, day: str | None, active: bool) -> list[str]:
+        """What the checks of a start read: the user's document (their own limits) and the usage
+        counter of ``day`` (the daily-token limit on) and the slot document of ``kind`` (``active``)."""
+        out = [paths.user(uid)] if day is not None or active else []
+        if day is not None:
+            out.append(paths.usage_day(uid, day))
+        if active:
+            out.append(paths.limit(uid, kind))
+        return out
+
+    def user_limit(self, uid: str, name: str, *, batch: BatchedReads | None = None) -> int | None:
         """The user's own value of a limit (``users/{uid}.limits.<name>``, set by the admin API), or
         ``None`` for the deployment's (one document read; a value that is not a whole number >= 0 is
         ignored)."""
-        doc = self.store.get(paths.user(uid))
+        doc = read(self.store, paths.user(uid), batch)
         limits = doc.data.get("limits") if doc is not None else None
         value = limits.get(name) if isinstance(limits, dict) else None
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
-    def active_units(self, uid: str, kind: UnitKind) -> ActiveUnits:
+    def active_units(self, uid: str, kind: UnitKind, *, batch: BatchedReads | None = None) -> ActiveUnits:
         """The user's slot document and the state of each unit it lists (two reads, no transaction)."""
         terminal = _terminal(kind)
-        doc = self.store.get(paths.limit(uid, kind))
+        doc = read(self.store, paths.limit(uid, kind), batch)
         ids = [str(i) for i in doc.data.get("ids", [])] if doc is not None else []
         reserved = _reserved(doc)
         units = self.store.get_many([_unit_path(kind, i) for i in ids]) if ids else []

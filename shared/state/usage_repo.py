@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from shared.state import paths
+from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import DocStore, Query, Write
 from shared.state.records import UsageEntry
 
@@ -46,11 +47,11 @@ class UsageRepo:
         docs = self.store.query(Query(paths.usage_entries(uid), where=(("unitId", unit_id),)))
         return sorted((UsageEntry.from_doc(d.data) for d in docs), key=lambda e: (e.at, e.entry_id))
 
-    def tokens_on(self, uid: str, day: str) -> int:
+    def tokens_on(self, uid: str, day: str, *, batch: BatchedReads | None = None) -> int:
         """The user's model tokens (``totalTokens``) of one UTC day (``YYYY-MM-DD``): one document
         read (the day's counter), however many calls the day had. A day without a counter has
         none (counters started with the deploy that introduced them, docs/limits.md)."""
-        doc = self.store.get(paths.usage_day(uid, day))
+        doc = read(self.store, paths.usage_day(uid, day), batch)
         tokens = doc.data.get("tokens", 0) if doc is not None else 0
         return int(tokens) if isinstance(tokens, int | float) and not isinstance(tokens, bool) else 0
 

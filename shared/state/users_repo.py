@@ -6,6 +6,7 @@ import logging
 
 from shared.errors import NotFound
 from shared.state import paths
+from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import DocStore, Query, Write
 from shared.state.pages import Page, read_page, tolerant
 from shared.state.records import MemoryRecord, UserRecord
@@ -17,9 +18,14 @@ class UsersRepo:
     def __init__(self, store: DocStore) -> None:
         self.store = store
 
-    def get_user(self, uid: str) -> UserRecord:
+    @staticmethod
+    def user_paths(uid: str) -> list[str]:
+        """What :meth:`get_user` reads (to be batched with other reads, ``BatchedReads``)."""
+        return [paths.user(uid)]
+
+    def get_user(self, uid: str, *, batch: BatchedReads | None = None) -> UserRecord:
         """The stored user, or the defaults (supervised, empty profile) when none is stored."""
-        doc = self.store.get(paths.user(uid))
+        doc = read(self.store, paths.user(uid), batch)
         if doc is None:
             return UserRecord(uid=uid)
         user: UserRecord = UserRecord.from_doc(doc.data)

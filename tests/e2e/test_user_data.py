@@ -141,6 +141,15 @@ def test_the_erasure_knows_every_collection_of_the_layout() -> None:
             "idempotencyKeys", "outbox", "workspaces", "projects", "documents"} <= named
 
 
+def test_the_erasure_knows_every_collection_under_a_user_in_the_paths() -> None:
+    """Every collection under ``users/{uid}`` that shared/state/paths.py builds (documented in the
+    layout or not yet) is walked by the export and the erasure."""
+    text = (Path(__file__).resolve().parents[2] / "shared" / "state" / "paths.py").read_text()
+    under = {m.group(1) for m in re.finditer(r'f"users/\{uid\}/([A-Za-z0-9]+)', text)}
+    assert under - tree_names(UNDER_USER) == set()
+    assert {"threads", "memories", "mcpServers", "a2aAgents"} <= under
+
+
 def walk(store: DocStore, parents: set[str]) -> dict[str, Doc]:
     """Every document the layout's collections hold, by path: a top-level collection read whole, a
     subcollection under each document found before it, and under each of ``parents`` (the users,

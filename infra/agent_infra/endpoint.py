@@ -1,0 +1,115 @@
+"""One HTTPS endpoint for the whole API: a global external Application Load Balancer whose URL map is
+generated from the route table (``shared/routes.py``), each path sent to its function through a
+serverless network endpoint group. The functions stay separate deployments (their own scaling,
+service account, secrets and timeouts); clients see one host.
+
+Why a load balancer and not API Gateway: API Gateway reads OpenAPI 2.0 only (the document is 3.1),
+buffers responses (the NDJSON and Server-Sent Events routes stream for minutes) and has no custom
+domain of its own, while the load balancer routes by path template to serverless NEGs, streams,
+takes a Google-managed certificate for a custom domain and Cloud Armor later. The routes are
+generated, not written: :func:`path_rules` turns every ``{param}`` of the table into the URL map's
+path template, so a route added to the table is routed without editing this module.
+
+Only routes a deployed function serves go through it (``make dev``'s own routes have no function);
+the goals agent (``/agent/run``, IAM-only) is left out: it is the backend's, not a public route.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from agent_infra.config import CATALOG, StackConfig
+
+IAM_ONLY_PATHS = ("/agent/run",)
+"""Routes reached by the backend with IAM only (the goals agent): not on the public endpoint."""
+
+
+@dataclass(frozen=True)
+class PathRule:
+    """One path of the table: its URL-map path template and the function serving it."""
+
+    path: str
+    template: str
+    function: str
+
+
+def path_template(path: str) -> str:
+    """The route's path as a URL-map ``pathTemplateMatch``: the table's ``{param}`` is the template's
+    one-segment variable already. A segment pattern narrower than one segment (``{provider}`` is not
+    ``mcp``) is kept by the rules' order: the table lists the more specific path first."""
+    if not re.fullmatch(r"(/[A-Za-z0-9_.:~-]*(\{[A-Za-z_][A-Za-z0-9_]*\})?[A-Za-z0-9_.:~-]*)+", path):
+        raise ValueError(f"{path} cannot be a URL-map path template")
+    return path
+
+
+def path_rules(routes: Any) -> list[PathRule]:
+    """Every path a deployed function serves, in table order (a more specific path first: the
+    table puts ``/api/integrations/mcp`` before ``/api/integrations/{provider}``). A path is served
+    by one function whatever the method: the load balancer routes by path."""
+    rules: dict[str, PathRule] = {}
+    for route in routes:
+        if route.function is None or route.path in IAM_ONLY_PATHS:
+            continue
+        known = rules.get(route.path)
+        if known is not None and known.function != route.function:
+            raise ValueError(f"{route.path} is served by {known.function} and {route.function}: one endpoint "
+                             "routes by path, so a path belongs to one function")
+        rules.setdefault(route.path, PathRule(route.path, path_template(route.path), route.function))
+    return list(rules.values())
+
+
+def create_endpoint(cfg: StackConfig, fns: dict[str, gcp.cloudfunctionsv2.Function], routes: Any,
+                    depends_on: list[pulumi.Resource]) -> dict[str, Any]:
+    """The load balancer: a serverless NEG and a backend service per HTTP function, the URL map of
+    :func:`path_rules`, and the frontend (HTTPS with a managed certificate when the stack names a
+    ``domain``; HTTP on the address otherwise, for a first deploy before DNS exists)."""
+    opts = pulumi.ResourceOptions(depends_on=depends_on)
+    rules = path_rules(routes)
+    public = {rule.function for rule in rules}
+    backends: dict[str, gcp.compute.BackendService] = {}
+    for spec in CATALOG:
+        if spec.trigger != "http" or spec.name not in public:
+            continue
+        neg = gcp.compute.RegionNetworkEndpointGroup(
+            f"neg-{spec.name}", project=cfg.project, region=cfg.region, name=f"agent-{spec.name}-neg",
+            network_endpoint_type="SERVERLESS",
+            cloud_function=gcp.compute.RegionNetworkEndpointGroupCloudFunctionArgs(function=fns[spec.name].name),
+            opts=opts)
+        backends[spec.name] = gcp.compute.BackendService(
+            f"backend-{spec.name}", project=cfg.project, name=f"agent-{spec.name}-backend",
+            load_balancing_scheme="EXTERNAL_MANAGED", protocol="HTTPS",
+            backends=[gcp.compute.BackendServiceBackendArgs(group=neg.id)], opts=opts)
+    default = backends["runs"]  # a path no route matches: the functions answer 404 ROUTE_NOT_FOUND
+    url_map = gcp.compute.URLMap(
+        "endpoint", project=cfg.project, name="agent-endpoint", default_service=default.id,
+        host_rules=[gcp.compute.URLMapHostRuleArgs(hosts=["*"], path_matcher="routes")],
+        path_matchers=[gcp.compute.URLMapPathMatcherArgs(
+            name="routes", default_service=default.id,
+            route_rules=[gcp.compute.URLMapPathMatcherRouteRuleArgs(
+                priority=i + 1, service=backends[rule.function].id,
+                match_rules=[gcp.compute.URLMapPathMatcherRouteRuleMatchRuleArgs(
+                    path_template_match=rule.template)])
+                for i, rule in enumerate(rules)])],
+        opts=opts)
+    address = gcp.compute.GlobalAddress("endpoint-ip", project=cfg.project, name="agent-endpoint-ip", opts=opts)
+    if cfg.endpoint_domain:
+        cert = gcp.compute.ManagedSslCertificate(
+            "endpoint-cert", project=cfg.project, name="agent-endpoint-cert",
+            managed=gcp.compute.ManagedSslCertificateManagedArgs(domains=[cfg.endpoint_domain]), opts=opts)
+        proxy: gcp.compute.TargetHttpsProxy | gcp.compute.TargetHttpProxy = gcp.compute.TargetHttpsProxy(
+            "endpoint-proxy", project=cfg.project, name="agent-endpoint-proxy", url_map=url_map.id,
+            ssl_certificates=[cert.id], opts=opts)
+        port = "443"
+    else:
+        proxy = gcp.compute.TargetHttpProxy("endpoint-proxy", project=cfg.project, name="agent-endpoint-proxy",
+                                            url_map=url_map.id, opts=opts)
+        port = "80"
+    rule = gcp.compute.GlobalForwardingRule(
+        "endpoint-rule", project=cfg.project, name="agent-endpoint-rule", load_balancing_scheme="EXTERNAL_MANAGED",
+        ip_address=address.address, port_range=port, target=proxy.id, opts=opts)
+    return {"url_map": url_map, "address": address, "rule": rule, "backends": backends, "rules": rules}
