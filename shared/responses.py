@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.state.statuses import ApprovalStatus
+from shared.state.statuses import ApprovalStatus, RunStatus
 from shared.wire import UtcTime
 
 
@@ -54,7 +54,7 @@ class CancelRunResponse(ResponseBody):
 
     ok: bool = True
     runId: str
-    status: Literal["queued", "planning", "awaiting_confirmation", "executing", "completed", "failed"]
+    status: RunStatus
     cancelling: bool = Field(description="true: the run stops at its next step boundary (follow its events); "
                                          "false: it has ended (cancelled)")
 
