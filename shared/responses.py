@@ -75,3 +75,9 @@ class Approval(ResponseBody):
     runId: str
     sessionId: str | None = Field(default=None, description="the plan session whose act it is")
     taskId: str | None = Field(default=None, description="the plan task whose act it is")
+    kind: Literal["tool", "budget"] = Field(default="tool", description="budget: a money budget was reached "
+                                            "(docs/budgets.md); approving raises it to proposedLimitUsd")
+    budgetScope: Literal["run", "user_day", "user_month"] | None = None
+    spentUsd: float | None = Field(default=None, description="budget approvals: spent against the limit")
+    limitUsd: float | None = None
+    proposedLimitUsd: float | None = None
