@@ -100,11 +100,12 @@ infra-test:
 bench: $(STAMP) $(BWRAP)  ## performance figures (JSON)
 	$(PY) -m bench.run
 
-reliability: $(STAMP) $(BWRAP)  ## the approval/resume, plan-session, queue and script reliability scenarios (JSON summaries)
+reliability: $(STAMP) $(BWRAP)  ## the approval/resume, plan-session, queue, script and money-budget reliability scenarios (JSON summaries)
 	$(PY) -m bench.reliability
 	$(PY) -m bench.plan_reliability --sessions 100
 	$(PY) -m bench.queue_reliability --threads 20 --runs 5
 	$(PY) -m bench.script_reliability --runs 40
+	$(PY) -m bench.budget_reliability
 
 load: $(STAMP)  ## 50 users stream runs with approvals for 60 s against make dev on the Firestore emulator (JSON)
 	$(PY) -m bench.load $(LOAD_ARGS)

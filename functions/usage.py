@@ -14,7 +14,7 @@ import flask
 from functions.common import caller
 from shared.query import params
 from shared.usage.params import parse_usage_params
-from shared.usage.views import summarise
+from shared.usage.views import budget_status, summarise
 from shared.web import json_response
 
 
@@ -22,4 +22,6 @@ def usage(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
     asked = parse_usage_params(params(request))
     entries = rt.usage.between(uid, asked.start, asked.end)
-    return json_response(summarise(entries, asked.group_by, asked.start, asked.end).to_json())
+    body = summarise(entries, asked.group_by, asked.start, asked.end)
+    body.budget = budget_status(rt.store, uid, rt.settings)
+    return json_response(body.to_json())

@@ -78,6 +78,9 @@ class RunRequest(_Strict):
     """The project (or ``projectId/taskId``) the request is about, for ``project``/``task`` contexts."""
     clientTools: list[ClientTool] = Field(default_factory=list, max_length=MAX_CLIENT_TOOLS)
     """Tools the client runs itself (AG-UI ``tools``): a call pauses the run for the client's result."""
+    budgetUsd: float | None = Field(default=None, gt=0, le=10_000)
+    """The estimated cost the run's model calls may reach before it pauses with a budget approval
+    (docs/budgets.md)."""
 
     @field_validator("prompt")
     @classmethod
@@ -103,7 +106,9 @@ class RunRequest(_Strict):
     def fingerprint(self) -> str:
         """What an ``Idempotency-Key`` is bound to: a digest of the request as validated (so the same
         fields in another order, or a default written out, are the same request)."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        # Without a budget the digest is the one of requests made before ``budgetUsd`` existed.
+        exclude = {"budgetUsd"} if self.budgetUsd is None else None
+        return hashlib.sha256(self.model_dump_json(exclude=exclude).encode()).hexdigest()
 
     def normalised(self) -> RunRequest:
         """Route-level bounds: the last 40 conversation items and the first 12 attached items."""

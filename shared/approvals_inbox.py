@@ -35,7 +35,9 @@ def approval_item(record: ApprovalRecord, *, session_id: str | None = None) -> A
     return Approval(approvalId=record.approval_id, tool=record.tool, preview=record.preview, reason=record.reason,
                     status=status, createdAt=record.created_at, expiresAt=record.expires_at,
                     decidedAt=record.decided_at, runId=record.run_id,
-                    sessionId=record.session_id or session_id, taskId=record.task_id)
+                    sessionId=record.session_id or session_id, taskId=record.task_id, kind=record.kind,
+                    budgetScope=record.budget_scope, spentUsd=record.spent_usd, limitUsd=record.limit_usd,
+                    proposedLimitUsd=record.proposed_limit_usd)
 
 
 def inbox(runs: RunsRepo, uid: str, status: InboxStatus, limit: int, cursor: str | None = None) -> ApprovalsList:

@@ -316,6 +316,14 @@ class Settings:
     """Plan sessions a user may have not yet ended (awaiting confirmation included)."""
     limit_daily_tokens: int = 2_000_000
     """Model tokens (the ledger's ``totalTokens``) per user per UTC day before new work is refused."""
+    budget_user_daily_usd: float = 0.0
+    """``BUDGET_USER_DAILY_USD``: the estimated cost a user's model calls may reach per UTC day
+    before a unit pauses with a budget approval (docs/budgets.md); 0: no cap."""
+    budget_user_monthly_usd: float = 0.0
+    """``BUDGET_USER_MONTHLY_USD``: the same per UTC month; 0: no cap."""
+    model_max_output_tokens: int = 8192
+    """``MODEL_MAX_OUTPUT_TOKENS``: the most one model call may answer (thinking included), sent to
+    Gemini; the budgets count a call at this many output tokens before it is made."""
     mcp_servers: tuple[McpServer, ...] = ()
     """Deployment-wide MCP servers whose tools join the registry (``MCP_SERVERS``)."""
     mcp_timeout_s: float = 10.0
@@ -434,6 +442,9 @@ class Settings:
             limit_active_runs=_limit("LIMIT_ACTIVE_RUNS", 10),
             limit_active_sessions=_limit("LIMIT_ACTIVE_SESSIONS", 5),
             limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),
+            budget_user_daily_usd=_usd("BUDGET_USER_DAILY_USD"),
+            budget_user_monthly_usd=_usd("BUDGET_USER_MONTHLY_USD"),
+            model_max_output_tokens=max(1, _int("MODEL_MAX_OUTPUT_TOKENS", 8192)),
             mcp_servers=_mcp_servers("MCP_SERVERS"),
             mcp_timeout_s=_float("MCP_TIMEOUT_S", 10.0),
             mcp_list_ttl_s=max(0.0, _float("MCP_LIST_TTL_S", 300.0)),
@@ -462,7 +473,19 @@ def _check_tracing_env() -> None:
     if unknown:
         raise ConfigurationError(f"OTEL_TRACES_EXPORTER names unknown exporters {unknown}; "
                                  f"known: {', '.join(TRACE_EXPORTERS)}")
+    metrics = [n.strip().lower() for n in os.environ.get("OTEL_METRICS_EXPORTER", "").split(",") if n.strip()]
+    unknown = [n for n in metrics if n not in ("otlp", "console", "none")]
+    if unknown:
+        raise ConfigurationError(f"OTEL_METRICS_EXPORTER names unknown exporters {unknown}; known: otlp, console, none")
     for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
         protocol = os.environ.get(name, "").strip()
         if protocol and protocol != "http/protobuf":
             raise ConfigurationError(f"{name}={protocol!r}: only http/protobuf is installed")
+
+
+def _usd(name: str) -> float:
+    """A money cap in USD (0 or unset: none)."""
+    value = _float(name, 0.0)
+    if value < 0:
+        raise ConfigurationError(f"{name} must be >= 0 (0: no cap), got {value}")
+    return value

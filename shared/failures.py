@@ -29,6 +29,7 @@ class FailureCode(StrEnum):
     TASK_FAILED = "TASK_FAILED"
     SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
     TOOL_CALL_LIMIT = "TOOL_CALL_LIMIT"
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
     INTERNAL = "INTERNAL"
     RUN_TAKEN_OVER = "RUN_TAKEN_OVER"
     """Not stored: a live stream's last event when another invocation took its run over."""

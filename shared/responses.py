@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.state.statuses import ApprovalStatus
+from shared.state.statuses import ApprovalStatus, RunStatus
 from shared.wire import UtcTime
 
 
@@ -54,7 +54,7 @@ class CancelRunResponse(ResponseBody):
 
     ok: bool = True
     runId: str
-    status: Literal["queued", "planning", "awaiting_confirmation", "executing", "completed", "failed"]
+    status: RunStatus
     cancelling: bool = Field(description="true: the run stops at its next step boundary (follow its events); "
                                          "false: it has ended (cancelled)")
 
@@ -75,3 +75,9 @@ class Approval(ResponseBody):
     runId: str
     sessionId: str | None = Field(default=None, description="the plan session whose act it is")
     taskId: str | None = Field(default=None, description="the plan task whose act it is")
+    kind: Literal["tool", "budget"] = Field(default="tool", description="budget: a money budget was reached "
+                                            "(docs/budgets.md); approving raises it to proposedLimitUsd")
+    budgetScope: Literal["run", "user_day", "user_month"] | None = None
+    spentUsd: float | None = Field(default=None, description="budget approvals: spent against the limit")
+    limitUsd: float | None = None
+    proposedLimitUsd: float | None = None

@@ -37,6 +37,7 @@ class RunSummary(ResponseBody):
     error: RunError | None = None
     usage: Usage
     costUsd: float
+    budgetUsd: float | None = Field(default=None, description="the run's money budget (docs/budgets.md)")
     createdAt: UtcTime
     updatedAt: UtcTime
 
@@ -78,7 +79,8 @@ def summary(run: RunRecord, runs: RunsRepo | None = None) -> RunSummary:
                       model=run.model, steps=run.steps, lastSeq=run.last_seq,
                       summary=plan_summary(plan) if plan else run.result.summary if run.result else "",
                       approvals=approvals, error=run.error,
-                      usage=run.usage, costUsd=run.cost_usd, createdAt=run.created_at, updatedAt=run.updated_at)
+                      usage=run.usage, costUsd=run.cost_usd, budgetUsd=run.budget_usd,
+                      createdAt=run.created_at, updatedAt=run.updated_at)
 
 
 def runs_list(runs: Sequence[RunRecord], repo: RunsRepo | None = None,

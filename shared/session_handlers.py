@@ -51,7 +51,7 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
         context = repo_context(services.connectors() if services.connectors else None, uid, req.repoUrl)
     outcome = engine.start_planning(services, rt.sessions, uid, req.prompt, deadline=deadline, repo_url=req.repoUrl,
                                     tools=tools, repo_context=context, keep_workspaces=req.keepWorkspaces,
-                                    batch=batch)
+                                    batch=batch, budget_usd=req.budgetUsd)
     return created(outcome.session, outcome.tasks)
 
 

@@ -96,6 +96,29 @@ class Tracing:
 TRACE_EXPORTERS = ("gcp_trace", "none")
 
 
+@dataclass(frozen=True)
+class Alerts:
+    """Alert thresholds of one environment (``agent-runtime:alerts``; infra/agent_infra/monitoring.py)."""
+
+    daily_spend_usd: float
+    """The estimated model spend of the last 24 h above which an incident opens."""
+    error_rate_pct: float
+    """The functions' share of 5xx answers (over 5 minutes) above which an incident opens."""
+    notification_channels: tuple[str, ...] = ()
+    """Notification channel ids (``projects/P/notificationChannels/N``) the incidents go to."""
+
+
+def _alerts(raw: dict[str, Any]) -> Alerts:
+    alerts = Alerts(daily_spend_usd=float(raw.get("dailySpendUsd", 50)),
+                    error_rate_pct=float(raw.get("errorRatePct", 5)),
+                    notification_channels=tuple(str(c) for c in raw.get("notificationChannels") or ()))
+    if alerts.daily_spend_usd <= 0:
+        raise ValueError(f"alerts.dailySpendUsd must be > 0, got {alerts.daily_spend_usd}")
+    if not 0 < alerts.error_rate_pct <= 100:
+        raise ValueError(f"alerts.errorRatePct must be in (0, 100], got {alerts.error_rate_pct}")
+    return alerts
+
+
 def _tracing(raw: dict[str, Any]) -> Tracing:
     tracing = Tracing(exporter=str(raw.get("exporter", "gcp_trace")), sample_ratio=float(raw.get("sampleRatio", 1.0)),
                       capture_content=bool(raw.get("captureContent", False)))
@@ -180,6 +203,7 @@ class StackConfig:
     endpoint_domain: str = ""
     """``endpointDomain``: the custom domain of the one endpoint (a managed certificate, HTTPS);
     empty: HTTP on the load balancer's address until DNS exists (agent_infra/endpoint.py)."""
+    alerts: Alerts = Alerts(daily_spend_usd=50.0, error_rate_pct=5.0)
 
     @property
     def run_deadline_s(self) -> float:
@@ -281,6 +305,7 @@ def load() -> StackConfig:
         sandbox=_sandbox(cfg.require_object("sandbox")),
         tracing=_tracing(cfg.get_object("tracing") or {"exporter": "none"}),
         endpoint_domain=(cfg.get("endpointDomain") or "").strip(),
+        alerts=_alerts(cfg.get_object("alerts") or {}),
         retention=Retention(
             events_days=int(raw_retention["eventsDays"]),
             audit_days=int(raw_retention["auditDays"]),

@@ -14,6 +14,7 @@ from agent_infra import (
     hostagent,
     iam,
     messaging,
+    monitoring,
     sandbox,
     scheduler,
     secrets,
@@ -52,6 +53,8 @@ def build() -> dict[str, pulumi.Resource]:
     host_agent = hostagent.create_host_agent(cfg, stored, enabled)
     # One endpoint for every route (a load balancer whose URL map comes from the route table).
     api = endpoint.create_endpoint(cfg, fns, catalog.load_route_table().ROUTES, [*enabled, *invokers.values()])
+    watch = monitoring.create_monitoring(cfg, [services["logging.googleapis.com"],
+                                               services["monitoring.googleapis.com"], *fns.values()])
 
     pulumi.export("environment", cfg.environment)
     pulumi.export("urls", {name: fn.service_config.apply(lambda sc: sc.uri if sc else None)
@@ -63,6 +66,7 @@ def build() -> dict[str, pulumi.Resource]:
     pulumi.export("sweepJob", sweep.name)
     pulumi.export("hostAgentJob", host_agent.job.name)
     pulumi.export("hostAgentLogBucket", host_agent.logs.name)
+    pulumi.export("dashboard", watch.dashboard.id)
     pulumi.export("sandboxUrl", box.url)
     pulumi.export("endpointAddress", api["address"].address)
     pulumi.export("endpointUrl", f"https://{cfg.endpoint_domain}" if cfg.endpoint_domain

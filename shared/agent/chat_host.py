@@ -15,6 +15,7 @@ from shared.events import AgentStateEvent
 from shared.failures import FailureCode
 from shared.ids import new_id
 from shared.loop import stops
+from shared.loop.budget_pause import BUDGET_TOOL
 from shared.loop.context import RunContext
 from shared.loop.host import Host
 from shared.loop.outcomes import NextStepFailed, NextStepInterruption, StopOutcome
@@ -105,6 +106,8 @@ def _next_run(ctx: RunContext) -> None:
 
 
 def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
+    if action.tool == BUDGET_TOOL:  # a budget approval says what was spent and what approving sets
+        return action.policy_reason or action.tool
     virtual = ctx.host.virtual_tools(ctx).get(action.tool)
     if virtual is not None:
         return virtual.preview(virtual.validate(action.args))

@@ -169,6 +169,7 @@ class AgentService:
                         system_instruction=instruction,
                         client_tools=[t.model_dump(exclude_none=True) for t in req.clientTools],
                         idempotency_key=idempotency_key, last_seq=1, lease=lease, webhook=req.webhook,
+                        budget_usd=req.budgetUsd,
                         lease_expires_at=lease.expires_at)
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)

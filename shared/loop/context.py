@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
     from shared.events.run import RunEvent
     from shared.limits import Limits
+    from shared.state.budget_repo import BudgetRepo
     from shared.tools.registry import Tool, ToolRegistry  # annotations: approve loads no tools
 
 log = logging.getLogger("agent_runtime.agent")
@@ -110,6 +111,13 @@ class Services:
         base = self.registry
         return base if self.user_registry is None else self.user_registry(base, uid)
 
+    @property
+    def budgets(self) -> BudgetRepo:
+        """The users' money budgets (docs/budgets.md)."""
+        from shared.state.budget_repo import BudgetRepo
+
+        return BudgetRepo(self.runs.store)
+
     def model_for(self, profile: str) -> Model:
         return self.profile_models(profile) if self.profile_models is not None else self.model_factory()
 
@@ -134,6 +142,8 @@ class RunContext:
     pending_actions: dict[str, ActionRecord] = field(default_factory=dict)
     last_action: ActionRecord | None = None
     """The action the run's result reports (``actionId``, ``tool``, ``toolArgs``)."""
+    after_commit: list[Callable[[], None]] = field(default_factory=list)
+    """Run once the next commit succeeded (e.g. releasing a budget reservation; errors are logged)."""
     _registry: ToolRegistry | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -247,3 +257,9 @@ class RunContext:
         held, self._held = self._held, []
         for doc in held:
             self._send(doc)
+        done, self.after_commit = self.after_commit, []
+        for hook in done:
+            try:
+                hook()
+            except Exception:
+                log.warning("an after-commit hook failed", exc_info=True)

@@ -26,7 +26,7 @@ from shared.events import StatusEvent, ToolResultEvent
 from shared.failures import FailureCode
 from shared.ids import new_id
 from shared.logs import log_context
-from shared.loop import stops
+from shared.loop import budget_pause, stops
 from shared.loop.context import RunContext, Services
 from shared.loop.outcomes import NextStepInterruption, NextStepLost, NextStepRunAgain
 from shared.loop.steps import drive, host_step
@@ -149,6 +149,8 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             with tracing.invocation(ctx, how, traceparent):
                 host.resumed(ctx)
                 ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
+                if not budget_pause.settle(ctx, actions):
+                    return "resumed"  # a rejected budget approval ended the unit
                 try:
                     go_on = close_open_turn(ctx, actions)
                 except PreconditionFailed:

@@ -14,6 +14,7 @@ import logging
 from shared.errors import ModelTimeout, PreconditionFailed
 from shared.events import DeltaEvent, ThoughtDeltaEvent
 from shared.failures import FailureCode
+from shared.loop import budget_pause
 from shared.loop.context import RunContext
 from shared.loop.outcomes import (
     BudgetSpent,
@@ -94,7 +95,6 @@ def host_step(ctx: RunContext, outcome: Settled) -> StepOutcome:
 def step(ctx: RunContext) -> StepOutcome:
     """One model call and its tool calls. Decides; commits nothing but a side effect's claim."""
     services = ctx.services
-    ctx.run.steps += 1
 
     def on_delta(kind: DeltaKind, text: str) -> None:
         ctx.emit(ThoughtDeltaEvent(delta=text) if kind == "thought" else DeltaEvent(delta=text))
@@ -106,12 +106,16 @@ def step(ctx: RunContext) -> StepOutcome:
                         + ", ".join(ctx.registry.unavailable) + ". Do not promise what only they could do.")
     request = ModelRequest(system_instruction=instruction, turns=ctx.turns, tools=tools,
                            timeout_s=max(0.001, ctx.remaining()))
+    model = services.model_for(ctx.run.profile)
+    paused = budget_pause.check(ctx, model.name, request)
+    if paused is not None:  # no room in a money budget: pause before the call (docs/budgets.md)
+        return paused
+    ctx.run.steps += 1
     call = MeteredCall(uid=ctx.run.uid, unit_kind="run", unit_id=ctx.run.run_id, component=LOOP,
                        operation_type=ctx.host.operation_type, step=ctx.run.steps,
                        profile=ctx.run.profile,  # type: ignore[arg-type]
                        context_type=ctx.run.context_type)
-    metered = metered_generate(services.model_for(ctx.run.profile), request, call, services.settings,
-                               on_delta=on_delta)
+    metered = metered_generate(model, request, call, services.settings, on_delta=on_delta)
     entry = metered.entry
     if metered.error is not None:
         ctx.write(*services.usage.entry_writes(entry))

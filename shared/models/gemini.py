@@ -202,6 +202,7 @@ class GeminiModel:
         return types.GenerateContentConfig(
             system_instruction=request.system_instruction or None,
             temperature=request.temperature,
+            max_output_tokens=self._settings.model_max_output_tokens,
             tools=tools,
             response_mime_type="application/json" if schema is not None else None,
             response_json_schema=schema,

@@ -38,6 +38,9 @@ class CreateSessionRequest(_Strict):
                                     description="tool names this deployment registers (400 UNKNOWN_TOOLS otherwise)")
     keepWorkspaces: bool = Field(default=False, description="keep the session's workspaces (docs/workspaces.md) "
                                                             "when it ends; they still expire when idle")
+    budgetUsd: float | None = Field(default=None, gt=0, le=10_000,
+                                    description="the estimated cost the session's execution may reach before it "
+                                                "pauses with a budget approval (docs/budgets.md)")
 
     _prompt = field_validator("prompt")(_not_blank)
 
@@ -117,6 +120,8 @@ class SessionView(ResponseBody):
     usage: Usage = Field(description="every model call of the session: planning, refinements, acts and "
                                      "reflections (the usage ledger's entries of the session and its run)")
     costUsd: float
+    budgetUsd: float | None = Field(default=None, description="the execution's money budget (docs/budgets.md); "
+                                                              "an approved budget approval raises it")
     error: dict[str, str] | None = None
     result: SessionResultView | None = Field(default=None, description="when ended: the outcome and every act")
     createdAt: UtcTime

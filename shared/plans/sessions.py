@@ -90,7 +90,7 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                    repo_url: str | None = None, tools: list[str] | None = None,
                    repo_context: str | None = None, session_id: str | None = None,
                    guidance: str | None = None, keep_workspaces: bool = False,
-                   batch: BatchedReads | None = None) -> PlanOutcome:
+                   batch: BatchedReads | None = None, budget_usd: float | None = None) -> PlanOutcome:
     """Create a session and propose its plan (``awaiting_confirmation``); a plan the model cannot
     produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``). Every session
     counts against the user's active sessions (``LIMIT_ACTIVE_SESSIONS``, also one a chat run
@@ -98,7 +98,8 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
     for a race lost meanwhile; nothing of the session is written then. ``batch``: the slot's
     documents as read with the start's others (``Limits.read_for_start``)."""
     session = SessionRecord(session_id=session_id or new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
-                            repo_url=repo_url, tools=tools, keep_workspaces=keep_workspaces)
+                            repo_url=repo_url, tools=tools, keep_workspaces=keep_workspaces,
+                            budget_usd=budget_usd)
     slot = services.limits.slot(uid, "sessions", batch=batch) if services.limits is not None else None
     if slot is not None:
         slot.check()  # the planning call costs tokens: refuse before it when there is no room
@@ -203,6 +204,7 @@ def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: st
     status = PlanStatusEvent(planId=session_id, status="executing", seq=1)
     start = StepStartEvent(planId=session_id, stepId=first.id, title=first.title, index=1, total=len(tasks), seq=2)
     run = RunRecord(run_id=run_id, uid=uid, thread_id="", status="planning", host=KIND, last_seq=2,
+                    budget_usd=session.budget_usd,
                     model=services.model_factory().name,
                     max_steps=services.settings.plan_max_acts_per_task * services.settings.plan_max_tasks * 2,
                     system_instruction=planner.ACT_INSTRUCTION.format(objective=session.prompt[:4000]),

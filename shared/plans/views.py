@@ -104,5 +104,6 @@ def session_view(sessions: SessionsRepo, runs: RunsRepo, ledger: UsageRepo, sess
                        plan=whole_plan(sessions, session, tasks), currentTaskId=session.current_task_id,
                        runId=session.run_id, cancelRequested=session.cancel_requested,
                        cancelReason=session.cancel_reason, pendingApprovals=pending, usage=usage, costUsd=cost,
+                       budgetUsd=snap.run.budget_usd if snap is not None else session.budget_usd,
                        error=session.error.to_doc() if session.error else None, result=result,
                        createdAt=session.created_at, updatedAt=session.updated_at)

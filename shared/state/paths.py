@@ -109,6 +109,11 @@ def usage_entry(uid: str, entry_id: str) -> str:
     return f"users/{uid}/usage/{entry_id}"
 
 
+def usage_month(uid: str, month: str) -> str:
+    """The user's usage counter of one UTC month (``YYYY-MM``): cost, for the monthly budget."""
+    return f"users/{uid}/usageMonths/{month}"
+
+
 def usage_day(uid: str, day: str) -> str:
     """The user's usage counter of one UTC day (``YYYY-MM-DD``), kept with the ledger."""
     return f"users/{uid}/usageDays/{day}"

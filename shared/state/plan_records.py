@@ -98,6 +98,8 @@ class SessionRecord(Record):
     """Tool names the session may use (None: every tool of the registry)."""
     keep_workspaces: bool = False
     """Its workspaces outlive it (``keepWorkspaces``); otherwise the sweep destroys them once it ended."""
+    budget_usd: float | None = None
+    """``budgetUsd``: the money budget its execution run starts with (docs/budgets.md)."""
     plan_version: int = 0
     current_task_id: str | None = None
     run_id: str | None = None

@@ -206,6 +206,9 @@ class RunRecord(Record):
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
     idempotency_key: str | None = None
+    budget_usd: float | None = None
+    """The request's ``budgetUsd``: the estimated cost the run's model calls may reach before it
+    pauses with a budget approval (docs/budgets.md); an approval raises it. None: no run budget."""
     trace_parent: str | None = None
     """W3C ``traceparent`` of the unit's first ``invoke_agent`` span when tracing is on: every later
     invocation's span is its child (``shared/tracing.py``); absent when tracing was off."""
@@ -290,6 +293,13 @@ class ApprovalRecord(Record):
     args_hash: str
     reason: str
     preview: str
+    kind: Literal["tool", "budget"] = "tool"
+    """``budget``: the unit reached a money budget (docs/budgets.md); its action is ``budget_increase``."""
+    budget_scope: Literal["run", "user_day", "user_month"] | None = None
+    spent_usd: float | None = None
+    limit_usd: float | None = None
+    proposed_limit_usd: float | None = None
+    """Budget approvals: what was spent against which limit, and the limit approving sets."""
     status: ApprovalStatus = "pending"
     decision_reason: str | None = None
     created_at: float = Field(default_factory=now)

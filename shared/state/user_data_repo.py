@@ -41,9 +41,8 @@ class Tree:
 UNDER_USER: tuple[Tree, ...] = (
     Tree("threads", (Tree("messages"),)), Tree("agentApprovals"), Tree("memories"), Tree("integrations"),
     Tree("mcpServers"), Tree("templates"), Tree("projects", (Tree("tasks"), Tree("documents"))),
-    Tree("usage"), Tree("usageDays"), Tree("limits"), Tree("a2aTasks", (Tree("pushConfigs"),)), Tree("webhooks"),
-    Tree("a2aAgents"),
-    Tree("a2aAgents"),
+    Tree("usage"), Tree("usageDays"), Tree("usageMonths"), Tree("limits"), Tree("a2aTasks", (Tree("pushConfigs"),)),
+    Tree("webhooks"), Tree("a2aAgents"),
 )
 """The collections under ``users/{uid}``."""
 

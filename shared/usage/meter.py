@@ -91,6 +91,14 @@ def _answered(entry: UsageEntry, usage: Usage, model: str, settings: Settings, s
     entry.usage = usage if usage.requests >= 1 else replace_requests(usage)
     entry.model = model
     entry.cost_usd = estimate_cost(settings, entry.model, entry.usage)
+    u = entry.usage
+    # One line per answered call: Cloud Monitoring's log-based metrics (cost, tokens) are read from it
+    # (infra/agent_infra/monitoring.py). Figures and ids only.
+    log.info("model call", extra={"fields": {
+        "component": entry.component, "operationType": entry.operation_type, "model": entry.model,
+        "unitId": entry.unit_id, "costUsd": entry.cost_usd, "inputTokens": u.input_tokens,
+        "outputTokens": u.output_tokens + u.thinking_tokens, "totalTokens": u.total_tokens,
+        "latencyMs": entry.latency_ms}})
 
 
 def metered_generate(model: Model, request: ModelRequest, call: MeteredCall, settings: Settings, *,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -13,6 +13,10 @@ from shared.state.host_states import PlanRunState
 from shared.state.records import RunRecord, UsageEntry, reported_status
 from shared.token_usage import Usage
 from shared.wire import UtcTime
+
+if TYPE_CHECKING:
+    from shared.config import Settings
+    from shared.state.docstore import DocStore
 
 
 class ModelCallView(ResponseBody):
@@ -62,6 +66,16 @@ class UsageGroup(ResponseBody):
     costUsd: float
 
 
+class BudgetStatus(ResponseBody):
+    """The caller's money caps now and what was spent against them (docs/budgets.md)."""
+
+    dailyCapUsd: float | None = Field(default=None, description="BUDGET_USER_DAILY_USD, or the cap an approval raised "
+                                                  "it to today; null: no daily cap")
+    spentTodayUsd: float
+    monthlyCapUsd: float | None = None
+    spentThisMonthUsd: float
+
+
 class UsageResponse(ResponseBody):
     """``GET /api/agent/usage``: the caller's model calls in ``[from, to)``, summed per group."""
 
@@ -73,6 +87,7 @@ class UsageResponse(ResponseBody):
     usage: Usage
     costUsd: float
     groups: list[UsageGroup]
+    budget: BudgetStatus | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -117,3 +132,14 @@ def summarise(entries: Sequence[UsageEntry], group_by: GroupBy, start: float, en
     total = sum((g.usage for g in groups), Usage())
     return UsageResponse(start=start, to=end, groupBy=group_by, calls=len(entries), usage=total,
                          costUsd=round(sum(g.costUsd for g in groups), 8), groups=groups)
+
+
+def budget_status(store: DocStore, uid: str, settings: Settings) -> BudgetStatus:
+    """Spend so far today and this month (UTC) against the caller's caps (3 document reads)."""
+    from shared.state.budget_repo import BudgetRepo
+
+    budgets = BudgetRepo(store)
+    day, month = budgets.spent(uid)
+    day_cap, month_cap = budgets.caps(uid, settings.budget_user_daily_usd, settings.budget_user_monthly_usd)
+    return BudgetStatus(dailyCapUsd=day_cap or None, spentTodayUsd=round(day, 6),
+                        monthlyCapUsd=month_cap or None, spentThisMonthUsd=round(month, 6))

@@ -217,8 +217,8 @@ def test_export_then_erasure_leaves_nothing_of_the_user(api: Api, docstore: DocS
     alices = mine(before, "alice")
     collections = {p.rsplit("/", 2)[-2] for p in alices}
     assert {"runs", "turns", "events", "actions", "threads", "messages", "agentApprovals", "memories",
-            "integrations", "mcpServers", "sessions", "projects", "tasks", "usage", "usageDays", "limits",
-            "audit", "idempotencyKeys", "outbox", "workspaces"} <= collections, collections
+            "integrations", "mcpServers", "sessions", "projects", "tasks", "usage", "usageDays", "usageMonths",
+            "limits", "audit", "idempotencyKeys", "outbox", "workspaces"} <= collections, collections
     alice_usage = [d for p, d in before.items() if p.startswith("users/alice/usage/")]
     bobs = {p: d.data for p, d in before.items() if p in mine(before, "bob")}
 

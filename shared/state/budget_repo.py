@@ -1,0 +1,155 @@
+"""The per-user money budgets' state (docs/budgets.md): ``users/{uid}/limits/budget`` =
+``{reserved: {callId: {usd, at}}, dayCaps: {YYYY-MM-DD: usd}, monthCaps: {YYYY-MM: usd}}``.
+
+``reserved`` holds the maximum cost of the user's model calls in flight; ``dayCaps`` /
+``monthCaps`` the limits the user raised by approving a budget approval (over the configured
+``BUDGET_USER_DAILY_USD`` / ``BUDGET_USER_MONTHLY_USD``). What was spent is the ledger's: the
+counters ``usageDays/{day}.costMicroUsd`` and ``usageMonths/{month}.costMicroUsd``, incremented
+in the same commit as each ledger entry (``usage_repo.entry_writes``).
+
+:meth:`BudgetRepo.reserve` reads this document first, then the two counters, and adds the call
+with a write conditioned on the document as read: a concurrent reservation makes it read again,
+so the check and the reservation are one atomic step (optimistic, like the active-run slots of
+``limits_repo``: no transaction holds the per-user document while the model answers). A call's
+reservation is released after the commit that wrote its ledger entry; until then it counts twice
+(its cost in the counter and its reservation), which can only refuse early, never overshoot. A
+reservation whose invocation died counts until ``ttl_s`` passed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from shared.errors import PreconditionFailed, TransactionContention
+from shared.state import paths
+from shared.state.docstore import Doc, DocStore, Write
+
+RESERVE_ATTEMPTS = 12
+BUDGET_DOC = "budget"
+MICRO = 1_000_000
+
+
+CapScope = Literal["user_day", "user_month"]
+
+
+@dataclass(frozen=True)
+class CapReached:
+    """A user's cap that has no room for a call: which, the cap, and what was spent and held."""
+
+    scope: CapScope
+    cap_usd: float
+    spent_usd: float
+
+
+def day_and_month(at: float) -> tuple[str, str]:
+    """The UTC day (``YYYY-MM-DD``) and month (``YYYY-MM``) of ``at``."""
+    day = datetime.fromtimestamp(at, UTC).date().isoformat()
+    return day, day[:7]
+
+
+def _micro(doc: Doc | None) -> int:
+    value = doc.data.get("costMicroUsd", 0) if doc is not None else 0
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _caps(doc: Doc | None, field: str) -> dict[str, float]:
+    raw = doc.data.get(field) if doc is not None else None
+    return {str(k): float(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def _reserved(doc: Doc | None, at: float, ttl_s: float) -> dict[str, dict[str, float]]:
+    raw = doc.data.get("reserved") if doc is not None else None
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): {"usd": float(v["usd"]), "at": float(v["at"])} for k, v in raw.items()
+            if isinstance(v, dict) and at - float(v.get("at", 0)) <= ttl_s}
+
+
+class BudgetRepo:
+    def __init__(self, store: DocStore) -> None:
+        self.store = store
+
+    def spent(self, uid: str, at: float | None = None) -> tuple[float, float]:
+        """What the user spent on the UTC day and month of ``at`` (default: now), in USD."""
+        day, month = day_and_month(time.time() if at is None else at)
+        day_doc, month_doc = self.store.get_many([paths.usage_day(uid, day), paths.usage_month(uid, month)])
+        return _micro(day_doc) / MICRO, _micro(month_doc) / MICRO
+
+    def caps(self, uid: str, daily_usd: float, monthly_usd: float, at: float | None = None) -> tuple[float, float]:
+        """The user's daily and monthly limits now: the configured ones, or what an approval raised them to."""
+        if not daily_usd and not monthly_usd:
+            return 0.0, 0.0  # no cap: nothing to read
+        day, month = day_and_month(time.time() if at is None else at)
+        doc = self.store.get(paths.limit(uid, BUDGET_DOC))
+        return (_caps(doc, "dayCaps").get(day, daily_usd) if daily_usd else 0.0,
+                _caps(doc, "monthCaps").get(month, monthly_usd) if monthly_usd else 0.0)
+
+    def reserve(self, uid: str, call_id: str, usd: float, *, daily_usd: float, monthly_usd: float,
+                ttl_s: float) -> CapReached | None:
+        """Reserve ``usd`` for the call ``call_id`` if the user's caps leave room (counting the calls
+        in flight); else the overrun (nothing written). 0 turns a cap off."""
+        path = paths.limit(uid, BUDGET_DOC)
+        for _ in range(RESERVE_ATTEMPTS):
+            at = time.time()
+            day, month = day_and_month(at)
+            doc = self.store.get(path)  # first: a reservation released meanwhile is in the counters read next
+            day_doc, month_doc = self.store.get_many([paths.usage_day(uid, day), paths.usage_month(uid, month)])
+            live = _reserved(doc, at, ttl_s)
+            held = sum(r["usd"] for r in live.values())
+            for scope, configured, caps, spent in (
+                    ("user_day", daily_usd, _caps(doc, "dayCaps").get(day), _micro(day_doc)),
+                    ("user_month", monthly_usd, _caps(doc, "monthCaps").get(month), _micro(month_doc))):
+                cap = caps if caps is not None else configured
+                if configured and spent / MICRO + held + usd > cap:
+                    return CapReached(scope, cap, round(spent / MICRO + held, 8))  # type: ignore[arg-type]
+            data: dict[str, Any] = {**(doc.data if doc is not None else {}), "updatedAt": at,
+                                    "reserved": {**live, call_id: {"usd": usd, "at": at}}}
+            write = Write("create", path, data) if doc is None else Write("set", path, data, if_token=doc.token)
+            try:
+                self.store.commit([write])
+            except PreconditionFailed:
+                continue  # another call of this user reserved (or released) first: read again
+            return None
+        raise TransactionContention(f"the budget reservations of {uid} kept changing")
+
+    def release(self, uid: str, call_id: str) -> None:
+        """Drop a call's reservation once its ledger entry is committed (best effort: one left
+        behind counts until it is older than the reservation time-to-live)."""
+        path = paths.limit(uid, BUDGET_DOC)
+        for _ in range(RESERVE_ATTEMPTS):
+            doc = self.store.get(path)
+            raw = doc.data.get("reserved") if doc is not None else None
+            if doc is None or not isinstance(raw, dict) or call_id not in raw:
+                return
+            data = {**doc.data, "reserved": {k: v for k, v in raw.items() if k != call_id}, "updatedAt": time.time()}
+            try:
+                self.store.commit([Write("set", path, data, if_token=doc.token)])
+                return
+            except PreconditionFailed:
+                continue
+
+    def raise_cap(self, uid: str, scope: str, usd: float, at: float | None = None) -> None:
+        """An approved budget approval: the user's cap of this day (or month) becomes ``usd``
+        (never lowered by a later, smaller approval)."""
+        field = {"user_day": "dayCaps", "user_month": "monthCaps"}.get(scope)
+        if field is None:
+            return
+        day, month = day_and_month(time.time() if at is None else at)
+        key = day if scope == "user_day" else month
+        path = paths.limit(uid, BUDGET_DOC)
+        for _ in range(RESERVE_ATTEMPTS):
+            doc = self.store.get(path)
+            caps = _caps(doc, field)
+            if caps.get(key, 0.0) >= usd:
+                return
+            data = {**(doc.data if doc is not None else {}), field: {**caps, key: usd}, "updatedAt": time.time()}
+            write = Write("create", path, data) if doc is None else Write("set", path, data, if_token=doc.token)
+            try:
+                self.store.commit([write])
+                return
+            except PreconditionFailed:
+                continue
+        raise TransactionContention(f"the budget caps of {uid} kept changing")
