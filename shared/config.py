@@ -473,6 +473,10 @@ def _check_tracing_env() -> None:
     if unknown:
         raise ConfigurationError(f"OTEL_TRACES_EXPORTER names unknown exporters {unknown}; "
                                  f"known: {', '.join(TRACE_EXPORTERS)}")
+    metrics = [n.strip().lower() for n in os.environ.get("OTEL_METRICS_EXPORTER", "").split(",") if n.strip()]
+    unknown = [n for n in metrics if n not in ("otlp", "console", "none")]
+    if unknown:
+        raise ConfigurationError(f"OTEL_METRICS_EXPORTER names unknown exporters {unknown}; known: otlp, console, none")
     for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
         protocol = os.environ.get(name, "").strip()
         if protocol and protocol != "http/protobuf":

@@ -185,7 +185,9 @@ PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum"
                                            "/api/integrations/mcp/{name}": {"type": "string", "pattern": NAME_PATTERN},
                                            "/api/integrations/a2a/{name}": {"type": "string", "pattern": NAME_PATTERN},
                                            "/api/agent/webhooks/{name}": {"type": "string", "pattern": NAME_PATTERN},
-                                           "/api/agent/schedules/{name}": {"type": "string", "pattern": NAME_PATTERN}}
+                                           "/api/agent/schedules/{name}": {"type": "string", "pattern": NAME_PATTERN},
+                                           "/api/admin/users/{uid}": {"type": "string",
+                                                                      "pattern": f"^{routes.UID_SEGMENT}$"}}
 """Path parameters that are not plain strings (ids): by name, or by the path up to the parameter."""
 
 

@@ -19,6 +19,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -64,6 +65,9 @@ TOOL_TYPE = "gen_ai.tool.type"
 TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
 TOOL_RESULT = "gen_ai.tool.call.result"
 ERROR_TYPE = "error.type"
+TOKEN_TYPE = "gen_ai.token.type"
+TOKEN_USAGE = "gen_ai.client.token.usage"
+OPERATION_DURATION = "gen_ai.client.operation.duration"
 INVOKE_AGENT, CHAT, EXECUTE_TOOL = "invoke_agent", "chat", "execute_tool"
 GEMINI = "gcp.gemini"
 
@@ -97,9 +101,18 @@ def traceparent_of(span: Span) -> str | None:
 class Tracing:
     """Spans of the runtime on ``provider`` (its own, not the global one: tests install several)."""
 
-    def __init__(self, provider: TracerProvider, *, capture_content: bool = False, flush: bool = True) -> None:
+    def __init__(self, provider: TracerProvider, *, capture_content: bool = False, flush: bool = True,
+                 meters: MeterProvider | None = None) -> None:
         self.provider = provider
         self.tracer = provider.get_tracer("agent_runtime")
+        self.meters = meters
+        """Metrics (``OTEL_METRICS_EXPORTER``): the GenAI client histograms of every model call."""
+        if meters is not None:
+            meter = meters.get_meter("agent_runtime")
+            self.token_usage = meter.create_histogram(TOKEN_USAGE, unit="{token}",
+                                                      description="Tokens of each model call, by gen_ai.token.type")
+            self.duration = meter.create_histogram(OPERATION_DURATION, unit="s",
+                                                   description="Duration of each model call")
         self.capture_content = capture_content
         self.flush = flush
         """Export at the end of every invocation (Cloud Run takes the CPU away between requests)."""
@@ -129,6 +142,8 @@ class Tracing:
             _conversation.reset(token)
             if self.flush:
                 self.provider.force_flush()
+                if self.meters is not None:
+                    self.meters.force_flush()
 
     @staticmethod
     def _ended(span: Span, ctx: Unit) -> None:
@@ -166,7 +181,16 @@ class Tracing:
         if entry.outcome == "error":
             span.set_attribute(ERROR_TYPE, entry.error_code or "MODEL_ERROR")
             span.set_status(Status(StatusCode.ERROR, entry.error_code))
-        span.end(end_time=max(started_ns, time.time_ns()))
+        ended_ns = max(started_ns, time.time_ns())
+        span.end(end_time=ended_ns)
+        if self.meters is not None:
+            common = {OPERATION: CHAT, PROVIDER: GEMINI, REQUEST_MODEL: request_model, RESPONSE_MODEL: entry.model}
+            if entry.outcome == "error":
+                common[ERROR_TYPE] = entry.error_code or "MODEL_ERROR"
+            self.duration.record((ended_ns - started_ns) / 1e9, common)
+            if entry.outcome != "error":
+                self.token_usage.record(u.input_tokens, {**common, TOKEN_TYPE: "input"})
+                self.token_usage.record(u.output_tokens + u.thinking_tokens, {**common, TOKEN_TYPE: "output"})
 
     @contextmanager
     def tool_call(self, action: ActionRecord, conversation_id: str | None) -> Iterator[None]:
@@ -238,8 +262,29 @@ def resource(environ: Mapping[str, str]) -> Resource:
     return base
 
 
+def metric_readers(environ: Mapping[str, str]) -> list[Any]:
+    """The metric readers ``OTEL_METRICS_EXPORTER`` names (``otlp``, ``console``; default none)."""
+    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+
+    out: list[Any] = []
+    for name in [n.strip().lower() for n in environ.get("OTEL_METRICS_EXPORTER", "none").split(",") if n.strip()]:
+        if name == "otlp":
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+            out.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
+        elif name == "console":
+            out.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
+        elif name != "none":
+            raise ValueError(f"OTEL_METRICS_EXPORTER names an unknown exporter: {name!r} (otlp, console, none)")
+    return out
+
+
 def from_env(environ: Mapping[str, str]) -> Tracing:
-    provider = TracerProvider(resource=resource(environ))
+    res = resource(environ)
+    provider = TracerProvider(resource=res)
     for exporter in exporters(environ):
         provider.add_span_processor(BatchSpanProcessor(exporter))
-    return Tracing(provider, capture_content=environ.get(CAPTURE_CONTENT, "").strip().lower() == "true")
+    readers = metric_readers(environ)
+    meters = MeterProvider(resource=res, metric_readers=readers) if readers else None
+    return Tracing(provider, capture_content=environ.get(CAPTURE_CONTENT, "").strip().lower() == "true",
+                   meters=meters)

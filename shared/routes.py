@@ -550,8 +550,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/admin/users/{uid}", "adminGetUser", "admin", "functions.admin:get_user",
           segments={"uid": UID_SEGMENT},
           description="A user's trust level, profile (emailAllowlist) and own limits. The admin principal only "
-                      "(ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 ADMIN_ONLY.",
-          replies=(Reply(200, "the user", model="shared.admin:AdminUser"),), errors=(401, 403)),
+                      "(ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 ADMIN_ONLY. A path "
+                      "segment that is no uid: 404 ROUTE_NOT_FOUND.",
+          replies=(Reply(200, "the user", model="shared.admin:AdminUser"),), errors=(401, 403, 404)),
     Route("PATCH", "/api/admin/users/{uid}", "adminPatchUser", "admin", "functions.admin:patch_user",
           segments={"uid": UID_SEGMENT}, request="shared.admin:UserPatch",
           description="Change a user's trustLevel, profile fields (emailAllowlist...) and own limits "
@@ -559,7 +560,7 @@ ROUTES: tuple[Route, ...] = (
                       "the fields given change, the others stay. Audited (audit kind admin_change). The admin "
                       "principal only: anyone else 403 ADMIN_ONLY.",
           replies=(Reply(200, "the user as changed", model="shared.admin:AdminUser"),),
-          errors=(400, 401, 403, 413, 415)),
+          errors=(400, 401, 403, 404, 413, 415)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.
     Route("GET", "/healthz", "health", None, "devserver:healthz", public=True, description="make dev is up",
           replies=(Reply(200, "up", schema={"type": "object", "properties": {"ok": {"const": True}},

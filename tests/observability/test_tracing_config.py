@@ -153,3 +153,44 @@ def test_a_tracing_configuration_the_runtime_cannot_honour_refuses_to_start(
         monkeypatch.setenv(name, value)
     with pytest.raises(ConfigurationError, match=re.escape(problem)):
         Settings.from_env()
+
+
+def test_model_calls_record_the_genai_client_metrics(docstore: DocStore) -> None:
+    """``gen_ai.client.token.usage`` (by ``gen_ai.token.type``) sums to the ledger; one
+    ``gen_ai.client.operation.duration`` point per model call."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    provider = TracerProvider()
+    tracing.use(otel.Tracing(provider, flush=False, meters=MeterProvider(metric_readers=[reader])))
+    rt = Runtime(make_settings(), store=docstore, model=token_model(SCRIPT), authenticator=LocalAuthenticator(),
+                 dispatcher=RecordingDispatcher())
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        for i in range(3):
+            body = client.post("/api/agent/run", json={"prompt": f"remember {i}"}, headers=ALICE).get_json()
+            client.post("/api/agent/approve", json={"approvalId": body["approval"]["id"], "decision": "approve"},
+                        headers=ALICE)
+            d = rt.dispatcher
+            assert isinstance(d, RecordingDispatcher)
+            for m in d.take():
+                rt.router.handle(m)
+    finally:
+        set_runtime(None)
+        tracing.use(None)
+    data = reader.get_metrics_data()
+    assert data is not None
+    points: dict[str, list[Any]] = {}
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                points.setdefault(metric.name, []).extend(metric.data.data_points)
+    ledger = rt.usage.between("alice", 0, time.time() + 60)
+    tokens = {kind: sum(p.sum for p in points[otel.TOKEN_USAGE] if p.attributes[otel.TOKEN_TYPE] == kind)
+              for kind in ("input", "output")}
+    assert tokens == {"input": sum(e.usage.input_tokens for e in ledger),
+                      "output": sum(e.usage.output_tokens + e.usage.thinking_tokens for e in ledger)}
+    assert sum(p.count for p in points[otel.OPERATION_DURATION]) == len(ledger) >= 6
+    assert all(p.attributes[otel.OPERATION] == "chat" for p in points[otel.OPERATION_DURATION])
