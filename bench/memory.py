@@ -45,6 +45,10 @@ def concurrent_streams(env: dict[str, str], n: int = CONCURRENT) -> dict[str, An
     try:
         assert proc.stdout is not None
         port = int(json.loads(proc.stdout.readline())["port"])
+        # The server logs each request (JSON lines) on stdout and stderr: drained, or a full pipe
+        # blocks it mid-request (20 streams write more than a pipe's 64 KB).
+        for pipe in (proc.stdout, proc.stderr):
+            threading.Thread(target=pipe.read, daemon=True).start()  # type: ignore[union-attr]
         warmup: list[dict[str, Any]] = []
         _stream(port, 999, warmup)  # one run first: the instance is warm, as in production
         before = rss_mib(proc.pid)
