@@ -241,8 +241,12 @@ def _operation(route: routes.Route, parameters: dict[str, list[dict[str, Any]]])
     links = LINKS.get(route.operation_id)
     if links:
         responses[str(route.replies[0].status)]["links"] = links
-    # 400: any route (a query parameter it does not take, INVALID_QUERY); 500: any route, logged
-    op["responses"] = {**responses, **_errors(*sorted({400, *route.errors})), **_errors(500)}
+    # 400: any route (a query parameter it does not take, INVALID_QUERY); 500: any route, logged;
+    # 404: a route with a free-form name in its path, which the HTTP layer does not route when the
+    # name holds a line break (ROUTE_NOT_FOUND before the handler can name the 400).
+    free_form = any(segment == routes.ANY_SEGMENT for segment in route.segments.values())
+    errors = {400, *route.errors, *((404,) if free_form else ())}
+    op["responses"] = {**responses, **_errors(*sorted(errors)), **_errors(500)}
     if not route.public:  # every authenticated route counts against the request limit
         op["responses"]["429"] = _too_many_requests(route.operation_id)
     return op

@@ -54,7 +54,7 @@ CONFIG: dict[str, Any] = {
     "generation": {"deterministic": True, "database": "none", "max-examples": 12},
     # Every check, the optional ones (negative/positive data, auth, use-after-free, methods...) too.
     "auth": {"openapi": {"firebaseIdToken": {"bearer": "dev:fuzzer"}}},
-    "phases": {"stateful": {"max-steps": 24, "generation": {"max-examples": 80}}},
+    "phases": {"stateful": {"max-steps": 32, "generation": {"max-examples": 100}}},
     # A body over MAX_BODY_BYTES is refused with 413 before it is parsed: a rejection too.
     "checks": {"enabled": True, "negative_data_rejection": {"expected-statuses": [
         400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]}},
