@@ -5,18 +5,19 @@ A run that completes, fails or pauses for approval records one delivery per webh
 subscribed to that event (``run.completed``, ``run.failed``, ``run.awaiting_approval``, or
 ``run.*``), and one to its own ``webhook`` URL, in the commit of that stop; they are published
 after it (``shared/delivery``). A run's own URL is signed with the secret of its owner's webhook
-named ``default``.
+named ``default``. A plan session's transitions (``session.*``) are recorded by the plans package
+through ``shared.delivery.events`` the same way.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.delivery.events import announced
 from shared.delivery.sender import Deliverer
 from shared.delivery.signing import SECRET_PATTERN, new_secret
 from shared.errors import Conflict, InvalidInput
@@ -25,7 +26,7 @@ from shared.responses import ResponseBody
 from shared.state.deliveries_repo import DeliveriesRepo, DeliveryRecord
 from shared.state.records import SCHEMA_VERSION, RunResult
 from shared.state.webhooks_repo import MAX_WEBHOOKS_PER_USER, WebhooksRepo
-from shared.wire import UtcTime, rfc3339
+from shared.wire import UtcTime
 
 if TYPE_CHECKING:
     from shared.connectors.credentials import CredentialVault
@@ -62,7 +63,8 @@ class WebhookRequest(BaseModel):
                      description="where deliveries are POSTed (http or https; public addresses only)")
     events: list[WebhookEvent] = Field(min_length=1, max_length=8,
                                        description="the events delivered: run.completed, run.failed, "
-                                                   "run.awaiting_approval, run.* (all three), session.*")
+                                                   "run.awaiting_approval, run.* (all three), session.* (a plan "
+                                                   "session's transitions)")
     secret: str | None = Field(default=None, pattern=SECRET_PATTERN,
                                description="the Standard Webhooks signing secret (whsec_ + base64); generated "
                                            "when absent, shown in this answer only, stored encrypted")
@@ -218,29 +220,11 @@ class Webhooks:
         """Record (in the run's next commit) one delivery of ``event_type`` per subscribed webhook
         of the run's owner and one to the run's own URL; the ids to publish after the commit."""
         run = ctx.run
-        targets = [(name, str(doc.get("url")), name) for name, doc in self.repo.list(run.uid)
-                   if _subscribed(doc.get("events", []), event_type)]
-        if run.webhook:
-            targets.append((DEFAULT_WEBHOOK, run.webhook, DEFAULT_WEBHOOK))
-        if not targets:
-            return []
-        at = time.time()
-        body = json.dumps({"type": event_type, "timestamp": rfc3339(at), "data": {
-            "runId": run.run_id, "threadId": run.thread_id, "status": event_type.removeprefix("run."),
-            "result": result.to_doc() if result is not None else None}}, ensure_ascii=False, separators=(",", ":"))
-        deliverer = self.deliverer()
-        ids: list[str] = []
-        for target, url, secret_name in targets:
-            record = DeliveryRecord(delivery_id=ctx.services.new_id("msg"), uid=run.uid, target=target, url=url,
-                                    event_type=event_type, body=body, secret_name=secret_name, subject=run.run_id,
-                                    created_at=at)
-            ctx.write(*deliverer.recorded(record))
-            ids.append(record.delivery_id)
+        own = [(DEFAULT_WEBHOOK, run.webhook, DEFAULT_WEBHOOK)] if run.webhook else []
+        writes, ids = announced(self.services.runs.store, self.services.outbox, self.services.new_id, run.uid,
+                                event_type, {"runId": run.run_id, "threadId": run.thread_id,
+                                             "status": event_type.removeprefix("run."),
+                                             "result": result.to_doc() if result is not None else None},
+                                subject=run.run_id, extra=own)
+        ctx.write(*writes)
         return ids
-
-
-def _subscribed(events: object, event_type: str) -> bool:
-    if not isinstance(events, list):
-        return False
-    family = event_type.split(".", 1)[0] + ".*"
-    return event_type in events or family in events

@@ -66,6 +66,18 @@ def entry_id(delivery_id: str) -> str:
     return f"{DELIVER}-{delivery_id}"
 
 
+def recorded(repo: DeliveriesRepo, outbox: Outbox, record: DeliveryRecord) -> list[Write]:
+    """The writes creating ``record`` and the message making its first attempt."""
+    message = WorkMessage(kind=DELIVER, unitId=record.delivery_id, uid=record.uid)
+    return [repo.create_write(record), outbox.record(message, entry_id(record.delivery_id))]
+
+
+def published(outbox: Outbox, delivery_ids: list[str]) -> None:
+    """After the commit that recorded them: their first attempts (through the dispatcher)."""
+    for delivery_id in delivery_ids:
+        outbox.deliver(entry_id(delivery_id))
+
+
 @dataclass
 class Deliverer:
     repo: DeliveriesRepo
@@ -78,14 +90,10 @@ class Deliverer:
     clock: Callable[[], float] = time.time
 
     def recorded(self, record: DeliveryRecord) -> list[Write]:
-        """The writes creating ``record`` and the message making its first attempt."""
-        message = WorkMessage(kind=DELIVER, unitId=record.delivery_id, uid=record.uid)
-        return [self.repo.create_write(record), self.outbox.record(message, entry_id(record.delivery_id))]
+        return recorded(self.repo, self.outbox, record)
 
     def publish(self, delivery_ids: list[str]) -> None:
-        """After the commit that recorded them: their first attempt (through the dispatcher)."""
-        for delivery_id in delivery_ids:
-            self.outbox.deliver(entry_id(delivery_id))
+        published(self.outbox, delivery_ids)
 
     def handle(self, message: WorkMessage) -> Disposition:
         """Handler of ``deliver`` messages: one attempt, if the delivery is due."""

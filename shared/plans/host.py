@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from shared.config import Settings
+from shared.delivery.events import SessionEventType, published, session_announced
 from shared.events.plan import (
     ExecutorReflectEvent,
     PlanApprovalRequiredEvent,
@@ -213,7 +214,9 @@ class PlanHost(Host):
                                                preview=react.preview(ctx, a.tool, a.args),
                                                reason=a.policy_reason or ""))
         self.sync.fields(ctx)
+        ids = _announce(ctx, "session.awaiting_approval") if any(a.approval_id for a in outcome.waiting) else []
         stops.pause(ctx, outcome)
+        _published(ctx, ids)
 
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None:
         status = STOP_STATUS.get(code, "failed")
@@ -247,10 +250,26 @@ class PlanHost(Host):
         self.sync.fields(ctx, **extra)
         ctx.run.mode = ended_mode(ctx.run)
         entry = wake_parent(ctx)
+        ids = _announce(ctx, f"session.{status}",  # type: ignore[arg-type]  # the five ends, all SessionEventType
+                        extra.get("error"))
         # The run ends with the session's status (docs/plan-sessions.md, "Statuses").
         if code is None:
             stops.complete(ctx, final=final, status="rejected" if status == "rejected" else "completed")
         else:
             stops.fail(ctx, code, message, final=final, status=RUN_END.get(status, "failed"))
+        _published(ctx, ids)
         if entry is not None:
             ctx.services.outbox.deliver(entry)
+
+
+def _announce(ctx: RunContext, event: SessionEventType, error: dict[str, Any] | None = None) -> list[str]:
+    """The session's webhook deliveries of this transition (``session.*``), in the step's commit."""
+    services = ctx.services
+    writes, ids = session_announced(services.runs.store, services.outbox, services.new_id, ctx.run.uid, event,
+                                    plan_state(ctx).session_id, run_id=ctx.run.run_id, error=error)
+    ctx.write(*writes)
+    return ids
+
+
+def _published(ctx: RunContext, ids: list[str]) -> None:
+    published(ctx.services.outbox, ids)

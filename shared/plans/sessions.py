@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from shared.delivery.events import SessionEventType, published, session_announced
 from shared.durable.kinds import CONTINUE
 from shared.durable.messages import WorkMessage
 from shared.errors import Conflict, InvalidInput
@@ -33,6 +34,7 @@ from shared.plan_views import SessionResultView, plan_body
 from shared.plans import planner
 from shared.plans.plan_state import KIND, ended_mode, task_turn
 from shared.state.batched_reads import BatchedReads
+from shared.state.docstore import Write
 from shared.state.host_states import PlanRunState
 from shared.state.paused_runs import CloseReason
 from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord, SessionResult
@@ -111,9 +113,9 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                                  max_tasks=services.settings.plan_max_tasks,
                                  timeout_s=min(services.settings.run_deadline_s, deadline - time.time()))
     except ModelError as exc:
-        return _failed(sessions, session, FailureCode.MODEL_ERROR, f"the planning model failed: {exc}")
+        return _failed(services, sessions, session, FailureCode.MODEL_ERROR, f"the planning model failed: {exc}")
     if answer.value is None:
-        return _failed(sessions, session, FailureCode.MALFORMED_PLAN,
+        return _failed(services, sessions, session, FailureCode.MALFORMED_PLAN,
                        "the model's plan did not validate after one repair: " + "; ".join(answer.problems[:5]))
     plan = answer.value
     session.status, session.plan_version = "awaiting_confirmation", 1
@@ -128,7 +130,9 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
         ev.seq = i
         writes.append(sessions.event_write(session.session_id, own_event(ev)))
     session.last_seq = len(events)
-    sessions.create(session, writes, slot=slot)
+    hooks, ids = _announced(services, session, "session.awaiting_confirmation")
+    sessions.create(session, writes + hooks, slot=slot)
+    published(services.outbox, ids)
     log.info("session planned", extra={"fields": {"sessionId": session.session_id, "tasks": len(plan.tasks)}})
     return PlanOutcome(session, plan.tasks)
 
@@ -141,12 +145,24 @@ def own_event(ev: PlanRunEvent) -> dict[str, Any]:
     return doc
 
 
-def _failed(sessions: SessionsRepo, session: SessionRecord, code: FailureCode, message: str) -> PlanOutcome:
+def _announced(services: Services, session: SessionRecord, event: SessionEventType,
+               error: RunError | None = None) -> tuple[list[Write], list[str]]:
+    """The ``session.*`` webhook deliveries of a transition made here, for its commit."""
+    error = error or session.error
+    return session_announced(services.runs.store, services.outbox, services.new_id, session.uid, event,
+                             session.session_id, run_id=session.run_id,
+                             error=error.to_doc() if error is not None else None)
+
+
+def _failed(services: Services, sessions: SessionsRepo, session: SessionRecord, code: FailureCode,
+            message: str) -> PlanOutcome:
     session.status, session.error = "failed", RunError(code=code, message=message)
     session.result = SessionResult(status="failed")
     events = [PlanStatusEvent(planId=session.session_id, status="failed")]
     events[0].seq = session.last_seq = 1
-    sessions.create(session, [sessions.event_write(session.session_id, own_event(events[0]))])
+    hooks, ids = _announced(services, session, "session.failed")
+    sessions.create(session, [sessions.event_write(session.session_id, own_event(events[0])), *hooks])
+    published(services.outbox, ids)
     log.warning("session planning failed: %s", code, extra={"fields": {"sessionId": session.session_id}})
     return PlanOutcome(session, [])
 
@@ -244,8 +260,10 @@ def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str
         ev = PlanStatusEvent(planId=session_id, status="cancelled", seq=session.last_seq)
         open_tasks = [t.model_copy(update={"status": "cancelled"}) for t in sessions.tasks(session_id)
                       if t.status in OPEN_TASK_STATUSES]
+        hooks, ids = _announced(services, session, "session.cancelled", PAUSED_END["cancelled"])
         sessions.commit(session, token, [sessions.event_write(session_id, own_event(ev)),
-                                         *(sessions.task_write(session_id, t) for t in open_tasks)])
+                                         *(sessions.task_write(session_id, t) for t in open_tasks), *hooks])
+        published(services.outbox, ids)
         return session
     sessions.request_cancel(session_id, reason)
     session.cancel_requested, session.cancel_reason = True, reason
@@ -288,10 +306,16 @@ def end_paused(services: Services, sessions: SessionsRepo, session: SessionRecor
             closing.append(event_to_doc(ev))
         return error
 
-    return sessions.end_paused(session, run_id, closing, reason=reason, error=PAUSED_END[reason],
-                               open_tasks_end="cancelled" if reason == "cancelled" else None,
-                               fail=fail, event_write=services.runs.event_write,
-                               audit_write=services.runs.audit_write)
+    hooks, ids = session_announced(services.runs.store, services.outbox, services.new_id, session.uid,
+                                   "session.cancelled" if reason == "cancelled" else "session.deadline_exceeded",
+                                   sid, run_id=run_id, error=PAUSED_END[reason].to_doc())
+    ended = sessions.end_paused(session, run_id, closing, reason=reason, error=PAUSED_END[reason],
+                                open_tasks_end="cancelled" if reason == "cancelled" else None,
+                                fail=fail, event_write=services.runs.event_write,
+                                audit_write=services.runs.audit_write, extra=hooks)
+    if ended:
+        published(services.outbox, ids)
+    return ended
 
 
 def execute_plan(services: Services, sessions: SessionsRepo, uid: str, session_id: str, *,

@@ -106,7 +106,7 @@ class SessionsRepo:
                    reason: Literal["cancelled", "deadline_exceeded"], error: RunError, fail: FailPaused,
                    open_tasks_end: TaskStatus | None = None,
                    event_write: Callable[[str, dict[str, Any]], Write],
-                   audit_write: Callable[[AuditRecord], Write]) -> bool:
+                   audit_write: Callable[[AuditRecord], Write], extra: Sequence[Write] = ()) -> bool:
         """A session whose execution waits for approvals ends now (``cancelled`` by the user, or
         ``deadline_exceeded`` found by the sweep): its open approvals are rejected, its run is ended
         by ``fail`` (the loop's stop), the session records ``error``, in one transaction. False when
@@ -114,7 +114,7 @@ class SessionsRepo:
         status the tasks still pending or in progress end with (the caller's decision; None: left as
         they are). ``closing``: the events that close the session, appended to the run's log (the
         session's events are its run's), filled and numbered by ``fail`` after the run's own closing
-        event."""
+        event. ``extra``: more writes of the same transaction (its webhook deliveries)."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -135,6 +135,8 @@ class SessionsRepo:
                     if task.status in OPEN_TASK_STATUSES:
                         t.write(self.task_write(session.session_id,
                                                 task.model_copy(update={"status": open_tasks_end})))
+            for write in extra:
+                t.write(write)
             return True
 
         return self.store.run_transaction(txn)
