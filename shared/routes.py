@@ -447,9 +447,12 @@ ROUTES: tuple[Route, ...] = (
     Route("PUT", "/api/agent/schedules/{name}", "putSchedule", "integrations", "functions.integrations:put_schedule",
           segments={"name": ANY_SEGMENT}, request="shared.agent.schedules:ScheduleRequest",
           description="Declare (replace) one of the caller's schedules: a five-field cron expression in an IANA "
-                      "time zone, the prompt each run gets, optionally the thread it runs on and its "
-                      "multitaskStrategy (enqueue by default). 400 INVALID_CRON / INVALID_TIMEZONE; "
-                      "409 TOO_MANY_SCHEDULES beyond 20. Each occurrence starts one run (docs/run-control.md).",
+                      "time zone, the prompt each run gets (or a session template: each occurrence creates a "
+                      "plan session awaiting confirmation), optionally the thread it runs on and its "
+                      "multitaskStrategy (enqueue by default). 400 INVALID_CRON / INVALID_TIMEZONE / "
+                      "INVALID_SCHEDULE (neither or both of prompt and session) / UNKNOWN_TOOLS; "
+                      "409 TOO_MANY_SCHEDULES beyond 20. Each occurrence starts one run or session "
+                      "(docs/run-control.md).",
           replies=(Reply(200, "the stored schedule and its next occurrence",
                          model="shared.agent.schedules:ScheduleResponse"),), errors=(400, 401, 404, 409, 413, 415)),
     Route("DELETE", "/api/agent/schedules/{name}", "deleteSchedule", "integrations",
@@ -459,7 +462,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/agent/schedules/{name}/runs", "listScheduleRuns", "integrations",
           "functions.integrations:schedule_runs", segments={"name": ANY_SEGMENT},
           description="The runs the schedule started, newest first (at most 100), each with its occurrence and "
-                      "the run's status now.",
+                      "the run's status now (a session template's: sessionId and the session's status).",
           replies=(Reply(200, "the runs", model="shared.agent.schedules:ScheduleRunsResponse"),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",

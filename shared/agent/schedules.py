@@ -13,6 +13,7 @@ latest; earlier ones are skipped.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from typing import Literal
@@ -24,12 +25,13 @@ from shared.api import ID_PATTERN, MAX_PROMPT_CHARS, RunRequest
 from shared.durable.kinds import SCHEDULE_FIRE
 from shared.durable.messages import WorkMessage
 from shared.durable.router import Disposition
-from shared.errors import Conflict, InvalidInput, NotFound
+from shared.errors import Conflict, DomainError, InvalidInput, NotFound
 from shared.loop.context import Services
 from shared.responses import ResponseBody
 from shared.schedules.cron import next_after, parse_cron, zone
 from shared.state.docstore import PreconditionFailed
 from shared.state.schedules_repo import MAX_SCHEDULES_PER_USER, ScheduleRecord, SchedulesRepo, schedule_id
+from shared.state.sessions_repo import SessionsRepo
 from shared.wire import NOT_BLANK_PATTERN, UtcTime
 
 log = logging.getLogger("agent_runtime.schedules")
@@ -42,6 +44,23 @@ def schedule_name(segment: str) -> str:
     return named(segment, "schedule", "INVALID_SCHEDULE_NAME")
 
 
+class ScheduleSession(BaseModel):
+    """A session template: what ``POST /api/agent/sessions`` takes, with a time to live instead of
+    a deadline (each occurrence's session has ``ttlS`` from its creation)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, json_schema_extra={"pattern": NOT_BLANK_PATTERN},
+                        description="the objective each occurrence's plan session is planned for")
+    ttlS: int | None = Field(default=None, ge=60, le=7 * 86400,
+                             description="the session's deadline, this many seconds after it is created "
+                                         "(default PLAN_DEFAULT_DEADLINE_S; at most PLAN_MAX_DEADLINE_S)")
+    tools: list[str] | None = Field(default=None, max_length=100,
+                                    description="tool names this deployment registers (400 UNKNOWN_TOOLS otherwise)")
+    keepWorkspaces: bool = False
+    budgetUsd: float | None = Field(default=None, gt=0, le=10_000)
+
+
 class ScheduleRequest(BaseModel):
     """Body of ``PUT /api/agent/schedules/{name}`` (unknown fields refused)."""
 
@@ -50,8 +69,11 @@ class ScheduleRequest(BaseModel):
     cron: str = Field(min_length=9, max_length=200, description="five fields: minute hour day-of-month month "
                                                                 "day-of-week, e.g. '0 8 * * 1-5'")
     timezone: str = Field(default="UTC", min_length=1, max_length=64, description="an IANA name, e.g. Europe/Paris")
-    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, json_schema_extra={"pattern": NOT_BLANK_PATTERN},
-                        description="what each run is asked")
+    prompt: str | None = Field(default=None, min_length=1, max_length=MAX_PROMPT_CHARS,
+                               json_schema_extra={"pattern": NOT_BLANK_PATTERN},
+                               description="what each run is asked (this or session, not both)")
+    session: ScheduleSession | None = Field(default=None, description="a session template: each occurrence "
+                                            "creates a plan session (this or prompt, not both)")
     threadId: str | None = Field(default=None, pattern=ID_PATTERN,
                                  description="runs on this thread (its history); absent: a new thread each run")
     multitaskStrategy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
@@ -64,6 +86,7 @@ class ScheduleBody(ResponseBody):
     cron: str | None = None
     timezone: str | None = None
     prompt: str | None = None
+    session: ScheduleSession | None = None
     threadId: str | None = None
     multitaskStrategy: str | None = None
     nextRunAt: UtcTime | None = None
@@ -87,7 +110,8 @@ class ScheduleRemovedResponse(ResponseBody):
 
 class ScheduleRunBody(ResponseBody):
     occurrence: UtcTime
-    runId: str
+    runId: str | None = Field(default=None, description="the run a prompt schedule started")
+    sessionId: str | None = Field(default=None, description="the plan session a session schedule created")
     status: str | None = None
 
 
@@ -98,7 +122,9 @@ class ScheduleRunsResponse(ResponseBody):
 
 
 def _body(r: ScheduleRecord) -> ScheduleBody:
-    return ScheduleBody(name=r.name, cron=r.cron, timezone=r.timezone, prompt=r.prompt, threadId=r.thread_id,
+    return ScheduleBody(name=r.name, cron=r.cron, timezone=r.timezone, prompt=None if r.session else r.prompt,
+                        session=ScheduleSession.model_validate(r.session, strict=False) if r.session else None,
+                        threadId=r.thread_id,
                         multitaskStrategy=r.multitask_strategy, nextRunAt=r.next_run_at, updatedAt=r.updated_at)
 
 
@@ -114,13 +140,26 @@ class Schedules:
     # ---- the API ------------------------------------------------------------------------------
     def put(self, uid: str, name: str, request: ScheduleRequest, *, at: float | None = None) -> ScheduleBody:
         cron, tz = parse_cron(request.cron), zone(request.timezone)
-        RunRequest(prompt=request.prompt)  # the prompt a run will get is valid
+        if (request.prompt is None) == (request.session is None):
+            raise InvalidInput("a schedule takes either prompt (a run each occurrence) or session (a plan "
+                               "session each occurrence)", code="INVALID_SCHEDULE", details={"field": "prompt"})
+        if request.prompt is not None:
+            RunRequest(prompt=request.prompt)  # the prompt a run will get is valid
+        elif request.threadId is not None:
+            raise InvalidInput("threadId applies to prompt schedules only (a plan session has no thread)",
+                               code="INVALID_SCHEDULE", details={"field": "threadId"})
+        else:
+            from shared.plans.sessions import check_tools
+
+            check_tools(self.services, uid, request.session.tools if request.session else None)
         existing = self.repo.get(uid, name)
         if existing is None and len(self.repo.list_for(uid)) >= MAX_SCHEDULES_PER_USER:
             raise Conflict(f"at most {MAX_SCHEDULES_PER_USER} schedules per user; delete one first",
                            code="TOO_MANY_SCHEDULES")
         record = ScheduleRecord(schedule_id=schedule_id(uid, name), uid=uid, name=name, cron=request.cron,
-                                timezone=request.timezone, prompt=request.prompt, thread_id=request.threadId,
+                                timezone=request.timezone, prompt=request.prompt or "",
+                                session=request.session.model_dump() if request.session else None,
+                                thread_id=request.threadId,
                                 multitask_strategy=request.multitaskStrategy,
                                 next_run_at=next_after(cron, tz, time.time() if at is None else at),
                                 created_at=existing[0].created_at if existing else time.time())
@@ -145,6 +184,11 @@ class Schedules:
         listed = self.repo.runs(got[0].schedule_id, limit)
         out: list[ScheduleRunBody] = []
         for r in listed:
+            if r.session_id is not None:
+                ses = SessionsRepo(self.services.runs.store).get(r.session_id)
+                out.append(ScheduleRunBody(occurrence=r.occurrence, sessionId=r.session_id,
+                                           status=ses[0].status if ses is not None else None))
+                continue
             snap = self.services.runs.get_run(r.run_id)
             out.append(ScheduleRunBody(occurrence=r.occurrence, runId=r.run_id,
                                        status=snap.run.status if snap is not None else None))
@@ -190,6 +234,9 @@ class Schedules:
             return "done"  # deleted since
         record = got[0]
         occurrence = float(minute)
+        if record.session is not None:
+            self._create_session(record, occurrence)
+            return "done"
         request = RunRequest(prompt=record.prompt, threadId=record.thread_id,
                              multitaskStrategy=record.multitask_strategy)
         from shared.agent.service import AgentService
@@ -204,6 +251,30 @@ class Schedules:
         if started.outcome.created and not started.outcome.queued:
             service.run(service.context(started))
         return "done"
+
+    def _create_session(self, record: ScheduleRecord, occurrence: float) -> None:
+        """The plan session of one occurrence (planned, ``awaiting_confirmation``): its id derives
+        from the occurrence, so a fire delivered twice finds it and plans nothing again."""
+        from shared.plans.sessions import start_planning
+
+        template = ScheduleSession.model_validate(record.session, strict=False)
+        fire = _fire_id(record.schedule_id, occurrence)
+        session_id = "ses_" + hashlib.sha256(fire.encode()).hexdigest()[:32]
+        sessions = SessionsRepo(self.services.runs.store)
+        if sessions.get(session_id) is not None:
+            return  # this occurrence's session exists: a duplicate fire
+        settings = self.services.settings
+        ttl = min(float(template.ttlS or settings.plan_default_deadline_s), settings.plan_max_deadline_s)
+        try:
+            start_planning(self.services, sessions, record.uid, template.prompt, deadline=time.time() + ttl,
+                           tools=template.tools, keep_workspaces=template.keepWorkspaces,
+                           budget_usd=template.budgetUsd, session_id=session_id,
+                           extra_writes=[self.repo.session_write(record.schedule_id, occurrence, session_id)])
+        except PreconditionFailed:
+            return  # another delivery of this fire created it meanwhile
+        except DomainError as exc:
+            log.warning("a scheduled session was refused: %s", exc.code,
+                        extra={"fields": {"scheduleId": record.schedule_id}})
 
 
 def tick_time(message: WorkMessage) -> float:

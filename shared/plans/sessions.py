@@ -92,13 +92,15 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                    repo_url: str | None = None, tools: list[str] | None = None,
                    repo_context: str | None = None, session_id: str | None = None,
                    guidance: str | None = None, keep_workspaces: bool = False,
-                   batch: BatchedReads | None = None, budget_usd: float | None = None) -> PlanOutcome:
+                   batch: BatchedReads | None = None, budget_usd: float | None = None,
+                   extra_writes: list[Write] | None = None) -> PlanOutcome:
     """Create a session and propose its plan (``awaiting_confirmation``); a plan the model cannot
     produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``). Every session
     counts against the user's active sessions (``LIMIT_ACTIVE_SESSIONS``, also one a chat run
     starts): 429 ``TOO_MANY_ACTIVE_SESSIONS`` before the planning call, and at the creating commit
     for a race lost meanwhile; nothing of the session is written then. ``batch``: the slot's
-    documents as read with the start's others (``Limits.read_for_start``)."""
+    documents as read with the start's others (``Limits.read_for_start``). ``extra_writes``: more
+    writes of the creating commit (a schedule's occurrence)."""
     session = SessionRecord(session_id=session_id or new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
                             repo_url=repo_url, tools=tools, keep_workspaces=keep_workspaces,
                             budget_usd=budget_usd)
@@ -113,10 +115,12 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                                  max_tasks=services.settings.plan_max_tasks,
                                  timeout_s=min(services.settings.run_deadline_s, deadline - time.time()))
     except ModelError as exc:
-        return _failed(services, sessions, session, FailureCode.MODEL_ERROR, f"the planning model failed: {exc}")
+        return _failed(services, sessions, session, FailureCode.MODEL_ERROR, f"the planning model failed: {exc}",
+                       extra_writes)
     if answer.value is None:
         return _failed(services, sessions, session, FailureCode.MALFORMED_PLAN,
-                       "the model's plan did not validate after one repair: " + "; ".join(answer.problems[:5]))
+                       "the model's plan did not validate after one repair: " + "; ".join(answer.problems[:5]),
+                       extra_writes)
     plan = answer.value
     session.status, session.plan_version = "awaiting_confirmation", 1
     sid = session.session_id
@@ -131,7 +135,7 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
         writes.append(sessions.event_write(session.session_id, own_event(ev)))
     session.last_seq = len(events)
     hooks, ids = _announced(services, session, "session.awaiting_confirmation")
-    sessions.create(session, writes + hooks, slot=slot)
+    sessions.create(session, writes + hooks + (extra_writes or []), slot=slot)
     published(services.outbox, ids)
     log.info("session planned", extra={"fields": {"sessionId": session.session_id, "tasks": len(plan.tasks)}})
     return PlanOutcome(session, plan.tasks)
@@ -155,13 +159,14 @@ def _announced(services: Services, session: SessionRecord, event: SessionEventTy
 
 
 def _failed(services: Services, sessions: SessionsRepo, session: SessionRecord, code: FailureCode,
-            message: str) -> PlanOutcome:
+            message: str, extra_writes: list[Write] | None = None) -> PlanOutcome:
     session.status, session.error = "failed", RunError(code=code, message=message)
     session.result = SessionResult(status="failed")
     events = [PlanStatusEvent(planId=session.session_id, status="failed")]
     events[0].seq = session.last_seq = 1
     hooks, ids = _announced(services, session, "session.failed")
-    sessions.create(session, [sessions.event_write(session.session_id, own_event(events[0])), *hooks])
+    sessions.create(session, [sessions.event_write(session.session_id, own_event(events[0])), *hooks,
+                              *(extra_writes or [])])
     published(services.outbox, ids)
     log.warning("session planning failed: %s", code, extra={"fields": {"sessionId": session.session_id}})
     return PlanOutcome(session, [])

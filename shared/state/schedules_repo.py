@@ -4,7 +4,7 @@ in the user's namespace) and the runs they started (``schedules/{id}/runs/{occur
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -25,7 +25,9 @@ class ScheduleRecord(Record):
     name: str
     cron: str
     timezone: str
-    prompt: str
+    prompt: str = ""
+    session: dict[str, Any] | None = None
+    """A session template (``ScheduleSession``'s fields): each occurrence creates a plan session."""
     thread_id: str | None = None
     multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = "enqueue"
     next_run_at: float
@@ -38,7 +40,8 @@ class ScheduleRecord(Record):
 
 class ScheduleRun(Record):
     occurrence: float
-    run_id: str
+    run_id: str = ""
+    session_id: str | None = None
     created_at: float = Field(default_factory=now)
 
 
@@ -85,6 +88,12 @@ class SchedulesRepo:
         """Created in the run's own transaction: the occurrence started this run."""
         return Write("create", paths.schedule_run(sid, str(int(occurrence))),
                      ScheduleRun(occurrence=occurrence, run_id=run_id).to_doc())
+
+    @staticmethod
+    def session_write(sid: str, occurrence: float, session_id: str) -> Write:
+        """Created in the session's creating commit: the occurrence created this plan session."""
+        return Write("create", paths.schedule_run(sid, str(int(occurrence))),
+                     ScheduleRun(occurrence=occurrence, session_id=session_id).to_doc())
 
     def runs(self, sid: str, limit: int) -> list[ScheduleRun]:
         """The runs the schedule started, newest first."""

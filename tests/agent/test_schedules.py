@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.agent.schedules import ScheduleRequest, Schedules, tick_message
+from shared.agent.schedules import ScheduleRequest, Schedules, ScheduleSession, tick_message
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.durable.messages import WorkMessage
 from shared.errors import InvalidInput
@@ -15,6 +15,7 @@ from shared.models.scripted import FunctionModel, text_turn
 from shared.runtime import Runtime
 from shared.schedules.cron import next_after, parse_cron, zone
 from tests.agent.conftest import MakeRuntime
+from tests.plans.support import Script, model
 
 START = datetime(2026, 3, 28, 12, 0, 30, tzinfo=UTC).timestamp()
 """Noon UTC the day before Europe/Paris moves its clocks forward (the ticks cross the change)."""
@@ -32,23 +33,28 @@ def pump(rt: Runtime) -> list[WorkMessage]:
     return handled
 
 
+def hourly_ticks(rt: Runtime, hours: int, *, twice: int, again: int) -> None:
+    """A tick each hour after START (tick ``twice`` delivered twice: one fire per hour), then the
+    fire ``again`` delivered a second time (its occurrence has its run or session already)."""
+    fires: list[WorkMessage] = []
+    for hour in range(1, hours + 1):
+        tick = tick_message(START + hour * HOUR)
+        rt.router.handle(tick)
+        if hour == twice:
+            rt.router.handle(tick)  # the same tick delivered twice
+        fires.extend(m for m in pump(rt) if m.kind == "schedule_fire")
+    assert len(fires) == hours
+    rt.router.handle(fires[again])
+    pump(rt)
+
+
 def test_24_hourly_ticks_one_delivered_twice_start_24_runs(make_runtime: MakeRuntime) -> None:
     rt = make_runtime(FunctionModel(lambda r: text_turn("Good morning.")))
     schedules = Schedules(rt.services)
     body = schedules.put("alice", "hourly", ScheduleRequest(cron="0 * * * *", timezone="Europe/Paris",
                                                            prompt="What is new?"), at=START)
     assert body.nextRunAt == START - 30 + HOUR / 2 + HOUR / 2  # 13:00 UTC = 14:00 in Paris
-    fires: list[WorkMessage] = []
-    for hour in range(1, 25):
-        tick = tick_message(START + hour * HOUR)
-        rt.router.handle(tick)
-        if hour == 7:
-            rt.router.handle(tick)  # the same tick delivered twice
-        handled = pump(rt)
-        fires.extend(m for m in handled if m.kind == "schedule_fire")
-    assert len(fires) == 24
-    rt.router.handle(fires[3])  # a fire message delivered again: the occurrence has its run
-    pump(rt)
+    hourly_ticks(rt, 24, twice=7, again=3)
     runs = schedules.runs("alice", "hourly").runs
     assert len(runs) == 24 and len({r.runId for r in runs}) == 24
     assert [r.status for r in runs] == ["completed"] * 24
@@ -71,6 +77,45 @@ def test_a_schedule_on_a_thread_enqueues_and_names_are_per_user(make_runtime: Ma
     (run,) = schedules.runs("alice", "daily").runs
     assert rt.runs.get_run(run.runId).run.thread_id == "brief"  # type: ignore[union-attr]
     assert schedules.delete("alice", "daily") and not schedules.delete("alice", "daily")
+
+
+def test_a_session_template_creates_one_plan_session_per_occurrence(make_runtime: MakeRuntime) -> None:
+    rt = make_runtime(model(Script()), limit_active_sessions=6)  # each stays awaiting confirmation
+    schedules = Schedules(rt.services)
+    template = ScheduleSession(prompt="Summarise my notes", ttlS=7200, tools=["search_memory"])
+    body = schedules.put("alice", "notes", ScheduleRequest(cron="0 * * * *", session=template), at=START)
+    assert body.prompt is None and body.session == template
+    assert schedules.get("alice", "notes").session == template  # as stored
+    hourly_ticks(rt, 6, twice=3, again=2)
+    listed = schedules.runs("alice", "notes").runs
+    assert len(listed) == 6 and len({r.sessionId for r in listed}) == 6
+    assert {r.runId for r in listed} == {None} and {r.status for r in listed} == {"awaiting_confirmation"}
+    sessions = rt.sessions.page_for("alice", 100, None).items
+    assert sorted(s.session_id for s in sessions) == sorted(str(r.sessionId) for r in listed)
+    assert {s.prompt for s in sessions} == {"Summarise my notes"}
+    assert {s.tools and tuple(s.tools) for s in sessions} == {("search_memory",)}
+    assert all(s.deadline - s.created_at == pytest.approx(7200, abs=5) for s in sessions)
+    assert rt.runs.list_runs_for("alice", 100) == []  # no chat run: plan sessions only
+    assert rt.services.outbox.repo.all() == []
+    rt.router.handle(tick_message(START + 7 * HOUR))  # the user's limit on active sessions: refused
+    pump(rt)
+    assert len(schedules.runs("alice", "notes").runs) == 6
+
+
+def test_a_schedule_takes_a_prompt_or_a_session_template(make_runtime: MakeRuntime) -> None:
+    schedules = Schedules(make_runtime(model(Script())).services)
+    template = ScheduleSession(prompt="Plan my week")
+    for request in (ScheduleRequest(cron="0 8 * * *"),
+                    ScheduleRequest(cron="0 8 * * *", prompt="hi", session=template),
+                    ScheduleRequest(cron="0 8 * * *", session=template, threadId="t1")):
+        with pytest.raises(InvalidInput) as err:
+            schedules.put("alice", "weekly", request)
+        assert err.value.code == "INVALID_SCHEDULE"
+    with pytest.raises(InvalidInput) as err:
+        schedules.put("alice", "weekly", ScheduleRequest(cron="0 8 * * *", session=ScheduleSession(
+            prompt="Plan my week", tools=["no_such_tool"])))
+    assert err.value.code == "UNKNOWN_TOOLS"
+    assert schedules.get("alice", "weekly").declared is False  # nothing written
 
 
 def test_cron_expressions_and_time_zones() -> None:
@@ -111,3 +156,28 @@ def test_make_devs_ticker_publishes_a_tick_per_minute_through_the_dispatcher(mak
         stop.set()
     (run,) = Schedules(rt.services).runs("alice", "soon").runs
     assert run.status == "completed" and run.occurrence == START - 30 + 60
+
+
+def test_a_session_template_over_http(make_runtime: MakeRuntime) -> None:
+    from devserver import create_app
+    from shared.runtime import set_runtime
+
+    rt = make_runtime(model(Script()))
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        alice = {"Authorization": "Bearer dev:alice"}
+        ok = client.put("/api/agent/schedules/weekly", headers=alice, json={
+            "cron": "0 8 * * 1", "timezone": "Europe/Paris", "session": {"prompt": "Plan my week", "ttlS": 3600}})
+        assert ok.status_code == 200, ok.get_json()
+        assert ok.get_json()["session"]["prompt"] == "Plan my week" and ok.get_json().get("prompt") is None
+        both = client.put("/api/agent/schedules/weekly", headers=alice, json={
+            "cron": "0 8 * * 1", "prompt": "hi", "session": {"prompt": "Plan my week"}})
+        assert both.status_code == 400 and both.get_json()["error"]["code"] == "INVALID_SCHEDULE"
+        extra = client.put("/api/agent/schedules/weekly", headers=alice, json={
+            "cron": "0 8 * * 1", "session": {"prompt": "Plan my week", "deadline": "2030-01-01T00:00:00Z"}})
+        assert extra.status_code == 400  # a template has ttlS, not an absolute deadline
+        got = client.get("/api/agent/schedules/weekly", headers=alice).get_json()
+        assert got["session"]["ttlS"] == 3600  # the refused PUTs changed nothing
+    finally:
+        set_runtime(None)

@@ -101,7 +101,7 @@ export function mountRunControl() {
     errors: $('#schedules-errors'), form: $('#schedules-form'),
     columns: ['name', 'cron', 'time zone', 'prompt', 'next run', 'runs'],
     row: (s) => [h('td', {}, s.name), h('td', {}, h('code', {}, s.cron || '')), h('td', {}, s.timezone || ''),
-      h('td', {class: 'schedule-prompt'}, s.prompt || ''), h('td', {class: 'schedule-next'}, when(s.nextRunAt))],
+      h('td', {class: 'schedule-prompt'}, s.prompt || (s.session ? `session: ${s.session.prompt}` : '')), h('td', {class: 'schedule-next'}, when(s.nextRunAt))],
     submit: (data) => {
       const body = {cron: String(data.get('cron') || '').trim(), prompt: String(data.get('prompt') || '').trim(),
         timezone: String(data.get('timezone') || '').trim() || 'UTC'};
@@ -113,7 +113,8 @@ export function mountRunControl() {
       try {
         const body = await callJson('GET', `/api/agent/schedules/${encodeURIComponent(s.name)}/runs`);
         cell.replaceChildren(body.runs.length ? h('ul', {class: 'schedule-runs'}, body.runs.map((r) =>
-          h('li', {'data-run': r.runId}, when(r.occurrence), ' ', chip(r.status || 'unknown'), ` ${r.runId}`)))
+          h('li', {'data-run': r.runId || r.sessionId}, when(r.occurrence), ' ', chip(r.status || 'unknown'),
+            ` ${r.runId || r.sessionId}`)))
           : h('span', {class: 'hint'}, 'none yet'));
       } catch (err) {
         cell.replaceChildren();
