@@ -12,8 +12,6 @@ from __future__ import annotations
 import datetime
 import importlib
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -25,9 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_offline_tour import free_port
+from tests.e2e.test_offline_tour import offline_env, serve
 
-ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 PACKAGE = "agent_runtime_client"
 TOKEN = "dev:gen-client"
@@ -36,33 +33,8 @@ WAIT_S = 60
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("genclient")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GEMINI_", "MCP_", "GITHUB_", "SLACK_", "GMAIL_", "CALENDAR_", "GOOGLE_"))
-           and k not in ("K_SERVICE", "STATE_BACKEND", "AUTH_MODE", "DISPATCHER", "CREDENTIALS_ENCRYPTION_KEY",
-                         "DEV_FAKES")}
-    env.update(PORT=str(port), PYTHONUNBUFFERED="1", SQLITE_PATH=str(tmp / "dev.sqlite3"))
-    log = (tmp / "devserver.log").open("w+")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "devserver.py")], cwd=tmp, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/healthz", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, Path(log.name).read_text()[-3000:]
-            time.sleep(0.1)
+    with serve(tmp_path_factory.mktemp("genclient"), offline_env()) as (base, _):
         yield base
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
-        log.close()
 
 
 @pytest.fixture(scope="module")
