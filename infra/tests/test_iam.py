@@ -169,8 +169,9 @@ def test_secret_readers(stacks: dict[str, list[Declared]], stack: str) -> None:
     want = {(gemini, role, sa_member(declared, f"sa-{n}"))
             for n in ("run", "stream", "resume", "goals", "sessions", "a2a")}
     # sessions: a session's repository context reads the caller's GitHub token (issue 35).
+    # approve: an approval's detail lists the user's own MCP servers' tools (tests/infra/test_function_secrets.py).
     want |= {(creds, role, sa_member(declared, f"sa-{n}"))
-             for n in ("run", "stream", "resume", "integrations", "a2a", "sessions")}
+             for n in ("run", "stream", "resume", "integrations", "a2a", "sessions", "approve")}
     # The loop runs connector tools in run, stream and resume: they refresh Google tokens.
     want |= {(oauth, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "a2a")}
     want.add((gemini, role, sa_member(declared, "sa-host-agent")))  # the host agent job's LLM planner
