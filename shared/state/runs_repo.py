@@ -452,6 +452,18 @@ class RunsRepo:
                                       order_by="updatedAt", limit=limit))
         return [d.id for d in docs]
 
+    def waiting_for_people(self, limit: int) -> list[tuple[int, float]]:
+        """Of the runs paused for a person's decision (at most ``limit``, longest waiting first): how
+        many approvals each waits on and since when (``updatedAt``: the pause's commit). One query."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
+                                      order_by="updatedAt", limit=limit))
+        out: list[tuple[int, float]] = []
+        for d in docs:
+            ids, at = d.data.get("pendingApprovalIds"), d.data.get("updatedAt")
+            out.append((len(ids) if isinstance(ids, list) else 0,
+                        float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0))
+        return out
+
     def close_expired_pause(self, run_id: str, fail: FailPaused) -> bool:
         """Close a pause whose open approvals all expired (the sweep; before, only the next run on the
         thread or an approve call noticed): approvals ``expired``, actions rejected, audited, the run
