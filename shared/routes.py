@@ -552,16 +552,19 @@ ROUTES: tuple[Route, ...] = (
     *A2A_ROUTES,
     Route("GET", "/api/admin/users/{uid}", "adminGetUser", "admin", "functions.admin:get_user",
           segments={"uid": UID_SEGMENT},
-          description="A user's trust level, profile (emailAllowlist) and own limits. The admin principal only "
+          description="A user's trust level, profile (emailAllowlist) and own limits (money caps included). "
+                      "The admin principal only "
                       "(ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 ADMIN_ONLY. A path "
                       "segment that is no uid: 404 ROUTE_NOT_FOUND.",
           replies=(Reply(200, "the user", model="shared.admin:AdminUser"),), errors=(401, 403, 404)),
     Route("PATCH", "/api/admin/users/{uid}", "adminPatchUser", "admin", "functions.admin:patch_user",
           segments={"uid": UID_SEGMENT}, request="shared.admin:UserPatch",
           description="Change a user's trustLevel, profile fields (emailAllowlist...) and own limits "
-                      "(activeRuns, activeSessions, dailyTokens; null: the deployment's, 0: off for the user); "
-                      "the fields given change, the others stay. Audited (audit kind admin_change). The admin "
-                      "principal only: anyone else 403 ADMIN_ONLY.",
+                      "(activeRuns, activeSessions, dailyTokens, and the money caps dailyBudgetUsd and "
+                      "monthlyBudgetUsd in USD; null: the deployment's, 0: off for the user); the fields given "
+                      "change, the others stay. A money cap needs the deployment's cap of that period on "
+                      "(BUDGET_USER_DAILY_USD / BUDGET_USER_MONTHLY_USD > 0): else 400 BUDGET_CAP_OFF. Audited "
+                      "(audit kind admin_change). The admin principal only: anyone else 403 ADMIN_ONLY.",
           replies=(Reply(200, "the user as changed", model="shared.admin:AdminUser"),),
           errors=(400, 401, 403, 404, 413, 415)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.

@@ -13,7 +13,7 @@ without being handled (a unit stuck past its lease: ``shared/durable/outbox.py``
 | ``agent_model_cost_usd`` | distribution | ``costUsd`` of the model call lines |
 | ``agent_model_tokens`` (label ``type``: input/output) | distribution | the model call lines |
 | ``agent_stuck_units`` | counter | the outbox's "never handled" errors |
-| ``agent_approvals_waiting`` | gauge (distribution of the sweep's counts; max per period) | ``approvalsWaiting`` of the sweep's ``approvals waiting`` line (``shared/approvals_waiting.py``) |
+| ``agent_approvals_waiting`` | gauge (the sweep's counts; max per period) | ``approvalsWaiting`` of the sweeps |
 
 Alert policies: dead letters waiting (the resume dead-letter subscription's undelivered messages
 > 0), the functions' 5xx ratio above ``errorRatePct``, stuck units (> 0 in 10 minutes), and the

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from shared.approvals_waiting import MESSAGE
 from shared.api import RunRequest
+from shared.approvals_waiting import MESSAGE
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore
 from tests.budgets.test_budgets import decide, runtime
