@@ -151,6 +151,8 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                 ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
                 if not budget_pause.settle(ctx, actions):
                     return "resumed"  # a rejected budget approval ended the unit
+                if not budget_pause.check_resumed_act(ctx):
+                    return "resumed"  # no room for what follows the approved calls: paused for a budget approval
                 try:
                     go_on = close_open_turn(ctx, actions)
                 except PreconditionFailed:
