@@ -309,6 +309,12 @@ ROUTES: tuple[Route, ...] = (
                        values=("operationType", "contextType", "model", "day"))),
           replies=(Reply(200, "token and cost figures per group", model="shared.usage.views:UsageResponse"),),
           errors=(400, 401)),
+    Route("GET", "/api/agent/runs/{runId}/trace", "getRunTrace", "runs", "functions.runs:get_run_trace",
+          description="The run's trace as a waterfall (docs/observability.md, \"The console's trace\"): its "
+                      "invocations (invoke_agent), model calls (chat, with tokens and cost), tool calls "
+                      "(execute_tool) and the waits for a person between them, rebuilt from the usage ledger and "
+                      "the run's actions and approvals (OpenTelemetry export on or off).",
+          replies=(Reply(200, "the spans, in start order", model="shared.trace_view:RunTrace"),), errors=(401, 404)),
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
           query=(AFTER, LAST_EVENT_ID, FOLLOW, UNTIL),
           replies=(Reply(200, "persisted events with seq > after (NDJSON; Server-Sent Events with Accept: "

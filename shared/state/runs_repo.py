@@ -278,6 +278,11 @@ class RunsRepo:
                 events.append({k: v for k, v in d.data.items() if k != EXPIRE_AT})
         return events[:limit] if limit is not None else events
 
+    def approvals_by_id(self, uid: str, approval_ids: Sequence[str]) -> list[ApprovalRecord]:
+        """``uid``'s approvals of these ids that exist (one round trip)."""
+        docs = self.store.get_many([paths.approval(uid, i) for i in approval_ids]) if approval_ids else []
+        return [ApprovalRecord.from_doc(d.data) for d in docs if d is not None]
+
     def list_actions(self, run_id: str) -> list[ActionRecord]:
         docs = self.store.query(Query(paths.actions(run_id)))
         acts = [ActionRecord.from_doc(d.data) for d in docs]
