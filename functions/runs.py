@@ -69,12 +69,7 @@ def delete_run(request: flask.Request, path: Mapping[str, str]) -> flask.Respons
 
 
 def get_run_trace(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.trace_view import run_trace, unit_ids
+    from shared.trace_view import trace_of
 
     rt, uid = caller(request)
-    run = rt.runs.get_run_for(uid, path["runId"]).run
-    entries = sorted((e for unit in unit_ids(run) for e in rt.usage.for_unit(uid, unit)),
-                     key=lambda e: (e.at, e.entry_id))
-    actions = rt.runs.list_actions(run.run_id)
-    approvals = rt.runs.approvals_by_id(uid, sorted({a.approval_id for a in actions if a.approval_id}))
-    return json_response(run_trace(run, entries, actions, approvals).to_json())
+    return json_response(trace_of(rt.runs, rt.usage, uid, path["runId"]).to_json())

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -30,6 +30,10 @@ from shared.responses import ResponseBody
 from shared.state.host_states import PlanRunState
 from shared.state.records import ActionRecord, ApprovalRecord, RunRecord, UsageEntry, reported_status
 from shared.wire import UtcTime
+
+if TYPE_CHECKING:
+    from shared.state.runs_repo import RunsRepo
+    from shared.state.usage_repo import UsageRepo
 
 SpanKind = Literal["invocation", "model", "tool", "wait"]
 EXECUTED = ("completed", "failed")
@@ -149,3 +153,12 @@ def run_trace(run: RunRecord, entries: Sequence[UsageEntry], actions: Sequence[A
 def unit_ids(run: RunRecord) -> list[str]:
     """The ledger units of a run's trace: the run, and a plan run's session (planning, reflections)."""
     return [run.run_id, run.host_state.session_id] if isinstance(run.host_state, PlanRunState) else [run.run_id]
+
+
+def trace_of(runs: RunsRepo, usage: UsageRepo, uid: str, run_id: str) -> RunTrace:
+    """``uid``'s run's trace (404 ``RUN_NOT_FOUND`` for another user's or a missing run)."""
+    run = runs.get_run_for(uid, run_id).run
+    entries = sorted((e for unit in unit_ids(run) for e in usage.for_unit(uid, unit)), key=lambda e: (e.at, e.entry_id))
+    actions = runs.list_actions(run.run_id)
+    approvals = runs.approvals_by_id(uid, sorted({a.approval_id for a in actions if a.approval_id}))
+    return run_trace(run, entries, actions, approvals)

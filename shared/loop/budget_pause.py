@@ -59,14 +59,9 @@ def check_resumed_act(ctx: RunContext) -> bool:
 
 
 def follow_up_max(ctx: RunContext) -> float:
-    """The most the host's own model calls after an act may cost: a plan run's reflection (its
-    structured call and one repair); 0 for other units."""
-    state = ctx.run.host_state
-    if not isinstance(state, PlanRunState):
-        return 0.0
-    from shared.plans.reflect import max_cost  # the plan engine: only for plan runs
-
-    return max_cost(ctx, state)
+    """The most the host's own model calls after a step may cost (a plan run's reflection on the
+    act: ``Host.after_step_max_usd``); 0 for other units."""
+    return ctx.host.after_step_max_usd(ctx)
 
 
 def room(ctx: RunContext, max_usd: float) -> Overrun | None:

@@ -6,19 +6,12 @@ the waits between them, its model call with tokens and cost and its tool call.""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
-from werkzeug.serving import BaseWSGIServer, make_server
 
-from devserver import create_app
-from shared.auth import LocalAuthenticator
-from shared.runtime import Runtime, set_runtime
-from shared.state.sqlite_docstore import SqliteDocStore
-from tests.agent.conftest import make_settings
-from tests.console.conftest import Console, ConsoleModel, api, open_console
+from tests.console.conftest import Console, api, open_console, served
 
 PRICE = (("console-scripted", 1.0, 0.25, 2.0),)
 """The console model priced (USD per million tokens), so money budgets apply to it."""
@@ -26,24 +19,9 @@ PRICE = (("console-scripted", 1.0, 0.25, 2.0),)
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    """The dev app of conftest's ``console``, its model priced and its calls capped at 200 tokens."""
-    store = SqliteDocStore(str(tmp_path_factory.mktemp("budget-console") / "state.sqlite3"))
-    model = ConsoleModel()
-    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, model_prices=PRICE,
-                               model_max_output_tokens=200), store=store, model=model,
-                 authenticator=LocalAuthenticator())
-    set_runtime(rt)
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="budget-console-server", daemon=True)
-    thread.start()
-    try:
-        yield Console(url=f"http://127.0.0.1:{server.server_port}/", model=model, runtime=rt)
-    finally:
-        model.release_all()
-        server.shutdown()
-        thread.join()
-        set_runtime(None)
-        store.close()
+    """conftest's dev app, its model priced and its calls capped at 200 output tokens."""
+    with served(tmp_path_factory.mktemp("budget-console"), model_prices=PRICE, model_max_output_tokens=200) as app:
+        yield app
 
 
 def pending_card(page: Page) -> Locator:
