@@ -42,14 +42,17 @@ class A2aTasksRepo:
         return None if doc is None else doc.data
 
     def create_write(self, uid: str, task_id: str, *, context_id: str, thread_id: str,
-                     message: dict[str, Any]) -> Write:
+                     message: dict[str, Any], reply_as_message: bool = False) -> Write:
         """The task's document, written in the same commit as nothing else: the run is created first
-        (its id is the task's), then this; a crash in between leaves a run no A2A client sees."""
+        (its id is the task's), then this; a crash in between leaves a run no A2A client sees.
+        ``reply_as_message``: the caller waits for the answer, which is a message when the agent
+        answers directly (``shared/agent/a2a_convert.py``, ``replied_directly``)."""
         at = now()
         return Write("create", paths.a2a_task(uid, task_id), {
             "schemaVersion": SCHEMA_VERSION, "taskId": task_id, "runId": task_id, "uid": uid,
             "contextId": context_id, "threadId": thread_id, "history": [message],
-            "messageIds": [message.get("messageId", "")], "createdAt": at, "updatedAt": at})
+            "messageIds": [message.get("messageId", "")], "createdAt": at, "updatedAt": at,
+            **({"replyAsMessage": True} if reply_as_message else {})})
 
     def create(self, uid: str, task_id: str, *, context_id: str, thread_id: str, message: dict[str, Any]) -> None:
         self.store.commit([self.create_write(uid, task_id, context_id=context_id, thread_id=thread_id,

@@ -122,12 +122,36 @@ def test_cancel_a_task_waiting_for_input_and_not_a_finished_one(client: FlaskCli
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     again = rpc(client, "CancelTask", {"id": task["id"]})
     assert again["error"]["code"] == -32002  # TaskNotCancelableError
+    assert client.post(f"/a2a/tasks/{task['id']}:cancel", headers=ALICE).status_code == 409  # spec 5.4
     # The context's thread is free again: a new message in it starts a new task.
-    plain = rest_send(client, message("plain question", context_id=task["contextId"], message_id="m-9")).get_json()
-    assert plain["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert plain["task"]["contextId"] == task["contextId"] and plain["task"]["id"] != task["id"]
+    again = rest_send(client, message("remember pie", context_id=task["contextId"], message_id="m-8")).get_json()
+    assert again["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert again["task"]["contextId"] == task["contextId"] and again["task"]["id"] != task["id"]
     listed = client.get(f"/a2a/tasks?contextId={task['contextId']}", headers=ALICE).get_json()["tasks"]
-    assert [t["id"] for t in listed] == [plain["task"]["id"], task["id"]]
+    assert [t["id"] for t in listed] == [again["task"]["id"], task["id"]]
+
+
+def test_a_direct_answer_to_a_waiting_caller_is_a_message_not_a_task(client: FlaskClient) -> None:
+    """The agent answers without any tool and the caller waits (message/send): the reply is a
+    message in the caller's context; no task is listed or found for it. The same answer to a
+    caller that streams, asks to return immediately or sets a push config is a task."""
+    for send in (lambda m: rest_send(client, m).get_json(),
+                 lambda m: rpc(client, "SendMessage", {"message": m})["result"]):
+        first = send(message("plain question", context_id="ctx-direct"))
+        assert list(first) == ["message"], first
+        reply = first["message"]
+        assert reply["role"] == "ROLE_AGENT" and reply["contextId"] == "ctx-direct" and "taskId" not in reply
+        assert reply["parts"] == [{"text": "just an answer"}]
+        hidden = reply["messageId"].removesuffix("-reply")
+        assert rpc(client, "GetTask", {"id": hidden})["error"]["code"] == -32001
+        assert client.get(f"/a2a/tasks/{hidden}", headers=ALICE).status_code == 404
+    assert client.get("/a2a/tasks?contextId=ctx-direct", headers=ALICE).get_json().get("tasks", []) == []
+    later = client.post("/a2a/message:send", headers=ALICE, json={
+        "message": message("plain question", message_id="m-2"), "configuration": {"returnImmediately": True}})
+    assert list(later.get_json()) == ["task"]
+    # A question that needs a tool is a task (it waits for approval here).
+    assert rest_send(client, message("remember tea", context_id="ctx-direct")).get_json()["task"]["status"][
+        "state"] == "TASK_STATE_INPUT_REQUIRED"
 
 
 def test_a_stream_starts_with_the_task_and_ends_at_its_stop(client: FlaskClient) -> None:
