@@ -33,11 +33,13 @@ from a2a.utils.task import apply_history_length, validate_history_length
 
 from shared.a2a import inputs
 from shared.agent import a2a_convert as convert
-from shared.errors import Conflict, DomainError, InvalidInput, NotFound
+from shared.agent import a2a_push
+from shared.errors import Conflict, DomainError, InvalidInput, NotFound, ToolError
 from shared.state.a2a_tasks_repo import A2aTasksRepo
 
 if TYPE_CHECKING:
     from shared.agent.service import StartedRun
+    from shared.connectors.credentials import CredentialVault
     from shared.runtime import Runtime
     from shared.state.records import RunRecord
 
@@ -442,9 +444,19 @@ class RuntimeRequestHandler(RequestHandler):
         stored.task_id = task_id
         stored.id = config.id or str(uuid.uuid4())
         stored.ClearField("tenant")
-        with_errors = _domain_errors(self.tasks.put_push_config)
-        with_errors(uid, task_id, convert.to_dict(stored))
+        tasks = self.tasks
+        location = tasks.push_config_location(uid, task_id, stored.id)
+        try:
+            plain, sealed = a2a_push.seal(self._vault(), location, convert.to_dict(stored))
+        except ToolError as err:  # no credentials key: a secret is never stored in clear
+            raise a2a_errors.InvalidParamsError(
+                message=f"a push notification token or credentials cannot be stored: {err}") from None
+        with_errors = _domain_errors(tasks.put_push_config)
+        with_errors(uid, task_id, plain, sealed)
         return stored
+
+    def _vault(self) -> CredentialVault:
+        return self._rt().connectors().vault
 
     def _push_configs(self, uid: str, task_id: str) -> list[pb.TaskPushNotificationConfig]:
         from google.protobuf.json_format import ParseDict
@@ -452,8 +464,15 @@ class RuntimeRequestHandler(RequestHandler):
         self._load(uid, task_id)
         out = []
         for doc in self.tasks.list_push_configs(uid, task_id):
+            plain = {k: v for k, v in doc.items() if not k.startswith("_")}
+            if doc.get("_sealed"):
+                location = self.tasks.push_config_location(uid, task_id, str(doc.get("id") or ""))
+                try:
+                    plain = a2a_push.opened(self._vault(), location, plain, doc["_sealed"])
+                except ToolError as err:
+                    raise a2a_errors.InvalidRequestError(message=str(err)) from None
             config = pb.TaskPushNotificationConfig()
-            ParseDict({k: v for k, v in doc.items() if not k.startswith("_")}, config, ignore_unknown_fields=True)
+            ParseDict(plain, config, ignore_unknown_fields=True)
             out.append(config)
         return out
 

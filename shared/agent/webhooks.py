@@ -213,8 +213,11 @@ class Webhooks:
 
     def deliverer(self) -> Deliverer:
         allow = self.services.settings.mcp_allow_private_urls
+        from shared.agent.a2a_push import headers_of
+
         return Deliverer(self.deliveries, self.services.outbox, self.secret_of,
-                         check_url=None if allow else self._check_url)
+                         check_url=None if allow else self._check_url,
+                         headers_of=headers_of(self.services.runs.store, self._vault))
 
     def announce(self, ctx: RunContext, event_type: RunEventType, result: RunResult | None) -> list[str]:
         """Record (in the run's next commit) one delivery of ``event_type`` per subscribed webhook

@@ -94,7 +94,13 @@ class A2aTasksRepo:
                                  {"lastState": state, "updatedAt": now()})])
 
     # ---- push notification configurations ------------------------------------------------------
-    def put_push_config(self, uid: str, task_id: str, config: dict[str, Any]) -> None:
+    def push_config_location(self, uid: str, task_id: str, config_id: str) -> str:
+        return paths.a2a_push_config(uid, task_id, config_doc_id(config_id))
+
+    def put_push_config(self, uid: str, task_id: str, config: dict[str, Any],
+                        sealed: dict[str, Any] | None = None) -> None:
+        """The configuration (A2A JSON, without its secrets) and its secrets ``sealed`` (for the
+        document's path: :meth:`push_config_location`)."""
         config_id = str(config["id"])
         existing = self.list_push_configs(uid, task_id)
         if len(existing) >= MAX_PUSH_CONFIGS and all(c.get("id") != config_id for c in existing):
@@ -103,12 +109,13 @@ class A2aTasksRepo:
             raise Conflict(f"at most {MAX_PUSH_CONFIGS} push notification configurations per task",
                            code="TOO_MANY_PUSH_CONFIGS")
         self.store.commit([Write("set", paths.a2a_push_config(uid, task_id, config_doc_id(config_id)),
-                                 {"config": config, "id": config_id, "createdAt": now()})])
+                                 {"config": config, "id": config_id, "createdAt": now(),
+                                  **({"sealed": sealed} if sealed else {})})])
 
     def list_push_configs(self, uid: str, task_id: str) -> list[dict[str, Any]]:
         docs = self.store.query(Query(paths.a2a_push_configs(uid, task_id), limit=MAX_PUSH_CONFIGS + 1))
-        return [{**dict(d.data.get("config") or {}), "_doc": d.id, "_lastState": d.data.get("lastState")}
-                for d in docs]
+        return [{**dict(d.data.get("config") or {}), "_doc": d.id, "_lastState": d.data.get("lastState"),
+                 "_sealed": d.data.get("sealed")} for d in docs]
 
     def delete_push_config(self, uid: str, task_id: str, config_id: str) -> None:
         self.store.commit([Write("delete", paths.a2a_push_config(uid, task_id, config_doc_id(config_id)))])

@@ -15,7 +15,7 @@ from devserver import create_app
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
-from shared.state.docstore import DocStore
+from shared.state.docstore import DocStore, Query
 from tests.agent.conftest import make_settings
 
 V = {"A2A-Version": "1.0"}
@@ -222,19 +222,33 @@ def test_push_notifications_are_stored_per_task_and_delivered_at_each_stop(sqlit
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    rt = Runtime(make_settings(dispatcher="inline", mcp_allow_private_urls=True), store=sqlite_docstore,
-                 model=FunctionModel(_model))
+    from tests.e2e.test_openapi import KEY
+
+    config = {"id": "cfg-1", "url": url, "token": "tok-1",
+              "authentication": {"scheme": "Bearer", "credentials": "cred-1"}}
+    # Without a credentials key a token is never stored (in clear or otherwise): refused.
+    set_runtime(Runtime(make_settings(dispatcher="inline", mcp_allow_private_urls=True), store=sqlite_docstore,
+                        model=FunctionModel(_model)))
+    keyless = create_app().test_client()
+    first = rest_send(keyless, message("remember tea")).get_json()["task"]
+    refused = keyless.post(f"/a2a/tasks/{first['id']}/pushNotificationConfigs", json=config, headers=ALICE)
+    assert refused.status_code == 400 and "cannot be stored" in refused.get_data(as_text=True)
+    rt = Runtime(make_settings(dispatcher="inline", mcp_allow_private_urls=True, credentials_encryption_key=KEY),
+                 store=sqlite_docstore, model=FunctionModel(_model))
     set_runtime(rt)
     try:
         client = create_app().test_client()
-        task = rest_send(client, message("remember tea")).get_json()["task"]
-        config = {"id": "cfg-1", "url": url, "token": "tok-1",
-                  "authentication": {"scheme": "Bearer", "credentials": "cred-1"}}
+        task = rest_send(client, message("remember tea", context_id="ctx-push")).get_json()["task"]
         created = client.post(f"/a2a/tasks/{task['id']}/pushNotificationConfigs", json=config, headers=ALICE)
         assert created.status_code == 200 and created.get_json()["id"] == "cfg-1", created.get_json()
         assert client.get(f"/a2a/tasks/{task['id']}/pushNotificationConfigs/cfg-1", headers=BOB).status_code == 404
         listed = client.get(f"/a2a/tasks/{task['id']}/pushNotificationConfigs", headers=ALICE).get_json()
         assert [c["id"] for c in listed["configs"]] == ["cfg-1"]
+        assert listed["configs"][0]["token"] == "tok-1"  # the caller's own, opened for it
+        assert listed["configs"][0]["authentication"] == {"scheme": "Bearer", "credentials": "cred-1"}
+        stored = [d.data for d in sqlite_docstore.query(Query(f"users/alice/a2aTasks/{task['id']}/pushConfigs"))]
+        assert len(stored) == 1 and "sealed" in stored[0]  # sealed at rest, nothing in clear
+        assert "tok-1" not in json.dumps(stored) and "cred-1" not in json.dumps(stored)
         done = rest_send(client, message("approve", task_id=task["id"], message_id="m-2")).get_json()["task"]
         assert done["status"]["state"] == "TASK_STATE_COMPLETED"
         for _ in range(100):
@@ -245,6 +259,8 @@ def test_push_notifications_are_stored_per_task_and_delivered_at_each_stop(sqlit
             time.sleep(0.05)
         ((headers, body),) = received
         assert headers["X-A2A-Notification-Token"] == "tok-1" and headers["Authorization"] == "Bearer cred-1"
+        deliveries = [d.data for d in sqlite_docstore.query(Query("deliveries"))]
+        assert deliveries and "tok-1" not in json.dumps(deliveries) and "cred-1" not in json.dumps(deliveries)
         assert body["task"]["id"] == task["id"] and body["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
         assert client.delete(f"/a2a/tasks/{task['id']}/pushNotificationConfigs/cfg-1", headers=ALICE).status_code == 200
         assert client.get(f"/a2a/tasks/{task['id']}/pushNotificationConfigs", headers=ALICE).get_json() == {}
