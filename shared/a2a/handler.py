@@ -132,7 +132,7 @@ class RuntimeRequestHandler(RequestHandler):
     def _load(self, uid: str, task_id: str) -> tuple[dict[str, Any], RunRecord]:
         """The task and its run; a run answered with a message (no task) is not a task."""
         doc, run = self._load_run(uid, task_id)
-        if convert.replied_directly(doc, run):
+        if convert.replied_directly(doc):
             raise a2a_errors.TaskNotFoundError(message=f"task {task_id[:128]} not found")
         return doc, run
 
@@ -201,7 +201,7 @@ class RuntimeRequestHandler(RequestHandler):
             if run_doc is None:
                 continue
             run = RunRecord.from_doc(run_doc.data)
-            if convert.replied_directly(doc, run):
+            if convert.replied_directly(doc):
                 continue
             task = convert.task_of(doc, run, blob=self._blob(run.run_id) if params.include_artifacts else None)
             if params.status and task.status.state != params.status:
@@ -226,9 +226,8 @@ class RuntimeRequestHandler(RequestHandler):
             raise a2a_errors.InvalidParamsError(message="message.parts must not be empty")
 
     @_domain_errors
-    def _start(self, uid: str, message: pb.Message, *, may_reply: bool = False) -> tuple[StartedRun, dict[str, Any]]:
-        """Start the message's run (its files read first); ``may_reply``: the caller waits for the
-        answer, which is a message (no task) when the agent answers directly (docs/a2a.md)."""
+    def _start(self, uid: str, message: pb.Message) -> tuple[StartedRun, dict[str, Any]]:
+        """Start the message's run (its files read first)."""
         from shared.api import RunRequest
 
         rt = self._rt()
@@ -241,8 +240,7 @@ class RuntimeRequestHandler(RequestHandler):
         started = rt.agent.start(
             uid, request, instruction_note=convert.origin_note(message, context_id), attachments=files,
             extra_writes=lambda run_id: [tasks.create_write(uid, run_id, context_id=context_id,
-                                                            thread_id=request.threadId or "", message=stored,
-                                                            reply_as_message=may_reply)])
+                                                            thread_id=request.threadId or "", message=stored)])
         doc = tasks.get(uid, started.outcome.snapshot.run.run_id)
         assert doc is not None  # written with the run
         return started, doc
@@ -322,9 +320,7 @@ class RuntimeRequestHandler(RequestHandler):
                 return apply_history_length(task, params.configuration)
             task = await asyncio.to_thread(self._wait, uid, doc, run.last_seq)
             return apply_history_length(task, params.configuration)
-        config = params.configuration
-        waits = not config.return_immediately and not config.HasField("task_push_notification_config")
-        started, doc = await asyncio.to_thread(self._start, uid, params.message, may_reply=waits)
+        started, doc = await asyncio.to_thread(self._start, uid, params.message)
         task_id = str(doc["taskId"])
         if params.configuration.HasField("task_push_notification_config"):
             await asyncio.to_thread(self._put_push, uid, task_id, params.configuration.task_push_notification_config)
@@ -335,7 +331,9 @@ class RuntimeRequestHandler(RequestHandler):
             return apply_history_length(first, params.configuration)
         await asyncio.to_thread(self._drive, started)
         doc, run = await asyncio.to_thread(self._load_run, uid, task_id)
-        if convert.replied_directly(doc, run):
+        if convert.answered_directly(run) and not params.configuration.HasField("task_push_notification_config"):
+            # The caller waited and the run's first stop is a direct answer: a message, no task.
+            await asyncio.to_thread(self.tasks.mark_replied, uid, task_id)
             return convert.reply_message(doc, run)
         task = await asyncio.to_thread(self._task_of, uid, doc, run)
         return apply_history_length(task, params.configuration)

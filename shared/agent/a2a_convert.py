@@ -174,18 +174,23 @@ def answer_part(text: str) -> pb.Part:
     return pb.Part(text=text)
 
 
-def replied_directly(doc: dict[str, Any], run: RunRecord) -> bool:
-    """A message answered with a message, not a task (docs/a2a.md, "Message or task"): the caller
-    waited for the answer (``message/send``, neither ``returnImmediately`` nor a push config) and
-    the agent answered it directly, without asking for any tool and without files. A reply made of
-    nothing but the model's words is safe to ask again: nothing happened that a task would track."""
+def answered_directly(run: RunRecord) -> bool:
+    """Whether a run's answer may be a message instead of a task (docs/a2a.md, "Message or task"):
+    it completed without the model asking for any tool and without files. (The caller must also
+    have waited for it, and it must be the run's first stop: the handler decides when it answers
+    and marks the task ``repliedAsMessage``.) A reply made of nothing but the model's words is
+    safe to ask again: nothing happened that a task would track."""
     result = run.result
-    return (doc.get("replyAsMessage") is True and run.status == "completed" and run.tools_called == 0
-            and result is not None and not result.files)
+    return run.status == "completed" and run.tools_called == 0 and result is not None and not result.files
+
+
+def replied_directly(doc: dict[str, Any]) -> bool:
+    """The caller got a message instead of this task: it is not a task of theirs."""
+    return doc.get("repliedAsMessage") is True
 
 
 def reply_message(doc: dict[str, Any], run: RunRecord) -> pb.Message:
-    """The answer of a run that :func:`replied_directly`: a message in the caller's context."""
+    """The answer of a run that :func:`answered_directly`: a message in the caller's context."""
     text = answer_text(run.result) if run.result is not None else ""
     return pb.Message(message_id=f"{doc['taskId']}-reply", context_id=str(doc["contextId"]),
                       role=pb.Role.ROLE_AGENT, parts=[answer_part(text)])

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from shared.agent import a2a_convert as convert
-from shared.state import paths
 from shared.state.a2a_tasks_repo import A2aTasksRepo
 from shared.state.deliveries_repo import DeliveryRecord
 
@@ -58,7 +57,7 @@ def announce(ctx: RunContext, result: RunResult, deliverer: Deliverer) -> list[s
     body = json.dumps(MessageToDict(pb.StreamResponse(task=task)), ensure_ascii=False, separators=(",", ":"))
     ids: list[str] = []
     for config in configs:
-        location = paths.a2a_push_config(run.uid, run.run_id, str(config["_doc"]))
+        location = str(config["_path"])
         sealed = config.get("_sealed") is not None
         record = DeliveryRecord(delivery_id=ctx.services.new_id("msg"), uid=run.uid,
                                 target=f"a2a:{run.run_id}", url=str(config.get("url")), event_type="a2a.task",
@@ -114,12 +113,11 @@ def headers_of(store: DocStore,
 
     def read(record: DeliveryRecord) -> dict[str, str] | None:
         location = record.headers_from or ""
-        doc = store.get(location) if location else None
-        sealed = doc.data.get("sealed") if doc is not None else None
-        if doc is None or not isinstance(sealed, dict):
+        got = A2aTasksRepo(store).push_config_at(location)
+        if got is None or got[1] is None:
             return None
         try:
-            return _headers(opened(vault(), location, dict(doc.data.get("config") or {}), sealed))
+            return _headers(opened(vault(), location, got[0], got[1]))
         except Exception:
             return None
 

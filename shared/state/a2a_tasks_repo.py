@@ -42,17 +42,20 @@ class A2aTasksRepo:
         return None if doc is None else doc.data
 
     def create_write(self, uid: str, task_id: str, *, context_id: str, thread_id: str,
-                     message: dict[str, Any], reply_as_message: bool = False) -> Write:
+                     message: dict[str, Any]) -> Write:
         """The task's document, written in the same commit as nothing else: the run is created first
-        (its id is the task's), then this; a crash in between leaves a run no A2A client sees.
-        ``reply_as_message``: the caller waits for the answer, which is a message when the agent
-        answers directly (``shared/agent/a2a_convert.py``, ``replied_directly``)."""
+        (its id is the task's), then this; a crash in between leaves a run no A2A client sees."""
         at = now()
         return Write("create", paths.a2a_task(uid, task_id), {
             "schemaVersion": SCHEMA_VERSION, "taskId": task_id, "runId": task_id, "uid": uid,
             "contextId": context_id, "threadId": thread_id, "history": [message],
-            "messageIds": [message.get("messageId", "")], "createdAt": at, "updatedAt": at,
-            **({"replyAsMessage": True} if reply_as_message else {})})
+            "messageIds": [message.get("messageId", "")], "createdAt": at, "updatedAt": at})
+
+    def mark_replied(self, uid: str, task_id: str) -> None:
+        """The caller was answered with a message, not this task: it is no task of theirs any more
+        (``shared/agent/a2a_convert.py``, ``answered_directly``)."""
+        self.store.commit([Write("update", paths.a2a_task(uid, task_id), {"repliedAsMessage": True,
+                                                                          "updatedAt": now()})])
 
     def create(self, uid: str, task_id: str, *, context_id: str, thread_id: str, message: dict[str, Any]) -> None:
         self.store.commit([self.create_write(uid, task_id, context_id=context_id, thread_id=thread_id,
@@ -115,7 +118,17 @@ class A2aTasksRepo:
     def list_push_configs(self, uid: str, task_id: str) -> list[dict[str, Any]]:
         docs = self.store.query(Query(paths.a2a_push_configs(uid, task_id), limit=MAX_PUSH_CONFIGS + 1))
         return [{**dict(d.data.get("config") or {}), "_doc": d.id, "_lastState": d.data.get("lastState"),
-                 "_sealed": d.data.get("sealed")} for d in docs]
+                 "_sealed": d.data.get("sealed"), "_path": d.path} for d in docs]
+
+    def push_config_at(self, path: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """The configuration at ``path`` (a delivery's ``headersFrom``) and its sealed secrets."""
+        if not path.startswith("users/") or "/pushConfigs/" not in path:
+            return None
+        doc = self.store.get(path)
+        if doc is None:
+            return None
+        sealed = doc.data.get("sealed")
+        return dict(doc.data.get("config") or {}), sealed if isinstance(sealed, dict) else None
 
     def delete_push_config(self, uid: str, task_id: str, config_id: str) -> None:
         self.store.commit([Write("delete", paths.a2a_push_config(uid, task_id, config_doc_id(config_id)))])
