@@ -172,20 +172,9 @@ class RuntimeRequestHandler(RequestHandler):
 
     def _auth_of(self, uid: str) -> convert.AuthReader:
         """The integrations the calls a paused run waits on need and ``uid`` has not connected
-        (``auth-required``; docs/a2a.md). Only calls of connector tools read anything."""
+        (``auth-required``; docs/a2a.md)."""
         rt = self._rt()
-
-        def connector_of(name: str) -> str | None:
-            tool = rt.registry.get(name)
-            return tool.connector if tool is not None else None
-
-        def connected(provider: str) -> bool:
-            try:
-                return bool(rt.connectors().vault.status(uid, provider).connected)  # type: ignore[arg-type]
-            except Exception:  # unknown (no credentials key): nothing is claimed
-                return True
-
-        return lambda result: convert.missing_connectors(result, connector_of, connected)
+        return convert.missing_for(rt.registry, rt.connectors, uid)
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
         validate_history_length(params)

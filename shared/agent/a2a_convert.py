@@ -11,13 +11,16 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from shared.formats import b64decode_any
 from shared.state.records import OutputFile, RunRecord, RunResult, waits_on_child
+
+if TYPE_CHECKING:
+    from shared.tools.registry import ToolRegistry
 
 S = pb.TaskState
 TERMINAL = frozenset({S.TASK_STATE_COMPLETED, S.TASK_STATE_FAILED, S.TASK_STATE_CANCELED, S.TASK_STATE_REJECTED})
@@ -106,6 +109,23 @@ def _data_part(value: dict[str, Any]) -> pb.Part:
     v = Value()
     ParseDict(value, v)
     return pb.Part(data=v, media_type="application/json")
+
+
+def missing_for(registry: ToolRegistry, connectors: Callable[[], Any] | None, uid: str) -> AuthReader:
+    """Reads which integrations a paused run's waiting calls need that ``uid`` has not connected
+    (``auth-required``): a read of the integration per waiting call of a connector tool."""
+
+    def connector_of(name: str) -> str | None:
+        tool = registry.get(name)
+        return tool.connector if tool is not None else None
+
+    def connected(provider: str) -> bool:
+        try:
+            return connectors is None or bool(connectors().vault.status(uid, provider).connected)
+        except Exception:  # unknown (no credentials key): nothing is claimed
+            return True
+
+    return lambda result: missing_connectors(result, connector_of, connected)
 
 
 def approvals_of(result: RunResult | None) -> list[dict[str, Any]]:

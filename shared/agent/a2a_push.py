@@ -53,7 +53,8 @@ def announce(ctx: RunContext, result: RunResult, deliverer: Deliverer) -> list[s
     pending = [a.approval_id for a in (result.approvals or ([result.approval] if result.approval else []))]
     stopped = run.model_copy(update={"status": result.status, "result": result, "error": result.error,
                                      "pending_approval_ids": pending, "updated_at": time.time()})
-    task = convert.task_of(doc, stopped, auth=_missing(ctx, result) if pending else ())
+    auth = convert.missing_for(ctx.registry, ctx.services.connectors, run.uid)(result) if pending else []
+    task = convert.task_of(doc, stopped, auth=auth)
     body = json.dumps(MessageToDict(pb.StreamResponse(task=task)), ensure_ascii=False, separators=(",", ":"))
     ids: list[str] = []
     for config in configs:
@@ -67,23 +68,6 @@ def announce(ctx: RunContext, result: RunResult, deliverer: Deliverer) -> list[s
         ctx.write(*deliverer.recorded(record))
         ids.append(record.delivery_id)
     return ids
-
-
-def _missing(ctx: RunContext, result: RunResult) -> list[str]:
-    """The integrations the run's waiting calls need that its user has not connected."""
-    connectors = ctx.services.connectors
-
-    def connector_of(name: str) -> str | None:
-        tool = ctx.registry.get(name)
-        return tool.connector if tool is not None else None
-
-    def connected(provider: str) -> bool:
-        try:
-            return connectors is None or bool(connectors().vault.status(ctx.run.uid, provider).connected)
-        except Exception:  # unknown (no credentials key): nothing is claimed
-            return True
-
-    return convert.missing_connectors(result, connector_of, connected)
 
 
 def _headers(config: dict[str, Any]) -> dict[str, str]:
