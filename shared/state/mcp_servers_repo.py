@@ -7,6 +7,7 @@ from typing import Any
 
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Write
+from shared.state.stamps import StampKind, bump
 
 MAX_SERVERS_PER_USER = 20
 """What one user may declare (the listing of every one bounds a run's start)."""
@@ -15,6 +16,8 @@ MAX_SERVERS_PER_USER = 20
 class McpServersRepo:
     collection = staticmethod(paths.mcp_servers)
     document = staticmethod(paths.mcp_server)
+    stamp: StampKind = "mcpServers"
+    """Every write moves the user's stamp of the collection (shared/state/stamps.py)."""
 
     def __init__(self, store: DocStore) -> None:
         self.store = store
@@ -34,13 +37,13 @@ class McpServersRepo:
         return [(doc.id, doc.data) for doc in docs]
 
     def put(self, uid: str, name: str, data: dict[str, Any]) -> None:
-        self.store.commit([Write("set", self.document(uid, name), data)])
+        self.store.commit([Write("set", self.document(uid, name), data), bump(uid, self.stamp)])
 
     def delete(self, uid: str, name: str) -> bool:
         """Forget the server; ``True`` if there was one."""
         path = self.document(uid, name)
         existed = self.store.get(path) is not None
-        self.store.commit([Write("delete", path)])
+        self.store.commit([Write("delete", path), bump(uid, self.stamp)])
         return existed
 
 
@@ -50,3 +53,4 @@ class A2aAgentsRepo(McpServersRepo):
 
     collection = staticmethod(paths.a2a_agents)
     document = staticmethod(paths.a2a_agent)
+    stamp: StampKind = "a2aAgents"

@@ -10,6 +10,7 @@ from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import DocStore, Query, Write
 from shared.state.pages import Page, read_page, tolerant
 from shared.state.records import MemoryRecord, UserRecord
+from shared.state.stamps import Stamps, bump
 
 log = logging.getLogger("agent_runtime.state")
 
@@ -36,8 +37,9 @@ class UsersRepo:
         self.store.commit([Write("set", paths.user(user.uid), user.to_doc()), *([audit] if audit else [])])
 
     def save_memory(self, uid: str, memory: MemoryRecord) -> None:
-        """Idempotent for a given memory id (a retried save writes the same document)."""
-        self.store.commit([Write("set", paths.memory(uid, memory.id), memory.to_doc())])
+        """Idempotent for a given memory id (a retried save writes the same document). Moves the
+        user's ``memories`` stamp in the same commit (shared/state/stamps.py)."""
+        self.store.commit([Write("set", paths.memory(uid, memory.id), memory.to_doc()), bump(uid, "memories")])
 
     def page_memories(self, uid: str, limit: int, cursor: str | None = None) -> Page[MemoryRecord]:
         """One page of the user's memories, newest first."""
@@ -48,7 +50,15 @@ class UsersRepo:
         """Forget one of the user's memories (404 ``MEMORY_NOT_FOUND`` when there is none)."""
         if self.store.get(paths.memory(uid, memory_id)) is None:
             raise NotFound(f"memory {memory_id} not found", code="MEMORY_NOT_FOUND")
-        self.store.commit([Write("delete", paths.memory(uid, memory_id))])
+        self.store.commit([Write("delete", paths.memory(uid, memory_id)), bump(uid, "memories")])
+
+    @staticmethod
+    def stamp_paths(uid: str) -> list[str]:
+        """The stamps of the user's collections a run's start reads (to be batched with its reads)."""
+        return [paths.stamps(uid)]
+
+    def stamps(self, uid: str, batch: BatchedReads | None) -> Stamps:
+        return Stamps(uid, read(self.store, paths.stamps(uid), batch))
 
     def list_memories(self, uid: str, limit: int = 50) -> list[MemoryRecord]:
         docs = self.store.query(Query(paths.memories(uid), order_by="createdAt", descending=True, limit=limit))
