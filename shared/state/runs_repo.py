@@ -15,6 +15,7 @@ from pydantic_core import to_json
 
 from shared.errors import NotFound, Unprocessable
 from shared.state import paths
+from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Guard, Slot, commit_guarded
 from shared.state.pages import Page, after, merged, page_of, read_page, tolerant
@@ -165,8 +166,13 @@ class RunsRepo:
         return Write("update", paths.run(run_id), {"updatedAt": at})
 
     # ---- reads -------------------------------------------------------------------------------
-    def get_run(self, run_id: str) -> RunSnapshot | None:
-        doc = self.store.get(paths.run(run_id))
+    @staticmethod
+    def run_paths(run_id: str) -> list[str]:
+        """What :meth:`get_run` reads (to be batched with other reads, ``BatchedReads``)."""
+        return [paths.run(run_id)]
+
+    def get_run(self, run_id: str, *, batch: BatchedReads | None = None) -> RunSnapshot | None:
+        doc = read(self.store, paths.run(run_id), batch)
         if doc is None:
             return None
         return RunSnapshot(RunRecord.from_doc(doc.data), doc.token)

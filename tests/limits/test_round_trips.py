@@ -18,10 +18,10 @@ from bench.round_trips import measure
 from shared.state.docstore import DocStore, Transaction, Write
 
 # Today's counts (both stores alike), and the targets beside them.
-TO_FIRST_MODEL_CALL = 11  # target 2: not met (17 before the batched start read and the new thread's unread paths)
-ON_THREAD = 15  # the next run on that thread: the thread and its messages are read (18 before)
-PER_TOOL_STEP = 2.0  # target 1: not met (the step's commit + the thread read of the stop check)
-TO_RESUME = 10  # target 2: not met
+TO_FIRST_MODEL_CALL = 2  # target 2: met (one get_many, one commit; 11 before session 2, 17 before session 1)
+ON_THREAD = 7  # the next run on that thread: the thread and its messages are read (15 before, 18 before that)
+PER_TOOL_STEP = 1.0  # target 1: met (the step's commit; 2 before: the thread read of the stop check)
+TO_RESUME = 9  # target 2: not met (10 before)
 APPROVE_REQUEST = 8
 PLAN_SESSION_START = 3  # 6 before the batched start read
 PLAN_ACT_ROUND_TRIPS, PLAN_ACTS = 56, 12  # 55 before the session.* webhook events (one more per session)
