@@ -25,6 +25,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -156,6 +157,7 @@ class Limits:
                     retry_after_s=RUNS_RETRY_AFTER_S if kind == "runs" else SESSIONS_RETRY_AFTER_S)
 
 
+@dataclass
 class DeferredRequest:
     """A request counted in this instance's memory whose count in the user's counter document is
     left to the commit that starts its work (issue 33: the start reads the counter with its other
@@ -163,13 +165,12 @@ class DeferredRequest:
     a request whose start wrote none (refused, replayed, failed) is counted by :meth:`settle` as
     every other request is, so every request counts, exactly across instances."""
 
-    def __init__(self, limits: Limits, uid: str, window: int, limit: int, at: float) -> None:
-        self._limits = limits
-        self.uid = uid
-        self._window = window
-        self._limit = limit
-        self._at = at
-        self.counted = False
+    _limits: Limits
+    uid: str
+    _window: int
+    _limit: int
+    _at: float
+    counted: bool = False
 
     def paths(self) -> list[str]:
         """The counter document (for the start's batched read)."""
