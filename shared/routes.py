@@ -553,7 +553,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/admin/users/{uid}", "adminGetUser", "admin", "functions.admin:get_user",
           segments={"uid": UID_SEGMENT},
           description="A user's trust level, profile (emailAllowlist) and own limits. The admin principal only "
-                      "(ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 ADMIN_ONLY. A path "
+                      "(ADMIN_SERVICE_ACCOUNTS or ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 "
+                      "ADMIN_ONLY. A path "
                       "segment that is no uid: 404 ROUTE_NOT_FOUND.",
           replies=(Reply(200, "the user", model="shared.admin:AdminUser"),), errors=(401, 403, 404)),
     Route("PATCH", "/api/admin/users/{uid}", "adminPatchUser", "admin", "functions.admin:patch_user",
