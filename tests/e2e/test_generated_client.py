@@ -58,10 +58,7 @@ def api(server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Modul
     sys.path.insert(0, str(out))
     try:
         package = importlib.import_module(PACKAGE)
-        for name in ("client", "models", "api.default.run", "api.default.list_runs", "api.default.get_run",
-                     "api.default.approve", "api.default.list_approvals", "api.default.get_usage",
-                     "api.default.export_me", "api.default.create_session", "api.default.confirm_session",
-                     "api.default.get_session"):
+        for name in ("client", "models", "types"):
             importlib.import_module(f"{PACKAGE}.{name}")
         yield package
     finally:
@@ -71,7 +68,7 @@ def api(server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Modul
 
 
 def op(api: ModuleType, name: str) -> Any:
-    return sys.modules[f"{api.__name__}.api.default.{name}"]
+    return importlib.import_module(f"{api.__name__}.api.default.{name}")
 
 
 def until(read: Any, done: Any) -> Any:
@@ -128,6 +125,17 @@ def test_a_generated_client_drives_runs_cursor_pages_an_approval_usage_and_expor
                     lambda r: not isinstance(r, models.RunView) or r.status in (
                         models.RunViewStatus.COMPLETED, models.RunViewStatus.FAILED))
         assert isinstance(run, models.RunView) and run.status == models.RunViewStatus.COMPLETED, run
+
+        # The run's events (NDJSON: the client hands over the text); each line read by the event model
+        # the document's RunEvent discriminator names for its type.
+        with urllib.request.urlopen(server + "/openapi.json", timeout=WAIT_S) as resp:
+            mapping = json.load(resp)["components"]["schemas"]["RunEvent"]["discriminator"]["mapping"]
+        text = op(api, "get_run_events").sync(client=client, run_id=paused.run_id, after=0)
+        assert isinstance(text, str), text
+        events = [json.loads(line) for line in text.splitlines() if line.strip()]
+        read = [getattr(models, mapping[e["type"]].rsplit("/", 1)[-1]).from_dict(e) for e in events]
+        assert [type(r).__name__ for r in read][-1] == "ResultEvent", read
+        assert [e["seq"] for e in events] == sorted(e["seq"] for e in events), events
 
         # Usage (the offline model's calls are in the ledger) and the data export hold those runs.
         # (from: a date, to: an aware datetime: the document types both, the client writes them.)
