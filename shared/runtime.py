@@ -32,9 +32,8 @@ if TYPE_CHECKING:
     from shared.state.docstore import DocStore
     from shared.state.runs_repo import RunsRepo
     from shared.state.sessions_repo import SessionsRepo
-    from shared.state.stamps import Stamps
     from shared.state.usage_repo import UsageRepo
-    from shared.state.users_repo import UsersRepo
+    from shared.state.users_repo import Stamps, UsersRepo
     from shared.tools.registry import ToolRegistry
 
 
@@ -193,7 +192,7 @@ class Runtime:
     def registry_for(self, base: ToolRegistry, uid: str, stamps: Stamps | None = None) -> ToolRegistry:
         """The tools of ``uid``'s runs: ``base`` plus the user's own MCP servers' and A2A agents' (a
         store query each per invocation, none for a collection ``stamps`` know empty or this
-        process read at the same stamp: shared/state/stamps.py). The deployment's servers are listed
+        process read at the same stamp: shared/state/users_repo.py). The deployment's servers are listed
         again when their listing expired (``MCP_LIST_TTL_S``). Without any server the MCP SDK is
         never imported (cold start)."""
         from shared.state.mcp_servers_repo import A2aAgentsRepo, McpServersRepo

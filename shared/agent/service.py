@@ -35,7 +35,7 @@ from shared.state.docstore import TransactionContention, Write
 from shared.state.limits_repo import RequestGuard
 from shared.state.records import MemoryRecord, MessageRecord, QueuedStart, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import StartOutcome
-from shared.state.stamps import Stamps
+from shared.state.users_repo import Stamps
 
 if TYPE_CHECKING:
     from shared.limits import DeferredRequest
@@ -74,7 +74,7 @@ class AgentService:
     def _load_user(self, uid: str, batch: BatchedReads | None = None
                    ) -> tuple[UserRecord, list[MemoryRecord] | None, Stamps | None]:
         """The user's profile, memories (none read when their stamp says there are none, or this
-        process read them at the same stamp: shared/state/stamps.py) and stamps."""
+        process read them at the same stamp: shared/state/users_repo.py) and stamps."""
         users = self.services.users
         try:
             user = users.get_user(uid, batch=batch)

@@ -26,9 +26,8 @@ from shared.models.base import Model, ToolDeclaration, Turn
 from shared.state.docstore import PreconditionFailed, Write
 from shared.state.records import ActionRecord, AuditRecord, RunRecord, UsageEntry, UserRecord, now
 from shared.state.runs_repo import RunSnapshot, RunsRepo
-from shared.state.stamps import StampedCache, Stamps
 from shared.state.usage_repo import UsageRepo
-from shared.state.users_repo import UsersRepo
+from shared.state.users_repo import StampedCache, Stamps, UsersRepo
 
 if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
@@ -105,7 +104,7 @@ class Services:
     """The per-user limits (docs/limits.md) checked when work starts; None: none (tests, tools)."""
     user_registry: Callable[[ToolRegistry, str, Stamps | None], ToolRegistry] | None = None
     """``(registry, uid, stamps)`` -> the tools of ``uid``'s runs (the user's own MCP servers and A2A
-    agents added; ``stamps`` as the run's start read them, shared/state/stamps.py); None: every user
+    agents added; ``stamps`` as the run's start read them, shared/state/users_repo.py); None: every user
     gets ``registry``."""
     stamped: StampedCache = field(default_factory=StampedCache)
     """This process's reads of the users' stamped collections (memories, MCP servers, A2A agents)."""
@@ -149,7 +148,7 @@ class RunContext:
     after_commit: list[Callable[[], None]] = field(default_factory=list)
     """Run once the next commit succeeded (e.g. releasing a budget reservation; errors are logged)."""
     stamps: Stamps | None = None
-    """The user's stamps as this invocation read them (shared/state/stamps.py): the tool list's
+    """The user's stamps as this invocation read them (shared/state/users_repo.py): the tool list's
     queries are skipped for collections known empty; a 0 learned is recorded by the next commit."""
     _registry: ToolRegistry | None = field(default=None, init=False, repr=False)
 

@@ -41,8 +41,8 @@ from shared.loop.tool_calls import (
 from shared.state.batched_reads import BatchedReads, read_together
 from shared.state.docstore import PreconditionFailed
 from shared.state.records import ActionRecord, UserRecord
-from shared.state.stamps import Stamps
 from shared.state.transitions import move_action, move_run
+from shared.state.users_repo import Stamps
 from shared.tools.registry import args_hash
 
 log = logging.getLogger("agent_runtime.resume")
@@ -96,7 +96,7 @@ def close_expired_pauses(services: Services, limit: int) -> int:
 
 
 def _load_user(services: Services, uid: str, batch: BatchedReads | None) -> tuple[UserRecord, Stamps | None]:
-    """The user's profile and stamps (shared/state/stamps.py: the tool list's queries), from
+    """The user's profile and stamps (shared/state/users_repo.py: the tool list's queries), from
     ``batch`` when it holds them."""
     users = services.users
     try:

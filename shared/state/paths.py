@@ -253,7 +253,7 @@ def limit(uid: str, name: str) -> str:
 
 
 def stamps(uid: str) -> str:
-    """The version stamps of the user's collections a run's start reads (shared/state/stamps.py)."""
+    """The version stamps of the user's collections a run's start reads (shared/state/users_repo.py)."""
     return f"users/{uid}/stamps/config"
 
 

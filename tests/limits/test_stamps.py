@@ -1,4 +1,4 @@
-"""The stamps of a user's memories, MCP servers and A2A agents (shared/state/stamps.py, issue 33): a
+"""The stamps of a user's memories, MCP servers and A2A agents (shared/state/users_repo.py, issue 33): a
 run's start reads them in its batch and queries only what may have changed, and what it builds
 from them (the system instruction's memories, the tool list) is never stale: every write of the
 collection moves its stamp in the same commit."""
@@ -18,8 +18,8 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore, Write
 from shared.state.mcp_servers_repo import A2aAgentsRepo, McpServersRepo
 from shared.state.records import MemoryRecord
-from shared.state.stamps import StampedCache, Stamps
 from shared.state.user_data_repo import UNDER_USER
+from shared.state.users_repo import StampedCache, Stamps
 from tests.agent.conftest import make_settings
 from tests.limits.conftest import ALICE, OFF
 
