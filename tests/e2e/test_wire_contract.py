@@ -172,8 +172,9 @@ OPEN_PAYLOADS = {"hostState", "arguments", "args", "action", "observation", "ref
 """Objects the API passes through as they are (a tool's arguments and results, the host's own
 state): their keys are the tool's, not the API's."""
 RFC3339 = re.compile(RFC3339_PATTERN)
-SEED_001_APPROVAL = re.compile(r"\.approvals?(\[\d+\])?$")
-"""Where seed 001's ``approval.id`` may appear: a run result's ``approval`` / ``approvals[i]``."""
+SEED_001_APPROVAL = re.compile(r"\.(approvals?|pendingApprovals)(\[\d+\])?$")
+"""Where seed 001's ``approval.id`` may appear: an approval, which has one shape everywhere (a run
+result's ``approval`` / ``approvals[i]``, the inbox, a session's ``pendingApprovals``)."""
 
 
 def live_violations(body: Any, where: str = "") -> Iterator[str]:
