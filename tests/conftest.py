@@ -204,3 +204,10 @@ def docstore(request: pytest.FixtureRequest) -> DocStore:
     """Each DocStore implementation in turn (for the contract suite)."""
     store: DocStore = request.getfixturevalue(f"{request.param}_docstore")
     return store
+
+
+@pytest.fixture
+def store(docstore: DocStore) -> DocStore:
+    """Each real store in turn (Firestore through its emulator): the loop, approval, plan, limit,
+    connector and workspace tests that need a store run on both."""
+    return docstore

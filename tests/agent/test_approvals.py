@@ -26,6 +26,7 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 from tests.agent.conftest import MakeRuntime
 from tests.agent.test_loop import audits, start_and_drive
+from tests.messages import deliver_published as deliver_all
 
 T = TypeVar("T")
 
@@ -106,12 +107,6 @@ def dispatcher(rt: Runtime) -> RecordingDispatcher:
     d = rt.dispatcher
     assert isinstance(d, RecordingDispatcher)
     return d
-
-
-def deliver_all(rt: Runtime, copies: int = 1) -> None:
-    for msg in dispatcher(rt).take():
-        for _ in range(copies):
-            rt.router.handle(msg)
 
 
 def approve(rt: Runtime, approval_id: str, decision: str = "approve", uid: str = "alice") -> Any:

@@ -29,7 +29,8 @@ from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
 from shared.state.records import UserRecord
-from tests.connectors.loop_support import deliver, start
+from tests.connectors.loop_support import start
+from tests.messages import deliver_published as deliver
 
 UID = "alice"
 EVENT = {"title": "Design review", "start": "2026-03-02T10:00", "end": "2026-03-02T11:30",

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from shared.state.docstore import DocStore
 from tests.fakes.fake_gemini import FakeGemini
 from tests.sandbox.support import SandboxProcess
 
@@ -27,12 +26,6 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess
     box = SandboxProcess.start(base, env=SMALL_LIMITS, snapshot_dir=base / "snapshots")
     yield box
     box.stop()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("firestore", marks=pytest.mark.firestore)])
-def store(request: pytest.FixtureRequest) -> DocStore:
-    """The workspace records on both real stores (Firestore through its emulator)."""
-    return request.getfixturevalue(f"{request.param}_docstore")  # type: ignore[no-any-return]
 
 
 @pytest.fixture
