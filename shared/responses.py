@@ -48,6 +48,14 @@ class ApproveResponse(ResponseBody):
     """Approved with edits: the arguments the call runs with."""
 
 
+class RemovedResponse(ResponseBody):
+    """``DELETE`` of one of the caller's named objects: ``removed`` is false when there was none."""
+
+    ok: bool = True
+    name: str
+    removed: bool
+
+
 class CancelRunResponse(ResponseBody):
     """``POST /api/agent/runs/{runId}/cancel``: the run as the cancel left it."""
 

@@ -27,7 +27,7 @@ from shared.durable.messages import WorkMessage
 from shared.durable.router import Disposition
 from shared.errors import Conflict, DomainError, InvalidInput, NotFound
 from shared.loop.context import Services
-from shared.responses import ResponseBody
+from shared.responses import RemovedResponse, ResponseBody
 from shared.schedules.cron import next_after, parse_cron, zone
 from shared.state.docstore import PreconditionFailed
 from shared.state.schedules_repo import MAX_SCHEDULES_PER_USER, ScheduleRecord, SchedulesRepo, schedule_id
@@ -102,10 +102,8 @@ class SchedulesResponse(ResponseBody):
     schedules: list[ScheduleBody]
 
 
-class ScheduleRemovedResponse(ResponseBody):
-    ok: bool = True
-    name: str
-    removed: bool
+class ScheduleRemovedResponse(RemovedResponse):
+    """``DELETE /api/agent/schedules/{name}``."""
 
 
 class ScheduleRunBody(ResponseBody):

@@ -22,7 +22,7 @@ from shared.delivery.sender import Deliverer
 from shared.delivery.signing import SECRET_PATTERN, new_secret
 from shared.errors import Conflict, InvalidInput
 from shared.loop.context import RunContext, Services
-from shared.responses import ResponseBody
+from shared.responses import RemovedResponse, ResponseBody
 from shared.state.deliveries_repo import DeliveriesRepo, DeliveryRecord
 from shared.state.records import SCHEMA_VERSION, RunResult
 from shared.state.webhooks_repo import MAX_WEBHOOKS_PER_USER, WebhooksRepo
@@ -88,10 +88,8 @@ class WebhooksResponse(ResponseBody):
     webhooks: list[WebhookBody]
 
 
-class WebhookRemovedResponse(ResponseBody):
-    ok: bool = True
-    name: str
-    removed: bool
+class WebhookRemovedResponse(RemovedResponse):
+    """``DELETE /api/agent/webhooks/{name}``."""
 
 
 class DeliveryAttemptBody(ResponseBody):

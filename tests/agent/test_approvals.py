@@ -43,6 +43,14 @@ class Ledger:
         self.crash_next = False
         self.lock = threading.Lock()
 
+    def execute(self, call: str) -> None:
+        """Record one real execution; a ``crash_next`` crashes it (once) after its side effect."""
+        with self.lock:
+            self.calls.append(call)
+            if self.crash_next:
+                self.crash_next = False
+                raise Crash()
+
 
 def registry_with(ledger: Ledger) -> ToolRegistry:
     reg = default_registry()
@@ -55,11 +63,7 @@ def registry_with(ledger: Ledger) -> ToolRegistry:
             to: Recipient.
             body: Text.
         """
-        with ledger.lock:
-            ledger.calls.append(f"send_note:{to}:{body}")
-            if ledger.crash_next:
-                ledger.crash_next = False
-                raise Crash()
+        ledger.execute(f"send_note:{to}:{body}")
         if to == "nobody":
             raise ToolError("no such recipient")
         return {"sent": True}
@@ -72,11 +76,7 @@ def registry_with(ledger: Ledger) -> ToolRegistry:
             to: Recipient address.
             body: Text.
         """
-        with ledger.lock:
-            ledger.calls.append(f"mail:{to}:{body}")
-            if ledger.crash_next:
-                ledger.crash_next = False
-                raise Crash()
+        ledger.execute(f"mail:{to}:{body}")
         return {"sent": True}
 
     @reg.tool(side_effect=True, idempotent=True)
@@ -86,11 +86,7 @@ def registry_with(ledger: Ledger) -> ToolRegistry:
         Args:
             text: The status.
         """
-        with ledger.lock:
-            ledger.calls.append(f"set_status:{text}")
-            if ledger.crash_next:
-                ledger.crash_next = False
-                raise Crash()
+        ledger.execute(f"set_status:{text}")
         return {"status": text}
 
     return reg

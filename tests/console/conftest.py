@@ -15,6 +15,7 @@ Each test writes a screenshot of its main view to ``var/screenshots/``.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -195,6 +196,21 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
+@contextlib.contextmanager
+def served(rt: Runtime) -> Iterator[str]:
+    """The dev app on ``rt`` (the process runtime meanwhile) served on a free port: its URL."""
+    set_runtime(rt)
+    server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="console-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        thread.join()
+        set_runtime(None)
+
+
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     store = SqliteDocStore(str(tmp_path_factory.mktemp("console") / "state.sqlite3"))
@@ -202,18 +218,12 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY,
                                mcp_allow_private_urls=True),
                  store=store, model=model, authenticator=LocalAuthenticator())
-    set_runtime(rt)
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="console-server", daemon=True)
-    thread.start()
-    try:
-        yield Console(url=f"http://127.0.0.1:{server.server_port}/", model=model, runtime=rt)
-    finally:
-        model.release_all()  # no run is left waiting on a gate
-        server.shutdown()
-        thread.join()
-        set_runtime(None)
-        store.close()
+    with served(rt) as url:
+        try:
+            yield Console(url=url, model=model, runtime=rt)
+        finally:
+            model.release_all()  # no run is left waiting on a gate
+    store.close()
 
 
 @pytest.fixture

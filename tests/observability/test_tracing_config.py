@@ -24,6 +24,7 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.agent.conftest import MakeRuntime, make_settings
 from tests.agent.test_approvals import Crash, Ledger, approve, deliver_all, paused
+from tests.messages import deliver_published
 from tests.observability.support import attr, spans_in_memory, token_model
 from tests.observability.test_traces import ALICE, SCRIPT
 from tests.plans.support import Script
@@ -173,10 +174,7 @@ def test_model_calls_record_the_genai_client_metrics(docstore: DocStore) -> None
             body = client.post("/api/agent/run", json={"prompt": f"remember {i}"}, headers=ALICE).get_json()
             client.post("/api/agent/approve", json={"approvalId": body["approval"]["id"], "decision": "approve"},
                         headers=ALICE)
-            d = rt.dispatcher
-            assert isinstance(d, RecordingDispatcher)
-            for m in d.take():
-                rt.router.handle(m)
+            deliver_published(rt)
     finally:
         set_runtime(None)
         tracing.use(None)
