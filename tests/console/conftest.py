@@ -15,7 +15,6 @@ Each test writes a screenshot of its main view to ``var/screenshots/``.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -25,16 +24,15 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
-from werkzeug.serving import BaseWSGIServer, make_server
 
-from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Turn, Usage
 from shared.models.scripted import call
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
 from shared.state.sqlite_docstore import SqliteDocStore
 from tests.agent.conftest import make_settings
 from tests.fakes import fixed_plans
+from tests.serving import served
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "var" / "screenshots"
@@ -196,21 +194,6 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
-@contextlib.contextmanager
-def served(rt: Runtime) -> Iterator[str]:
-    """The dev app on ``rt`` (the process runtime meanwhile) served on a free port: its URL."""
-    set_runtime(rt)
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="console-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        thread.join()
-        set_runtime(None)
-
-
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     store = SqliteDocStore(str(tmp_path_factory.mktemp("console") / "state.sqlite3"))
@@ -218,9 +201,9 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY,
                                mcp_allow_private_urls=True),
                  store=store, model=model, authenticator=LocalAuthenticator())
-    with served(rt) as url:
+    with served(rt=rt) as url:
         try:
-            yield Console(url=url, model=model, runtime=rt)
+            yield Console(url=url + "/", model=model, runtime=rt)
         finally:
             model.release_all()  # no run is left waiting on a gate
     store.close()

@@ -19,8 +19,9 @@ from shared.runtime import Runtime
 from shared.state.records import UserRecord
 from shared.state.sqlite_docstore import SqliteDocStore
 from tests.agent.conftest import make_settings
-from tests.console.conftest import CALL_USAGE, Console, ConsoleModel, api, open_console, served
+from tests.console.conftest import CALL_USAGE, Console, ConsoleModel, api, open_console
 from tests.sandbox.support import SandboxProcess
+from tests.serving import served
 
 UID = "wes"
 
@@ -54,8 +55,8 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
                  store=store, model=model, authenticator=LocalAuthenticator())
     rt.users.put_user(UserRecord(uid=UID, trust_level="autonomous"))
     try:
-        with served(rt) as url:
-            yield Console(url=url, model=model, runtime=rt)
+        with served(rt=rt) as url:
+            yield Console(url=url + "/", model=model, runtime=rt)
     finally:
         store.close()
         box.stop()
