@@ -30,10 +30,15 @@ class LoopbackServer:
         if self._server is None:
             return
         self._server.shutdown()
+        self.drop_connections()
         self._server.server_close()
         if self._thread is not None:
             self._thread.join()
         self._server = None
+
+    def drop_connections(self) -> None:
+        """Called once the server stopped accepting, before its socket closes: a fake holding
+        connections open (a stream) ends them here."""
 
     def __enter__(self) -> Self:
         return self.start()
