@@ -264,13 +264,20 @@ def test_an_approve_call_contended_on_every_try_answers_503(make_runtime: MakeRu
     assert approve(rt, result.approval.id).decision == "approved"  # a retry goes through
 
 
-def test_crash_inside_a_tool_leaves_outcome_unknown_and_never_reruns(make_runtime: MakeRuntime) -> None:
+def crashed_after_sending(make_runtime: MakeRuntime) -> tuple[Runtime, ScriptedModel, Any, Ledger]:
+    """A run paused on ``send_note``, approved; the invocation that resumes it crashes inside the
+    tool after the note was sent (its lease, 0.2 s, still held)."""
     ledger = Ledger()
     rt, model, result, _ = paused(make_runtime, ledger, text_turn("I am not sure it was sent."), lease_ttl_s=0.2)
     approve(rt, result.approval.id)
     ledger.crash_next = True
     with pytest.raises(Crash):
         deliver_all(rt)
+    return rt, model, result, ledger
+
+
+def test_crash_inside_a_tool_leaves_outcome_unknown_and_never_reruns(make_runtime: MakeRuntime) -> None:
+    rt, model, result, ledger = crashed_after_sending(make_runtime)
     (action,) = rt.runs.list_actions(result.run_id)
     assert action.status == "executing"
     deliver_all_again = resume_run(rt.services, result.run_id)

@@ -23,7 +23,7 @@ from shared.durable.dispatcher import RecordingDispatcher
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.agent.conftest import MakeRuntime, make_settings
-from tests.agent.test_approvals import Crash, Ledger, approve, deliver_all, paused
+from tests.agent.test_approvals import crashed_after_sending
 from tests.messages import deliver_published
 from tests.observability.support import attr, spans_in_memory, token_model
 from tests.observability.test_traces import ALICE, SCRIPT
@@ -117,15 +117,9 @@ def test_a_streamed_run_is_one_trace(docstore: DocStore) -> None:
 
 
 def test_a_call_a_crash_cut_off_shows_outcome_unknown(make_runtime: MakeRuntime) -> None:
-    from shared.models.scripted import text_turn
 
     with spans_in_memory() as exporter:
-        ledger = Ledger()
-        rt, _, result, _ = paused(make_runtime, ledger, text_turn("I am not sure it was sent."), lease_ttl_s=0.2)
-        approve(rt, result.approval.id)
-        ledger.crash_next = True
-        with pytest.raises(Crash):
-            deliver_all(rt)
+        rt, _, result, _ = crashed_after_sending(make_runtime)
         time.sleep(0.3)
         assert rt.router.sweep()["recovered"] == 1
         spans = exporter.get_finished_spans()
