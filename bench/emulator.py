@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from shared.state.docstore import DocStore
@@ -92,8 +92,10 @@ def reliability_parser(doc: str | None, *, max_rounds: int) -> argparse.Argument
     return p
 
 
-def print_outcome(out: dict[str, Any]) -> int:
-    """Print a reliability run's figures (JSON) and answer its exit status: 0 when ``ok``."""
+def run_on_store(run: Callable[[argparse.Namespace, DocStore], dict[str, Any]], opts: argparse.Namespace) -> int:
+    """``run(opts, store)`` on the ``--store`` asked for; its figures printed (JSON); 0 when ``ok``."""
+    with store_of(opts.store) as store:
+        out = run(opts, store)
     print(json.dumps(out, indent=2))
     return 0 if out["ok"] else 1
 

@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from bench.emulator import print_outcome, reliability_parser, store_of
+from bench.emulator import reliability_parser, run_on_store
 from bench.instrument import InstrumentedStore
 from bench.plan_model import Script, model
 from shared.auth import LocalAuthenticator
@@ -224,9 +224,7 @@ def report(rt: Runtime, faults: Faults, sessions: list[tuple[str, float]], round
 def main(argv: list[str] | None = None) -> int:
     p = reliability_parser(__doc__, max_rounds=2000)
     p.add_argument("--sessions", type=int, default=100)
-    opts = p.parse_args(argv)
-    with store_of(opts.store) as store:
-        return print_outcome(run(opts, store))
+    return run_on_store(run, p.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any
 
 from bench.chaos import Chaos, Crash, CrashPlan
-from bench.emulator import print_outcome, reliability_parser, store_of
+from bench.emulator import reliability_parser, run_on_store
 from shared.api import RunRequest
 from shared.config import Settings
 from shared.durable.dispatcher import RecordingDispatcher
@@ -164,9 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--crash-p", type=float, default=0.4)
     p.add_argument("--duplicate-p", type=float, default=0.2)
     p.add_argument("--batch", type=int, default=8)
-    opts = p.parse_args(argv)
-    with store_of(opts.store) as store:
-        return print_outcome(run(opts, store))
+    return run_on_store(run, p.parse_args(argv))
 
 
 if __name__ == "__main__":
