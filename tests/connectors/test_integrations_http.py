@@ -23,6 +23,7 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.state.paths import integration as integration_path
 from tests.connectors.gmail_support import REFRESH, google_settings
+from tests.connectors.tool_support import started
 from tests.messages import published_event
 
 ALICE = {"Authorization": "Bearer dev:alice"}
@@ -30,10 +31,7 @@ TOKENS = {"accessToken": "ya29.fake-access-token", "refreshToken": REFRESH, "exp
           "scopes": ["https://www.googleapis.com/auth/gmail.modify"], "accountEmail": "alice@example.com"}
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeGoogle]:
-    with FakeGoogle() as f:
-        yield f
+fake = started(FakeGoogle)
 
 
 @pytest.fixture

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from devfakes.loopback import LoopbackServer
 from shared.config import Settings
 from shared.connectors import Connectors, IntegrationTokens, create_connectors
 from shared.state.docstore import DocStore
@@ -28,6 +30,17 @@ def registry_fixture(*modules: ModuleType) -> Any:
         return reg
 
     return registry
+
+
+def started(make: Callable[[], LoopbackServer]) -> Any:
+    """A fixture of the fake ``make()`` builds, started for the test (``fake = started(FakeGoogle)``)."""
+
+    @pytest.fixture
+    def fake() -> Iterator[Any]:
+        with make() as server:
+            yield server
+
+    return fake
 
 
 def tool(registry: ToolRegistry, name: str) -> Tool:
