@@ -54,12 +54,6 @@ def users(tmp_path: Path) -> Iterator[UsersRepo]:
     store.close()
 
 
-@pytest.fixture
-def fake_gemini() -> Iterator[FakeGemini]:
-    with FakeGemini() as fake:
-        yield fake
-
-
 def context(users: UsersRepo, *, settings: Settings | None = None, **kwargs: Any) -> ToolContext:
     return ToolContext(uid="alice", run_id="run_1", action_id="act_1", users=users,
                        settings=settings or Settings(web_fetch_allow_hosts=("127.0.0.1",)), **kwargs)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.fake_gemini import FakeGemini
 from tests.sandbox.support import SandboxProcess
 
 SMALL_LIMITS = {
@@ -28,8 +27,3 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess
     box.stop()
 
 
-@pytest.fixture
-def fake_gemini() -> Iterator[FakeGemini]:
-    """A started fake Gemini for the real google-genai SDK."""
-    with FakeGemini() as fake:
-        yield fake
