@@ -33,7 +33,7 @@ def test_an_approval_with_edits_runs_the_edited_call_once(install: Install, clie
     assert resp.status_code == 202, resp.get_json()
     assert resp.get_json() == {"ok": True, "runId": body["runId"], "approvalId": approval_id, "decision": "approved",
                                "status": "resume_requested", "arguments": edited}
-    deliver(rt, times=3)  # duplicate deliveries: still once
+    deliver(rt, copies=3)  # duplicate deliveries: still once
     assert [(m.text, m.tags) for m in rt.users.list_memories("alice")] == [("Alice likes green tea", ["preference"])]
     run = client.get(f"/api/agent/runs/{body['runId']}", headers=ALICE).get_json()
     assert run["status"] == "completed" and run["result"]["toolArgs"] == edited
