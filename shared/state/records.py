@@ -173,6 +173,20 @@ class QueuedStart(Record):
     conversation: list[dict[str, str]] = Field(default_factory=list)
     position: int = 0
     """Its place in the thread's arrival order (``ThreadRecord.queued_count`` when it was queued)."""
+    attachments: list[dict[str, Any]] = Field(default_factory=list)
+    """Files sent with the prompt (model parts, ``shared/models/base.py``), added to its turn."""
+
+
+class OutputFile(Record):
+    """A file the model answered with: its name, media type and size; ``uri`` when it is a
+    reference, else its bytes stay where the model's turn is stored (turn ``turn``, part ``part``)."""
+
+    name: str
+    media_type: str
+    size_bytes: int | None = None
+    uri: str | None = None
+    turn: int | None = None
+    part: int | None = None
 
 
 class RunResult(Record):
@@ -192,6 +206,8 @@ class RunResult(Record):
     approval: Approval | None = None
     approvals: list[Approval] | None = None
     output: dict[str, Any] | None = None
+    files: list[OutputFile] | None = None
+    """The files of the final answer (model output ``inlineData`` / ``fileData`` parts)."""
     error: RunError | None = None
     follow: str | None = None
     """While the run goes on without the caller (status ``executing``: it waits on its plan): the
