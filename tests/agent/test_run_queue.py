@@ -226,7 +226,7 @@ def test_a_queued_run_keeps_the_files_sent_with_its_prompt(make_runtime: MakeRun
                            attachments=[Part(text="[file b.txt (text/plain)]\nbee")])
     assert later.outcome.queued
     rt.agent.run(rt.agent.context(first))
-    pump(rt)
+    deliver(rt)
     assert run_of(rt, later.outcome.snapshot.run.run_id).status == "completed"
     assert echo.requests[0].turns[-1].parts == [Part(text="one"), png]
     assert echo.requests[1].turns[-1].parts == [Part(text="two"), Part(text="[file b.txt (text/plain)]\nbee")]
