@@ -44,6 +44,10 @@ class UserLimits(Record):
     active_runs: int | None = Field(default=None, ge=0, le=10_000)
     active_sessions: int | None = Field(default=None, ge=0, le=10_000)
     daily_tokens: int | None = Field(default=None, ge=0, le=10**12)
+    daily_budget_usd: float | None = Field(default=None, ge=0, le=1_000_000)
+    """The user's money cap per UTC day (docs/budgets.md; over ``BUDGET_USER_DAILY_USD``)."""
+    monthly_budget_usd: float | None = Field(default=None, ge=0, le=1_000_000)
+    """The user's money cap per UTC month (over ``BUDGET_USER_MONTHLY_USD``)."""
 
 
 class UserRecord(Record):

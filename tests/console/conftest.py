@@ -18,6 +18,7 @@ import base64
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,9 @@ from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Tur
 from shared.models.scripted import call
 from shared.runtime import Runtime
 from shared.state.sqlite_docstore import SqliteDocStore
+from tests import serving
 from tests.agent.conftest import make_settings
 from tests.fakes import fixed_plans
-from tests.serving import served
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "var" / "screenshots"
@@ -194,19 +195,27 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
-@pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    store = SqliteDocStore(str(tmp_path_factory.mktemp("console") / "state.sqlite3"))
+@contextmanager
+def served(directory: Path, **settings: Any) -> Iterator[Console]:
+    """The dev app over a fresh SQLite store in ``directory`` with ``ConsoleModel``, local auth, the
+    inline dispatcher and ``settings`` (over the tests' defaults), on a free loopback port."""
+    store = SqliteDocStore(str(directory / "state.sqlite3"))
     model = ConsoleModel()
-    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY,
-                               mcp_allow_private_urls=True),
+    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, **settings),
                  store=store, model=model, authenticator=LocalAuthenticator())
-    with served(rt=rt) as url:
+    with serving.served(rt=rt) as url:
         try:
             yield Console(url=url + "/", model=model, runtime=rt)
         finally:
             model.release_all()  # no run is left waiting on a gate
     store.close()
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    with served(tmp_path_factory.mktemp("console"), credentials_encryption_key=CREDENTIALS_KEY,
+                mcp_allow_private_urls=True) as served_console:
+        yield served_console
 
 
 @pytest.fixture
