@@ -57,7 +57,8 @@ def test_every_model_call_of_a_run_says_planning(install: Install, client: Flask
     if trust == "autonomous":  # the side effect runs without asking: three calls in one invocation
         watch.rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
     resp = client.post(route, json={"prompt": "remember tea"}, headers=ALICE)
-    body = resp.get_json() if route.endswith("/run") else json.loads(resp.get_data(as_text=True).splitlines()[-1])["result"]
+    lines = resp.get_data(as_text=True).splitlines()
+    body = resp.get_json() if route.endswith("/run") else json.loads(lines[-1])["result"]
     expected = "completed" if trust == "autonomous" else "awaiting_confirmation"
     assert body["status"] == expected
     assert watch.seen == [PLANNING] * (3 if trust == "autonomous" else 2)
