@@ -34,6 +34,7 @@ from shared.errors import (
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
+    StoredValueInvalid,
     TransactionContention,
     Unauthenticated,
     Unavailable,
@@ -54,8 +55,8 @@ Handler = Callable[[flask.Request], flask.Response]
 
 HTTP_STATUS: dict[type[DomainError], int] = {
     DomainError: 400, InvalidInput: 400, Unauthenticated: 401, Forbidden: 403, NotFound: 404, MethodNotAllowed: 405,
-    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, Unprocessable: 422,
-    LimitExceeded: 429,
+    Conflict: 409, StoredValueInvalid: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415,
+    Unprocessable: 422, LimitExceeded: 429,
     Internal: 500, UpstreamFailed: 502, Unavailable: 503,
 }
 """The one mapping of domain errors to HTTP: a subclass answers as its nearest listed ancestor."""
@@ -164,6 +165,9 @@ def http_endpoint(fn: Handler) -> Handler:
                 response = error_response(err)
                 if response.status_code >= 500:
                     log.error("%s: %s", err.code, err.message)
+                elif isinstance(err, StoredValueInvalid):  # the data's fault, not the caller's: say which
+                    log.warning("%s serving %s %s: %s", err.code, request.method, shown_path(request.path),
+                                err.message)
                 return response
             except TransactionContention as exc:
                 # Concurrent writers on the same documents outlasted the retries: nothing was

@@ -174,7 +174,7 @@ class RuntimeRequestHandler(RequestHandler):
         for doc, run_doc in zip(docs, runs, strict=True):
             if run_doc is None:
                 continue
-            run = RunRecord.from_doc(run_doc.data)
+            run = RunRecord.from_doc(run_doc.data, run_doc.path)
             task = convert.task_of(doc, run)
             if params.status and task.status.state != params.status:
                 continue

@@ -170,7 +170,7 @@ class UserDataRepo:
 
     def thread_runs(self, uid: str, thread_id: str) -> list[RunRecord]:
         """Every run of ``uid``'s thread (equality filters only: no composite index)."""
-        return [RunRecord.from_doc(d.data)
+        return [RunRecord.from_doc(d.data, d.path)
                 for d in _all(self.store, Query(paths.runs(), where=(("uid", uid), ("threadId", thread_id))))]
 
     def _delete(self, docs: Sequence[Doc]) -> None:
