@@ -152,8 +152,8 @@ def _five_of_each(client: FlaskClient, docstore: DocStore, who: str, headers: di
         writes.append(Write("set", f"schedules/{schedule_id(who, 'hook-0')}/runs/{i}",
                             ScheduleRun(occurrence=at - i // 2, run_id=f"run_{who}{i}").to_doc()))
         writes.append(Write("set", f"deliveries/dlv_{who}{i}", DeliveryRecord(
-            delivery_id=f"dlv_{who}{i}", uid=who, target="hook-0", url="http://127.0.0.1:9/h", event_type="run.completed",
-            body="{}", secret_name="hook-0", created_at=at - i // 2).to_doc()))
+            delivery_id=f"dlv_{who}{i}", uid=who, target="hook-0", url="http://127.0.0.1:9/h",
+            event_type="run.completed", body="{}", secret_name="hook-0", created_at=at - i // 2).to_doc()))
     docstore.commit(writes)
 
 

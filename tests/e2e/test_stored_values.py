@@ -26,6 +26,7 @@ import pytest
 from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.durable.dispatcher import RecordingDispatcher
+from shared.models.scripted import FunctionModel
 from shared.routes import ROUTES
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore, Write
@@ -108,15 +109,10 @@ def api(docstore: DocStore) -> Iterator[Api]:
     dispatcher = RecordingDispatcher()
     rt = Runtime(make_settings(credentials_encryption_key=KEY, mcp_allow_private_urls=True,
                                limit_requests_per_minute=0), store=docstore,
-                 model=_model_fn(), authenticator=LocalAuthenticator(), dispatcher=dispatcher)
+                 model=FunctionModel(_model), authenticator=LocalAuthenticator(), dispatcher=dispatcher)
     set_runtime(rt)
     yield Api(create_app().test_client(), rt, dispatcher)
     set_runtime(None)
-
-
-def _model_fn() -> Any:
-    from shared.models.scripted import FunctionModel
-    return FunctionModel(_model)
 
 
 def _everything_of_alice(api: Api) -> dict[str, str]:
