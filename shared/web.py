@@ -106,6 +106,16 @@ def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _not_json(token: str) -> Any:
+    """Python's JSON parser reads ``NaN``, ``Infinity`` and ``-Infinity``; JSON has no such numbers
+    (no value of the API may be one: it could never be answered as JSON, nor stored in SQLite)."""
+    raise _NonFinite(token)
+
+
 def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = False) -> dict[str, Any]:
     """The request's JSON object body, or a 4xx naming what is wrong: 413 beyond ``max_bytes``
     (read no further), 400 ``INVALID_JSON`` nested deeper than :data:`MAX_JSON_DEPTH` (checked before
@@ -129,9 +139,12 @@ def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = F
                            f"limit is {MAX_JSON_DEPTH}", code="INVALID_JSON",
                            details={"limit": "maxDepth", "maxDepth": MAX_JSON_DEPTH})
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_not_json)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"request body is not valid JSON: {exc}", code="INVALID_JSON") from None
+    except _NonFinite as exc:
+        raise InvalidInput(f"request body is not valid JSON: {exc} is not a JSON number (RFC 8259)",
+                           code="INVALID_JSON") from None
     if not isinstance(data, dict):
         raise InvalidInput("request body must be a JSON object", code="INVALID_JSON")
     return data

@@ -50,7 +50,8 @@ def _time_fields(cls: type[BaseModel]) -> tuple[str, ...]:
 
 def stored_problems(exc: ValidationError) -> list[dict[str, str]]:
     """What a ValidationError says, as ``[{field, message}]`` (field names as stored: camelCase)."""
-    return [{"field": field, "message": message} for field, message in validation_problems(exc, root="(document)")]
+    return [{"field": field, "message": message.removeprefix("Value error, ")}
+            for field, message in validation_problems(exc, root="(document)")]
 
 
 class Record(BaseModel):
@@ -84,7 +85,7 @@ class Record(BaseModel):
         except ValidationError as exc:
             problems = stored_problems(exc)
             where = path or f"a stored {cls.__name__}"
-            raise StoredValueInvalid(
-                f"{where} cannot be read: {', '.join(p['field'] for p in problems[:5])} "
-                f"{'is' if len(problems) == 1 else 'are'} not valid (a corrupt or hand-edited document)",
-                details={"object": where, "record": cls.__name__, "errors": problems[:20]}) from None
+            said = "; ".join(p["message"] if p["field"] == "(document)" else f"{p['field']}: {p['message']}"
+                             for p in problems[:3])
+            raise StoredValueInvalid(f"{where} cannot be read as a {cls.__name__} ({said}): a corrupt or hand-edited "
+                                     "document", details={"object": where, "errors": problems[:20]}) from None

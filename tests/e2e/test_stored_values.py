@@ -33,16 +33,9 @@ from shared.state.docstore import DocStore, Write
 from shared.state.firestore_docstore import FirestoreDocStore
 from shared.state.workspaces_repo import WorkspaceRecord
 from tests.agent.conftest import make_settings
+from tests.e2e import test_authz_matrix as matrix
 from tests.e2e.conftest import ALICE
-from tests.e2e.test_authz_matrix import (
-    Api,
-    _approve_until_done,
-    _model,
-    _paused_run,
-    create_integration,
-    create_mcp_server,
-    create_session,
-)
+from tests.e2e.test_authz_matrix import Api
 from tests.e2e.test_openapi import KEY
 
 ADMIN = {"Authorization": "Bearer dev-admin:ops"}
@@ -109,7 +102,7 @@ def api(docstore: DocStore) -> Iterator[Api]:
     dispatcher = RecordingDispatcher()
     rt = Runtime(make_settings(credentials_encryption_key=KEY, mcp_allow_private_urls=True,
                                limit_requests_per_minute=0), store=docstore,
-                 model=FunctionModel(_model), authenticator=LocalAuthenticator(), dispatcher=dispatcher)
+                 model=FunctionModel(matrix._model), authenticator=LocalAuthenticator(), dispatcher=dispatcher)
     set_runtime(rt)
     yield Api(create_app().test_client(), rt, dispatcher)
     set_runtime(None)
@@ -117,14 +110,14 @@ def api(docstore: DocStore) -> Iterator[Api]:
 
 def _everything_of_alice(api: Api) -> dict[str, str]:
     """One of each of alice's objects; the path parameters that name them."""
-    paused = _paused_run(api)
-    done = _approve_until_done(api, _paused_run(api))
-    create_integration(api)
+    paused = matrix._paused_run(api)
+    done = matrix._approve_until_done(api, matrix._paused_run(api))
+    matrix.create_integration(api)
     resp = api.client.post("/api/integrations/google", json={"accessToken": "ya29.x", "expiresAt": time.time() + 600},
                            headers=ALICE)
     assert resp.status_code == 200, resp.get_json()
-    create_mcp_server(api)
-    session = create_session(api).value
+    matrix.create_mcp_server(api)
+    session = matrix.create_session(api).value
     at = time.time()
     api.rt.store.commit([
         Write("set", "workspaces/ws_0123abcd", WorkspaceRecord(workspace_id="ws_0123abcd", uid="alice", created_at=at,
@@ -218,3 +211,32 @@ def test_no_stored_value_makes_a_read_fail(api: Api, docstore: DocStore) -> None
             problems += check(api, urls, f"{collection} {name}")
         docstore.commit([Write("set", p, originals[p].data) for p in paths])
     assert problems == [], "\n".join(problems[:60]) + f"\n({len(problems)} problems)"
+
+
+@pytest.mark.parametrize("body", ['{"prompt": "hi", "budgetUsd": NaN}', '{"prompt": "hi", "budgetUsd": -Infinity}',
+                                  '{"prompt": "hi", "attachedContext": [{"n": Infinity}]}'])
+def test_a_body_with_a_number_json_has_not_is_a_400(api: Api, body: str) -> None:
+    """Python's parser reads NaN and Infinity; JSON has no such numbers, and none may be stored."""
+    resp = api.client.post("/api/agent/run", data=body, headers={**ALICE, "Content-Type": "application/json"})
+    assert resp.status_code == 400 and resp.get_json()["error"]["code"] == "INVALID_JSON", resp.get_json()
+    assert "not a JSON number" in resp.get_json()["error"]["message"]
+
+
+@pytest.mark.parametrize("value", [HUGE, -1.0, math.nan, math.inf])
+def test_a_record_never_holds_a_time_or_number_it_could_not_answer(value: float) -> None:
+    """Writes: a record is validated when it is built, before any write (``expiresAt: 1.6e308`` was
+    once stored and made every later read a 500). Reads: the same document read back is refused,
+    naming it."""
+    from pydantic import ValidationError
+
+    from shared.errors import StoredValueInvalid
+    from shared.state.records import MemoryRecord, RunRecord
+
+    with pytest.raises(ValidationError):
+        MemoryRecord(id="m1", text="x", created_at=value)
+    with pytest.raises(ValidationError):
+        RunRecord(run_id="r", uid="u", thread_id="t", status="planning", cost_usd=math.nan)
+    with pytest.raises(StoredValueInvalid) as refused:
+        MemoryRecord.from_doc({"id": "m1", "text": "x", "createdAt": value}, "users/alice/memories/m1")
+    assert refused.value.details["object"] == "users/alice/memories/m1"
+    assert refused.value.message.startswith("users/alice/memories/m1 cannot be read as a MemoryRecord (createdAt")
