@@ -23,9 +23,9 @@ from shared.delivery.signing import SECRET_PATTERN, new_secret
 from shared.errors import Conflict, InvalidInput
 from shared.loop.context import RunContext, Services
 from shared.responses import PageBody, ResponseBody
-from shared.state import stored
 from shared.state.deliveries_repo import DeliveriesRepo, DeliveryRecord
 from shared.state.pages import page_in_memory
+from shared.state.record_base import field_instant, field_text, field_texts
 from shared.state.records import SCHEMA_VERSION, RunResult
 from shared.state.webhooks_repo import MAX_WEBHOOKS_PER_USER, WebhooksRepo
 from shared.wire import UtcTime
@@ -122,8 +122,8 @@ class DeliveriesResponse(PageBody):
 
 
 def _body(name: str, doc: dict[str, Any]) -> WebhookBody:
-    return WebhookBody(name=name, url=stored.text(doc, "url") or "", events=stored.texts(doc, "events"),
-                       updatedAt=stored.instant(doc, "updatedAt"))
+    return WebhookBody(name=name, url=field_text(doc, "url") or "", events=field_texts(doc, "events"),
+                       updatedAt=field_instant(doc, "updatedAt"))
 
 
 def _delivery_body(d: DeliveryRecord) -> DeliveryBody:

@@ -24,10 +24,10 @@ from shared.connectors.credentials import ConnectorError, CredentialVault
 from shared.connectors.url_guard import check_public_url
 from shared.errors import Conflict, InvalidInput
 from shared.responses import PageBody, ResponseBody
-from shared.state import stored
 from shared.state.docstore import DocStore
 from shared.state.mcp_servers_repo import MAX_SERVERS_PER_USER, McpServersRepo
 from shared.state.pages import Page, page_in_memory
+from shared.state.record_base import field_flag, field_instant, field_text
 from shared.wire import WHITESPACE_CLASS, UtcTime
 
 log = logging.getLogger("agent_runtime.mcp")
@@ -248,5 +248,5 @@ class UserMcpServers(UserEndpoints[McpServer]):
 def _status(name: str, doc: dict[str, object]) -> McpServerStatusBody:
     """What a stored server document says; a value of the wrong type or range is answered as unknown
     (an unreadable token is told when a run opens it: ``servers``)."""
-    return McpServerStatusBody(name=name, connected=True, url=stored.text(doc, "url") or "",
-                               hasToken=stored.flag(doc, "hasToken"), updatedAt=stored.instant(doc, "updatedAt"))
+    return McpServerStatusBody(name=name, connected=True, url=field_text(doc, "url") or "",
+                               hasToken=field_flag(doc, "hasToken"), updatedAt=field_instant(doc, "updatedAt"))

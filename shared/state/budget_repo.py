@@ -24,8 +24,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from shared.errors import PreconditionFailed, TransactionContention
-from shared.state import paths, stored
+from shared.state import paths
 from shared.state.docstore import Doc, DocStore, Write
+from shared.state.record_base import field_count, finite
 
 RESERVE_ATTEMPTS = 12
 BUDGET_DOC = "budget"
@@ -51,13 +52,13 @@ def day_and_month(at: float) -> tuple[str, str]:
 
 
 def _micro(doc: Doc | None) -> int:
-    return stored.count(doc.data if doc is not None else None, "costMicroUsd")
+    return field_count(doc.data if doc is not None else None, "costMicroUsd")
 
 
 def _caps(doc: Doc | None, field: str) -> dict[str, float]:
     """A map of caps; an entry that is not a finite number is left out (a corrupt value caps nothing)."""
     raw = doc.data.get(field) if doc is not None else None
-    return {str(k): n for k, v in raw.items() if (n := stored.number(v)) is not None} if isinstance(raw, dict) else {}
+    return {str(k): n for k, v in raw.items() if (n := finite(v)) is not None} if isinstance(raw, dict) else {}
 
 
 def _reserved(doc: Doc | None, at: float, ttl_s: float) -> dict[str, dict[str, float]]:

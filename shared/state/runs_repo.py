@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from shared.errors import NotFound, Unprocessable
-from shared.state import paths, stored
+from shared.state import paths
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Slot
 from shared.state.pages import Page, after, as_records, merged, page_of, read_page
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
+from shared.state.record_base import events_of
 from shared.state.records import (
     ActionRecord,
     ApprovalRecord,
@@ -270,7 +271,7 @@ class RunsRepo:
         of them: ``limit`` documents are enough for ``limit`` events."""
         start = f"{after:08d}" if after > 0 else None
         docs = self.store.query(Query(paths.events(run_id), start_after=start, limit=limit))
-        events = [ev for d in docs for ev in stored.events_of(d, after, _HIDDEN)]
+        events = [ev for d in docs for ev in events_of(d, after, _HIDDEN)]
         return events[:limit] if limit is not None else events
 
     def list_actions(self, run_id: str) -> list[ActionRecord]:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from shared.errors import Conflict, NotFound, PreconditionFailed
-from shared.state import paths, stored
+from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.host_states import PlanRunState
 from shared.state.limits_repo import Slot
@@ -15,6 +15,7 @@ from shared.state.pages import Page, as_records, read_page
 from shared.state.paused_runs import FailPaused, close_paused
 from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord, TaskStatus
 from shared.state.plan_tasks import OPEN_TASK_STATUSES
+from shared.state.record_base import events_of
 from shared.state.records import AuditRecord, RunError, RunRecord, now
 
 EXPIRE_AT = "expireAt"
@@ -54,7 +55,7 @@ class SessionsRepo:
     def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
         start = f"{after:08d}" if after > 0 else None
         docs = self.store.query(Query(paths.session_events(session_id), start_after=start))
-        return [ev for d in docs for ev in stored.events_of(d, after, frozenset({EXPIRE_AT}))]
+        return [ev for d in docs for ev in events_of(d, after, frozenset({EXPIRE_AT}))]
 
     def list_for(self, uid: str, limit: int = 50) -> list[SessionRecord]:
         """The user's sessions, newest first."""

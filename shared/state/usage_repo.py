@@ -17,10 +17,11 @@ import logging
 import math
 from datetime import UTC, datetime
 
-from shared.state import paths, stored
+from shared.state import paths
 from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import DocStore, Query, Write
 from shared.state.pages import tolerant
+from shared.state.record_base import field_count
 from shared.state.records import UsageEntry
 
 log = logging.getLogger("agent_runtime.state")
@@ -59,7 +60,7 @@ class UsageRepo:
         read (the day's counter), however many calls the day had. A day without a counter has
         none (counters started with the deploy that introduced them, docs/limits.md)."""
         doc = read(self.store, paths.usage_day(uid, day), batch)
-        return stored.count(doc.data if doc is not None else None, "tokens")
+        return field_count(doc.data if doc is not None else None, "tokens")
 
     def between(self, uid: str, start: float, end: float, *, max_entries: int = 50_000) -> list[UsageEntry]:
         """The user's entries with ``start <= at < end``, oldest first (read in pages)."""
