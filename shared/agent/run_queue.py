@@ -28,6 +28,7 @@ from shared.failures import FailureCode
 from shared.loop import stops
 from shared.loop.context import Services
 from shared.loop.outcomes import NextStepFailed
+from shared.models.base import Part
 from shared.state.docstore import Write
 from shared.state.records import MessageRecord, RunError, RunRecord, RunResult, now
 from shared.state.thread_queue import DEQUEUE_PREFIX, QueuedLaunch, ThreadQueue, dequeue_entry_id
@@ -82,7 +83,7 @@ def _launch(services: Services, run: RunRecord, history: list[MessageRecord]) ->
     assert queued is not None
     items = ([ConversationItem.model_validate(c) for c in queued.conversation] if queued.conversation
              else [ConversationItem(role=m.role, text=m.text) for m in history])
-    turns = conversation_turns(items, queued.prompt)
+    turns = conversation_turns(items, queued.prompt, [Part.model_validate(a) for a in queued.attachments])
     move_run(run, "planning")
     run.lease = leases.parked(services.settings.lease_ttl_s)
     run.lease_expires_at = run.lease.expires_at

@@ -29,7 +29,7 @@ from shared.loop import stops
 from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
-from shared.models.base import Turn
+from shared.models.base import Part, Turn
 from shared.state.batched_reads import BatchedReads
 from shared.state.docstore import TransactionContention, Write
 from shared.state.records import MemoryRecord, MessageRecord, QueuedStart, RunRecord, RunResult, UserRecord
@@ -77,12 +77,14 @@ class AgentService:
         return user, memories
 
     def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None,
-              instruction_note: str | None = None, extra_writes: ExtraWrites | None = None) -> StartedRun:
+              instruction_note: str | None = None, extra_writes: ExtraWrites | None = None,
+              attachments: Sequence[Part] = ()) -> StartedRun:
         """Persist a new run (or find the one an Idempotency-Key already created). On a busy thread,
         ``request.strategy`` says what happens (``outcome.queued``: the run waits its turn).
         ``instruction_note``: appended to the system instruction (where the request came from, e.g.
         an A2A caller); ``extra_writes(run_id)``: documents created in the run's own transaction
-        (e.g. the A2A task that is this run)."""
+        (e.g. the A2A task that is this run); ``attachments``: files sent with the prompt (model
+        parts added to its turn, e.g. an A2A message's file parts)."""
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
         limits = self.services.limits
@@ -94,7 +96,7 @@ class AgentService:
         with log_context(uid=uid, threadId=thread_id):
             fingerprint = request.fingerprint() if idempotency_key else None
             started = self._start_retrying(uid, req, thread_id, idempotency_key, fingerprint, instruction_note,
-                                           extra_writes, batch)
+                                           extra_writes, batch, attachments)
             run = started.outcome.snapshot.run
             # Counts only: the prompt, conversation and attached context are user data.
             log.info("run started" if started.outcome.created else "run found for a repeated Idempotency-Key",
@@ -112,7 +114,8 @@ class AgentService:
 
     def _start_retrying(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
                         fingerprint: str | None, instruction_note: str | None,
-                        extra_writes: ExtraWrites | None, batch: BatchedReads | None = None) -> StartedRun:
+                        extra_writes: ExtraWrites | None, batch: BatchedReads | None = None,
+                        attachments: Sequence[Part] = ()) -> StartedRun:
         """:meth:`_start`, tried again (jittered backoff) when concurrent starts on the same thread
         or of the same user kept winning the store's race: nothing was written, and a burst of
         requests on one thread (``multitaskStrategy: enqueue``) must all be taken in, not 503."""
@@ -124,7 +127,7 @@ class AgentService:
                 with _THREAD_LOCKS[hash((uid, thread_id)) % len(_THREAD_LOCKS)]:
                     # A retry reads afresh: the batch is the first attempt's.
                     return self._start(uid, req, thread_id, idempotency_key, fingerprint, instruction_note,
-                                       extra_writes, batch if attempt == 0 else None)
+                                       extra_writes, batch if attempt == 0 else None, attachments)
             except TransactionContention:
                 if attempt == START_ATTEMPTS - 1:
                     raise
@@ -134,7 +137,8 @@ class AgentService:
 
     def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
                fingerprint: str | None, instruction_note: str | None = None,
-               extra_writes: ExtraWrites | None = None, batch: BatchedReads | None = None) -> StartedRun:
+               extra_writes: ExtraWrites | None = None, batch: BatchedReads | None = None,
+               attachments: Sequence[Part] = ()) -> StartedRun:
         s = self.services
         conversation = list(req.conversation)
         if not conversation and req.threadId:  # the caller's own thread of that id (never another user's)
@@ -172,11 +176,13 @@ class AgentService:
                         lease_expires_at=lease.expires_at)
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
-        turns = conversation_turns(conversation, req.prompt)
+        turns = conversation_turns(conversation, req.prompt, attachments)
         slot = s.limits.slot(uid, "runs", batch=batch) if s.limits is not None else None
         from shared.agent.run_queue import publish, queue_entry
 
-        queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation])
+        queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation],
+                             attachments=[p.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+                                          for p in attachments])
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
                                    idempotency_key=idempotency_key, fingerprint=fingerprint, strategy=req.strategy,
                                    queue_entry=lambda r: queue_entry(s, r), queued_start=queued, slot=slot,

@@ -64,6 +64,7 @@ class UnitHost(Protocol):
     def resumed(self, ctx: RunContext) -> None: ...
     def before_step(self, ctx: RunContext) -> StopOutcome | None: ...
     def after_step(self, ctx: RunContext, outcome: Settled) -> HostStep | None: ...
+    def after_step_max_usd(self, ctx: RunContext) -> float: ...
     def before_tool(self, ctx: RunContext, tool: str) -> None: ...
     def declarations(self, ctx: RunContext) -> list[ToolDeclaration]: ...
     def virtual_tools(self, ctx: RunContext) -> Mapping[str, Tool]: ...
@@ -105,6 +106,8 @@ class Services:
     user_registry: Callable[[ToolRegistry, str], ToolRegistry] | None = None
     """``(registry, uid)`` -> the tools of ``uid``'s runs (the user's own MCP servers added); None:
     every user gets ``registry``."""
+    clock: Callable[[], float] = time.time
+    """The wall clock of the money budgets' periods (the UTC day and month of a check); tests move it."""
 
     def registry_for(self, uid: str) -> ToolRegistry:
         """The tools ``uid``'s runs may use: :attr:`registry`, plus the user's own MCP servers'."""
@@ -113,10 +116,10 @@ class Services:
 
     @property
     def budgets(self) -> BudgetRepo:
-        """The users' money budgets (docs/budgets.md)."""
+        """The users' money budgets (docs/budgets.md), their periods on :attr:`clock`."""
         from shared.state.budget_repo import BudgetRepo
 
-        return BudgetRepo(self.runs.store)
+        return BudgetRepo(self.runs.store, self.clock)
 
     def model_for(self, profile: str) -> Model:
         return self.profile_models(profile) if self.profile_models is not None else self.model_factory()

@@ -151,6 +151,8 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                 ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
                 if not budget_pause.settle(ctx, actions):
                     return "resumed"  # a rejected budget approval ended the unit
+                if not budget_pause.check_resumed_act(ctx):
+                    return "resumed"  # no room for what follows the approved calls: paused for a budget approval
                 try:
                     go_on = close_open_turn(ctx, actions)
                 except PreconditionFailed:
@@ -174,7 +176,9 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
     if last.role != "model" or not calls:
         ctx.commit()
         return True
-    turn_actions = sorted((a for a in actions if a.turn_index == last_index), key=lambda a: a.call_index)
+    # A budget approval's action shares the turn index of the model turn it let through: not a call of it.
+    turn_actions = sorted((a for a in actions if a.turn_index == last_index and a.tool != budget_pause.BUDGET_TOOL),
+                          key=lambda a: a.call_index)
     if len(turn_actions) != len(calls):
         ctx.host.fail(ctx, FailureCode.INCONSISTENT_STATE, "the run's last tool calls were not all recorded")
         return False

@@ -43,6 +43,10 @@ class UserLimits(Record):
     active_runs: int | None = Field(default=None, ge=0, le=10_000)
     active_sessions: int | None = Field(default=None, ge=0, le=10_000)
     daily_tokens: int | None = Field(default=None, ge=0, le=10**12)
+    daily_budget_usd: float | None = Field(default=None, ge=0, le=1_000_000)
+    """The user's money cap per UTC day (docs/budgets.md; over ``BUDGET_USER_DAILY_USD``)."""
+    monthly_budget_usd: float | None = Field(default=None, ge=0, le=1_000_000)
+    """The user's money cap per UTC month (over ``BUDGET_USER_MONTHLY_USD``)."""
 
 
 class UserRecord(Record):
@@ -127,6 +131,20 @@ class QueuedStart(Record):
     conversation: list[dict[str, str]] = Field(default_factory=list)
     position: int = 0
     """Its place in the thread's arrival order (``ThreadRecord.queued_count`` when it was queued)."""
+    attachments: list[dict[str, Any]] = Field(default_factory=list)
+    """Files sent with the prompt (model parts, ``shared/models/base.py``), added to its turn."""
+
+
+class OutputFile(Record):
+    """A file the model answered with: its name, media type and size; ``uri`` when it is a
+    reference, else its bytes stay where the model's turn is stored (turn ``turn``, part ``part``)."""
+
+    name: str
+    media_type: str
+    size_bytes: int | None = None
+    uri: str | None = None
+    turn: int | None = None
+    part: int | None = None
 
 
 class RunResult(Record):
@@ -146,6 +164,8 @@ class RunResult(Record):
     approval: ApprovalView | None = None
     approvals: list[ApprovalView] | None = None
     output: dict[str, Any] | None = None
+    files: list[OutputFile] | None = None
+    """The files of the final answer (model output ``inlineData`` / ``fileData`` parts)."""
     error: RunError | None = None
     follow: str | None = None
     """While the run goes on without the caller (status ``executing``: it waits on its plan): the

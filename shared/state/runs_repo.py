@@ -274,6 +274,11 @@ class RunsRepo:
         events = [ev for d in docs for ev in events_of(d, after, _HIDDEN)]
         return events[:limit] if limit is not None else events
 
+    def approvals_by_id(self, uid: str, approval_ids: Sequence[str]) -> list[ApprovalRecord]:
+        """``uid``'s approvals of these ids that exist (one round trip)."""
+        docs = self.store.get_many([paths.approval(uid, i) for i in approval_ids]) if approval_ids else []
+        return [ApprovalRecord.from_doc(d.data, d.path) for d in docs if d is not None]
+
     def list_actions(self, run_id: str) -> list[ActionRecord]:
         docs = self.store.query(Query(paths.actions(run_id)))
         acts = [ActionRecord.from_doc(d.data, d.path) for d in docs]
@@ -447,6 +452,18 @@ class RunsRepo:
         docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
                                       order_by="updatedAt", limit=limit))
         return [d.id for d in docs]
+
+    def waiting_for_people(self, limit: int) -> list[tuple[int, float]]:
+        """Of the runs paused for a person's decision (at most ``limit``, longest waiting first): how
+        many approvals each waits on and since when (``updatedAt``: the pause's commit). One query."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
+                                      order_by="updatedAt", limit=limit))
+        out: list[tuple[int, float]] = []
+        for d in docs:
+            ids, at = d.data.get("pendingApprovalIds"), d.data.get("updatedAt")
+            out.append((len(ids) if isinstance(ids, list) else 0,
+                        float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0))
+        return out
 
     def close_expired_pause(self, run_id: str, fail: FailPaused) -> bool:
         """Close a pause whose open approvals all expired (the sweep; before, only the next run on the

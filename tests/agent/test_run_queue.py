@@ -222,3 +222,22 @@ def test_a_queued_runs_stream_starts_with_queued_and_ends_with_a_follow_link(mak
     events = list(stream_run(rt.agent, "alice", RunRequest(prompt="two", threadId="q8", multitaskStrategy="enqueue")))
     assert [(e["type"], e.get("status")) for e in events] == [("status", "queued"), ("stream_end", "queued")]
     assert events[-1]["follow"].startswith(f"/api/agent/runs/{events[0]['runId']}/events?after=1&follow=1")
+
+
+def test_a_queued_run_keeps_the_files_sent_with_its_prompt(make_runtime: MakeRuntime) -> None:
+    """Files sent with a prompt (``start(attachments=...)``, e.g. an A2A message's file parts) close
+    the prompt's turn, also when the run waits in its thread's queue and starts later."""
+    from shared.models.base import Blob, Part
+
+    echo = Echo()
+    rt = make_runtime(FunctionModel(echo))
+    png = Part(inline_data=Blob(mime_type="image/png", data="iVBORw0KGgo=", display_name="a.png"))
+    first = rt.agent.start("alice", RunRequest(prompt="one", threadId="qf"), attachments=[png])
+    later = rt.agent.start("alice", RunRequest(prompt="two", threadId="qf", multitaskStrategy="enqueue"),
+                           attachments=[Part(text="[file b.txt (text/plain)]\nbee")])
+    assert later.outcome.queued
+    rt.agent.run(rt.agent.context(first))
+    pump(rt)
+    assert run_of(rt, later.outcome.snapshot.run.run_id).status == "completed"
+    assert echo.requests[0].turns[-1].parts == [Part(text="one"), png]
+    assert echo.requests[1].turns[-1].parts == [Part(text="two"), Part(text="[file b.txt (text/plain)]\nbee")]
