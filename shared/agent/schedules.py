@@ -30,7 +30,7 @@ from shared.loop.context import Services
 from shared.responses import PageBody, ResponseBody
 from shared.schedules.cron import next_after, parse_cron, zone
 from shared.state.docstore import PreconditionFailed
-from shared.state.pages import page_in_memory
+from shared.state.pages import decode, page_in_memory
 from shared.state.schedules_repo import MAX_SCHEDULES_PER_USER, ScheduleRecord, SchedulesRepo, schedule_id
 from shared.state.sessions_repo import SessionsRepo
 from shared.wire import NOT_BLANK_PATTERN, UtcTime
@@ -184,6 +184,8 @@ class Schedules:
         """One page of the runs the schedule started, newest first (each with its status now)."""
         got = self.repo.get(uid, name)
         if got is None:
+            if cursor is not None:
+                decode(cursor)  # 400 INVALID_CURSOR for one that is not a cursor, as for a schedule that exists
             return ScheduleRunsResponse(name=name, runs=[], nextCursor=None)
         page = self.repo.page_runs(got[0].schedule_id, limit, cursor)
         out: list[ScheduleRunBody] = []

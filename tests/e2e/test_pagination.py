@@ -178,6 +178,9 @@ def test_the_shorter_lists_page_with_cursors(api_client: FlaskClient, docstore: 
             theirs = client.get(path, query_string={"cursor": first["nextCursor"]}, headers=BOB)
             assert theirs.status_code == 200, theirs.get_json()
             assert all(not str(item[name]).startswith(("hook", "ws_alice")) for item in theirs.get_json()[key]), path
+    for cursor in ("", "x"):  # checked for a schedule the caller does not have too (its runs: an empty page)
+        resp = client.get("/api/agent/schedules/nope/runs", query_string={"cursor": cursor}, headers=ALICE)
+        assert resp.status_code == 400 and resp.get_json()["error"]["code"] == "INVALID_CURSOR"
     assert [s["name"] for s in client.get("/api/agent/schedules", headers=ALICE).get_json()["schedules"]] == [
         f"hook-{i}" for i in range(5)]  # by name
     created = [c["createdAt"] for c in client.get("/api/agent/containers", headers=ALICE).get_json()["containers"]]
