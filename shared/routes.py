@@ -248,6 +248,7 @@ def _endpoint_routes(kind: str, op: str, handler: str, thing: str, things: str, 
                "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY.")
     return (
         Route("GET", path, f"list{op}s", "integrations", f"functions.integrations:list_{handler}s", errors=(401,),
+              query=(page_limit(), CURSOR),
               replies=(Reply(200, f"the caller's {things} (never a token)", model=model + "McpServersResponse"),)),
         Route("GET", one, f"get{op}", "integrations", f"functions.integrations:get_{handler}", segments=name,
               description=f"Whether the caller declared the {things[:-1]}; {bad_name}.", errors=(400, 401),
@@ -431,6 +432,7 @@ ROUTES: tuple[Route, ...] = (
     # credentials key that seals their secrets.
     # The caller's schedules (docs/run-control.md): served by ``integrations`` like webhooks.
     Route("GET", "/api/agent/schedules", "listSchedules", "integrations", "functions.integrations:list_schedules",
+          query=(page_limit(), CURSOR),
           replies=(Reply(200, "the caller's schedules", model="shared.agent.schedules:SchedulesResponse"),),
           errors=(401,)),
     Route("GET", "/api/agent/schedules/{name}", "getSchedule", "integrations", "functions.integrations:get_schedule",
@@ -454,12 +456,14 @@ ROUTES: tuple[Route, ...] = (
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/schedules/{name}/runs", "listScheduleRuns", "integrations",
           "functions.integrations:schedule_runs", segments={"name": ANY_SEGMENT},
-          description="The runs the schedule started, newest first (at most 100), each with its occurrence and "
-                      "the run's status now (a session template's: sessionId and the session's status).",
+          query=(page_limit(100), CURSOR),
+          description="The runs the schedule started, newest first (pages of limit, 100 by default), each with "
+                      "its occurrence and the run's status now (a session template's: sessionId and the "
+                      "session's status).",
           replies=(Reply(200, "the runs", model="shared.agent.schedules:ScheduleRunsResponse"),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",
-          replies=(Reply(200, "the caller's webhooks (never a secret)",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's webhooks (never a secret)",
                          model="shared.agent.webhooks:WebhooksResponse"),),
           errors=(401,)),
     Route("GET", "/api/agent/webhooks/{name}", "getWebhook", "integrations", "functions.integrations:get_webhook",
@@ -483,13 +487,14 @@ ROUTES: tuple[Route, ...] = (
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks/{name}/deliveries", "listWebhookDeliveries", "integrations",
           "functions.integrations:webhook_deliveries", segments={"name": ANY_SEGMENT},
-          description="The webhook's deliveries, newest first (at most 100): each with its deliveryId (the "
-                      "webhook-id header of every attempt), status and attempts. Deliveries to a run's own "
-                      "webhook URL are listed under default.",
+          query=(page_limit(100), CURSOR),
+          description="The webhook's deliveries, newest first (pages of limit, 100 by default): each with its "
+                      "deliveryId (the webhook-id header of every attempt), status and attempts. Deliveries to a "
+                      "run's own webhook URL are listed under default.",
           replies=(Reply(200, "the deliveries", model="shared.agent.webhooks:DeliveriesResponse"),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
-          replies=(Reply(200, "the caller's live workspaces, oldest first",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's live workspaces, oldest first",
                          model="shared.workspaces:ContainersResponse"),), errors=(401,)),
     Route("GET", "/api/agent/containers/{containerId}/files", "getContainerFiles", "containers",
           "functions.containers:container_files",
