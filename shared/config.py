@@ -6,30 +6,32 @@ Every variable is documented in README.md (Configuration).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from shared.errors import ConfigurationError
 
+N = TypeVar("N", int, float)
 
-def _int(name: str, default: int) -> int:
+
+def _parsed(name: str, default: N, parse: Callable[[str], N], what: str) -> N:
+    """Environment variable ``name`` read by ``parse`` (unset or blank: ``default``)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        return int(raw)
+        return parse(raw)
     except ValueError as exc:
-        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from exc
+        raise ConfigurationError(f"{name} must be {what}, got {raw!r}") from exc
+
+
+def _int(name: str, default: int) -> int:
+    return _parsed(name, default, int, "an integer")
 
 
 def _float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ConfigurationError(f"{name} must be a number, got {raw!r}") from exc
+    return _parsed(name, default, float, "a number")
 
 
 def _bool(name: str, default: bool) -> bool:
