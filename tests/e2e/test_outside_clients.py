@@ -106,3 +106,19 @@ def test_a_session_templates_ttl_is_an_integer_as_json_schema_reads_one(runtime:
                           json={"cron": "0 9 * * *", "session": {"prompt": "Summarise my notes", "ttlS": bad}})
         assert resp.status_code == 400, bad
     assert client.get("/api/agent/schedules/notes", headers=ALICE).get_json()["session"]["ttlS"] == 60
+
+
+def test_the_goals_agents_user_and_session_ids_are_never_document_paths(runtime: None, client: FlaskClient,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """``userId`` names the usage ledger's ``users/{userId}``: ``alice/runs/run_1`` wrote ledger
+    entries inside that run's document, ``../x`` was logged as an error and its usage lost."""
+    with caplog.at_level(logging.INFO):
+        for field, value in [("userId", "alice/runs/run_1"), ("userId", ".."), ("userId", "."), ("userId", "u" * 129),
+                             ("userId", "a b"), ("sessionId", "s/1"), ("sessionId", "")]:
+            resp = client.post("/agent/run", headers=ALICE, json={field: value, "message": "plan my week"})
+            assert resp.status_code == 400, (field, value, resp.get_data(as_text=True)[:200])
+            assert [e["field"] for e in resp.get_json()["error"]["details"]["errors"]] == [field]
+        ok = client.post("/agent/run", headers=ALICE, json={"userId": "u_001", "sessionId": "sess.goal-001",
+                                                            "message": "I want to learn Kotlin."})
+    assert ok.status_code == 200, ok.get_data(as_text=True)[:300]
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
