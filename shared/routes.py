@@ -312,6 +312,12 @@ ROUTES: tuple[Route, ...] = (
                        values=("operationType", "contextType", "model", "day"))),
           replies=(Reply(200, "token and cost figures per group", model="shared.usage.views:UsageResponse"),),
           errors=(400, 401)),
+    Route("GET", "/api/agent/runs/{runId}/trace", "getRunTrace", "runs", "functions.runs:get_run_trace",
+          description="The run's trace as a waterfall (docs/observability.md, \"The console's trace\"): its "
+                      "invocations (invoke_agent), model calls (chat, with tokens and cost), tool calls "
+                      "(execute_tool) and the waits for a person between them, rebuilt from the usage ledger and "
+                      "the run's actions and approvals (OpenTelemetry export on or off).",
+          replies=(Reply(200, "the spans, in start order", model="shared.trace_view:RunTrace"),), errors=(401, 404)),
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
           query=(AFTER, LAST_EVENT_ID, FOLLOW, UNTIL),
           replies=(Reply(200, "persisted events with seq > after (NDJSON; Server-Sent Events with Accept: "
@@ -362,7 +368,7 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.connectors.integrations_api:IntegrationsResponse"),), errors=(401,)),
     # A user's own MCP servers: before ``{provider}`` (which never matches ``mcp``).
     Route("GET", "/api/integrations/mcp", "listMcpServers", "integrations", "functions.integrations:list_mcp_servers",
-          replies=(Reply(200, "the caller's MCP servers (never a token)",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's MCP servers (never a token)",
                          model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
     Route("GET", "/api/integrations/mcp/{name}", "getMcpServer", "integrations",
           "functions.integrations:get_mcp_server", segments={"name": ANY_SEGMENT},
@@ -395,7 +401,7 @@ ROUTES: tuple[Route, ...] = (
           errors=(400, 401)),
     # A user's own remote A2A agents (docs/a2a.md): before ``{provider}`` (which never matches ``a2a``).
     Route("GET", "/api/integrations/a2a", "listA2aAgents", "integrations", "functions.integrations:list_a2a_agents",
-          replies=(Reply(200, "the caller's remote A2A agents (never a token)",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's remote A2A agents (never a token)",
                          model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
     Route("GET", "/api/integrations/a2a/{name}", "getA2aAgent", "integrations", "functions.integrations:get_a2a_agent",
           segments={"name": ANY_SEGMENT},
@@ -441,6 +447,7 @@ ROUTES: tuple[Route, ...] = (
     # credentials key that seals their secrets.
     # The caller's schedules (docs/run-control.md): served by ``integrations`` like webhooks.
     Route("GET", "/api/agent/schedules", "listSchedules", "integrations", "functions.integrations:list_schedules",
+          query=(page_limit(), CURSOR),
           replies=(Reply(200, "the caller's schedules", model="shared.agent.schedules:SchedulesResponse"),),
           errors=(401,)),
     Route("GET", "/api/agent/schedules/{name}", "getSchedule", "integrations", "functions.integrations:get_schedule",
@@ -464,12 +471,14 @@ ROUTES: tuple[Route, ...] = (
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/schedules/{name}/runs", "listScheduleRuns", "integrations",
           "functions.integrations:schedule_runs", segments={"name": ANY_SEGMENT},
-          description="The runs the schedule started, newest first (at most 100), each with its occurrence and "
-                      "the run's status now (a session template's: sessionId and the session's status).",
+          query=(page_limit(100), CURSOR),
+          description="The runs the schedule started, newest first (pages of limit, 100 by default), each with "
+                      "its occurrence and the run's status now (a session template's: sessionId and the "
+                      "session's status).",
           replies=(Reply(200, "the runs", model="shared.agent.schedules:ScheduleRunsResponse"),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",
-          replies=(Reply(200, "the caller's webhooks (never a secret)",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's webhooks (never a secret)",
                          model="shared.agent.webhooks:WebhooksResponse"),),
           errors=(401,)),
     Route("GET", "/api/agent/webhooks/{name}", "getWebhook", "integrations", "functions.integrations:get_webhook",
@@ -493,13 +502,14 @@ ROUTES: tuple[Route, ...] = (
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks/{name}/deliveries", "listWebhookDeliveries", "integrations",
           "functions.integrations:webhook_deliveries", segments={"name": ANY_SEGMENT},
-          description="The webhook's deliveries, newest first (at most 100): each with its deliveryId (the "
-                      "webhook-id header of every attempt), status and attempts. Deliveries to a run's own "
-                      "webhook URL are listed under default.",
+          query=(page_limit(100), CURSOR),
+          description="The webhook's deliveries, newest first (pages of limit, 100 by default): each with its "
+                      "deliveryId (the webhook-id header of every attempt), status and attempts. Deliveries to a "
+                      "run's own webhook URL are listed under default.",
           replies=(Reply(200, "the deliveries", model="shared.agent.webhooks:DeliveriesResponse"),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
-          replies=(Reply(200, "the caller's live workspaces, oldest first",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's live workspaces, oldest first",
                          model="shared.workspaces:ContainersResponse"),), errors=(401,)),
     Route("GET", "/api/agent/containers/{containerId}/files", "getContainerFiles", "containers",
           "functions.containers:container_files",
@@ -555,17 +565,19 @@ ROUTES: tuple[Route, ...] = (
     *A2A_ROUTES,
     Route("GET", "/api/admin/users/{uid}", "adminGetUser", "admin", "functions.admin:get_user",
           segments={"uid": UID_SEGMENT},
-          description="A user's trust level, profile (emailAllowlist) and own limits. The admin principal only "
-                      "(ADMIN_SERVICE_ACCOUNTS or ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 "
-                      "ADMIN_ONLY. A path "
+          description="A user's trust level, profile (emailAllowlist) and own limits (money caps included). The "
+                      "admin principal only (ADMIN_SERVICE_ACCOUNTS or ADMIN_UIDS; make dev: a dev-admin:<name> "
+                      "token): anyone else 403 ADMIN_ONLY. A path "
                       "segment that is no uid: 404 ROUTE_NOT_FOUND.",
           replies=(Reply(200, "the user", model="shared.admin:AdminUser"),), errors=(401, 403, 404)),
     Route("PATCH", "/api/admin/users/{uid}", "adminPatchUser", "admin", "functions.admin:patch_user",
           segments={"uid": UID_SEGMENT}, request="shared.admin:UserPatch",
           description="Change a user's trustLevel, profile fields (emailAllowlist...) and own limits "
-                      "(activeRuns, activeSessions, dailyTokens; null: the deployment's, 0: off for the user); "
-                      "the fields given change, the others stay. Audited (audit kind admin_change). The admin "
-                      "principal only: anyone else 403 ADMIN_ONLY.",
+                      "(activeRuns, activeSessions, dailyTokens, and the money caps dailyBudgetUsd and "
+                      "monthlyBudgetUsd in USD; null: the deployment's, 0: off for the user); the fields given "
+                      "change, the others stay. A money cap needs the deployment's cap of that period on "
+                      "(BUDGET_USER_DAILY_USD / BUDGET_USER_MONTHLY_USD > 0): else 400 BUDGET_CAP_OFF. Audited "
+                      "(audit kind admin_change). The admin principal only: anyone else 403 ADMIN_ONLY.",
           replies=(Reply(200, "the user as changed", model="shared.admin:AdminUser"),),
           errors=(400, 401, 403, 404, 413, 415)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.

@@ -165,8 +165,16 @@ class RuntimeRequestHandler(RequestHandler):
         return self._task_of(uid, doc, run)
 
     def _task_of(self, uid: str, doc: dict[str, Any], run: RunRecord) -> pb.Task:
-        decided = convert.state_of(run) == pb.TaskState.TASK_STATE_INPUT_REQUIRED and not self._pending(uid, run)
-        return convert.task_of(doc, run, decided=decided, blob=self._blob(run.run_id))
+        waits = convert.state_of(run) == pb.TaskState.TASK_STATE_INPUT_REQUIRED
+        decided = waits and not self._pending(uid, run)
+        auth = self._auth_of(uid)(run.result) if waits and not decided and run.result is not None else []
+        return convert.task_of(doc, run, decided=decided, blob=self._blob(run.run_id), auth=auth)
+
+    def _auth_of(self, uid: str) -> convert.AuthReader:
+        """The integrations the calls a paused run waits on need and ``uid`` has not connected
+        (``auth-required``; docs/a2a.md)."""
+        rt = self._rt()
+        return convert.missing_for(rt.registry, rt.connectors, uid)
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
         validate_history_length(params)
@@ -200,10 +208,12 @@ class RuntimeRequestHandler(RequestHandler):
         for doc, run_doc in zip(docs, runs, strict=True):
             if run_doc is None:
                 continue
-            run = RunRecord.from_doc(run_doc.data)
+            run = RunRecord.from_doc(run_doc.data, run_doc.path)
             if convert.replied_directly(doc):
                 continue
-            task = convert.task_of(doc, run, blob=self._blob(run.run_id) if params.include_artifacts else None)
+            auth = self._auth_of(uid)(run.result) if convert.state_of(run) in convert.INTERRUPTED else []
+            task = convert.task_of(doc, run, blob=self._blob(run.run_id) if params.include_artifacts else None,
+                                   auth=auth)
             if params.status and task.status.state != params.status:
                 continue
             if after is not None and run.updated_at <= after:
@@ -304,7 +314,7 @@ class RuntimeRequestHandler(RequestHandler):
     def _wait(self, uid: str, doc: dict[str, Any], after: int) -> pb.Task:
         """Follow the run from ``after`` to the end of its stream (its next stop), then the task."""
         for event in convert.stream_events(doc, self._follow(uid, str(doc["taskId"]), after, FOLLOW_S),
-                                           self._blob(str(doc["taskId"]))):
+                                           self._blob(str(doc["taskId"])), self._auth_of(uid)):
             if convert.ends_stream(event):
                 break
         return self._task(uid, str(doc["taskId"]))
@@ -347,7 +357,8 @@ class RuntimeRequestHandler(RequestHandler):
             first = await asyncio.to_thread(self._task_of, uid, doc, run)
             yield apply_history_length(first, params.configuration)
             async for event in _relay(convert.stream_events(
-                    doc, self._follow(uid, str(doc["taskId"]), run.last_seq, STREAM_S), self._blob(run.run_id))):
+                    doc, self._follow(uid, str(doc["taskId"]), run.last_seq, STREAM_S), self._blob(run.run_id),
+                    self._auth_of(uid))):
                 yield event
             return
         started, doc = await asyncio.to_thread(self._start, uid, params.message)
@@ -371,14 +382,14 @@ class RuntimeRequestHandler(RequestHandler):
                 last = max(last, int(ev.get("seq") or 0))
                 yield ev
 
-        async for event in _relay(convert.stream_events(doc, seen(live), self._blob(task_id))):
+        async for event in _relay(convert.stream_events(doc, seen(live), self._blob(task_id), self._auth_of(uid))):
             yield event
             if convert.ends_stream(event):
                 return
         # The live stream ended before a stop A2A waits for (its plan goes on, or another
         # invocation took the run over): follow the log.
         async for event in _relay(convert.stream_events(doc, self._follow(uid, task_id, last, STREAM_S),
-                                                        self._blob(task_id))):
+                                                        self._blob(task_id), self._auth_of(uid))):
             yield event
 
     async def on_subscribe_to_task(self, params: pb.SubscribeToTaskRequest,
@@ -391,7 +402,7 @@ class RuntimeRequestHandler(RequestHandler):
                 message=f"task {params.id} is in terminal state {pb.TaskState.Name(task.status.state)}")
         yield task
         async for event in _relay(convert.stream_events(doc, self._follow(uid, params.id, run.last_seq, STREAM_S),
-                                                        self._blob(params.id))):
+                                                        self._blob(params.id), self._auth_of(uid))):
             yield event
 
     # ---- cancel ------------------------------------------------------------------------------
@@ -415,7 +426,7 @@ class RuntimeRequestHandler(RequestHandler):
         deadline = time.monotonic() + (CANCEL_WAIT_S if stopping else 0.0)
         while True:
             task = self._task(uid, task_id)
-            if stopping and task.status.state == pb.TaskState.TASK_STATE_INPUT_REQUIRED:
+            if stopping and task.status.state in convert.INTERRUPTED:
                 # It reached a pause before its next step: the pause is closed now.
                 with contextlib.suppress(Conflict):
                     cancel_run(rt.services, uid, task_id, reason="canceled by the A2A caller")

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from shared.formats import b64decode_any
 from shared.state.records import OutputFile, RunRecord, RunResult, waits_on_child
+
+if TYPE_CHECKING:
+    from shared.tools.registry import ToolRegistry
 
 S = pb.TaskState
 TERMINAL = frozenset({S.TASK_STATE_COMPLETED, S.TASK_STATE_FAILED, S.TASK_STATE_CANCELED, S.TASK_STATE_REJECTED})
@@ -28,6 +31,22 @@ DECISION_HINT = ('Reply with a message "approve" or "reject" (or a data part {"d
 MAX_PROMPT_PART = 4000
 BlobReader = Callable[[OutputFile], str | None]
 """The base64 bytes of a file the model answered with (kept in the run's stored turn)."""
+AuthReader = Callable[[RunResult], list[str]]
+"""The integrations a paused run's waiting calls need that its user has not connected."""
+AUTH_HINT = ("Authorization needed: connect {0} first (the user connects it in the app: POST "
+             "/api/integrations/{1}); then answer the approval below.")
+
+
+def missing_connectors(result: RunResult | None, connector_of: Callable[[str], str | None],
+                       connected: Callable[[str], bool]) -> list[str]:
+    """The integrations the calls a pause waits on act through (``Tool.connector``) that are not
+    connected (each asked once), in order."""
+    out: list[str] = []
+    for approval in approvals_of(result):
+        provider = connector_of(str(approval["tool"]))
+        if provider and provider not in out and not connected(provider):
+            out.append(provider)
+    return out
 
 
 def thread_for(uid: str, context_id: str) -> str:
@@ -92,6 +111,23 @@ def _data_part(value: dict[str, Any]) -> pb.Part:
     return pb.Part(data=v, media_type="application/json")
 
 
+def missing_for(registry: ToolRegistry, connectors: Callable[[], Any] | None, uid: str) -> AuthReader:
+    """Reads which integrations a paused run's waiting calls need that ``uid`` has not connected
+    (``auth-required``): a read of the integration per waiting call of a connector tool."""
+
+    def connector_of(name: str) -> str | None:
+        tool = registry.get(name)
+        return tool.connector if tool is not None else None
+
+    def connected(provider: str) -> bool:
+        try:
+            return connectors is None or bool(connectors().vault.status(uid, provider).connected)
+        except Exception:  # unknown (no credentials key): nothing is claimed
+            return True
+
+    return lambda result: missing_connectors(result, connector_of, connected)
+
+
 def approvals_of(result: RunResult | None) -> list[dict[str, Any]]:
     if result is None:
         return []
@@ -113,12 +149,15 @@ def state_of(run: RunRecord) -> int:
 
 
 def status_message(task_id: str, context_id: str, state: int, result: RunResult | None,
-                   error: str | None) -> pb.Message | None:
-    """The status message of a state: the approvals' previews (input-required), the answer
-    (completed), what went wrong (failed, canceled)."""
-    if state == S.TASK_STATE_INPUT_REQUIRED:
+                   error: str | None, auth: Sequence[str] = ()) -> pb.Message | None:
+    """The status message of a state: the approvals' previews (input-required; auth-required
+    first names the integrations to connect), the answer (completed), what went wrong (failed,
+    canceled)."""
+    if state in INTERRUPTED:
         approvals = approvals_of(result)
         lines = [f"Approval needed for {a['tool']}: {a['preview']}" for a in approvals]
+        if auth:
+            lines.insert(0, AUTH_HINT.format(", ".join(auth), "/".join(auth)))
         first = approvals[0]["approvalId"] if approvals else ""
         return agent_message(task_id, context_id, f"input-{len(approvals)}-{first}",
                              [pb.Part(text="\n".join([*lines, DECISION_HINT])),
@@ -196,7 +235,14 @@ def reply_message(doc: dict[str, Any], run: RunRecord) -> pb.Message:
                       role=pb.Role.ROLE_AGENT, parts=[answer_part(text)])
 
 
-def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False, blob: BlobReader | None = None) -> pb.Task:
+def interrupted_state(auth: Sequence[str]) -> int:
+    """A run waiting for decisions: ``auth-required`` while a call it waits on needs an
+    integration its user has not connected (``auth``), else ``input-required``."""
+    return int(S.TASK_STATE_AUTH_REQUIRED if auth else S.TASK_STATE_INPUT_REQUIRED)
+
+
+def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False, blob: BlobReader | None = None,
+            auth: Sequence[str] = ()) -> pb.Task:
     """The task as of the run's last committed state; ``decided``: every approval its pause waits
     for is decided (it is about to resume: ``working``, not ``input-required``); ``blob`` reads the
     bytes of the answer's files (without it, files by reference only)."""
@@ -204,9 +250,11 @@ def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False, blob:
     state = state_of(run)
     if decided and state == S.TASK_STATE_INPUT_REQUIRED:
         state = int(S.TASK_STATE_WORKING)
+    elif state == S.TASK_STATE_INPUT_REQUIRED:
+        state = interrupted_state(auth)
     error = run.error.message if run.error is not None else None
     status = pb.TaskStatus(state=state, timestamp=timestamp(run.updated_at))  # type: ignore[arg-type]
-    message = status_message(task_id, context_id, state, run.result, error)
+    message = status_message(task_id, context_id, state, run.result, error, auth)
     if message is not None:
         status.message.CopyFrom(message)
     task = pb.Task(id=task_id, context_id=context_id, status=status)
@@ -222,7 +270,7 @@ def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False, blob:
 
 
 def stream_events(doc: dict[str, Any], run_events: Iterable[dict[str, Any]],
-                  blob: BlobReader | None = None) -> Iterable[Any]:
+                  blob: BlobReader | None = None, auth_of: AuthReader | None = None) -> Iterable[Any]:
     """A run's events (from the log, in ``seq`` order) as A2A stream events: a ``status`` event is
     ``working``; a ``result`` is the answer's artifact then ``completed``, or ``input-required``
     with the approvals' previews; an ``error`` is ``failed`` (``canceled`` when cancelled). The
@@ -231,6 +279,7 @@ def stream_events(doc: dict[str, Any], run_events: Iterable[dict[str, Any]],
     for ev in run_events:
         kind = ev.get("type")
         now = timestamp(datetime.now(UTC).timestamp())
+        auth: list[str] = []
         if kind == "status":
             yield pb.TaskStatusUpdateEvent(task_id=task_id, context_id=context_id,
                                            status=pb.TaskStatus(state=S.TASK_STATE_WORKING, timestamp=now))
@@ -242,11 +291,12 @@ def stream_events(doc: dict[str, Any], run_events: Iterable[dict[str, Any]],
                     yield pb.TaskArtifactUpdateEvent(task_id=task_id, context_id=context_id, artifact=artifact,
                                                      last_chunk=True)
             elif result.status == "awaiting_confirmation" and approvals_of(result):
-                state = S.TASK_STATE_INPUT_REQUIRED
+                auth = auth_of(result) if auth_of is not None else []
+                state = interrupted_state(auth)  # type: ignore[assignment]
             else:
                 continue
             status = pb.TaskStatus(state=state, timestamp=now)
-            message = status_message(task_id, context_id, state, result, None)
+            message = status_message(task_id, context_id, state, result, None, auth)
             if message is not None:
                 status.message.CopyFrom(message)
             yield pb.TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)

@@ -53,7 +53,8 @@ def announce(ctx: RunContext, result: RunResult, deliverer: Deliverer) -> list[s
     pending = [a.approval_id for a in (result.approvals or ([result.approval] if result.approval else []))]
     stopped = run.model_copy(update={"status": result.status, "result": result, "error": result.error,
                                      "pending_approval_ids": pending, "updated_at": time.time()})
-    task = convert.task_of(doc, stopped)
+    auth = convert.missing_for(ctx.registry, ctx.services.connectors, run.uid)(result) if pending else []
+    task = convert.task_of(doc, stopped, auth=auth)
     body = json.dumps(MessageToDict(pb.StreamResponse(task=task)), ensure_ascii=False, separators=(",", ":"))
     ids: list[str] = []
     for config in configs:

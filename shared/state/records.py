@@ -43,6 +43,10 @@ class UserLimits(Record):
     active_runs: int | None = Field(default=None, ge=0, le=10_000)
     active_sessions: int | None = Field(default=None, ge=0, le=10_000)
     daily_tokens: int | None = Field(default=None, ge=0, le=10**12)
+    daily_budget_usd: float | None = Field(default=None, ge=0, le=1_000_000)
+    """The user's money cap per UTC day (docs/budgets.md; over ``BUDGET_USER_DAILY_USD``)."""
+    monthly_budget_usd: float | None = Field(default=None, ge=0, le=1_000_000)
+    """The user's money cap per UTC month (over ``BUDGET_USER_MONTHLY_USD``)."""
 
 
 class UserRecord(Record):
@@ -182,6 +186,17 @@ def reported_status(run: RunRecord) -> RunStatus:
 ThreadScope = Literal["user", "shared"]
 
 
+StopMode = Literal["interrupt", "rollback", "cancel"]
+
+
+class StopRequest(Record):
+    """A request that an active run stop at its next step boundary (docs/run-control.md)."""
+
+    mode: StopMode
+    by: str | None = None
+    """The newer run that interrupted it (None for a cancel)."""
+
+
 class RunRecord(Record):
     run_id: str
     uid: str
@@ -234,6 +249,11 @@ class RunRecord(Record):
     """A run queued on its thread (``multitaskStrategy: enqueue``): what it starts from."""
     started_at: float | None = None
     """When the loop first took the run (a queued run: when it left the queue)."""
+    stop_requested: StopRequest | None = None
+    """The run was asked to stop at its next step boundary: written on the run document (and the
+    thread's ``interrupt*`` fields) by the interrupting start or the cancel, without ``updatedAt``.
+    The invocation driving the run learns it from its next commit, which that write makes fail its
+    condition (``RunContext.commit`` adopts it), so no step reads the thread to find out (issue 33)."""
     thread_scope: ThreadScope = "user"
     """Where the run's thread is: ``user`` (``users/{uid}/threads/{threadId}``, every run started
     since issue 35) or ``shared`` (``threads/{threadId}``, a thread begun before it). A stored run
@@ -249,10 +269,10 @@ class RunRecord(Record):
         return self.status in TERMINAL_RUN_STATUSES
 
     @classmethod
-    def from_doc(cls, data: dict[str, Any]) -> Any:
+    def from_doc(cls, data: dict[str, Any], path: str | None = None) -> Any:
         if "threadScope" not in data and data.get("threadId"):
             data = {**data, "threadScope": "shared"}
-        return super().from_doc(data)
+        return super().from_doc(data, path)
 
     @model_validator(mode="before")
     @classmethod

@@ -24,7 +24,16 @@ from shared.errors import Conflict
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.paused_runs import FailPaused, close_paused, pause_state
-from shared.state.records import AuditRecord, MessageRecord, QueuedStart, RunRecord, ThreadRecord, now
+from shared.state.records import (
+    AuditRecord,
+    MessageRecord,
+    QueuedStart,
+    RunRecord,
+    StopMode,
+    StopRequest,
+    ThreadRecord,
+    now,
+)
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 Strategy = MultitaskStrategy
@@ -41,6 +50,12 @@ def thread_path(run: RunRecord) -> str:
     if run.thread_scope == "shared":
         return paths.shared_thread(run.thread_id)
     return paths.thread(run.uid, run.thread_id)
+
+
+def stop_request_write(run_id: str, request: StopRequest) -> Write:
+    """Ask the active run ``run_id`` to stop at its next step boundary: the field alone, without
+    ``updatedAt``, so the invocation driving it can tell this write from any other (``RunsRepo.adopt_stop``)."""
+    return Write("update", paths.run(run_id), {"stopRequested": request.to_doc()})
 
 
 def dequeue_entry_id(run_id: str) -> str:
@@ -63,7 +78,7 @@ def _active(t: Transaction, thread: ThreadRecord) -> tuple[RunRecord, str] | Non
     doc = t.get(paths.run(thread.active_run_id))
     if doc is None:
         return None
-    run = RunRecord.from_doc(doc.data)
+    run = RunRecord.from_doc(doc.data, doc.path)
     return None if run.terminal else (run, doc.token)
 
 
@@ -118,6 +133,8 @@ def busy_thread(t: Transaction, thread: ThreadRecord, where: str, run: RunRecord
     fields: dict[str, Any] = {"queue": queue, "queuedCount": thread.queued_count + 1, "updatedAt": now()}
     if active is not None and strategy != "enqueue":
         fields.update(interruptRunId=active[0].run_id, interruptMode=strategy, interruptBy=run.run_id)
+        mode: StopMode = "rollback" if strategy == "rollback" else "interrupt"
+        t.write(stop_request_write(active[0].run_id, StopRequest(mode=mode, by=run.run_id)))
     if active is None:
         fields["activeRunId"] = None
     t.write(Write("update", where, fields))
@@ -164,7 +181,7 @@ class ThreadQueue:
 
     def thread_of(self, run: RunRecord) -> ThreadRecord | None:
         doc = self.store.get(thread_path(run)) if run.thread_id else None
-        return None if doc is None else ThreadRecord.from_doc(doc.data)
+        return None if doc is None else ThreadRecord.from_doc(doc.data, doc.path)
 
     def next_run(self, run: RunRecord) -> str | None:
         """The queued run to start when ``run``'s thread has no active run and runs are queued."""
@@ -183,20 +200,20 @@ class ThreadQueue:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return "gone", None
-            run = RunRecord.from_doc(doc.data)
+            run = RunRecord.from_doc(doc.data, doc.path)
             if run.status != "queued":
                 return "gone", run
             where = thread_path(run)
             thread_doc = t.get(where)
             if thread_doc is None:
                 return "gone", run
-            thread = ThreadRecord.from_doc(thread_doc.data)
+            thread = ThreadRecord.from_doc(thread_doc.data, thread_doc.path)
             if run_id not in thread.queue:
                 return "gone", run
             if thread.queue[0] != run_id or _active(t, thread) is not None:
                 return "wait", run
             docs = t.query(latest_messages_query(run, self._history))
-            launch = build(run, [MessageRecord.from_doc(d.data) for d in reversed(docs)])
+            launch = build(run, [MessageRecord.from_doc(d.data, d.path) for d in reversed(docs)])
             t.write(Write("set", paths.run(run_id), run.to_doc()))
             t.write(Write("update", where, {"activeRunId": run_id, "queue": thread.queue[1:], "updatedAt": now()}))
             for i, turn in enumerate(launch.turns):
@@ -217,12 +234,12 @@ class ThreadQueue:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return None
-            run: RunRecord = RunRecord.from_doc(doc.data)
+            run: RunRecord = RunRecord.from_doc(doc.data, doc.path)
             if run.uid != uid or run.status != "queued":
                 return None
             thread_doc = t.get(thread_path(run))
             if thread_doc is not None:
-                thread = ThreadRecord.from_doc(thread_doc.data)
+                thread = ThreadRecord.from_doc(thread_doc.data, thread_doc.path)
                 t.write(Write("update", thread_path(run),
                               {"queue": [i for i in thread.queue if i != run_id], "updatedAt": now()}))
             event = fail(run)
@@ -242,7 +259,7 @@ class ThreadQueue:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return False
-            run = RunRecord.from_doc(doc.data)
+            run = RunRecord.from_doc(doc.data, doc.path)
             thread_doc = t.get(thread_path(run)) if run.thread_id else None
             if run.uid != uid or thread_doc is None or run.terminal:
                 return False
@@ -251,6 +268,7 @@ class ThreadQueue:
             t.write(Write("update", thread_path(run),
                           {"interruptRunId": run_id, "interruptMode": "cancel", "interruptBy": None,
                            "updatedAt": now()}))
+            t.write(stop_request_write(run_id, StopRequest(mode="cancel")))
             return True
 
         return self.store.run_transaction(txn)

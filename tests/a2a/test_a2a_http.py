@@ -70,6 +70,8 @@ def test_the_card_is_public_and_names_both_transports_and_the_bearer_scheme(clie
     assert card["capabilities"]["streaming"] is True
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["bearerFormat"] == "dev:<uid>"
     assert "tool:save_memory" in {s["id"] for s in card["skills"]}
+    # What the model reads as bytes is declared; other types are taken when they are text (docs/a2a.md).
+    assert {"text/plain", "application/json", "image/png", "application/pdf"} <= set(card["defaultInputModes"])
 
 
 def test_without_credentials_every_a2a_call_is_401(client: FlaskClient) -> None:
@@ -293,4 +295,36 @@ def test_cancel_a_working_task_stops_its_run_at_the_next_step(sqlite_docstore: D
         assert rt.users.list_memories("alice") == []  # the step after the cancel never ran its tool
     finally:
         release.set()
+        set_runtime(None)
+
+
+def test_a_call_through_an_integration_the_user_has_not_connected_is_auth_required(
+        sqlite_docstore: DocStore) -> None:
+    """The run waits for approval of a call to a GitHub tool while alice has no GitHub connection:
+    the task is auth-required (its status message says what to connect); once she connects it, the
+    same task is input-required; a reply decides it as ever."""
+    from shared.connectors.credentials import IntegrationTokens
+    from tests.e2e.test_openapi import KEY
+
+    def model(request: ModelRequest) -> Turn:
+        if any(p.function_response for p in request.turns[-1].parts):
+            return text_turn("not filed")
+        return calls_turn(call("github_issue_create", {"repo": "octo/demo", "title": "Crash on start"}))
+
+    rt = Runtime(make_settings(dispatcher="inline", credentials_encryption_key=KEY), store=sqlite_docstore,
+                 model=FunctionModel(model))
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        task = rest_send(client, message("file the crash as an issue")).get_json()["task"]
+        assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED", task["status"]
+        said = task["status"]["message"]["parts"][0]["text"]
+        assert "connect github" in said and "github_issue_create" in said
+        assert rpc(client, "GetTask", {"id": task["id"]})["result"]["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
+        rt.connectors().vault.put("alice", "github", IntegrationTokens(access_token="ghp_test"))
+        assert client.get(f"/a2a/tasks/{task['id']}", headers=ALICE).get_json()["status"]["state"] == \
+            "TASK_STATE_INPUT_REQUIRED"
+        done = rest_send(client, message("reject", task_id=task["id"], message_id="m-2")).get_json()["task"]
+        assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
         set_runtime(None)

@@ -180,7 +180,11 @@ def test_supersede_is_rollback_and_the_abandoned_prompt_never_leaks(make_runtime
 def test_cancel_a_queued_run_and_an_active_one(make_runtime: MakeRuntime) -> None:
     from shared.agent.run_queue import cancel_run
 
-    rt = make_runtime(FunctionModel(Echo()))
+    # "one" looks something up first: the cancel made while it is held in memory is learned from its
+    # first commit (the stop request changed the run's token, issue 33) and stops it at the step
+    # boundary after it, before its second model call.
+    echo = Echo({"one": calls_turn(call("search_memory", {"query": "tea"}))})
+    rt = make_runtime(FunctionModel(echo))
     first = rt.agent.start("alice", RunRequest(prompt="one", threadId="q6"))
     second = rt.agent.start("alice", RunRequest(prompt="two", threadId="q6", multitaskStrategy="enqueue"))
     third = rt.agent.start("alice", RunRequest(prompt="three", threadId="q6", multitaskStrategy="enqueue"))
@@ -193,6 +197,7 @@ def test_cancel_a_queued_run_and_an_active_one(make_runtime: MakeRuntime) -> Non
     assert cancelling
     result = rt.agent.run(rt.agent.context(first))
     assert result.status == "failed" and result.error is not None and result.error.code == "CANCELLED"
+    assert len(echo.requests) == 1  # one model call, then the stop
     pump(rt)
     assert run_of(rt, third.outcome.snapshot.run.run_id).status == "completed"
     assert [t for _, t in thread_texts(rt, "q6")] == ["one", "three", "re: three"]
