@@ -20,7 +20,8 @@ from shared.state.docstore import DocStore, Transaction, Write
 
 # Today's counts (both stores alike), and the targets beside them.
 TO_FIRST_MODEL_CALL = 2  # target 2: met (one get_many, one commit; 11 before session 2, 17 before session 1)
-ON_THREAD = 7  # the next run on that thread: the thread and its messages are read (15 before, 18 before that)
+ON_THREAD = 5  # the next run on that thread: its messages query, one thread read in the transaction, the run read back
+# (15 before session 2, 18 before that)
 PER_TOOL_STEP = 1.0  # target 1: met (the step's commit; 2 before: the thread read of the stop check)
 TO_RESUME = 6  # target 2: not met (10 before: the run, user and stamps are one read now, no tool-list queries)
 APPROVE_REQUEST = 8
