@@ -18,7 +18,7 @@ import logging
 import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from shared.agent.webhooks import named
 from shared.api import ID_PATTERN, MAX_PROMPT_CHARS, RunRequest
@@ -26,6 +26,7 @@ from shared.durable.kinds import SCHEDULE_FIRE
 from shared.durable.messages import WorkMessage
 from shared.durable.router import Disposition
 from shared.errors import Conflict, DomainError, InvalidInput, NotFound
+from shared.formats import validation_problems
 from shared.loop.context import Services
 from shared.responses import PageBody, RemovedResponse, ResponseBody
 from shared.schedules.cron import next_after, parse_cron, zone
@@ -33,7 +34,7 @@ from shared.state.docstore import PreconditionFailed
 from shared.state.pages import decode, page_in_memory
 from shared.state.schedules_repo import MAX_SCHEDULES_PER_USER, ScheduleRecord, SchedulesRepo, schedule_id
 from shared.state.sessions_repo import SessionsRepo
-from shared.wire import INTEGRAL, NOT_BLANK_PATTERN, UtcTime
+from shared.wire import INTEGRAL, NOT_BLANK_PATTERN, UtcTime, is_blank
 
 log = logging.getLogger("agent_runtime.schedules")
 MAX_RUNS_LISTED = 100
@@ -143,7 +144,14 @@ class Schedules:
             raise InvalidInput("a schedule takes either prompt (a run each occurrence) or session (a plan "
                                "session each occurrence)", code="INVALID_SCHEDULE", details={"field": "prompt"})
         if request.prompt is not None:
-            RunRequest(prompt=request.prompt)  # the prompt a run will get is valid
+            try:
+                RunRequest(prompt=request.prompt)  # the prompt a run will get is valid
+            except ValidationError as exc:
+                raise InvalidInput("invalid request: prompt", code="INVALID_REQUEST", details={"errors": [
+                    {"field": "prompt", "message": message} for _, message in validation_problems(exc)]}) from None
+        elif request.session is not None and is_blank(request.session.prompt):
+            raise InvalidInput("invalid request: session.prompt", code="INVALID_REQUEST", details={"errors": [
+                {"field": "session.prompt", "message": "prompt must not be blank"}]})
         elif request.threadId is not None:
             raise InvalidInput("threadId applies to prompt schedules only (a plan session has no thread)",
                                code="INVALID_SCHEDULE", details={"field": "threadId"})
