@@ -34,6 +34,7 @@ from shared.errors import (
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
+    StoredValueInvalid,
     TransactionContention,
     Unauthenticated,
     Unavailable,
@@ -54,8 +55,8 @@ Handler = Callable[[flask.Request], flask.Response]
 
 HTTP_STATUS: dict[type[DomainError], int] = {
     DomainError: 400, InvalidInput: 400, Unauthenticated: 401, Forbidden: 403, NotFound: 404, MethodNotAllowed: 405,
-    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, Unprocessable: 422,
-    LimitExceeded: 429,
+    Conflict: 409, StoredValueInvalid: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415,
+    Unprocessable: 422, LimitExceeded: 429,
     Internal: 500, UpstreamFailed: 502, Unavailable: 503,
 }
 """The one mapping of domain errors to HTTP: a subclass answers as its nearest listed ancestor."""
@@ -105,6 +106,16 @@ def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _not_json(token: str) -> Any:
+    """Python's JSON parser reads ``NaN``, ``Infinity`` and ``-Infinity``; JSON has no such numbers
+    (no value of the API may be one: it could never be answered as JSON, nor stored in SQLite)."""
+    raise _NonFinite(token)
+
+
 def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = False) -> dict[str, Any]:
     """The request's JSON object body, or a 4xx naming what is wrong: 413 beyond ``max_bytes``
     (read no further), 400 ``INVALID_JSON`` nested deeper than :data:`MAX_JSON_DEPTH` (checked before
@@ -128,12 +139,43 @@ def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = F
                            f"limit is {MAX_JSON_DEPTH}", code="INVALID_JSON",
                            details={"limit": "maxDepth", "maxDepth": MAX_JSON_DEPTH})
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_not_json)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"request body is not valid JSON: {exc}", code="INVALID_JSON") from None
+    except _NonFinite as exc:
+        raise InvalidInput(f"request body is not valid JSON: {exc} is not a JSON number (RFC 8259)",
+                           code="INVALID_JSON") from None
     if not isinstance(data, dict):
         raise InvalidInput("request body must be a JSON object", code="INVALID_JSON")
+    if _SURROGATE_ESCAPE.search(raw):
+        where = _lone_surrogate(data, ())
+        if where is not None:
+            field = ".".join(where) or "(body)"
+            raise InvalidInput(f"{field} holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without its pair), "
+                               "which is not Unicode text", code="INVALID_JSON", details={"field": field})
     return data
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: legal JSON, and a pair of them is one character, but one
+alone decodes to a Python string that no store can encode (the write answered 500)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any, where: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Where in ``value`` (a parsed body, nested at most :data:`MAX_JSON_DEPTH` levels) a string or
+    key holds a lone surrogate (dotted as pydantic names fields), or None."""
+    if isinstance(value, str):
+        return where if _SURROGATE.search(value) else None
+    items: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        bad_key = next((k for k in value if _SURROGATE.search(k)), None)
+        if bad_key is not None:
+            return (*where, bad_key.encode("utf-8", "backslashreplace").decode())
+        items = list(value.items())
+    elif isinstance(value, list):
+        items = [(str(i), v) for i, v in enumerate(value)]
+    return next((found for key, item in items if (found := _lone_surrogate(item, (*where, key))) is not None), None)
 
 
 def validation_details(exc: ValidationError) -> list[dict[str, str]]:
@@ -164,6 +206,9 @@ def http_endpoint(fn: Handler) -> Handler:
                 response = error_response(err)
                 if response.status_code >= 500:
                     log.error("%s: %s", err.code, err.message)
+                elif isinstance(err, StoredValueInvalid):  # the data's fault, not the caller's: say which
+                    log.warning("%s serving %s %s: %s", err.code, request.method, shown_path(request.path),
+                                err.message)
                 return response
             except TransactionContention as exc:
                 # Concurrent writers on the same documents outlasted the retries: nothing was

@@ -18,8 +18,9 @@ from shared.state import paths
 from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Guard, Slot, commit_guarded
-from shared.state.pages import Page, after, merged, page_of, read_page, tolerant
+from shared.state.pages import Page, after, as_records, merged, page_of, read_page
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
+from shared.state.record_base import events_of
 from shared.state.records import (
     ActionRecord,
     ApprovalRecord,
@@ -58,6 +59,7 @@ class StartOutcome:
 
 log = logging.getLogger("agent_runtime.state")
 EXPIRE_AT = "expireAt"
+_HIDDEN = frozenset({EXPIRE_AT})
 IDEMPOTENCY_KEY_TTL_S = 24 * 3600.0
 """How long an ``Idempotency-Key`` answers its run (and refuses another body): 24 h from its first
 use, as Stripe's keys. Its document carries ``expireAt`` (Firestore's TTL policy deletes it later);
@@ -175,7 +177,7 @@ class RunsRepo:
         doc = read(self.store, paths.run(run_id), batch)
         if doc is None:
             return None
-        return RunSnapshot(RunRecord.from_doc(doc.data), doc.token)
+        return RunSnapshot(RunRecord.from_doc(doc.data, doc.path), doc.token)
 
     def get_run_for(self, uid: str, run_id: str) -> RunSnapshot:
         """The run if ``uid`` owns it; another user's run answers like a missing one (404)."""
@@ -188,13 +190,13 @@ class RunsRepo:
         """``uid``'s runs, newest first (only documents whose ``uid`` is the caller's are read)."""
         docs = self.store.query(Query(paths.runs(), where=(("uid", uid),), order_by="createdAt", descending=True,
                                       limit=limit))
-        return [RunRecord.from_doc(d.data) for d in docs]
+        return [RunRecord.from_doc(d.data, d.path) for d in docs]
 
     def page_runs_for(self, uid: str, limit: int, cursor: str | None = None) -> Page[RunRecord]:
         """One page of ``uid``'s runs, newest first, after ``cursor`` (shared/state/pages.py). A run
         document that cannot be read is left out (and logged), not a 500 for the whole list."""
         query = Query(paths.runs(), where=(("uid", uid),), order_by="createdAt", descending=True)
-        return read_page(self.store, query, cursor, limit, tolerant(lambda d: RunRecord.from_doc(d.data), log))
+        return read_page(self.store, query, cursor, limit, as_records(RunRecord, log))
 
     def load_turns(self, run_id: str) -> list[Turn]:
         from shared.models.base import Turn  # the model contract: reading a run record never needs it
@@ -208,13 +210,25 @@ class RunsRepo:
                 turns.append(Turn.model_validate(d.data))
         return turns
 
-    def find_thread(self, uid: str, thread_id: str) -> tuple[ThreadRecord, str] | None:
+    @staticmethod
+    def user_thread_path(uid: str, thread_id: str) -> str:
+        """Where ``uid``'s thread of that id is when it was begun since issue 35."""
+        return paths.thread(uid, thread_id)
+
+    @staticmethod
+    def thread_paths(uid: str, thread_id: str) -> list[str]:
+        """What :meth:`find_thread` reads (to be batched with other reads, ``BatchedReads``)."""
+        return [paths.thread(uid, thread_id), paths.shared_thread(thread_id)]
+
+    def find_thread(self, uid: str, thread_id: str, *, batch: BatchedReads | None = None
+                    ) -> tuple[ThreadRecord, str] | None:
         """``uid``'s thread ``thread_id`` and its document path: the user's own
         (``users/{uid}/threads``), else one begun before issue 35 in the shared collection if ``uid``
         owns it. Another user's thread of the same id is not found (it is theirs). Both paths in
-        one round trip."""
-        return _owned_thread(uid, thread_id, self.store.get_many([paths.thread(uid, thread_id),
-                                                                  paths.shared_thread(thread_id)]))
+        one round trip (none when ``batch`` holds them)."""
+        where = self.thread_paths(uid, thread_id)
+        docs = [read(self.store, p, batch) for p in where] if batch is not None else self.store.get_many(where)
+        return _owned_thread(uid, thread_id, docs)
 
     def page_threads(self, uid: str, limit: int, cursor: str | None = None) -> Page[ThreadRecord]:
         """One page of ``uid``'s threads, newest first: the user's own and those begun before issue
@@ -223,7 +237,7 @@ class RunsRepo:
         older = Query(paths.shared_threads(), where=(("uid", uid),), order_by="createdAt", descending=True,
                       limit=limit + 1)
         docs = merged([self.store.query(after(q, cursor)) for q in (own, older)], "createdAt", descending=True)
-        return page_of(docs[:limit + 1], limit, "createdAt", tolerant(lambda d: ThreadRecord.from_doc(d.data), log))
+        return page_of(docs[:limit + 1], limit, "createdAt", as_records(ThreadRecord, log))
 
     def page_messages(self, uid: str, thread_id: str, limit: int, cursor: str | None = None
                       ) -> tuple[ThreadRecord, Page[MessageRecord]]:
@@ -236,7 +250,7 @@ class RunsRepo:
         else:
             query = Query(paths.shared_messages(thread_id), order_by="createdAt", descending=True)
         return found[0], read_page(self.store, query, cursor, limit,
-                                   tolerant(lambda d: MessageRecord.from_doc(d.data), log))
+                                   as_records(MessageRecord, log))
 
     def thread_doc(self, uid: str, thread_id: str) -> Doc:
         """The document of ``uid``'s thread (404 ``THREAD_NOT_FOUND``)."""
@@ -258,7 +272,14 @@ class RunsRepo:
                             ) -> tuple[ThreadRecord | None, list[MessageRecord]]:
         """``uid``'s thread (None when not found) and its last ``limit`` messages, oldest first: the
         thread found once for both (a run start on a thread reads them)."""
-        found = self.find_thread(uid, thread_id)
+        found, messages = self.found_thread_and_messages(uid, thread_id, limit)
+        return (None if found is None else found[0]), messages
+
+    def found_thread_and_messages(self, uid: str, thread_id: str, limit: int = 30, *,
+                                  batch: BatchedReads | None = None
+                                  ) -> tuple[tuple[ThreadRecord, str] | None, list[MessageRecord]]:
+        """:meth:`thread_and_messages`, the thread with its document path (:meth:`find_thread`)."""
+        found = self.find_thread(uid, thread_id, batch=batch)
         if found is None:
             return None, []
         if found[1] == paths.thread(uid, thread_id):
@@ -266,7 +287,7 @@ class RunsRepo:
         else:
             query = Query(paths.shared_messages(thread_id), order_by="createdAt", descending=True, limit=limit)
         docs = self.store.query(query)
-        return found[0], [MessageRecord.from_doc(d.data) for d in reversed(docs)]
+        return found, [MessageRecord.from_doc(d.data, d.path) for d in reversed(docs)]
 
     def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         """The run's events with ``seq`` > ``after`` in order (at most ``limit``). A document is named
@@ -275,23 +296,17 @@ class RunsRepo:
         of them: ``limit`` documents are enough for ``limit`` events."""
         start = f"{after:08d}" if after > 0 else None
         docs = self.store.query(Query(paths.events(run_id), start_after=start, limit=limit))
-        events: list[dict[str, Any]] = []
-        for d in docs:
-            shared = d.data.get(EVENTS_KEY) if "seq" not in d.data else None
-            if isinstance(shared, list):
-                events.extend(ev for ev in shared if int(ev["seq"]) > after)
-            else:
-                events.append({k: v for k, v in d.data.items() if k != EXPIRE_AT})
+        events = [ev for d in docs for ev in events_of(d, after, _HIDDEN)]
         return events[:limit] if limit is not None else events
 
     def approvals_by_id(self, uid: str, approval_ids: Sequence[str]) -> list[ApprovalRecord]:
         """``uid``'s approvals of these ids that exist (one round trip)."""
         docs = self.store.get_many([paths.approval(uid, i) for i in approval_ids]) if approval_ids else []
-        return [ApprovalRecord.from_doc(d.data) for d in docs if d is not None]
+        return [ApprovalRecord.from_doc(d.data, d.path) for d in docs if d is not None]
 
     def list_actions(self, run_id: str) -> list[ActionRecord]:
         docs = self.store.query(Query(paths.actions(run_id)))
-        acts = [ActionRecord.from_doc(d.data) for d in docs]
+        acts = [ActionRecord.from_doc(d.data, d.path) for d in docs]
         return sorted(acts, key=lambda a: (a.turn_index, a.call_index))
 
     def expired_leases(self, status: str, before: float, limit: int = 50) -> list[str]:
@@ -307,7 +322,7 @@ class RunsRepo:
 
     def get_approval(self, uid: str, approval_id: str) -> tuple[ApprovalRecord, str] | None:
         doc = self.store.get(paths.approval(uid, approval_id))
-        return None if doc is None else (ApprovalRecord.from_doc(doc.data), doc.token)
+        return None if doc is None else (ApprovalRecord.from_doc(doc.data, doc.path), doc.token)
 
     def page_approvals_for(self, uid: str, statuses: Sequence[ApprovalStatus] | None, limit: int,
                            cursor: str | None = None) -> Page[ApprovalRecord]:
@@ -319,7 +334,7 @@ class RunsRepo:
                   limit=limit + 1) for s in statuses]
         docs = merged([self.store.query(after(q, cursor)) for q in queries], "createdAt", descending=True)
         return page_of(docs[:limit + 1], limit, "createdAt",
-                       tolerant(lambda d: ApprovalRecord.from_doc(d.data), log))
+                       as_records(ApprovalRecord, log))
 
     def list_approvals_for(self, uid: str, status: ApprovalStatus | None, limit: int) -> list[ApprovalRecord]:
         """``uid``'s approvals (in ``status``, or any), newest first: one bounded query."""
@@ -329,7 +344,7 @@ class RunsRepo:
             query = Query(paths.approvals(uid), where=(("status", status),), order_by="createdAt", descending=True,
                           limit=limit)
         docs = self.store.query(query)
-        return [ApprovalRecord.from_doc(d.data) for d in docs]
+        return [ApprovalRecord.from_doc(d.data, d.path) for d in docs]
 
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
@@ -337,7 +352,8 @@ class RunsRepo:
                   fingerprint: str | None = None, strategy: Strategy = "reject",
                   queue_entry: QueueEntry | None = None, queued_start: QueuedStart | None = None,
                   slot: Slot | None = None, fail_paused: FailPaused, extra_writes: Sequence[Write] = (),
-                  new_thread: bool = False, guards: Sequence[Guard] = ()) -> StartOutcome:
+                  new_thread: bool = False, guards: Sequence[Guard] = (), maybe_shared: bool = True
+                  ) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt, or
         queue it behind the thread's runs (``thread_queue.busy_thread``: what ``strategy`` does
         when the thread is busy; ``queue_entry`` makes the outbox write that starts a queued run).
@@ -355,7 +371,9 @@ class RunsRepo:
         transaction itself, its write conditioned on the slot document as counted (a rival
         reservation fails it and the count is made again): nothing to release when the run is not
         created. ``guards``: other limits written by the same commit (the request count, when the
-        request's own was left to it); a replay writes none of them.
+        request's own was left to it); a replay writes none of them. ``maybe_shared``: False when
+        the caller found the thread in the user's own collection, or nowhere (a thread of the
+        shared collection predates issue 35: none is created there), so only that path is read.
         """
         interrupting = strategy in ("interrupt", "rollback")
 
@@ -370,9 +388,11 @@ class RunsRepo:
                                             "request", code="IDEMPOTENCY_KEY_REUSED",
                                             details={"runId": str(seen["runId"])})
                     return str(seen["runId"])
+            # The shared path is read only when the thread may be there (begun before issue 35, no
+            # thread is created there any more): one read less on a thread of the user's own.
             found = None if new_thread else _owned_thread(
                 run.uid, run.thread_id, [t.get(paths.thread(run.uid, run.thread_id)),
-                                         t.get(paths.shared_thread(run.thread_id))])
+                                         *([t.get(paths.shared_thread(run.thread_id))] if maybe_shared else [])])
             record = run.model_copy(update={"thread_scope": "user" if found is None or found[1] == paths.thread(
                 run.uid, run.thread_id) else "shared"})
             where = thread_path(record)
@@ -516,7 +536,7 @@ class RunsRepo:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return False
-            run = RunRecord.from_doc(doc.data)
+            run = RunRecord.from_doc(doc.data, doc.path)
             state = pause_state(t, run)
             if state != "expired" and not (reason == "cancelled" and state == "open"):
                 return False
@@ -542,7 +562,7 @@ class RunsRepo:
         docs = self.store.query(Query(paths.runs(), where=(("status", "queued"),), limit=limit))
         runs: dict[str, RunRecord] = {}
         for d in docs:
-            run = RunRecord.from_doc(d.data)
+            run = RunRecord.from_doc(d.data, d.path)
             runs.setdefault(thread_path(run), run)
         return list(runs.values())
 
@@ -586,7 +606,7 @@ def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple
     """The first of ``docs`` (the user's thread, then the shared one) that is ``uid``'s, with its path."""
     for doc in docs:
         if doc is not None:
-            thread = ThreadRecord.from_doc(doc.data)
+            thread = ThreadRecord.from_doc(doc.data, doc.path)
             if thread.uid == uid:
                 return thread, doc.path
     return None
