@@ -15,6 +15,7 @@ from shared.models.scripted import FunctionModel, text_turn
 from shared.runtime import Runtime
 from shared.schedules.cron import next_after, parse_cron, zone
 from tests.agent.conftest import MakeRuntime
+from tests.messages import deliver
 from tests.plans.support import Script, model
 
 START = datetime(2026, 3, 28, 12, 0, 30, tzinfo=UTC).timestamp()
@@ -23,13 +24,8 @@ HOUR = 3600.0
 
 
 def pump(rt: Runtime) -> list[WorkMessage]:
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
     handled: list[WorkMessage] = []
-    while batch := d.take():
-        for message in batch:
-            rt.router.handle(message)
-            handled.append(message)
+    deliver(rt, handled.append)
     return handled
 
 
@@ -177,7 +173,14 @@ def test_a_session_template_over_http(make_runtime: MakeRuntime) -> None:
         extra = client.put("/api/agent/schedules/weekly", headers=alice, json={
             "cron": "0 8 * * 1", "session": {"prompt": "Plan my week", "deadline": "2030-01-01T00:00:00Z"}})
         assert extra.status_code == 400  # a template has ttlS, not an absolute deadline
+        as_text = client.put("/api/agent/schedules/weekly", headers=alice, json={
+            "cron": "0 8 * * 1", "session": {"prompt": "Plan my week", "ttlS": "7200"}})
+        assert as_text.status_code == 400  # the document's integer, not a string of digits
         got = client.get("/api/agent/schedules/weekly", headers=alice).get_json()
         assert got["session"]["ttlS"] == 3600  # the refused PUTs changed nothing
+        whole = client.put("/api/agent/schedules/weekly", headers=alice, json={
+            "cron": "0 8 * * 1", "session": {"prompt": "Plan my week", "ttlS": 7200.0}})
+        assert whole.status_code == 200, whole.get_json()  # JSON Schema's integer: 7200.0 is one
+        assert whole.get_json()["session"]["ttlS"] == 7200
     finally:
         set_runtime(None)
