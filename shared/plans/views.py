@@ -14,7 +14,6 @@ from shared.plan_views import (
     plan_body,
 )
 from shared.plans.contracts import SessionCreated, SessionView
-from shared.responses import Approval
 from shared.state.plan_records import (
     LogEntry,
     PlanTask,
@@ -23,6 +22,7 @@ from shared.state.plan_records import (
     SessionRecord,
     legacy_outcome,
 )
+from shared.state.records import Approval
 from shared.state.runs_repo import RunsRepo
 from shared.state.sessions_repo import SessionsRepo
 from shared.state.usage_repo import UsageRepo
@@ -83,8 +83,6 @@ def session_usage(ledger: UsageRepo, session: SessionRecord) -> tuple[Usage, flo
 
 
 def session_view(sessions: SessionsRepo, runs: RunsRepo, ledger: UsageRepo, session: SessionRecord) -> SessionView:
-    from shared.approvals_inbox import approval_item
-
     tasks = sessions.tasks(session.session_id)
     pending: list[Approval] = []
     snap = runs.get_run(session.run_id) if session.run_id else None
@@ -92,7 +90,7 @@ def session_view(sessions: SessionsRepo, runs: RunsRepo, ledger: UsageRepo, sess
         for approval_id in snap.run.pending_approval_ids:
             got = runs.get_approval(session.uid, approval_id)
             if got is not None and got[0].status == "pending":
-                pending.append(approval_item(got[0], session_id=session.session_id))
+                pending.append(Approval.of(got[0], session_id=session.session_id))
     usage, cost = session_usage(ledger, session)
     result = None
     if session.result is not None:
