@@ -56,7 +56,6 @@ class ProfilePatch(_Strict):
 class LimitsPatch(_Strict):
     """A user's own limits (absent or null: the deployment's; 0: off for this user)."""
 
-    # Integers as JSON Schema reads them (2.0 too), as every integer of the API.
     activeRuns: Annotated[int, Strict(), Field(ge=0, le=10_000), INTEGRAL] | None = None
     activeSessions: Annotated[int, Strict(), Field(ge=0, le=10_000), INTEGRAL] | None = None
     dailyTokens: Annotated[int, Strict(), Field(ge=0, le=10**12), INTEGRAL] | None = None
