@@ -10,9 +10,9 @@ which user, the fields before and after).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_snake
 
 from shared.errors import Forbidden, InvalidInput
@@ -20,6 +20,7 @@ from shared.ids import new_id
 from shared.responses import ResponseBody
 from shared.state.records import AuditRecord, TrustLevel, UserLimits, UserRecord
 from shared.web import parse_model
+from shared.wire import INTEGRAL
 
 if TYPE_CHECKING:
     from shared.auth import Principal
@@ -43,9 +44,9 @@ class ProfilePatch(_Strict):
 class LimitsPatch(_Strict):
     """A user's own limits (absent or null: the deployment's; 0: off for this user)."""
 
-    activeRuns: int | None = Field(default=None, ge=0, le=10_000)
-    activeSessions: int | None = Field(default=None, ge=0, le=10_000)
-    dailyTokens: int | None = Field(default=None, ge=0, le=10**12)
+    activeRuns: Annotated[int, Strict(), Field(ge=0, le=10_000), INTEGRAL] | None = None
+    activeSessions: Annotated[int, Strict(), Field(ge=0, le=10_000), INTEGRAL] | None = None
+    dailyTokens: Annotated[int, Strict(), Field(ge=0, le=10**12), INTEGRAL] | None = None
     dailyBudgetUsd: float | None = Field(default=None, ge=0, le=1_000_000, description=(
         "the user's money cap per UTC day (docs/budgets.md); needs BUDGET_USER_DAILY_USD on"))
     monthlyBudgetUsd: float | None = Field(default=None, ge=0, le=1_000_000, description=(
