@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from functions_framework import create_app
@@ -21,19 +20,11 @@ from tests.fakes.fake_gemini import text as text_part
 from tests.goals.plans import milestone, new_plan_answer
 
 
-@pytest.fixture
-def gemini(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGemini]:
-    """The fake Gemini server ``Settings.from_env()`` points at (the goals function reads the environment)."""
-    with FakeGemini() as fake:
-        for key, value in fake.env().items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setenv("MODEL_MAX_RETRIES", "0")
-        yield fake
-        clear_model_cache()
-
-
-def goals_app(docstore: DocStore, monkeypatch: pytest.MonkeyPatch, daily_usd: float) -> Runtime:
-    monkeypatch.setenv("BUDGET_USER_DAILY_USD", str(daily_usd))
+def goals_app(docstore: DocStore, gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch, daily_usd: float) -> Runtime:
+    """The goals function's runtime on ``docstore`` (the function reads its settings from the environment)."""
+    for key, value in {**gemini.env(), "MODEL_MAX_RETRIES": "0", "BUDGET_USER_DAILY_USD": str(daily_usd)}.items():
+        monkeypatch.setenv(key, value)
+    clear_model_cache()
     rt = Runtime(Settings.from_env(), store=docstore)
     set_runtime(rt)
     return rt
@@ -45,11 +36,12 @@ def plan_reply() -> Reply:
 
 
 def test_the_goals_planner_is_reserved_against_the_users_caps(
-        docstore: DocStore, gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> None:
+        docstore: DocStore, fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> None:
+    gemini = fake_gemini
     body = {"userId": "alice", "sessionId": "sess_1", "message": "I want to run a marathon."}
     try:
         # $0.01 a day: less than one call's maximum (8192 output tokens at $3 per million).
-        rt = goals_app(docstore, monkeypatch, 0.01)
+        rt = goals_app(docstore, gemini, monkeypatch, 0.01)
         client = create_app("goals", "main.py", "http").test_client()
         gemini.push(plan_reply())
         refused = client.post("/agent/run", json=body)
@@ -67,7 +59,7 @@ def test_the_goals_planner_is_reserved_against_the_users_caps(
         assert len(gemini.requests) == 1
 
         # With room, the call is made, counted, and its reservation released.
-        rt = goals_app(docstore, monkeypatch, 1.0)
+        rt = goals_app(docstore, gemini, monkeypatch, 1.0)
         gemini.push(plan_reply())
         made = client.post("/agent/run", json=body)
         assert made.status_code == 200, made.get_json()
@@ -79,3 +71,4 @@ def test_the_goals_planner_is_reserved_against_the_users_caps(
         assert budget is not None and budget.data["reserved"] == {}
     finally:
         set_runtime(None)
+        clear_model_cache()
