@@ -6,13 +6,14 @@ Sections: ``reference`` (a fixed pure-Python loop timed in this run; ``ratio_to_
 value / reference_ms; ``peers_ms``: the peer benchmark's REF workload, of which ``*_ref_pct`` are
 shares), ``per_step`` (per store, with documents written per step and per streamed answer chunk),
 ``run_start_growth`` (bench/growth.py), ``peers`` (``BENCH_PEERS=1``: bench/peers.py), ``memory``,
-``cold_start``, ``genai_import``,
+``cold_start`` (bench/coldstart.py, alone: ``python -m bench.coldstart``), ``genai_import``,
 ``versus_baseline`` (per-step and commits of this tree and of a baseline commit, bench/versus.py),
 ``plans`` (plan sessions: per act, continuation latency through Pub/Sub; bench/plans.py),
 ``tracing`` (per step with OpenTelemetry tracing off and on; bench/tracing_cost.py),
 ``round_trips`` (issue 33: sequential store round trips before the first model call, per tool step,
 to resume, per plan act and plan-session start, and with 10 ms injected per round trip;
-bench/round_trips.py, alone: ``python -m bench.round_trips``)
+bench/round_trips.py, alone: ``python -m bench.round_trips``), ``features`` (issue 33: each new
+feature's round trips, documents and modules when off, and on where measurable; bench/features.py)
 and ``targets`` (the issue's targets with ``met``). docs/benchmarks.md explains every figure.
 """
 
@@ -23,14 +24,13 @@ import contextlib
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench import coldstart, growth, memory, peers, plans, round_trips, sandbox, steps, tracing_cost, versus
+from bench import coldstart, features, growth, memory, peers, plans, round_trips, sandbox, steps, tracing_cost, versus
 from bench.emulator import firestore_emulator, firestore_store, sqlite_store
 from bench.fakemodel import tool_then_answer
 from bench.reference import peers_reference_ms, reference_ms
@@ -39,6 +39,7 @@ from bench.targets import (
     COMMITS_PER_STEP_WITHOUT_TOOL,
     CONCURRENT_RSS_MIB,
     CPU_PER_STEP_MS,
+    DOCUMENTS_PER_TOOL_STEP,
     PEERS_PER_STEP_MS,
     PER_STEP_SQLITE_MS,
     PER_STEP_SQLITE_REF_PCT,
@@ -47,9 +48,6 @@ from bench.targets import (
     WARM_RSS_MIB,
     at_most,
 )
-
-FUNCTIONS = ("run", "stream", "runs", "approve", "resume", "goals")
-GENAI, FIRESTORE, PUBSUB, FF = "google.genai", "google.cloud.firestore", "google.cloud.pubsub_v1", "functions_framework"
 
 
 def progress(msg: str) -> None:
@@ -136,88 +134,12 @@ def memory_figures(tmp: str, fs_host: str) -> dict[str, Any]:
 
 
 # ---- cold start and imports -------------------------------------------------------------------
-def _probes() -> list[coldstart.Probe]:
-    headers, data = coldstart.pubsub_event({"runId": "run_doesnotexist", "uid": "alice", "approvalId": "apr_x"})
-    return [
-        coldstart.Probe("run", "POST", "/api/agent/run", {"prompt": "what do I drink?"}, (GENAI, FIRESTORE)),
-        coldstart.Probe("stream", "POST", "/api/agent/run/stream", {"prompt": "what do I drink?"}, (GENAI, FIRESTORE)),
-        coldstart.Probe("runs", "GET", "/api/agent/runs/run_doesnotexist", None, (FIRESTORE,)),
-        coldstart.Probe("approve", "POST", "/api/agent/approve", {"approvalId": "apr_doesnotexist",
-                                                                  "decision": "approve"}, (FIRESTORE, PUBSUB)),
-        coldstart.Probe("resume", "POST", "/", data, (FIRESTORE, PUBSUB), signature="cloudevent", headers=headers),
-        # goals meters every model call into the usage ledger (the store): it needs Firestore too.
-        coldstart.Probe("goals", "POST", "/agent/run", {"message": "I want to run a marathon in the spring"},
-                        (GENAI, FIRESTORE)),
-    ]
-
-
 def cold_start_figures(fs_host: str, quick: bool) -> dict[str, Any]:
-    repeats = 2 if quick else 5
-    progress("cold start: import times in fresh interpreters")
-    imports = {m: round(coldstart.import_seconds(m, repeats), 3) for m in (FF, GENAI, FIRESTORE, PUBSUB)}
-    own = round(coldstart.marginal_import_seconds(("main",), repeats), 3)
     with tool_then_answer(0.0) as fake:
         # Production configuration: Firestore, Gemini (here the fake server), Pub/Sub dispatcher.
         env = base_env(STATE_BACKEND="firestore", FIRESTORE_EMULATOR_HOST=fs_host, DISPATCHER="pubsub",
                        PUBSUB_EMULATOR_HOST="127.0.0.1:9", **fake.env())
-        progress("cold start: warming the emulator up (one untimed start of run)")
-        coldstart.cold_start_once(_probes()[0], env)  # the emulator's first requests are slow, not ours
-        hello = coldstart.Probe("hello", "GET", "/", None, ())
-        # The SDKs' own first use (bench/sdk_first_use_fn.py): the second baseline of the functions
-        # that need both SDKs.
-        sdk = coldstart.Probe("first_use", "GET", "/", None, ())
-        sources = {"hello": os.path.join("bench", "hello_fn.py"),
-                   "first_use": os.path.join("bench", "sdk_first_use_fn.py")}
-        times: dict[str, list[float]] = {p.target: [] for p in [hello, sdk, *_probes()]}
-        statuses: dict[str, set[int]] = {name: set() for name in times}
-        errors: dict[str, str] = {}
-        # Round-robin (the floor and every function once per round), so drift hits all alike.
-        for r in range(repeats):
-            progress(f"cold start: round {r + 1}/{repeats}")
-            for probe in [hello, sdk, *_probes()]:
-                if probe.target in errors:
-                    continue
-                source = sources.get(probe.target, "main.py")
-                try:
-                    seconds, status = coldstart.cold_start_once(probe, env, source)
-                except Exception as exc:  # a function that cannot start is reported, not hidden
-                    errors[probe.target] = f"{type(exc).__name__}: {exc}"[:500]
-                    continue
-                times[probe.target].append(seconds)
-                statuses[probe.target].add(status)
-    floor = statistics.median(times["hello"])
-    first_use = statistics.median(times["first_use"]) if times["first_use"] else None
-    functions: dict[str, Any] = {}
-    for probe in _probes():
-        if probe.target in errors:
-            functions[probe.target] = {"error": errors[probe.target]}
-            continue
-        got = statistics.median(times[probe.target])
-        baseline = floor + sum(imports[m] for m in probe.needs)
-        overhead = (got - baseline) / baseline * 100
-        joint = floor + coldstart.marginal_import_seconds(probe.needs, repeats)
-        strict = (got - joint) / joint * 100
-        functions[probe.target] = {
-            "seconds": round(got, 3), "statuses": sorted(statuses[probe.target]), "needs": [FF, *probe.needs],
-            "baseline_s": round(baseline, 3),
-            "import_sum_s": round(imports[FF] + sum(imports[m] for m in probe.needs), 3),
-            "overhead_pct": round(overhead, 1), "target_pct": COLD_START_OVERHEAD_PCT,
-            "met": overhead <= COLD_START_OVERHEAD_PCT,
-            "baseline_joint_imports_s": round(joint, 3),
-            "overhead_pct_vs_joint_imports": round(strict, 1),
-            "met_vs_joint_imports": strict <= COLD_START_OVERHEAD_PCT}
-        if first_use is not None and set(probe.needs) == {GENAI, FIRESTORE}:
-            vs_first_use = (got - first_use) / first_use * 100
-            functions[probe.target].update({
-                "baseline_sdk_first_use_s": round(first_use, 3),
-                "overhead_pct_vs_sdk_first_use": round(vs_first_use, 1),
-                "met_vs_sdk_first_use": vs_first_use <= COLD_START_OVERHEAD_PCT})
-    return {"repeats": repeats, "imports_s": imports, "floor_trivial_function_s": round(floor, 3),
-            "sdk_first_use_function_s": round(first_use, 3) if first_use is not None else None,
-            "sdk_first_use_error": errors.get("first_use"),
-            "main_py_import_after_functions_framework_s": own,
-            "config": "STATE_BACKEND=firestore (emulator), GEMINI_API_KEY (fake server), DISPATCHER=pubsub",
-            "functions": functions}
+        return coldstart.figures(env, quick=quick, log=progress)
 
 
 def genai_checks(tmp: str) -> dict[str, Any]:
@@ -246,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     with firestore_emulator() as fs_host:
         progress("round trips on the paths a user waits on (bench/round_trips.py)")
         trips = round_trips.run("firestore", fs_host)
+        progress("features free when off: round trips, documents and modules per feature (bench/features.py)")
+        feature_costs = features.figures("firestore", fs_host)
         per = per_step(tmp, fs_host, args.quick)
         start_growth = run_start_growth(tmp, fs_host, args.quick)
         mem = memory_figures(tmp, fs_host)
@@ -290,8 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         "sandbox": sandbox_figures,
         "tracing": traced,
         "round_trips": trips,
+        "features": feature_costs,
         "targets": {
             **trips["targets"],
+            **coldstart.targets(cold),
+            **feature_costs["targets"],
+            "documents_written_per_tool_step": {
+                store: {**at_most(per[store]["documents_written_per_step"], DOCUMENTS_PER_TOOL_STEP),
+                        "by_collection": per[store]["documents_written_per_step_by_collection"]}
+                for store in ("sqlite_file", "firestore_emulator")},
             "per_step_not_worse_than_baseline": {
                 store: {"head_ms": against.get(store, {}).get("head", {}).get("per_step_ms"),
                         "baseline_ms": against.get(store, {}).get("baseline", {}).get("per_step_ms"),

@@ -11,6 +11,8 @@ WARM_RSS_MIB = 160.0
 CONCURRENT_RSS_MIB = 256.0
 COLD_START_OVERHEAD_PCT = 10.0
 """Issue 20: run, stream and goals within 10 % of the SDK imports they need (was 15, issue 2)."""
+DOCUMENTS_PER_TOOL_STEP = 4
+"""Issue 33: documents written per tool step (7 when the issue was filed)."""
 PER_STEP_SQLITE_REF_PCT = 31.0
 """Issue 20: per step on SQLite as a share of the peers' REF workload (0.6 ms-equivalent)."""
 RUN_1_STEP_REF_PCT = 75.0

@@ -2,7 +2,8 @@
 
 - ``GET   /api/admin/users/{uid}``: the user's trust level, profile (mail allowlist) and own limits
 - ``PATCH /api/admin/users/{uid}``: change them (audited)
-Only the admin principal (``ADMIN_UIDS``; make dev's ``dev-admin:<name>``); anyone else 403 ``ADMIN_ONLY``.
+Only the admin principal (``ADMIN_SERVICE_ACCOUNTS`` or ``ADMIN_UIDS``; make dev's ``dev-admin:<name>``);
+anyone else 403 ``ADMIN_ONLY``.
 Routes: ``shared/routes.py``.
 """
 

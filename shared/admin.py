@@ -1,8 +1,9 @@
 """The admin API for the backend (issue 35): read and change a user's trust level, mail allowlist
 and per-user limits without writing the store directly.
 
-Only a principal with the admin role may call it (``Principal.is_admin``: a uid of ``ADMIN_UIDS``,
-the stack config's ``adminUids`` in production; ``make dev``'s ``dev-admin:<name>`` token); anyone
+Only a principal with the admin role may call it (``Principal.is_admin``: in production a Google
+service account of the stack config's ``agent-runtime:admin.serviceAccounts`` (``ADMIN_SERVICE_ACCOUNTS``,
+calling with its Google ID token) or a uid of ``ADMIN_UIDS``; ``make dev``'s ``dev-admin:<name>`` token); anyone
 else gets 403 ``ADMIN_ONLY``. Every change is audited (``audit/{id}``, kind ``admin_change``: who,
 which user, the fields before and after).
 """
@@ -63,7 +64,7 @@ class AdminUser(ResponseBody):
 
 
 def require_admin(rt: Runtime, principal: Principal) -> None:
-    if not principal.is_admin(rt.settings.admin_uids):
+    if not principal.is_admin(rt.settings.admin_uids, rt.settings.admin_service_accounts):
         raise Forbidden("this route is for the backend's admin principal only", code="ADMIN_ONLY")
 
 

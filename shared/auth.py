@@ -8,6 +8,10 @@ Every HTTP function calls ``authenticator.authenticate(headers, cookies)`` first
   ``__session`` cookie holding a Firebase session cookie. Signatures are checked against Google's
   public certificates (RS256 only), fetched over HTTP and cached for their ``Cache-Control: max-age``.
   If an ``Authorization`` header is present it alone decides; the cookie is read only without it.
+  Where the deployment names admin service accounts (``ADMIN_SERVICE_ACCOUNTS``, the stack config's
+  ``agent-runtime:admin``), a Bearer token issued by Google (``iss`` accounts.google.com) is verified
+  as a service account's ID token instead: Google's certificates, audience ``ADMIN_AUDIENCE``, a
+  verified ``email`` among those accounts; the principal then carries ``service_account``.
 * ``local`` (:class:`LocalAuthenticator`): ``Authorization: Bearer dev:<uid>``, for development and
   tests; it refuses to exist on Cloud Run (``K_SERVICE`` set).
 
@@ -39,6 +43,8 @@ if TYPE_CHECKING:
 
 ID_TOKEN_CERTS_URL = "https://www.googleapis.com/robot/v1/metadata/x509/securetoken@system.gserviceaccount.com"
 SESSION_COOKIE_CERTS_URL = "https://www.googleapis.com/identitytoolkit/v3/relyingparty/publicKeys"
+GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v1/certs"
+GOOGLE_ISSUERS = ("https://accounts.google.com", "accounts.google.com")
 SESSION_COOKIE_NAME = "__session"
 # Tolerated clock difference between Google's token servers and this instance, in seconds.
 CLOCK_SKEW_S = 10
@@ -52,7 +58,7 @@ _log = logging.getLogger(__name__)
 _DEV_UID = re.compile(r"[A-Za-z0-9_.@-]{1,128}")
 _MAX_AGE = re.compile(r"max-age\s*=\s*(\d+)", re.IGNORECASE)
 
-TokenKind = Literal["id_token", "session_cookie"]
+TokenKind = Literal["id_token", "session_cookie", "google_id_token"]
 
 
 @dataclass(frozen=True)
@@ -62,9 +68,14 @@ class Principal:
     uid: str
     email: str | None = None
     claims: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    service_account: str | None = None
+    """The Google service account of a verified Google ID token (only admin service accounts get in)."""
 
-    def is_admin(self, admin_uids: tuple[str, ...]) -> bool:
-        """The admin role: a uid the deployment names (``ADMIN_UIDS``) or make dev's ``dev-admin:`` token."""
+    def is_admin(self, admin_uids: tuple[str, ...], admin_service_accounts: tuple[str, ...] = ()) -> bool:
+        """The admin role: a service account the stack config names (``ADMIN_SERVICE_ACCOUNTS``), a uid
+        the deployment names (``ADMIN_UIDS``) or make dev's ``dev-admin:`` token."""
+        if self.service_account is not None:
+            return self.service_account in admin_service_accounts
         return self.uid in admin_uids or (self.claims.get("admin") is True and self.claims.get("dev") is True)
 
 
@@ -209,13 +220,19 @@ class FirebaseAuthenticator:
 
     def __init__(self, project_id: str, *, id_token_certs_url: str = ID_TOKEN_CERTS_URL,
                  session_certs_url: str = SESSION_COOKIE_CERTS_URL, http: HttpRequest | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, service_accounts: tuple[str, ...] = (),
+                 service_account_audience: str = "", google_certs_url: str = GOOGLE_CERTS_URL) -> None:
         if not project_id:
             raise ConfigurationError("FirebaseAuthenticator needs a Firebase project id (FIREBASE_PROJECT_ID)")
+        if service_accounts and not service_account_audience:
+            raise ConfigurationError("ADMIN_SERVICE_ACCOUNTS needs ADMIN_AUDIENCE (the audience of their ID tokens)")
         self.project_id = project_id
+        self.service_accounts = tuple(a.lower() for a in service_accounts)
+        self.service_account_audience = service_account_audience
         self._certs: dict[TokenKind, _PublicCerts] = {
             "id_token": _PublicCerts(id_token_certs_url, http, clock),
             "session_cookie": _PublicCerts(session_certs_url, http, clock),
+            "google_id_token": _PublicCerts(google_certs_url, http, clock),
         }
         self._issuers: dict[TokenKind, str] = {
             "id_token": f"https://securetoken.google.com/{project_id}",
@@ -225,6 +242,8 @@ class FirebaseAuthenticator:
     def authenticate(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> Principal:
         token = _bearer(headers)
         if token is not None:
+            if self.service_accounts and _unverified_issuer(token) in GOOGLE_ISSUERS:
+                return self.verify_service_account(token)
             return self.verify(token, "id_token")
         cookie = cookies.get(SESSION_COOKIE_NAME)
         if cookie:
@@ -233,6 +252,23 @@ class FirebaseAuthenticator:
             f"Missing credentials: send 'Authorization: Bearer <Firebase ID token>' or a '{SESSION_COOKIE_NAME}' "
             "session cookie")
 
+    def verify_service_account(self, token: str) -> Principal:
+        """A Google-signed ID token of one of the admin service accounts (audience ``ADMIN_AUDIENCE``):
+        its principal has ``uid`` ``sa.<email>`` and ``service_account`` = the email."""
+        def invalid(reason: str) -> Unauthenticated:
+            return Unauthenticated(f"Invalid service account ID token: {reason}")
+
+        claims = self._signed_claims(token, "google_id_token", self.service_account_audience, invalid)
+        if claims.get("iss") not in GOOGLE_ISSUERS:
+            raise invalid(f"wrong issuer {claims.get('iss')!r}")
+        email = claims.get("email")
+        if not isinstance(email, str) or claims.get("email_verified") is not True:
+            raise invalid("no verified email (mint the token with the email claim included)")
+        if email.lower() not in self.service_accounts:
+            raise invalid(f"{email} is not an admin service account of this deployment")
+        return Principal(uid=f"sa.{email.lower()}", email=email.lower(), claims=MappingProxyType(claims),
+                         service_account=email.lower())
+
     def verify(self, token: str, kind: TokenKind) -> Principal:
         """Verify one token of ``kind`` and return its principal (``uid`` = ``sub``)."""
         what = "Firebase ID token" if kind == "id_token" else "Firebase session cookie"
@@ -240,6 +276,24 @@ class FirebaseAuthenticator:
         def invalid(reason: str) -> Unauthenticated:
             return Unauthenticated(f"Invalid {what}: {reason}")
 
+        claims = self._signed_claims(token, kind, self.project_id, invalid)
+        if claims.get("iss") != self._issuers[kind]:
+            raise invalid(f"wrong issuer {claims.get('iss')!r}, expected {self._issuers[kind]!r}")
+        sub = claims.get("sub")
+        if not isinstance(sub, str) or not sub or len(sub) > 128:
+            raise invalid("the subject (sub) must be a non-empty string of at most 128 characters")
+        auth_time = claims.get("auth_time")
+        if isinstance(auth_time, bool) or not isinstance(auth_time, int | float):
+            raise invalid("missing auth_time")
+        if auth_time > time.time() + CLOCK_SKEW_S:
+            raise invalid("auth_time is in the future")
+        email = claims.get("email")
+        return Principal(uid=sub, email=email if isinstance(email, str) else None,
+                         claims=MappingProxyType(claims))
+
+    def _signed_claims(self, token: str, kind: TokenKind, audience: str,
+                       invalid: Callable[[str], Unauthenticated]) -> dict[str, Any]:
+        """The claims of an RS256 JWT signed by a key of ``kind``'s certificates, for ``audience``."""
         if len(token) > MAX_TOKEN_CHARS or token.count(".") != 2:
             raise invalid("not a JWT")
         try:
@@ -258,33 +312,31 @@ class FirebaseAuthenticator:
         pem = self._certs[kind].get(kid)
         if pem is None:
             raise invalid(f"unknown key id {kid!r}")
-        claims = self._decode(token, pem, kid, invalid)
-        if claims.get("iss") != self._issuers[kind]:
-            raise invalid(f"wrong issuer {claims.get('iss')!r}, expected {self._issuers[kind]!r}")
-        sub = claims.get("sub")
-        if not isinstance(sub, str) or not sub or len(sub) > 128:
-            raise invalid("the subject (sub) must be a non-empty string of at most 128 characters")
-        auth_time = claims.get("auth_time")
-        if isinstance(auth_time, bool) or not isinstance(auth_time, int | float):
-            raise invalid("missing auth_time")
-        if auth_time > time.time() + CLOCK_SKEW_S:
-            raise invalid("auth_time is in the future")
-        email = claims.get("email")
-        return Principal(uid=sub, email=email if isinstance(email, str) else None,
-                         claims=MappingProxyType(claims))
+        return self._decode(token, pem, kid, audience, invalid)
 
-    def _decode(self, token: str, pem: str, kid: str, invalid: Callable[[str], Unauthenticated]) -> dict[str, Any]:
+    @staticmethod
+    def _decode(token: str, pem: str, kid: str, audience: str,
+                invalid: Callable[[str], Unauthenticated]) -> dict[str, Any]:
         from google.auth import exceptions, jwt
 
         try:
             claims = jwt.decode(  # type: ignore[no-untyped-call]
-                token, certs={kid: pem}, verify=True, audience=self.project_id, clock_skew_in_seconds=CLOCK_SKEW_S)
+                token, certs={kid: pem}, verify=True, audience=audience, clock_skew_in_seconds=CLOCK_SKEW_S)
         except (exceptions.GoogleAuthError, ValueError, TypeError) as exc:
             # google-auth's messages name the failed check (signature, expiry, audience).
             raise invalid(str(exc)) from exc
         if not isinstance(claims, dict):
             raise invalid("the payload is not a JSON object")
         return claims
+
+
+def _unverified_issuer(token: str) -> object:
+    """The ``iss`` of a JWT's payload, unverified: only which verification applies is chosen by it."""
+    try:
+        payload = _b64_json(token.split(".")[1]) if token.count(".") == 2 and len(token) <= MAX_TOKEN_CHARS else None
+    except (ValueError, binascii.Error, UnicodeError):
+        return None
+    return payload.get("iss") if isinstance(payload, dict) else None
 
 
 def create_authenticator(settings: Settings) -> Authenticator:
@@ -298,5 +350,7 @@ def create_authenticator(settings: Settings) -> Authenticator:
             settings.firebase_project_id or settings.google_cloud_project,
             id_token_certs_url=settings.firebase_certs_url or ID_TOKEN_CERTS_URL,
             session_certs_url=settings.firebase_session_certs_url or SESSION_COOKIE_CERTS_URL,
+            service_accounts=settings.admin_service_accounts, service_account_audience=settings.admin_audience,
+            google_certs_url=settings.google_certs_url or GOOGLE_CERTS_URL,
         )
     raise ConfigurationError(f"AUTH_MODE must be local or firebase, got {settings.auth_mode!r}")

@@ -308,8 +308,18 @@ class Settings:
     """Authenticated API requests per user per minute (fixed one-minute windows)."""
     admin_uids: tuple[str, ...] = ()
     """``ADMIN_UIDS``: comma-separated uids of the principals with the admin role (the admin API,
-    ``/api/admin/users/{uid}``); the stack config's ``adminUids`` in production. ``make dev`` also
+    ``/api/admin/users/{uid}``); production's admin is rather a service account
+    (:attr:`admin_service_accounts`). ``make dev`` also
     takes a ``dev-admin:<name>`` token."""
+    admin_service_accounts: tuple[str, ...] = ()
+    """``ADMIN_SERVICE_ACCOUNTS``: comma-separated Google service account emails with the admin role
+    (the stack config's ``agent-runtime:admin.serviceAccounts``, set by the infra program on the
+    functions that serve the admin API). Such an account calls with a Google-signed ID token whose
+    audience is :attr:`admin_audience` (``shared/auth.py``)."""
+    admin_audience: str = ""
+    """``ADMIN_AUDIENCE``: the audience the admin service accounts' ID tokens must name."""
+    google_certs_url: str | None = None
+    """``GOOGLE_ID_TOKEN_CERTS_URL``: where Google's ID-token certificates are read (tests: a local server)."""
     limit_active_runs: int = 10
     """Chat runs a user may have not yet completed or failed (paused for approval included)."""
     limit_active_sessions: int = 5
@@ -439,6 +449,10 @@ class Settings:
             model_prices=_prices("MODEL_PRICES"),
             limit_requests_per_minute=_limit("LIMIT_REQUESTS_PER_MINUTE", 600),
             admin_uids=tuple(u.strip() for u in os.environ.get("ADMIN_UIDS", "").split(",") if u.strip()),
+            admin_service_accounts=tuple(a.strip().lower() for a in os.environ.get("ADMIN_SERVICE_ACCOUNTS", "")
+                                         .split(",") if a.strip()),
+            admin_audience=os.environ.get("ADMIN_AUDIENCE", "").strip(),
+            google_certs_url=os.environ.get("GOOGLE_ID_TOKEN_CERTS_URL") or None,
             limit_active_runs=_limit("LIMIT_ACTIVE_RUNS", 10),
             limit_active_sessions=_limit("LIMIT_ACTIVE_SESSIONS", 5),
             limit_daily_tokens=_limit("LIMIT_DAILY_TOKENS", 2_000_000),

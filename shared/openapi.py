@@ -151,7 +151,8 @@ def _query_parameter(p: routes.Param) -> dict[str, Any]:
     elif p.kind == "enum":
         schema = {"type": "string", "enum": list(p.values)}
     elif p.kind == "instant":
-        schema = {"type": "string", "anyOf": [{"format": "date-time"}, {"format": "date"}]}
+        # Each branch typed: a generated client (openapi-python-client) then takes a datetime or a date.
+        schema = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}]}
     else:
         schema = {"type": "string", "minLength": 1}
     if p.default is not None:

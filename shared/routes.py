@@ -154,7 +154,10 @@ FUNCTIONS: tuple[Function, ...] = (
              summary="same, streaming NDJSON events while it works"),
     # Reads runs and events; writes only the caller's request counter (the per-user request limit).
     Function("runs", default_timeout_s=300, summary="the caller's runs; one run; its events; the approvals inbox"),
-    Function("approve", publishes_resume=True, summary="record a decision, publish a resume message (outbox)"),
+    # The credentials key: an approval's detail and edited arguments are checked against the tool's
+    # declaration, and a user's own MCP servers' tools are listed with their decrypted headers.
+    Function("approve", secrets=("credentials",), publishes_resume=True,
+             summary="record a decision, publish a resume message (outbox)"),
     Function("resume", trigger="pubsub", secrets=_LOOP_SECRETS, publishes_resume=True, deadline_bound=True,
              default_timeout_s=0, handler="functions.resume:resume",
              summary="Pub/Sub push from the resume topic"),
@@ -553,7 +556,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/admin/users/{uid}", "adminGetUser", "admin", "functions.admin:get_user",
           segments={"uid": UID_SEGMENT},
           description="A user's trust level, profile (emailAllowlist) and own limits. The admin principal only "
-                      "(ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 ADMIN_ONLY. A path "
+                      "(ADMIN_SERVICE_ACCOUNTS or ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 "
+                      "ADMIN_ONLY. A path "
                       "segment that is no uid: 404 ROUTE_NOT_FOUND.",
           replies=(Reply(200, "the user", model="shared.admin:AdminUser"),), errors=(401, 403, 404)),
     Route("PATCH", "/api/admin/users/{uid}", "adminPatchUser", "admin", "functions.admin:patch_user",

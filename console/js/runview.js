@@ -251,7 +251,9 @@ const DRAW = {
   stream_end(ev) { // stream only: the run goes on without this stream (followed from ev.follow)
     // A follow that closed at a pause or after the end: the run's own events said it already.
     if (ev.reason === 'awaiting_approval' || ev.reason === 'run_ended') return;
-    if (this.body.lastElementChild?.classList.contains('stream-end')) return; // one hint per quiet stretch
+    // One hint per run view: a later stream's end (a follow that closed for the same reason, a
+    // second pause) replaces the earlier hint and goes to the end, so the view never shows two.
+    this.body.querySelector(':scope > .stream-end')?.remove();
     this.block = null;
     this.setStatus(ev.status);
     this.body.append(h('p', {class: 'hint stream-end', 'data-reason': ev.reason},

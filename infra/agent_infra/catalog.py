@@ -29,6 +29,8 @@ class FunctionSpec:
     ``trigger`` "http" functions are invoked by the backend; "pubsub" by the resume push subscription.
     ``firestore`` is what the function's code does with the store (none / read / write).
     ``route``: what it serves (its routes, or its trigger), for the function's description.
+    ``admin``: it serves the admin API (a route under :data:`ADMIN_PREFIX`), so it is told the
+    stack's admin service accounts and they may invoke it.
     """
 
     name: str
@@ -40,6 +42,11 @@ class FunctionSpec:
     deadline_bound: bool
     default_timeout_s: int
     firestore: FirestoreAccess
+    admin: bool = False
+
+
+ADMIN_PREFIX = "/api/admin/"
+"""The admin API's routes (``shared/admin.py``): the functions serving one check the admin role."""
 
 
 def load_route_table(path: Path = ROUTE_TABLE) -> ModuleType:
@@ -65,7 +72,8 @@ def catalog(functions: Any, routes: Any) -> tuple[FunctionSpec, ...]:
             name=fn.name, entry_point=fn.name, trigger=fn.trigger,
             route=", ".join(served) if fn.trigger == "http" else fn.summary, secrets=tuple(fn.secrets),
             publishes_resume=fn.publishes_resume, deadline_bound=fn.deadline_bound,
-            default_timeout_s=fn.default_timeout_s, firestore=fn.firestore))
+            default_timeout_s=fn.default_timeout_s, firestore=fn.firestore,
+            admin=any(r.path.startswith(ADMIN_PREFIX) for r in routes if r.function == fn.name)))
     return tuple(specs)
 
 

@@ -34,7 +34,8 @@ SECRET_ENV: dict[SecretName, str] = {
 
 # Set by the program itself; a stack may not override them.
 PROGRAM_ENV = ("STATE_BACKEND", "GOOGLE_CLOUD_PROJECT", "AUTH_MODE", "DISPATCHER", "RESUME_TOPIC",
-               "EVENT_RETENTION_S", "AUDIT_RETENTION_S", "GOOGLE_OAUTH_CLIENT_ID", "SANDBOX_URL", "SANDBOX_KEY")
+               "EVENT_RETENTION_S", "AUDIT_RETENTION_S", "GOOGLE_OAUTH_CLIENT_ID", "SANDBOX_URL", "SANDBOX_KEY",
+               "ADMIN_SERVICE_ACCOUNTS", "ADMIN_AUDIENCE")
 
 # The message the scheduler publishes to the resume topic: resume runs the recovery sweep
 # (shared/durable/router.py Router.sweep: stranded outbox entries, units whose lease expired).
@@ -183,6 +184,32 @@ def _sandbox(raw: dict[str, Any]) -> SandboxSpec:
 
 
 @dataclass(frozen=True)
+class Admin:
+    """The admin principal of one environment (``agent-runtime:admin``; the admin API,
+    ``/api/admin/users/{uid}``): Google service accounts calling with their Google-signed ID token
+    for ``audience`` (``shared/auth.py``)."""
+
+    service_accounts: tuple[str, ...] = ()
+    audience: str = ""
+
+
+_SERVICE_ACCOUNT = re.compile(r"^[a-z0-9][a-z0-9._-]*@[a-z0-9][a-z0-9.-]*\.gserviceaccount\.com$")
+
+
+def _admin(raw: dict[str, Any], project: str) -> Admin:
+    unknown = set(raw) - {"serviceAccounts", "audience"}
+    if unknown:
+        raise ValueError(f"admin may only set serviceAccounts and audience, not {sorted(unknown)}")
+    accounts = tuple(str(a).strip().lower() for a in raw.get("serviceAccounts") or ())
+    bad = [a for a in accounts if not _SERVICE_ACCOUNT.match(a)]
+    if bad:
+        raise ValueError(f"admin.serviceAccounts must be service account emails (…@….gserviceaccount.com), got {bad}")
+    if not accounts:
+        return Admin()
+    return Admin(service_accounts=accounts, audience=str(raw.get("audience") or f"agent-runtime-admin:{project}"))
+
+
+@dataclass(frozen=True)
 class StackConfig:
     environment: str
     project: str
@@ -204,6 +231,10 @@ class StackConfig:
     """``endpointDomain``: the custom domain of the one endpoint (a managed certificate, HTTPS);
     empty: HTTP on the load balancer's address until DNS exists (agent_infra/endpoint.py)."""
     alerts: Alerts = Alerts(daily_spend_usd=50.0, error_rate_pct=5.0)
+    admin: Admin = Admin()
+    endpoint_iap_client_id: str = ""
+    """``endpointIap.oauthClientId``: the OAuth client IAP uses on the endpoint (empty: the
+    Google-managed one); its secret is the secret config value ``endpointIapClientSecret``."""
 
     @property
     def run_deadline_s(self) -> float:
@@ -225,6 +256,10 @@ class StackConfig:
         # The public half of the OAuth client, next to its secret (functions that refresh tokens).
         if "google_oauth" in spec.secrets and self.google_oauth_client_id:
             env["GOOGLE_OAUTH_CLIENT_ID"] = self.google_oauth_client_id
+        # The admin principal, only where the admin API is served (elsewhere such a token is refused).
+        if spec.admin and self.admin.service_accounts:
+            env["ADMIN_SERVICE_ACCOUNTS"] = ",".join(self.admin.service_accounts)
+            env["ADMIN_AUDIENCE"] = self.admin.audience
         return env
 
 
@@ -306,6 +341,8 @@ def load() -> StackConfig:
         tracing=_tracing(cfg.get_object("tracing") or {"exporter": "none"}),
         endpoint_domain=(cfg.get("endpointDomain") or "").strip(),
         alerts=_alerts(cfg.get_object("alerts") or {}),
+        admin=_admin(cfg.get_object("admin") or {}, gcp.require("project")),
+        endpoint_iap_client_id=str((cfg.get_object("endpointIap") or {}).get("oauthClientId") or "").strip(),
         retention=Retention(
             events_days=int(raw_retention["eventsDays"]),
             audit_days=int(raw_retention["auditDays"]),

@@ -12,6 +12,17 @@ path template, so a route added to the table is routed without editing this modu
 
 Only routes a deployed function serves go through it (``make dev``'s own routes have no function);
 the goals agent (``/agent/run``, IAM-only) is left out: it is the backend's, not a public route.
+
+Who may call it: Identity-Aware Proxy on every backend service. IAP checks the caller's Google
+identity once for the whole endpoint (the backend's service account, and the stack's admin service
+accounts on the admin API's backend: ``roles/iap.httpsResourceAccessor``), then calls the function
+as IAP's own service agent (``roles/run.invoker`` on each function behind the endpoint). So one
+token serves every route: the backend sends its Google ID token in ``Proxy-Authorization: Bearer``
+(IAP reads it there when ``Authorization`` is taken), and ``Authorization`` keeps the user's
+Firebase credential for the runtime. Why IAP and not the functions' custom audience: Cloud
+Functions (``cloudfunctionsv2.Function``) cannot declare custom audiences of their Cloud Run
+service, and IAP needs no change to the functions. The function URLs keep working as before
+(IAM per function).
 """
 
 from __future__ import annotations
@@ -23,10 +34,12 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from agent_infra.config import CATALOG, StackConfig
+from agent_infra.config import CATALOG, NAMESPACE, StackConfig
+from agent_infra.iam import grant_invoker
 
 IAM_ONLY_PATHS = ("/agent/run",)
 """Routes reached by the backend with IAM only (the goals agent): not on the public endpoint."""
+IAP_ACCESSOR_ROLE = "roles/iap.httpsResourceAccessor"
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,27 @@ def path_rules(routes: Any) -> list[PathRule]:
     return list(rules.values())
 
 
+def accessors(cfg: StackConfig, function: str) -> list[str]:
+    """Who IAP lets through to ``function``'s routes: the backend, and on the admin API the stack's
+    admin service accounts."""
+    spec = next(s for s in CATALOG if s.name == function)
+    admins = cfg.admin.service_accounts if spec.admin else ()
+    return [f"serviceAccount:{cfg.backend_invoker}", *(f"serviceAccount:{a}" for a in admins)]
+
+
+def _iap(cfg: StackConfig) -> gcp.compute.BackendServiceIapArgs:
+    """IAP on a backend service: the stack's OAuth client (``endpointIap.oauthClientId`` and the secret
+    config value ``endpointIapClientSecret``) or, without one, the Google-managed client."""
+    if not cfg.endpoint_iap_client_id:
+        return gcp.compute.BackendServiceIapArgs(enabled=True)
+    secret = pulumi.Config(NAMESPACE).get_secret("endpointIapClientSecret")
+    if secret is None:
+        raise ValueError("endpointIap.oauthClientId needs its secret: pulumi config set --secret "
+                         "agent-runtime:endpointIapClientSecret ...")
+    return gcp.compute.BackendServiceIapArgs(enabled=True, oauth2_client_id=cfg.endpoint_iap_client_id,
+                                             oauth2_client_secret=secret)
+
+
 def create_endpoint(cfg: StackConfig, fns: dict[str, gcp.cloudfunctionsv2.Function], routes: Any,
                     depends_on: list[pulumi.Resource]) -> dict[str, Any]:
     """The load balancer: a serverless NEG and a backend service per HTTP function, the URL map of
@@ -71,6 +105,10 @@ def create_endpoint(cfg: StackConfig, fns: dict[str, gcp.cloudfunctionsv2.Functi
     opts = pulumi.ResourceOptions(depends_on=depends_on)
     rules = path_rules(routes)
     public = {rule.function for rule in rules}
+    iap = _iap(cfg)
+    # IAP's service agent calls the functions behind the endpoint (created with the IAP API).
+    iap_agent = gcp.projects.ServiceIdentity("iap-agent", project=cfg.project, service="iap.googleapis.com",
+                                             opts=opts)
     backends: dict[str, gcp.compute.BackendService] = {}
     for spec in CATALOG:
         if spec.trigger != "http" or spec.name not in public:
@@ -80,10 +118,16 @@ def create_endpoint(cfg: StackConfig, fns: dict[str, gcp.cloudfunctionsv2.Functi
             network_endpoint_type="SERVERLESS",
             cloud_function=gcp.compute.RegionNetworkEndpointGroupCloudFunctionArgs(function=fns[spec.name].name),
             opts=opts)
-        backends[spec.name] = gcp.compute.BackendService(
+        backend = backends[spec.name] = gcp.compute.BackendService(
             f"backend-{spec.name}", project=cfg.project, name=f"agent-{spec.name}-backend",
-            load_balancing_scheme="EXTERNAL_MANAGED", protocol="HTTPS",
+            load_balancing_scheme="EXTERNAL_MANAGED", protocol="HTTPS", iap=iap,
             backends=[gcp.compute.BackendServiceBackendArgs(group=neg.id)], opts=opts)
+        for who in accessors(cfg, spec.name):
+            gcp.iap.WebBackendServiceIamMember(
+                f"iap-{spec.name}-{who.split(':', 1)[1].split('@')[0]}", project=cfg.project,
+                web_backend_service=backend.name, role=IAP_ACCESSOR_ROLE, member=who)
+        grant_invoker(cfg, fns[spec.name], f"{spec.name}-invoker-iap",
+                      iap_agent.email.apply(lambda email: f"serviceAccount:{email}"))
     default = backends["runs"]  # a path no route matches: the functions answer 404 ROUTE_NOT_FOUND
     url_map = gcp.compute.URLMap(
         "endpoint", project=cfg.project, name="agent-endpoint", default_service=default.id,

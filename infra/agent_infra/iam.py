@@ -74,13 +74,22 @@ def grant_project_roles(cfg: StackConfig, accounts: Accounts) -> list[pulumi.Res
 
 def grant_invokers(cfg: StackConfig, functions: dict[str, gcp.cloudfunctionsv2.Function],
                    accounts: Accounts) -> dict[str, pulumi.Resource]:
-    """The backend may invoke the HTTP functions; only the push identity may invoke resume."""
+    """The backend may invoke the HTTP functions; only the push identity may invoke resume; the
+    stack's admin service accounts may invoke the functions that serve the admin API."""
     grants: dict[str, pulumi.Resource] = {}
     for spec in CATALOG:
-        fn = functions[spec.name]
         invoker = member(accounts.pusher) if spec.trigger == "pubsub" else f"serviceAccount:{cfg.backend_invoker}"
-        grants[spec.name] = gcp.cloudrunv2.ServiceIamMember(
-            f"{spec.name}-invoker", project=cfg.project, location=cfg.region,
-            name=fn.service_config.apply(lambda sc: sc.service if sc else None),
-            role=INVOKER_ROLE, member=invoker)
+        grants[spec.name] = grant_invoker(cfg, functions[spec.name], f"{spec.name}-invoker", invoker)
+        if spec.admin:
+            for account in cfg.admin.service_accounts:
+                grant_invoker(cfg, functions[spec.name], f"{spec.name}-invoker-{account.split('@')[0]}",
+                              f"serviceAccount:{account}")
     return grants
+
+
+def grant_invoker(cfg: StackConfig, fn: gcp.cloudfunctionsv2.Function, name: str,
+                  invoker: pulumi.Input[str]) -> gcp.cloudrunv2.ServiceIamMember:
+    """``roles/run.invoker`` on the Cloud Run service of one function."""
+    return gcp.cloudrunv2.ServiceIamMember(
+        name, project=cfg.project, location=cfg.region,
+        name=fn.service_config.apply(lambda sc: sc.service if sc else None), role=INVOKER_ROLE, member=invoker)

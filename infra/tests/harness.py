@@ -54,6 +54,9 @@ class RecordingMocks(pulumi.runtime.Mocks):
             return f"projects/{project}/locations/{out['location']}/services/{out['name']}", out
         if args.typ == "gcp:cloudrunv2/job:Job":
             return f"projects/{project}/locations/{out['location']}/jobs/{out['name']}", out
+        if args.typ == "gcp:projects/serviceIdentity:ServiceIdentity":
+            out["email"] = f"service-{PROJECT_NUMBER}@gcp-sa-{out['service'].split('.')[0]}.iam.gserviceaccount.com"
+            return f"projects/{project}/services/{out['service']}", out
         if args.typ == "gcp:cloudscheduler/job:Job":
             return f"projects/{project}/locations/{out['region']}/jobs/{out['name']}", out
         return f"{args.name}-id", out

@@ -13,6 +13,7 @@ from harness import ACCOUNT, PROJECT_NUMBER, REPO, STACKS, Declared, functions, 
 
 PUBLIC = ("allUsers", "allAuthenticatedUsers")
 PUBSUB_AGENT = f"serviceAccount:service-{PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com"
+IAP_AGENT = f"serviceAccount:service-{PROJECT_NUMBER}@gcp-sa-iap.iam.gserviceaccount.com"
 # What each function does with Firestore, read from its code (see test_stateless_functions_...):
 # runs and usage read, and write only the caller's request counter (the per-user request limit);
 # goals writes only its model calls' usage-ledger entries.
@@ -138,6 +139,12 @@ def test_invokers(stacks: dict[str, list[Declared]], stack: str) -> None:
              sa_member(declared, "sa-resume-push") if s.trigger == "pubsub" else backend) for s in CATALOG}
     # The sandbox service: only the functions that run the workspace tools (tests/test_sandbox.py).
     want |= {("agent-sandbox", "roles/run.invoker", sa_member(declared, f"sa-{n}")) for n in SANDBOX_CALLERS}
+    # The one endpoint: IAP's service agent calls every function behind it (tests/test_endpoint.py).
+    want |= {(f"agent-{s.name}", "roles/run.invoker", IAP_AGENT) for s in CATALOG
+             if s.trigger == "http" and s.name != "goals"}
+    # The stack's admin service accounts invoke the admin API's function only.
+    want |= {("agent-admin", "roles/run.invoker", f"serviceAccount:{a}")
+             for a in stack_config(stack)["agent-runtime:admin"]["serviceAccounts"]}
     assert got == want
     assert ("agent-integrations", "roles/run.invoker", backend) in got
 
@@ -162,8 +169,9 @@ def test_secret_readers(stacks: dict[str, list[Declared]], stack: str) -> None:
     want = {(gemini, role, sa_member(declared, f"sa-{n}"))
             for n in ("run", "stream", "resume", "goals", "sessions", "a2a")}
     # sessions: a session's repository context reads the caller's GitHub token (issue 35).
+    # approve: an approval's detail lists the user's own MCP servers' tools (tests/infra/test_function_secrets.py).
     want |= {(creds, role, sa_member(declared, f"sa-{n}"))
-             for n in ("run", "stream", "resume", "integrations", "a2a", "sessions")}
+             for n in ("run", "stream", "resume", "integrations", "a2a", "sessions", "approve")}
     # The loop runs connector tools in run, stream and resume: they refresh Google tokens.
     want |= {(oauth, role, sa_member(declared, f"sa-{n}")) for n in ("run", "stream", "resume", "a2a")}
     want.add((gemini, role, sa_member(declared, "sa-host-agent")))  # the host agent job's LLM planner

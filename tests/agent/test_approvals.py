@@ -716,17 +716,28 @@ def test_arguments_changed_after_the_decision_are_not_executed(make_runtime: Mak
     assert told is not None and "arguments changed" in told.response["error"]
 
 
+# Long enough that a loaded machine (2 shared cores, the Firestore emulator) still acts within it,
+# short enough to wait out: the tests sleep until the approval's own expiresAt, not a fixed time.
+SHORT_TTL_S = 2.0
+
+
+def sleep_past_expiry(rt: Runtime, approval_id: str) -> None:
+    got = rt.runs.get_approval("alice", approval_id)
+    assert got is not None
+    time.sleep(max(0.0, got[0].expires_at - time.time()) + 0.05)
+
+
 def test_a_new_run_closes_a_pause_whose_approvals_expired(make_runtime: MakeRuntime) -> None:
     """Nobody decided within APPROVAL_TTL_S: the thread is not held forever. The next run on it
     closes the paused run (approval expired, action rejected, audited) without needing supersede."""
     ledger = Ledger()
     model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"})), text_turn("Hello again.")])
-    rt = runtime(make_runtime, model, ledger, approval_ttl_s=0.2)
+    rt = runtime(make_runtime, model, ledger, approval_ttl_s=SHORT_TTL_S)
     first, _ = start_and_drive(rt, "send", threadId="t11")
     with pytest.raises(Conflict) as err:  # still within the TTL: someone may decide
         rt.agent.start("alice", RunRequest(prompt="hello?", threadId="t11"))
     assert err.value.code == "APPROVAL_PENDING"
-    time.sleep(0.3)
+    sleep_past_expiry(rt, first.approval.id)
     second, _ = start_and_drive(rt, "hello?", threadId="t11")
     assert second.status == "completed"
     old = rt.runs.get_run(first.run_id)
@@ -748,10 +759,10 @@ def test_the_sweep_closes_a_pause_whose_approvals_all_expired(make_runtime: Make
     releases the thread."""
     ledger = Ledger()
     rt = runtime(make_runtime, ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"}))]), ledger,
-                 approval_ttl_s=0.2)
+                 approval_ttl_s=SHORT_TTL_S)
     first, _ = start_and_drive(rt, "send", threadId="t12")
     assert rt.router.sweep()["recovered"] == 0  # within the TTL: someone may still decide
-    time.sleep(0.3)
+    sleep_past_expiry(rt, first.approval.id)
     assert rt.router.sweep()["recovered"] == 1
     old = rt.runs.get_run(first.run_id)
     assert old is not None and old.run.status == "failed" and old.run.error is not None

@@ -395,6 +395,7 @@ def test_a_plan_runs_live_in_the_chat_turn_and_its_approval_is_decided_there(pag
     card = run.locator(".approval-card")
     expect(card.locator(".tool-name")).to_have_text("save_memory")
     expect(card.locator(".meta")).to_contain_text("plan session ses_")
+    expect(run.locator(".stream-end")).to_have_count(1)  # one hint, however many follows closed at the pause
     expect(run.locator(".stream-end")).to_have_attribute("data-reason", "plan_awaiting_approval")
     expect(run.locator(".plan-line[data-step-id]").first).to_contain_text("started")
     expect(run).to_have_attribute("data-status", "executing")

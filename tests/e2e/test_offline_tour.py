@@ -6,6 +6,7 @@ titles and acts are readable (each act's arguments come from its own task)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -72,13 +73,26 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
     tmp = tmp_path_factory.mktemp("tour")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GEMINI_", "MCP_", "GITHUB_", "SLACK_", "GMAIL_", "CALENDAR_", "GOOGLE_"))
-           and k not in ("K_SERVICE", "STATE_BACKEND", "AUTH_MODE", "DISPATCHER", "CREDENTIALS_ENCRYPTION_KEY")}
     # What `make dev` runs (Makefile: PORT and MCP_ALLOW_PRIVATE_URLS), plus the fakes' switch.
-    env.update(PORT=str(port), MCP_ALLOW_PRIVATE_URLS="true", DEV_FAKES="1", PYTHONUNBUFFERED="1",
-               SQLITE_PATH=str(tmp / "dev.sqlite3"))
+    with serve(tmp, {**offline_env(), "MCP_ALLOW_PRIVATE_URLS": "true", "DEV_FAKES": "1"}) as (base, log):
+        yield Dev(base, log.read_text())
+
+
+def offline_env() -> dict[str, str]:
+    """This process's environment without a model key, connector settings or deployment switches:
+    ``make dev`` as a new user starts it (offline model, SQLite, local auth, inline dispatcher)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("GEMINI_", "MCP_", "GITHUB_", "SLACK_", "GMAIL_", "CALENDAR_", "GOOGLE_"))
+            and k not in ("K_SERVICE", "STATE_BACKEND", "AUTH_MODE", "DISPATCHER", "CREDENTIALS_ENCRYPTION_KEY",
+                          "DEV_FAKES")}
+
+
+@contextlib.contextmanager
+def serve(tmp: Path, env: dict[str, str]) -> Iterator[tuple[str, Path]]:
+    """``devserver.py`` in ``tmp`` (SQLite there) on a free port; yields its base URL and log once
+    ``/healthz`` answers."""
+    port = free_port()
+    env = {**env, "PORT": str(port), "PYTHONUNBUFFERED": "1", "SQLITE_PATH": str(tmp / "dev.sqlite3")}
     log = (tmp / "devserver.log").open("w+")
     # cwd is the temp dir: its var/ holds the generated encryption key, not the checkout's.
     proc = subprocess.Popen([sys.executable, str(ROOT / "devserver.py")], cwd=tmp, env=env, stdout=log,
@@ -95,7 +109,7 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, Path(log.name).read_text()[-3000:]
             time.sleep(0.1)
-        yield Dev(base, Path(log.name).read_text())
+        yield base, Path(log.name)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(10)

@@ -36,6 +36,8 @@ from google.auth import crypt, jwt
 
 ID_TOKEN_PATH = "/robot/v1/metadata/x509/securetoken@system.gserviceaccount.com"
 SESSION_PATH = "/identitytoolkit/v3/relyingparty/publicKeys"
+GOOGLE_PATH = "/oauth2/v1/certs"
+"""Google's own ID-token certificates (service accounts' ID tokens, the admin principal)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class FirebaseKeys:
                 with owner._lock:
                     owner.fetches[self.path] += 1
                     body = json.dumps(owner._published).encode()
-                if self.path not in (ID_TOKEN_PATH, SESSION_PATH):
+                if self.path not in (ID_TOKEN_PATH, SESSION_PATH, GOOGLE_PATH):
                     self.send_error(404)
                     return
                 self.send_response(200)
@@ -139,11 +141,15 @@ class FirebaseKeys:
     def session_certs_url(self) -> str:
         return self.base_url + SESSION_PATH
 
+    @property
+    def google_certs_url(self) -> str:
+        return self.base_url + GOOGLE_PATH
+
     def settings_overrides(self) -> dict[str, Any]:
         """Keyword arguments for ``shared.config.Settings`` that point firebase auth at this server."""
         return {"auth_mode": "firebase", "firebase_project_id": self.project_id,
                 "firebase_certs_url": self.id_token_certs_url,
-                "firebase_session_certs_url": self.session_certs_url}
+                "firebase_session_certs_url": self.session_certs_url, "google_certs_url": self.google_certs_url}
 
     # -- keys and tokens -----------------------------------------------------------------------
     def new_key(self, *, publish: bool = True) -> SigningKey:
@@ -175,6 +181,17 @@ class FirebaseKeys:
         """A Firebase ID token for ``uid`` (for ``Authorization: Bearer``)."""
         issuer = f"https://securetoken.google.com/{self.project_id}"
         return self.sign(self.claims(uid, issuer, without=without, **overrides), key=key)
+
+    def service_account_token(self, email: str, audience: str, *, key: SigningKey | None = None,
+                              **overrides: Any) -> str:
+        """A Google-signed ID token of service account ``email`` for ``audience`` (as the IAM
+        Credentials API's generateIdToken with includeEmail gives it)."""
+        now = int(time.time())
+        claims: dict[str, Any] = {"iss": "https://accounts.google.com", "aud": audience, "azp": "1234567890",
+                                  "sub": "1234567890", "email": email, "email_verified": True,
+                                  "iat": now - 10, "exp": now + 3600}
+        claims.update(overrides)
+        return self.sign(claims, key=key)
 
     def session_cookie(self, uid: str, *, key: SigningKey | None = None, without: Iterable[str] = (),
                        **overrides: Any) -> str:
