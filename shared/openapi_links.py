@@ -43,6 +43,8 @@ refined_links = {**session_links, "confirmSession": {
     "requestBody": {"planVersion": "$response.body#/plan/version"}}}
 view_links = {
     **session_links,
+    "getSessionRun": {"operationId": "getRun", "description": "the session's unit of work (its run, from creation)",
+                      "parameters": {"runId": "$response.body#/runId"}},
     "approvePending": {"operationId": "approve", "description": "when the session's run waits for approval",
                        "requestBody": {"approvalId": "$response.body#/pendingApprovals/0/approvalId",
                                        "decision": "approve"}},
