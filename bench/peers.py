@@ -8,7 +8,8 @@ peer's durable configurations in the peers' venv), and the figures are compared 
 each process's REF, since the machine's speed drifts between processes.
 
 - ``BENCH_PEERS_DIR`` (default ``../shared/bench-peers`` beside this checkout): the scripts, copied
-  to a temporary directory (the folder may be read-only: they write ``db/`` next to themselves).
+  to a temporary directory (the folder may be read-only: they write ``db/`` next to themselves);
+  ``bench/peer_ours.py``, our maintained copy of its ``bench_ours.py``, replaces that one.
 - ``BENCH_PEERS_VENV`` (default ``$BENCH_PEERS_DIR/venv``): the peers' virtualenv (README: how to
   install it). Missing, the section says so and nothing is measured.
 """
@@ -77,6 +78,8 @@ def figures(quick: bool, log: Any) -> dict[str, Any]:
         path = os.path.join(src, name)
         if name.endswith(".py") or (os.path.isdir(path) and name == "fnmod"):
             (shutil.copytree if os.path.isdir(path) else shutil.copy)(path, os.path.join(work, name))
+    # The folder's bench_ours.py imports our internals as they were: our maintained copy runs instead.
+    shutil.copy(os.path.join(REPO, "bench", "peer_ours.py"), os.path.join(work, "bench_ours.py"))
     out = os.path.join(work, "runtime.jsonl")
     _run(sys.executable, "bench_ours.py", OURS_CONFIG, work, out, quick, log)
     for _, script, only in PEERS:

@@ -41,7 +41,33 @@ def a2a(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
 
     headers = [(k, _media_type(v) if k.lower() == "content-type" else v) for k, v in answer.headers
                if k.lower() not in _HOP_BY_HOP]
+    if path_only != "/a2a" and answer.status in (400, 500):  # an HTTP+JSON error: small, read whole
+        try:
+            status, body = _rest_error(answer.status, b"".join(answer.body))
+        finally:
+            answer.close()
+        return flask.Response(body, status=status, headers=headers)
     return flask.Response(relay(), status=answer.status, headers=headers)
+
+
+_SPEC_STATUS = {"CONTENT_TYPE_NOT_SUPPORTED": 415, "TASK_NOT_CANCELABLE": 409, "INVALID_AGENT_RESPONSE": 502}
+"""HTTP statuses of A2A errors where the spec (1.0, section 5.4) and the a2a-sdk 1.3.0 differ (it
+answers 400 / 500): the spec's, by the error's ``reason``."""
+
+
+def _rest_error(status: int, body: bytes) -> tuple[int, bytes]:
+    import json
+
+    try:
+        error = json.loads(body)["error"]
+        reasons = [d.get("reason") for d in error.get("details") or [] if isinstance(d, dict)]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return status, body
+    spec = next((_SPEC_STATUS[r] for r in reasons if r in _SPEC_STATUS), None)
+    if spec is None:
+        return status, body
+    error["code"] = spec
+    return spec, json.dumps({"error": error}).encode()
 
 
 def _content_type_not_supported(mimetype: str) -> flask.Response:

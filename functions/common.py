@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import flask
@@ -10,6 +12,7 @@ from shared.web import parse_model, read_json_body
 
 if TYPE_CHECKING:
     from shared.api import RunRequest
+    from shared.limits import DeferredRequest
     from shared.runtime import Runtime
 
 
@@ -28,6 +31,28 @@ def caller(request: flask.Request) -> tuple[Runtime, str]:
 
     rt = get_runtime()
     return rt, authenticated_uid(rt, request)
+
+
+@contextlib.contextmanager
+def starting_caller(request: flask.Request) -> Iterator[tuple[Runtime, str, DeferredRequest | None]]:
+    """:func:`caller` for a request that starts a run: its count in the user's counter document is
+    left to the run's creating commit (``DeferredRequest``, issue 33: two round trips less before
+    the first model call); a request whose start wrote none is counted on the way out (then a 429
+    replaces its answer, unless it failed anyway: its own error stands)."""
+    from shared.runtime import get_runtime
+
+    rt = get_runtime()
+    uid = rt.authenticate(dict(request.headers.items()), dict(request.cookies.items())).uid
+    deferred = rt.limits.admit_request(uid, deferred=True)
+    try:
+        yield rt, uid, deferred
+    except BaseException:
+        if deferred is not None:
+            with contextlib.suppress(Exception):
+                deferred.settle()
+        raise
+    if deferred is not None:
+        deferred.settle()
 
 
 def run_request(rt: Runtime, request: flask.Request) -> RunRequest:

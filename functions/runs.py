@@ -66,3 +66,10 @@ def delete_run(request: flask.Request, path: Mapping[str, str]) -> flask.Respons
 
     rt, uid = caller(request)
     return json_response(user_data.delete_run(rt, uid, path["runId"]).to_json())
+
+
+def get_run_trace(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.trace_view import trace_of
+
+    rt, uid = caller(request)
+    return json_response(trace_of(rt.runs, rt.usage, uid, path["runId"]).to_json())

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import flask
 
-from functions.common import caller, run_request
+from functions.common import caller, run_request, starting_caller
 from shared.agent.run_handlers import stream_run
 from shared.agent.streaming import ndjson
 from shared.web import (
@@ -22,10 +22,11 @@ from shared.web import (
 
 
 def stream(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt, uid = caller(request)
-    body = run_request(rt, request)
-    # Start (and validate, claim the thread) before the first byte, so refusals are plain 4xx JSON.
-    events = stream_run(rt.agent, uid, body, idempotency_key=idempotency_key(request), sessions=lambda: rt.sessions)
+    with starting_caller(request) as (rt, uid, deferred):
+        body = run_request(rt, request)
+        # Start (and validate, claim the thread) before the first byte, so refusals are plain 4xx JSON.
+        events = stream_run(rt.agent, uid, body, idempotency_key=idempotency_key(request),
+                            sessions=lambda: rt.sessions, deferred=deferred)
     if wants_sse(request):
         return sse_response(events)
     return ndjson_response(ndjson(ev) for ev in events)

@@ -23,5 +23,5 @@ def usage(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     asked = parse_usage_params(params(request))
     entries = rt.usage.between(uid, asked.start, asked.end)
     body = summarise(entries, asked.group_by, asked.start, asked.end)
-    body.budget = budget_status(rt.store, uid, rt.settings)
+    body.budget = budget_status(rt.services.budgets, uid, rt.settings)
     return json_response(body.to_json())

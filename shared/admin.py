@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_snake
 
-from shared.errors import Forbidden
+from shared.errors import Forbidden, InvalidInput
 from shared.ids import new_id
 from shared.responses import ResponseBody
 from shared.state.records import AuditRecord, TrustLevel, UserLimits, UserRecord
@@ -45,6 +46,16 @@ class LimitsPatch(_Strict):
     activeRuns: int | None = Field(default=None, ge=0, le=10_000)
     activeSessions: int | None = Field(default=None, ge=0, le=10_000)
     dailyTokens: int | None = Field(default=None, ge=0, le=10**12)
+    dailyBudgetUsd: float | None = Field(default=None, ge=0, le=1_000_000, description=(
+        "the user's money cap per UTC day (docs/budgets.md); needs BUDGET_USER_DAILY_USD on"))
+    monthlyBudgetUsd: float | None = Field(default=None, ge=0, le=1_000_000, description=(
+        "the user's money cap per UTC month; needs BUDGET_USER_MONTHLY_USD on"))
+
+
+BUDGET_SETTINGS = {"dailyBudgetUsd": ("budget_user_daily_usd", "BUDGET_USER_DAILY_USD"),
+                   "monthlyBudgetUsd": ("budget_user_monthly_usd", "BUDGET_USER_MONTHLY_USD")}
+"""A user's money cap applies where the deployment's cap of the period is on (0 turns it off for
+everyone and costs nothing per model call); setting one where it is off is refused, not ignored."""
 
 
 class UserPatch(_Strict):
@@ -60,7 +71,7 @@ class AdminUser(ResponseBody):
     uid: str
     trustLevel: Literal["supervised", "delegated", "autonomous"]
     profile: dict[str, Any]
-    limits: dict[str, int | None] = Field(description="the user's own limits (null: the deployment's)")
+    limits: dict[str, int | float | None] = Field(description="the user's own limits (null: the deployment's)")
 
 
 def require_admin(rt: Runtime, principal: Principal) -> None:
@@ -94,9 +105,13 @@ def patch_user(rt: Runtime, principal: Principal, uid: str, body: Any) -> AdminU
             for k, v in given.items()})
     if patch.limits is not None:
         given = patch.limits.model_dump(exclude_unset=True)
+        for name, (setting, env) in BUDGET_SETTINGS.items():
+            if given.get(name) and not getattr(rt.settings, setting):
+                raise InvalidInput(f"limits.{name}: this deployment has no per-user cap of that period ({env} is 0),"
+                                   " so a user's own would not apply", code="BUDGET_CAP_OFF",
+                                   details={"field": f"limits.{name}", "setting": env})
         current = user.limits.model_dump()
-        current.update({"active_runs" if k == "activeRuns" else "active_sessions" if k == "activeSessions"
-                        else "daily_tokens": v for k, v in given.items()})
+        current.update({to_snake(k): v for k, v in given.items()})
         user.limits = UserLimits(**current)
     audit = AuditRecord(audit_id=new_id("aud"), uid=uid, kind="admin_change", actor=principal.uid,
                         reason="PATCH /api/admin/users", args_before=before, args_after=user.to_doc())

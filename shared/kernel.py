@@ -113,6 +113,14 @@ def build_router(services: Services, sessions: SessionsRepo) -> Router:
     router.register(SCHEDULE_FIRE, fire)
     router.add_recoverer("session_deadlines", session_deadlines)
     router.add_recoverer("expired_pauses", lambda limit: close_expired_pauses(services, limit))
+
+    def approvals_waiting(_limit: int) -> int:
+        from shared.approvals_waiting import report  # the gauge's line (docs/observability.md)
+
+        report(services.runs)
+        return 0  # a measurement, nothing recovered
+
+    router.add_recoverer("approvals_waiting", approvals_waiting)
     if services.settings.sandbox_url:
         router.add_recoverer("workspaces", lambda limit: sweep_workspaces(services, limit))
     return router

@@ -25,13 +25,14 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from shared.config import Settings
 from shared.errors import LimitExceeded, StoreError, TransactionContention
-from shared.state.batched_reads import BatchedReads, read_together
-from shared.state.limits_repo import LimitsRepo, Slot, UnitKind
+from shared.state.batched_reads import BatchedReads, read, read_together
+from shared.state.limits_repo import LimitsRepo, RequestGuard, Slot, UnitKind
 
 if TYPE_CHECKING:
     from shared.state.usage_repo import UsageRepo
@@ -79,23 +80,33 @@ class Limits:
         return read_together(self.repo.store, [*also, *self.start_paths(uid, kind)])
 
     # ---- requests per minute -----------------------------------------------------------------
-    def admit_request(self, uid: str, *, read: bool = False) -> None:
+    def admit_request(self, uid: str, *, read: bool = False, deferred: bool = False) -> DeferredRequest | None:
         """Count one API request of ``uid``, or refuse it (429 ``RATE_LIMITED``, nothing counted).
         Every request is counted in this instance's memory; one that may write (``read`` false) is
         then counted in the user's counter document too, so writes are limited exactly across
-        instances while reads cost no store round trip."""
+        instances while reads cost no store round trip. ``deferred``: the request starts work whose
+        creating commit counts it (:class:`DeferredRequest`, issue 33): returned, not counted yet."""
         limit = self.settings.limit_requests_per_minute
         if limit <= 0:
-            return
+            return None
         at = self.clock()
         window = int(at // WINDOW_S)
-        retry_after = (window + 1) * WINDOW_S - at
         if not self._local.admit(uid, window, limit):
-            raise LimitExceeded(f"more than {limit} requests in one minute; retry in {math.ceil(retry_after)} s",
-                                  code="RATE_LIMITED", retry_after_s=retry_after,
-                                  details={"limit": limit, "windowS": WINDOW_S})
+            raise self._rate_limited(limit, at)
         if read:
-            return
+            return None
+        if deferred:
+            return DeferredRequest(self, uid, window, limit, at)
+        self._count_in_store(uid, window, limit, at)
+        return None
+
+    def _rate_limited(self, limit: int, at: float) -> LimitExceeded:
+        retry_after = (int(at // WINDOW_S) + 1) * WINDOW_S - at
+        return LimitExceeded(f"more than {limit} requests in one minute; retry in {math.ceil(retry_after)} s",
+                             code="RATE_LIMITED", retry_after_s=retry_after,
+                             details={"limit": limit, "windowS": WINDOW_S})
+
+    def _count_in_store(self, uid: str, window: int, limit: int, at: float) -> None:
         try:
             counted = self.repo.count_request(uid, window, limit)
         except TransactionContention:
@@ -109,9 +120,7 @@ class Limits:
             log.error("request limit not applied across instances: the counter could not be written", exc_info=True)
             return
         if not counted.admitted:
-            raise LimitExceeded(f"more than {limit} requests in one minute; retry in {math.ceil(retry_after)} s",
-                                  code="RATE_LIMITED", retry_after_s=retry_after,
-                                  details={"limit": limit, "windowS": WINDOW_S})
+            raise self._rate_limited(limit, at)
 
     # ---- model tokens per day ----------------------------------------------------------------
     def check_daily_tokens(self, uid: str, *, replayed: Callable[[], bool] | None = None,
@@ -143,8 +152,49 @@ class Limits:
         limit = self._for_user(uid, "activeRuns" if kind == "runs" else "activeSessions", default, batch)
         if limit <= 0:
             return None
-        return Slot(uid=uid, limit=limit, seen=self.repo.active_units(uid, kind, batch=batch), store=self.repo.store,
+        return Slot(uid=uid, limit=limit, seen=self.repo.active_units(uid, kind, batch=batch, limit=limit),
+                    store=self.repo.store,
                     retry_after_s=RUNS_RETRY_AFTER_S if kind == "runs" else SESSIONS_RETRY_AFTER_S)
+
+
+@dataclass
+class DeferredRequest:
+    """A request counted in this instance's memory whose count in the user's counter document is
+    left to the commit that starts its work (issue 33: the start reads the counter with its other
+    documents and writes it in its own commit, two round trips less). :meth:`guard` is that write;
+    a request whose start wrote none (refused, replayed, failed) is counted by :meth:`settle` as
+    every other request is, so every request counts, exactly across instances."""
+
+    _limits: Limits
+    uid: str
+    _window: int
+    _limit: int
+    _at: float
+    counted: bool = False
+
+    def paths(self) -> list[str]:
+        """The counter document (for the start's batched read)."""
+        return [self._limits.repo.counter_path(self.uid)]
+
+    def guard(self, batch: BatchedReads | None) -> RequestGuard:
+        """The count as the start's commit writes it; refuses now (429 ``RATE_LIMITED``, nothing
+        written) when the window's requests reached the limit."""
+        store = self._limits.repo.store
+        guard = RequestGuard(store, self.uid, self._window, self._limit,
+                             read(store, self._limits.repo.counter_path(self.uid), batch),
+                             lambda: self._limits._rate_limited(self._limit, self._at))
+        guard.write(False)  # the check before anything else of the start
+        return guard
+
+    def committed(self) -> None:
+        """The start's commit wrote the count."""
+        self.counted = True
+
+    def settle(self) -> None:
+        """Count the request in the store unless its start did (may raise 429 ``RATE_LIMITED``)."""
+        if not self.counted:
+            self.counted = True
+            self._limits._count_in_store(self.uid, self._window, self._limit, self._at)
 
 
 class _LocalWindows:

@@ -40,8 +40,8 @@ LIMIT_CODES: dict[str, tuple[str, ...]] = {
     # Which 429 codes each operation can answer (docs/limits.md); any other route: RATE_LIMITED only.
     "run": ("TOO_MANY_ACTIVE_RUNS", "DAILY_TOKEN_LIMIT"),
     "stream": ("TOO_MANY_ACTIVE_RUNS", "DAILY_TOKEN_LIMIT"),
-    "createSession": ("TOO_MANY_ACTIVE_SESSIONS", "DAILY_TOKEN_LIMIT"),
-    "refineSession": ("DAILY_TOKEN_LIMIT",),
+    "createSession": ("TOO_MANY_ACTIVE_SESSIONS", "DAILY_TOKEN_LIMIT", "BUDGET_EXCEEDED"),
+    "refineSession": ("DAILY_TOKEN_LIMIT", "BUDGET_EXCEEDED"),
     "confirmSession": ("DAILY_TOKEN_LIMIT",),
 }
 

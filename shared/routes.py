@@ -312,6 +312,12 @@ ROUTES: tuple[Route, ...] = (
                        values=("operationType", "contextType", "model", "day"))),
           replies=(Reply(200, "token and cost figures per group", model="shared.usage.views:UsageResponse"),),
           errors=(400, 401)),
+    Route("GET", "/api/agent/runs/{runId}/trace", "getRunTrace", "runs", "functions.runs:get_run_trace",
+          description="The run's trace as a waterfall (docs/observability.md, \"The console's trace\"): its "
+                      "invocations (invoke_agent), model calls (chat, with tokens and cost), tool calls "
+                      "(execute_tool) and the waits for a person between them, rebuilt from the usage ledger and "
+                      "the run's actions and approvals (OpenTelemetry export on or off).",
+          replies=(Reply(200, "the spans, in start order", model="shared.trace_view:RunTrace"),), errors=(401, 404)),
     Route("GET", "/api/agent/runs/{runId}/events", "getRunEvents", "runs", "functions.runs:run_events",
           query=(AFTER, LAST_EVENT_ID, FOLLOW, UNTIL),
           replies=(Reply(200, "persisted events with seq > after (NDJSON; Server-Sent Events with Accept: "
@@ -555,17 +561,19 @@ ROUTES: tuple[Route, ...] = (
     *A2A_ROUTES,
     Route("GET", "/api/admin/users/{uid}", "adminGetUser", "admin", "functions.admin:get_user",
           segments={"uid": UID_SEGMENT},
-          description="A user's trust level, profile (emailAllowlist) and own limits. The admin principal only "
-                      "(ADMIN_SERVICE_ACCOUNTS or ADMIN_UIDS; make dev: a dev-admin:<name> token): anyone else 403 "
-                      "ADMIN_ONLY. A path "
+          description="A user's trust level, profile (emailAllowlist) and own limits (money caps included). The "
+                      "admin principal only (ADMIN_SERVICE_ACCOUNTS or ADMIN_UIDS; make dev: a dev-admin:<name> "
+                      "token): anyone else 403 ADMIN_ONLY. A path "
                       "segment that is no uid: 404 ROUTE_NOT_FOUND.",
           replies=(Reply(200, "the user", model="shared.admin:AdminUser"),), errors=(401, 403, 404)),
     Route("PATCH", "/api/admin/users/{uid}", "adminPatchUser", "admin", "functions.admin:patch_user",
           segments={"uid": UID_SEGMENT}, request="shared.admin:UserPatch",
           description="Change a user's trustLevel, profile fields (emailAllowlist...) and own limits "
-                      "(activeRuns, activeSessions, dailyTokens; null: the deployment's, 0: off for the user); "
-                      "the fields given change, the others stay. Audited (audit kind admin_change). The admin "
-                      "principal only: anyone else 403 ADMIN_ONLY.",
+                      "(activeRuns, activeSessions, dailyTokens, and the money caps dailyBudgetUsd and "
+                      "monthlyBudgetUsd in USD; null: the deployment's, 0: off for the user); the fields given "
+                      "change, the others stay. A money cap needs the deployment's cap of that period on "
+                      "(BUDGET_USER_DAILY_USD / BUDGET_USER_MONTHLY_USD > 0): else 400 BUDGET_CAP_OFF. Audited "
+                      "(audit kind admin_change). The admin principal only: anyone else 403 ADMIN_ONLY.",
           replies=(Reply(200, "the user as changed", model="shared.admin:AdminUser"),),
           errors=(400, 401, 403, 404, 413, 415)),
     # make dev's own routes (devserver.py), public: liveness and the OpenAPI document.

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from shared.state.runs_repo import RunsRepo
     from shared.state.sessions_repo import SessionsRepo
     from shared.state.usage_repo import UsageRepo
-    from shared.state.users_repo import UsersRepo
+    from shared.state.users_repo import Stamps, UsersRepo
     from shared.tools.registry import ToolRegistry
 
 
@@ -189,14 +189,18 @@ class Runtime:
     def registry(self, registry: ToolRegistry) -> None:
         self._registry = registry
 
-    def registry_for(self, base: ToolRegistry, uid: str) -> ToolRegistry:
-        """The tools of ``uid``'s runs: ``base`` plus the user's own MCP servers' (one store query
-        per invocation). The deployment's servers are listed again when their listing expired
-        (``MCP_LIST_TTL_S``). Without any server the MCP SDK is never imported (cold start)."""
+    def registry_for(self, base: ToolRegistry, uid: str, stamps: Stamps | None = None) -> ToolRegistry:
+        """The tools of ``uid``'s runs: ``base`` plus the user's own MCP servers' and A2A agents' (a
+        store query each per invocation, none for a collection ``stamps`` know empty or this
+        process read at the same stamp: shared/state/users_repo.py). The deployment's servers are listed
+        again when their listing expired (``MCP_LIST_TTL_S``). Without any server the MCP SDK is
+        never imported (cold start)."""
         from shared.state.mcp_servers_repo import A2aAgentsRepo, McpServersRepo
 
-        agents = A2aAgentsRepo(self.store).list(uid)
-        if not self.settings.mcp_servers and not McpServersRepo(self.store).list(uid):
+        stamped = self.services.stamped
+        agents = stamped.read(stamps, "a2aAgents", lambda: A2aAgentsRepo(self.store).list(uid))
+        if not self.settings.mcp_servers and not stamped.read(stamps, "mcpServers",
+                                                              lambda: McpServersRepo(self.store).list(uid)):
             return self._with_agents(base, uid) if agents else base
         from shared.connectors.user_mcp import UserMcpServers
         from shared.tools.mcp_tools import with_servers

@@ -4,6 +4,9 @@
 // result also carries it as id); one of a plan session links to the session and its task.
 // "Edit arguments" opens a form built from the tool's schema (GET /api/agent/approvals/{id}): an
 // approval then sends the edited arguments (approve with edits; the server validates them).
+// A budget approval (kind budget: a unit stopped at a money budget, docs/budgets.md) shows what was
+// spent against which limit; its buttons say what they do: raise the limit to the proposed one
+// (the unit goes on where it stopped) or stop the unit (its work kept). It takes no edits.
 
 import {callJson} from './api.js';
 import {h, when} from './dom.js';
@@ -16,14 +19,17 @@ export function approvalCard(approval, {runId, threadId, onDecided} = {}) {
   const errors = h('div', {class: 'errors'});
   const outcome = h('p', {class: 'decision', 'aria-live': 'polite'});
   const reasonInput = h('input', {id: reasonId, name: 'reason', placeholder: 'optional'});
-  const approveBtn = h('button', {type: 'button', class: 'approve'}, 'Approve');
-  const rejectBtn = h('button', {type: 'button', class: 'reject'}, 'Reject');
+  const budget = approval.kind === 'budget';
+  const approveBtn = h('button', {type: 'button', class: 'approve'},
+    budget ? `Raise to ${usd(approval.proposedLimitUsd)}` : 'Approve');
+  const rejectBtn = h('button', {type: 'button', class: 'reject'}, budget ? 'Stop here' : 'Reject');
   const state = h('span', {class: 'chip chip-awaiting_confirmation'}, 'awaiting approval');
   const card = h('section', {class: 'card approval-card', 'data-approval-id': approvalId,
     'data-session-id': sessionId || null, 'aria-label': `Approval ${approvalId}: ${approval.tool}`},
   h('h3', {}, h('span', {class: 'tool-name'}, approval.tool), ' ', state),
   h('p', {class: 'preview'}, approval.preview),
-  h('p', {class: 'reason'}, h('span', {class: 'label'}, 'Why it asks: '), approval.reason),
+  budget ? budgetFigures(approval) : h('p', {class: 'reason'}, h('span', {class: 'label'}, 'Why it asks: '),
+    approval.reason),
   sessionId ? h('p', {class: 'meta'}, 'plan session ', h('a', {href: `#/plans/${sessionId}`}, sessionId),
     approval.taskId ? ` · task ${approval.taskId}` : '', ` · approval ${approvalId}`)
     : runId ? h('p', {class: 'meta'}, 'run ', h('a', {href: `#/runs/${runId}`}, runId),
@@ -32,8 +38,9 @@ export function approvalCard(approval, {runId, threadId, onDecided} = {}) {
     : null,
   h('div', {class: 'row'}, h('label', {for: reasonId}, 'Reason'), reasonInput, approveBtn, rejectBtn),
   outcome, errors);
-  const editor = argumentsEditor(approvalId, errors);
-  card.insertBefore(editor.el, card.querySelector('.row'));
+  if (budget) card.classList.add('budget-card');
+  const editor = budget ? {edited: () => null} : argumentsEditor(approvalId, errors);
+  if (!budget) card.insertBefore(editor.el, card.querySelector('.row'));
 
   async function decide(decision) {
     approveBtn.disabled = rejectBtn.disabled = true;
@@ -73,6 +80,22 @@ export function approvalCard(approval, {runId, threadId, onDecided} = {}) {
   approveBtn.addEventListener('click', () => decide('approve'));
   rejectBtn.addEventListener('click', () => decide('reject'));
   return card;
+}
+
+function usd(value) {
+  return typeof value === 'number' ? `$${value.toFixed(4)}` : '';
+}
+
+const SCOPES = {run: "this run's budget", user_day: 'your daily budget', user_month: 'your monthly budget'};
+
+/** A budget approval's figures: what was spent against which limit, and what approving sets. */
+function budgetFigures(approval) {
+  return h('dl', {class: 'facts budget-figures'},
+    h('dt', {}, 'limit'), h('dd', {class: 'budget-scope'}, `${SCOPES[approval.budgetScope] || approval.budgetScope}: `,
+      h('span', {class: 'budget-limit'}, usd(approval.limitUsd))),
+    h('dt', {}, 'spent'), h('dd', {class: 'budget-spent'}, usd(approval.spentUsd)),
+    h('dt', {}, 'if raised'), h('dd', {class: 'budget-proposed'}, usd(approval.proposedLimitUsd)),
+    h('dt', {}, 'if stopped'), h('dd', {}, 'the run ends here (BUDGET_EXCEEDED); the work done so far is kept'));
 }
 
 /** One input per argument of the tool's JSON schema: text, number, checkbox, or JSON for the rest. */

@@ -209,6 +209,15 @@ def _admin(raw: dict[str, Any], project: str) -> Admin:
     return Admin(service_accounts=accounts, audience=str(raw.get("audience") or f"agent-runtime-admin:{project}"))
 
 
+def _iap_client_id(raw: dict[str, Any]) -> str:
+    """``endpointIap.oauthClientId`` (empty: the Google-managed OAuth client)."""
+    unknown = set(raw) - {"oauthClientId"}
+    if unknown:
+        raise ValueError(f"endpointIap may only set oauthClientId, not {sorted(unknown)} (its secret is the "
+                         "secret config value endpointIapClientSecret)")
+    return str(raw.get("oauthClientId") or "").strip()
+
+
 @dataclass(frozen=True)
 class StackConfig:
     environment: str
@@ -342,7 +351,7 @@ def load() -> StackConfig:
         endpoint_domain=(cfg.get("endpointDomain") or "").strip(),
         alerts=_alerts(cfg.get_object("alerts") or {}),
         admin=_admin(cfg.get_object("admin") or {}, gcp.require("project")),
-        endpoint_iap_client_id=str((cfg.get_object("endpointIap") or {}).get("oauthClientId") or "").strip(),
+        endpoint_iap_client_id=_iap_client_id(cfg.get_object("endpointIap") or {}),
         retention=Retention(
             events_days=int(raw_retention["eventsDays"]),
             audit_days=int(raw_retention["auditDays"]),

@@ -13,6 +13,7 @@ without being handled (a unit stuck past its lease: ``shared/durable/outbox.py``
 | ``agent_model_cost_usd`` | distribution | ``costUsd`` of the model call lines |
 | ``agent_model_tokens`` (label ``type``: input/output) | distribution | the model call lines |
 | ``agent_stuck_units`` | counter | the outbox's "never handled" errors |
+| ``agent_approvals_waiting`` | gauge (the sweep's counts; max per period) | ``approvalsWaiting`` of the sweeps |
 
 Alert policies: dead letters waiting (the resume dead-letter subscription's undelivered messages
 > 0), the functions' 5xx ratio above ``errorRatePct``, stuck units (> 0 in 10 minutes), and the
@@ -36,6 +37,7 @@ RUNS_STOPPED = "agent_runs_stopped"
 MODEL_COST = "agent_model_cost_usd"
 MODEL_TOKENS = "agent_model_tokens"
 STUCK_UNITS = "agent_stuck_units"
+APPROVALS_WAITING = "agent_approvals_waiting"
 USER_METRIC = "logging.googleapis.com/user/"
 
 
@@ -88,6 +90,13 @@ def _metrics(cfg: StackConfig, depends_on: list[pulumi.Resource]) -> dict[str, g
             filter=_log_filter("agent_runtime.outbox", "never handled") + ' AND severity>=ERROR',
             metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(metric_kind="DELTA", value_type="INT64",
                                                                      unit="1"), opts=opts),
+        APPROVALS_WAITING: gcp.logging.Metric(
+            "metric-approvals-waiting", project=cfg.project, name=APPROVALS_WAITING,
+            description="Approvals waiting for a person (tool calls, plan acts, budgets), counted by every sweep",
+            filter=_log_filter("agent_runtime.approvals", "^approvals waiting$"),
+            metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(
+                metric_kind="DELTA", value_type="DISTRIBUTION", unit="{approval}"),
+            value_extractor="EXTRACT(jsonPayload.approvalsWaiting)", bucket_options=token_buckets, opts=opts),
     }
 
 
@@ -171,6 +180,8 @@ def dashboard_json(cfg: StackConfig) -> str:
         _tile("5xx answers", 'metric.type="run.googleapis.com/request_count" AND '
               'metric.labels.response_code_class="5xx"', group_by=["resource.label.service_name"]),
         _tile("Stuck units", f'metric.type="{USER_METRIC}{STUCK_UNITS}"', aligner="ALIGN_SUM"),
+        _tile("Approvals waiting", f'metric.type="{USER_METRIC}{APPROVALS_WAITING}"', aligner="ALIGN_MAX",
+              reducer="REDUCE_MAX"),
     ]
     layout = {"columns": 2, "tiles": [{"width": 6, "height": 4, "xPos": (i % 2) * 6, "yPos": (i // 2) * 4,
                                         "widget": t} for i, t in enumerate(tiles)]}

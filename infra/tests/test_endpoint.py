@@ -146,6 +146,8 @@ def test_runtime_env_may_not_name_the_admin(bundle_dir: Path) -> None:
 
 
 def test_iap_with_the_stacks_own_oauth_client(bundle_dir: Path) -> None:
+    with pytest.raises(Exception, match="endpointIap may only set oauthClientId"):
+        deploy("dev", bundle_dir, {"agent-runtime:endpointIap": {"oauthClientSecret": "in plain text"}})
     with pytest.raises(Exception, match="endpointIapClientSecret"):
         deploy("dev", bundle_dir, {"agent-runtime:endpointIap": {"oauthClientId": "123.apps.googleusercontent.com"}})
     client = {"oauthClientId": "123.apps.googleusercontent.com"}

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_infra.monitoring import MODEL_COST, MODEL_TOKENS, RUNS_STOPPED, STUCK_UNITS
+from agent_infra.monitoring import APPROVALS_WAITING, MODEL_COST, MODEL_TOKENS, RUNS_STOPPED, STUCK_UNITS
 from harness import REPO, STACKS, Declared, deploy, named, of_type, stack_config
 
 METRIC = "gcp:logging/metric:Metric"
@@ -23,13 +23,17 @@ def alerts(declared: list[Declared]) -> dict[str, dict[str, object]]:
 @pytest.mark.parametrize("stack", STACKS)
 def test_log_based_metrics(stacks: dict[str, list[Declared]], stack: str) -> None:
     metrics = {d.inputs["name"]: d.inputs for d in of_type(stacks[stack], METRIC)}
-    assert set(metrics) == {RUNS_STOPPED, MODEL_COST, MODEL_TOKENS, STUCK_UNITS}
+    assert set(metrics) == {RUNS_STOPPED, MODEL_COST, MODEL_TOKENS, STUCK_UNITS, APPROVALS_WAITING}
     assert 'jsonPayload.logger="agent_runtime.agent"' in metrics[RUNS_STOPPED]["filter"]
     assert metrics[RUNS_STOPPED]["labelExtractors"] == {"status": "EXTRACT(jsonPayload.status)"}
     assert metrics[MODEL_COST]["valueExtractor"] == "EXTRACT(jsonPayload.costUsd)"
     assert metrics[MODEL_COST]["metricDescriptor"]["valueType"] == "DISTRIBUTION"
     assert metrics[MODEL_TOKENS]["valueExtractor"] == "EXTRACT(jsonPayload.totalTokens)"
     assert "never handled" in metrics[STUCK_UNITS]["filter"] and "severity>=ERROR" in metrics[STUCK_UNITS]["filter"]
+    waiting = metrics[APPROVALS_WAITING]
+    assert 'jsonPayload.logger="agent_runtime.approvals"' in waiting["filter"]
+    assert "approvals waiting" in waiting["filter"]
+    assert waiting["valueExtractor"] == "EXTRACT(jsonPayload.approvalsWaiting)"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -64,9 +68,9 @@ def test_one_dashboard_per_environment(stacks: dict[str, list[Declared]], stack:
     body = json.loads(str(board.inputs["dashboardJson"]))
     assert body["displayName"] == f"Agent Runtime ({stack})"
     titles = [t["widget"]["title"] for t in body["mosaicLayout"]["tiles"]]
-    assert {"Runs by outcome", "Dead letters waiting", "5xx answers", "Stuck units"} <= set(titles)
+    assert {"Runs by outcome", "Dead letters waiting", "5xx answers", "Stuck units", "Approvals waiting"} <= set(titles)
     filters = json.dumps(body)
-    for metric in (RUNS_STOPPED, MODEL_COST, MODEL_TOKENS, STUCK_UNITS):
+    for metric in (RUNS_STOPPED, MODEL_COST, MODEL_TOKENS, STUCK_UNITS, APPROVALS_WAITING):
         assert metric in filters
 
 
@@ -79,6 +83,9 @@ def test_the_runtime_logs_what_the_metrics_read() -> None:
     assert '"status": run.status' in stops
     outbox = (REPO / "shared" / "durable" / "outbox.py").read_text()
     assert "never handled" in outbox and "log.error" in outbox
+    waiting = (REPO / "shared" / "approvals_waiting.py").read_text()
+    assert 'getLogger("agent_runtime.approvals")' in waiting and 'MESSAGE = "approvals waiting"' in waiting
+    assert '"approvalsWaiting": approvals' in waiting
 
 
 @pytest.mark.parametrize("bad", [{"dailySpendUsd": 0}, {"errorRatePct": 150}])

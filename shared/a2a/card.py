@@ -8,13 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from a2a.types import a2a_pb2 as pb
 
+from shared.a2a import inputs
+
 if TYPE_CHECKING:
     from shared.runtime import Runtime
 
 PROTOCOL_VERSION = "1.0"
 PATH = "/a2a"
-INPUT_MODES = ["text/plain", "application/json"]
-OUTPUT_MODES = ["text/plain", "application/json"]
+OUTPUT_MODES = ["text/plain", "application/json", "image/png", "image/jpeg"]
+"""The answer's text or JSON object, and the files the model answers with (images, mostly; a
+file keeps the media type the model gave it)."""
 SCHEME = "bearer"
 AGENT_VERSION = "1.0.0"
 
@@ -61,7 +64,7 @@ def build_card(rt: Runtime, base_url: str) -> pb.AgentCard:
         capabilities=pb.AgentCapabilities(streaming=True, push_notifications=True),
         security_schemes={SCHEME: pb.SecurityScheme(http_auth_security_scheme=bearer)},
         security_requirements=[pb.SecurityRequirement(schemes={SCHEME: pb.StringList()})],
-        default_input_modes=INPUT_MODES,
+        default_input_modes=inputs.INPUT_MODES,
         default_output_modes=OUTPUT_MODES,
         skills=skills,
     )

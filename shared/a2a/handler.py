@@ -29,15 +29,17 @@ from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.types import a2a_pb2 as pb
 from a2a.utils import errors as a2a_errors
-from a2a.utils.input_mode_validator import validate_input_modes
 from a2a.utils.task import apply_history_length, validate_history_length
 
+from shared.a2a import inputs
 from shared.agent import a2a_convert as convert
-from shared.errors import Conflict, DomainError, InvalidInput, NotFound
+from shared.agent import a2a_push
+from shared.errors import Conflict, DomainError, InvalidInput, NotFound, ToolError
 from shared.state.a2a_tasks_repo import A2aTasksRepo
 
 if TYPE_CHECKING:
     from shared.agent.service import StartedRun
+    from shared.connectors.credentials import CredentialVault
     from shared.runtime import Runtime
     from shared.state.records import RunRecord
 
@@ -128,19 +130,51 @@ class RuntimeRequestHandler(RequestHandler):
 
     # ---- reads -------------------------------------------------------------------------------
     def _load(self, uid: str, task_id: str) -> tuple[dict[str, Any], RunRecord]:
+        """The task and its run; a run answered with a message (no task) is not a task."""
+        doc, run = self._load_run(uid, task_id)
+        if convert.replied_directly(doc):
+            raise a2a_errors.TaskNotFoundError(message=f"task {task_id[:128]} not found")
+        return doc, run
+
+    def _load_run(self, uid: str, task_id: str) -> tuple[dict[str, Any], RunRecord]:
         doc = self.tasks.get(uid, task_id)
         snap = self._rt().runs.get_run(task_id) if doc is not None else None
         if doc is None or snap is None or snap.run.uid != uid:
             raise a2a_errors.TaskNotFoundError(message=f"task {task_id[:128]} not found")
         return doc, snap.run
 
+    def _blob(self, task_id: str) -> convert.BlobReader:
+        """Reads the bytes of the files a task's answer holds from its run's stored turns (once)."""
+        turns: list[Any] = []
+
+        def read(f: Any) -> str | None:
+            if f.turn is None or f.part is None:
+                return None
+            if not turns:
+                turns.extend(self._rt().runs.load_turns(task_id))
+            try:
+                blob = turns[f.turn].parts[f.part].inline_data
+            except IndexError:
+                return None
+            return None if blob is None else str(blob.data)
+
+        return read
+
     def _task(self, uid: str, task_id: str) -> pb.Task:
         doc, run = self._load(uid, task_id)
         return self._task_of(uid, doc, run)
 
     def _task_of(self, uid: str, doc: dict[str, Any], run: RunRecord) -> pb.Task:
-        decided = convert.state_of(run) == pb.TaskState.TASK_STATE_INPUT_REQUIRED and not self._pending(uid, run)
-        return convert.task_of(doc, run, decided=decided)
+        waits = convert.state_of(run) == pb.TaskState.TASK_STATE_INPUT_REQUIRED
+        decided = waits and not self._pending(uid, run)
+        auth = self._auth_of(uid)(run.result) if waits and not decided and run.result is not None else []
+        return convert.task_of(doc, run, decided=decided, blob=self._blob(run.run_id), auth=auth)
+
+    def _auth_of(self, uid: str) -> convert.AuthReader:
+        """The integrations the calls a paused run waits on need and ``uid`` has not connected
+        (``auth-required``; docs/a2a.md)."""
+        rt = self._rt()
+        return convert.missing_for(rt.registry, rt.connectors, uid)
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
         validate_history_length(params)
@@ -175,7 +209,11 @@ class RuntimeRequestHandler(RequestHandler):
             if run_doc is None:
                 continue
             run = RunRecord.from_doc(run_doc.data)
-            task = convert.task_of(doc, run)
+            if convert.replied_directly(doc):
+                continue
+            auth = self._auth_of(uid)(run.result) if convert.state_of(run) in convert.INTERRUPTED else []
+            task = convert.task_of(doc, run, blob=self._blob(run.run_id) if params.include_artifacts else None,
+                                   auth=auth)
             if params.status and task.status.state != params.status:
                 continue
             if after is not None and run.updated_at <= after:
@@ -191,7 +229,7 @@ class RuntimeRequestHandler(RequestHandler):
     # ---- messages ----------------------------------------------------------------------------
     def _check(self, params: pb.SendMessageRequest) -> None:
         validate_history_length(params.configuration)
-        validate_input_modes(params.message, self._card())
+        inputs.check_modes(params.message)
         if not params.message.message_id:
             raise a2a_errors.InvalidParamsError(message="message.messageId is required")
         if not params.message.parts:
@@ -199,16 +237,18 @@ class RuntimeRequestHandler(RequestHandler):
 
     @_domain_errors
     def _start(self, uid: str, message: pb.Message) -> tuple[StartedRun, dict[str, Any]]:
+        """Start the message's run (its files read first)."""
         from shared.api import RunRequest
 
         rt = self._rt()
+        files = inputs.attachments(message, inputs.fetcher(rt.settings))
         context_id = message.context_id or str(uuid.uuid4())
         stored = convert.to_dict(message)
         stored["contextId"] = context_id
         request = RunRequest(prompt=convert.prompt_of(message)[:16_000], threadId=convert.thread_for(uid, context_id))
         tasks = self.tasks
         started = rt.agent.start(
-            uid, request, instruction_note=convert.origin_note(message, context_id),
+            uid, request, instruction_note=convert.origin_note(message, context_id), attachments=files,
             extra_writes=lambda run_id: [tasks.create_write(uid, run_id, context_id=context_id,
                                                             thread_id=request.threadId or "", message=stored)])
         doc = tasks.get(uid, started.outcome.snapshot.run.run_id)
@@ -273,7 +313,8 @@ class RuntimeRequestHandler(RequestHandler):
 
     def _wait(self, uid: str, doc: dict[str, Any], after: int) -> pb.Task:
         """Follow the run from ``after`` to the end of its stream (its next stop), then the task."""
-        for event in convert.stream_events(doc, self._follow(uid, str(doc["taskId"]), after, FOLLOW_S)):
+        for event in convert.stream_events(doc, self._follow(uid, str(doc["taskId"]), after, FOLLOW_S),
+                                           self._blob(str(doc["taskId"])), self._auth_of(uid)):
             if convert.ends_stream(event):
                 break
         return self._task(uid, str(doc["taskId"]))
@@ -299,7 +340,12 @@ class RuntimeRequestHandler(RequestHandler):
             first = await asyncio.to_thread(self._task, uid, task_id)
             return apply_history_length(first, params.configuration)
         await asyncio.to_thread(self._drive, started)
-        task = await asyncio.to_thread(self._task, uid, task_id)
+        doc, run = await asyncio.to_thread(self._load_run, uid, task_id)
+        if convert.answered_directly(run) and not params.configuration.HasField("task_push_notification_config"):
+            # The caller waited and the run's first stop is a direct answer: a message, no task.
+            await asyncio.to_thread(self.tasks.mark_replied, uid, task_id)
+            return convert.reply_message(doc, run)
+        task = await asyncio.to_thread(self._task_of, uid, doc, run)
         return apply_history_length(task, params.configuration)
 
     async def on_message_send_stream(self, params: pb.SendMessageRequest,
@@ -310,8 +356,9 @@ class RuntimeRequestHandler(RequestHandler):
             doc, run = await asyncio.to_thread(self._answer, uid, params.message)
             first = await asyncio.to_thread(self._task_of, uid, doc, run)
             yield apply_history_length(first, params.configuration)
-            async for event in _relay(convert.stream_events(doc, self._follow(uid, str(doc["taskId"]),
-                                                                              run.last_seq, STREAM_S))):
+            async for event in _relay(convert.stream_events(
+                    doc, self._follow(uid, str(doc["taskId"]), run.last_seq, STREAM_S), self._blob(run.run_id),
+                    self._auth_of(uid))):
                 yield event
             return
         started, doc = await asyncio.to_thread(self._start, uid, params.message)
@@ -335,13 +382,14 @@ class RuntimeRequestHandler(RequestHandler):
                 last = max(last, int(ev.get("seq") or 0))
                 yield ev
 
-        async for event in _relay(convert.stream_events(doc, seen(live))):
+        async for event in _relay(convert.stream_events(doc, seen(live), self._blob(task_id), self._auth_of(uid))):
             yield event
             if convert.ends_stream(event):
                 return
         # The live stream ended before a stop A2A waits for (its plan goes on, or another
         # invocation took the run over): follow the log.
-        async for event in _relay(convert.stream_events(doc, self._follow(uid, task_id, last, STREAM_S))):
+        async for event in _relay(convert.stream_events(doc, self._follow(uid, task_id, last, STREAM_S),
+                                                        self._blob(task_id), self._auth_of(uid))):
             yield event
 
     async def on_subscribe_to_task(self, params: pb.SubscribeToTaskRequest,
@@ -353,7 +401,8 @@ class RuntimeRequestHandler(RequestHandler):
             raise a2a_errors.UnsupportedOperationError(
                 message=f"task {params.id} is in terminal state {pb.TaskState.Name(task.status.state)}")
         yield task
-        async for event in _relay(convert.stream_events(doc, self._follow(uid, params.id, run.last_seq, STREAM_S))):
+        async for event in _relay(convert.stream_events(doc, self._follow(uid, params.id, run.last_seq, STREAM_S),
+                                                        self._blob(params.id), self._auth_of(uid))):
             yield event
 
     # ---- cancel ------------------------------------------------------------------------------
@@ -377,7 +426,7 @@ class RuntimeRequestHandler(RequestHandler):
         deadline = time.monotonic() + (CANCEL_WAIT_S if stopping else 0.0)
         while True:
             task = self._task(uid, task_id)
-            if stopping and task.status.state == pb.TaskState.TASK_STATE_INPUT_REQUIRED:
+            if stopping and task.status.state in convert.INTERRUPTED:
                 # It reached a pause before its next step: the pause is closed now.
                 with contextlib.suppress(Conflict):
                     cancel_run(rt.services, uid, task_id, reason="canceled by the A2A caller")
@@ -404,9 +453,19 @@ class RuntimeRequestHandler(RequestHandler):
         stored.task_id = task_id
         stored.id = config.id or str(uuid.uuid4())
         stored.ClearField("tenant")
-        with_errors = _domain_errors(self.tasks.put_push_config)
-        with_errors(uid, task_id, convert.to_dict(stored))
+        tasks = self.tasks
+        location = tasks.push_config_location(uid, task_id, stored.id)
+        try:
+            plain, sealed = a2a_push.seal(self._vault(), location, convert.to_dict(stored))
+        except ToolError as err:  # no credentials key: a secret is never stored in clear
+            raise a2a_errors.InvalidParamsError(
+                message=f"a push notification token or credentials cannot be stored: {err}") from None
+        with_errors = _domain_errors(tasks.put_push_config)
+        with_errors(uid, task_id, plain, sealed)
         return stored
+
+    def _vault(self) -> CredentialVault:
+        return self._rt().connectors().vault
 
     def _push_configs(self, uid: str, task_id: str) -> list[pb.TaskPushNotificationConfig]:
         from google.protobuf.json_format import ParseDict
@@ -414,8 +473,15 @@ class RuntimeRequestHandler(RequestHandler):
         self._load(uid, task_id)
         out = []
         for doc in self.tasks.list_push_configs(uid, task_id):
+            plain = {k: v for k, v in doc.items() if not k.startswith("_")}
+            if doc.get("_sealed"):
+                location = self.tasks.push_config_location(uid, task_id, str(doc.get("id") or ""))
+                try:
+                    plain = a2a_push.opened(self._vault(), location, plain, doc["_sealed"])
+                except ToolError as err:
+                    raise a2a_errors.InvalidRequestError(message=str(err)) from None
             config = pb.TaskPushNotificationConfig()
-            ParseDict({k: v for k, v in doc.items() if not k.startswith("_")}, config, ignore_unknown_fields=True)
+            ParseDict(plain, config, ignore_unknown_fields=True)
             out.append(config)
         return out
 

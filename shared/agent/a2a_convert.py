@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from shared.state.records import RunRecord, RunResult, waits_on_child
+from shared.formats import b64decode_any
+from shared.state.records import OutputFile, RunRecord, RunResult, waits_on_child
+
+if TYPE_CHECKING:
+    from shared.tools.registry import ToolRegistry
 
 S = pb.TaskState
 TERMINAL = frozenset({S.TASK_STATE_COMPLETED, S.TASK_STATE_FAILED, S.TASK_STATE_CANCELED, S.TASK_STATE_REJECTED})
@@ -25,6 +29,24 @@ ANSWER_ARTIFACT = "answer"
 DECISION_HINT = ('Reply with a message "approve" or "reject" (or a data part {"decision": "approve" | "reject", '
                  '"approvalId"?: ...}); any other reply rejects the call and tells the agent what you said.')
 MAX_PROMPT_PART = 4000
+BlobReader = Callable[[OutputFile], str | None]
+"""The base64 bytes of a file the model answered with (kept in the run's stored turn)."""
+AuthReader = Callable[[RunResult], list[str]]
+"""The integrations a paused run's waiting calls need that its user has not connected."""
+AUTH_HINT = ("Authorization needed: connect {0} first (the user connects it in the app: POST "
+             "/api/integrations/{1}); then answer the approval below.")
+
+
+def missing_connectors(result: RunResult | None, connector_of: Callable[[str], str | None],
+                       connected: Callable[[str], bool]) -> list[str]:
+    """The integrations the calls a pause waits on act through (``Tool.connector``) that are not
+    connected (each asked once), in order."""
+    out: list[str] = []
+    for approval in approvals_of(result):
+        provider = connector_of(str(approval["tool"]))
+        if provider and provider not in out and not connected(provider):
+            out.append(provider)
+    return out
 
 
 def thread_for(uid: str, context_id: str) -> str:
@@ -89,6 +111,23 @@ def _data_part(value: dict[str, Any]) -> pb.Part:
     return pb.Part(data=v, media_type="application/json")
 
 
+def missing_for(registry: ToolRegistry, connectors: Callable[[], Any] | None, uid: str) -> AuthReader:
+    """Reads which integrations a paused run's waiting calls need that ``uid`` has not connected
+    (``auth-required``): a read of the integration per waiting call of a connector tool."""
+
+    def connector_of(name: str) -> str | None:
+        tool = registry.get(name)
+        return tool.connector if tool is not None else None
+
+    def connected(provider: str) -> bool:
+        try:
+            return connectors is None or bool(connectors().vault.status(uid, provider).connected)
+        except Exception:  # unknown (no credentials key): nothing is claimed
+            return True
+
+    return lambda result: missing_connectors(result, connector_of, connected)
+
+
 def approvals_of(result: RunResult | None) -> list[dict[str, Any]]:
     if result is None:
         return []
@@ -110,12 +149,15 @@ def state_of(run: RunRecord) -> int:
 
 
 def status_message(task_id: str, context_id: str, state: int, result: RunResult | None,
-                   error: str | None) -> pb.Message | None:
-    """The status message of a state: the approvals' previews (input-required), the answer
-    (completed), what went wrong (failed, canceled)."""
-    if state == S.TASK_STATE_INPUT_REQUIRED:
+                   error: str | None, auth: Sequence[str] = ()) -> pb.Message | None:
+    """The status message of a state: the approvals' previews (input-required; auth-required
+    first names the integrations to connect), the answer (completed), what went wrong (failed,
+    canceled)."""
+    if state in INTERRUPTED:
         approvals = approvals_of(result)
         lines = [f"Approval needed for {a['tool']}: {a['preview']}" for a in approvals]
+        if auth:
+            lines.insert(0, AUTH_HINT.format(", ".join(auth), "/".join(auth)))
         first = approvals[0]["approvalId"] if approvals else ""
         return agent_message(task_id, context_id, f"input-{len(approvals)}-{first}",
                              [pb.Part(text="\n".join([*lines, DECISION_HINT])),
@@ -127,12 +169,36 @@ def status_message(task_id: str, context_id: str, state: int, result: RunResult 
     return None
 
 
+def answer_text(result: RunResult) -> str:
+    """The final answer's own text (an answer that is only files has none)."""
+    said = (result.output or {}).get("text") if result.files else None
+    return said if isinstance(said, str) else result.summary
+
+
 def answer_artifact(result: RunResult | None) -> pb.Artifact | None:
     """The final answer: its text, or, when the answer is exactly a JSON object, that object as a
     data part (``application/json``: structured output another agent can read as is)."""
-    if result is None or not result.summary:
+    if result is None or not answer_text(result).strip():
         return None
-    return pb.Artifact(artifact_id=ANSWER_ARTIFACT, name="answer", parts=[answer_part(result.summary)])
+    return pb.Artifact(artifact_id=ANSWER_ARTIFACT, name="answer", parts=[answer_part(answer_text(result))])
+
+
+def artifacts_of(result: RunResult | None, blob: BlobReader | None) -> list[pb.Artifact]:
+    """The answer's artifacts: its text (``answer``), then one per file the model answered with
+    (``file-<n>``, named like the file): its bytes (``raw``, read by ``blob``) or its ``url``."""
+    answer = answer_artifact(result)
+    out = [answer] if answer is not None else []
+    for n, f in enumerate((result.files if result is not None else None) or [], start=1):
+        part = pb.Part(filename=f.name, media_type=f.media_type)
+        if f.uri:
+            part.url = f.uri
+        else:
+            data = blob(f) if blob is not None else None
+            if data is None:
+                continue
+            part.raw = b64decode_any(data)
+        out.append(pb.Artifact(artifact_id=f"file-{n}", name=f.name, parts=[part]))
+    return out
 
 
 def answer_part(text: str) -> pb.Part:
@@ -147,16 +213,48 @@ def answer_part(text: str) -> pb.Part:
     return pb.Part(text=text)
 
 
-def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False) -> pb.Task:
+def answered_directly(run: RunRecord) -> bool:
+    """Whether a run's answer may be a message instead of a task (docs/a2a.md, "Message or task"):
+    it completed without the model asking for any tool and without files. (The caller must also
+    have waited for it, and it must be the run's first stop: the handler decides when it answers
+    and marks the task ``repliedAsMessage``.) A reply made of nothing but the model's words is
+    safe to ask again: nothing happened that a task would track."""
+    result = run.result
+    return run.status == "completed" and run.tools_called == 0 and result is not None and not result.files
+
+
+def replied_directly(doc: dict[str, Any]) -> bool:
+    """The caller got a message instead of this task: it is not a task of theirs."""
+    return doc.get("repliedAsMessage") is True
+
+
+def reply_message(doc: dict[str, Any], run: RunRecord) -> pb.Message:
+    """The answer of a run that :func:`answered_directly`: a message in the caller's context."""
+    text = answer_text(run.result) if run.result is not None else ""
+    return pb.Message(message_id=f"{doc['taskId']}-reply", context_id=str(doc["contextId"]),
+                      role=pb.Role.ROLE_AGENT, parts=[answer_part(text)])
+
+
+def interrupted_state(auth: Sequence[str]) -> int:
+    """A run waiting for decisions: ``auth-required`` while a call it waits on needs an
+    integration its user has not connected (``auth``), else ``input-required``."""
+    return int(S.TASK_STATE_AUTH_REQUIRED if auth else S.TASK_STATE_INPUT_REQUIRED)
+
+
+def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False, blob: BlobReader | None = None,
+            auth: Sequence[str] = ()) -> pb.Task:
     """The task as of the run's last committed state; ``decided``: every approval its pause waits
-    for is decided (it is about to resume: ``working``, not ``input-required``)."""
+    for is decided (it is about to resume: ``working``, not ``input-required``); ``blob`` reads the
+    bytes of the answer's files (without it, files by reference only)."""
     task_id, context_id = str(doc["taskId"]), str(doc["contextId"])
     state = state_of(run)
     if decided and state == S.TASK_STATE_INPUT_REQUIRED:
         state = int(S.TASK_STATE_WORKING)
+    elif state == S.TASK_STATE_INPUT_REQUIRED:
+        state = interrupted_state(auth)
     error = run.error.message if run.error is not None else None
     status = pb.TaskStatus(state=state, timestamp=timestamp(run.updated_at))  # type: ignore[arg-type]
-    message = status_message(task_id, context_id, state, run.result, error)
+    message = status_message(task_id, context_id, state, run.result, error, auth)
     if message is not None:
         status.message.CopyFrom(message)
     task = pb.Task(id=task_id, context_id=context_id, status=status)
@@ -166,13 +264,13 @@ def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False) -> pb
     if message is not None and state in TERMINAL | INTERRUPTED:
         history.append(message)
     task.history.extend(history)
-    artifact = answer_artifact(run.result) if state == S.TASK_STATE_COMPLETED else None
-    if artifact is not None:
-        task.artifacts.append(artifact)
+    if state == S.TASK_STATE_COMPLETED:
+        task.artifacts.extend(artifacts_of(run.result, blob))
     return task
 
 
-def stream_events(doc: dict[str, Any], run_events: Iterable[dict[str, Any]]) -> Iterable[Any]:
+def stream_events(doc: dict[str, Any], run_events: Iterable[dict[str, Any]],
+                  blob: BlobReader | None = None, auth_of: AuthReader | None = None) -> Iterable[Any]:
     """A run's events (from the log, in ``seq`` order) as A2A stream events: a ``status`` event is
     ``working``; a ``result`` is the answer's artifact then ``completed``, or ``input-required``
     with the approvals' previews; an ``error`` is ``failed`` (``canceled`` when cancelled). The
@@ -181,6 +279,7 @@ def stream_events(doc: dict[str, Any], run_events: Iterable[dict[str, Any]]) -> 
     for ev in run_events:
         kind = ev.get("type")
         now = timestamp(datetime.now(UTC).timestamp())
+        auth: list[str] = []
         if kind == "status":
             yield pb.TaskStatusUpdateEvent(task_id=task_id, context_id=context_id,
                                            status=pb.TaskStatus(state=S.TASK_STATE_WORKING, timestamp=now))
@@ -188,16 +287,16 @@ def stream_events(doc: dict[str, Any], run_events: Iterable[dict[str, Any]]) -> 
             result = RunResult.from_doc(ev["result"])
             if result.status == "completed":
                 state = S.TASK_STATE_COMPLETED
-                artifact = answer_artifact(result)
-                if artifact is not None:
+                for artifact in artifacts_of(result, blob):
                     yield pb.TaskArtifactUpdateEvent(task_id=task_id, context_id=context_id, artifact=artifact,
                                                      last_chunk=True)
             elif result.status == "awaiting_confirmation" and approvals_of(result):
-                state = S.TASK_STATE_INPUT_REQUIRED
+                auth = auth_of(result) if auth_of is not None else []
+                state = interrupted_state(auth)  # type: ignore[assignment]
             else:
                 continue
             status = pb.TaskStatus(state=state, timestamp=now)
-            message = status_message(task_id, context_id, state, result, None)
+            message = status_message(task_id, context_id, state, result, None, auth)
             if message is not None:
                 status.message.CopyFrom(message)
             yield pb.TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)

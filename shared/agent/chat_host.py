@@ -25,6 +25,7 @@ from shared.state.records import (
     ActionRecord,
     ApprovalView,
     MessageRecord,
+    OutputFile,
     RunError,
     RunRecord,
     RunResult,
@@ -55,6 +56,30 @@ def _base_result(ctx: RunContext) -> RunResult:
     return RunResult(ok=True, run_id=ctx.run.run_id, thread_id=ctx.run.thread_id, status=ctx.run.status,
                      model=ctx.run.model, action_id=last.action_id if last else None,
                      tool=last.tool if last else None, tool_args=last.args if last else None)
+
+
+def output_files(ctx: RunContext) -> list[OutputFile]:
+    """The files of the run's final model turn (their bytes stay in the stored turn)."""
+    import mimetypes
+
+    index = len(ctx.turns) - 1
+    if index < 0 or ctx.turns[index].role != "model":
+        return []
+    out: list[OutputFile] = []
+    for i, part in enumerate(ctx.turns[index].parts):
+        if part.inline_data is not None:
+            blob = part.inline_data
+            name, mime, uri = blob.display_name, blob.mime_type, None
+            size: int | None = len(blob.data) * 3 // 4 - blob.data[-2:].count("=")
+        elif part.file_data is not None:
+            ref = part.file_data
+            name, mime, uri, size = ref.display_name, ref.mime_type or "application/octet-stream", ref.file_uri, None
+        else:
+            continue
+        name = name or f"file-{len(out) + 1}{mimetypes.guess_extension(mime) or ''}"
+        out.append(OutputFile(name=name, media_type=mime, size_bytes=size, uri=uri,
+                              turn=None if uri else index, part=None if uri else i))
+    return out
 
 
 def watchdog_entry(ctx: RunContext) -> UsageEntry:
@@ -191,12 +216,17 @@ class ChatHost(Host):
         run = ctx.run
         run.mode = "tool_executed" if run.tools_executed > 0 else "assistant_text"
         result = _base_result(ctx)
-        result.status, result.mode, result.summary = "completed", run.mode, text[:MAX_SUMMARY_CHARS]
+        files = output_files(ctx)
+        # An answer that is only files is told by their names (the thread's history keeps that).
+        said = text if text.strip() or not files else "Files: " + ", ".join(f"{f.name} ({f.media_type})"
+                                                                             for f in files)
+        result.status, result.mode, result.summary = "completed", run.mode, said[:MAX_SUMMARY_CHARS]
+        result.files = files or None
         output: dict[str, object] = {"text": text}
         if ctx.last_action is not None and ctx.last_action.result is not None:
             output["toolResult"] = ctx.last_action.result
         result.output = output
-        message = MessageRecord(id=ctx.services.new_id("msg"), role="assistant", text=text, run_id=run.run_id)
+        message = MessageRecord(id=ctx.services.new_id("msg"), role="assistant", text=said, run_id=run.run_id)
         runs = ctx.services.runs
         deliveries = _announce(ctx, "run.completed", result)
         stops.complete(ctx, result=result, writes=[runs.message_write(run, message),

@@ -12,14 +12,16 @@ from shared.api import RunRequest
 from shared.state.records import RunRecord, RunResult
 
 if TYPE_CHECKING:
+    from shared.limits import DeferredRequest
     from shared.state.sessions_repo import SessionsRepo
 
 
 def run_to_stop(service: AgentService, uid: str, request: RunRequest, *,
-                idempotency_key: str | None = None) -> tuple[RunResult, bool]:
+                idempotency_key: str | None = None, deferred: DeferredRequest | None = None) -> tuple[RunResult, bool]:
     """Start and drive a run to its stop. A repeated Idempotency-Key returns the earlier run
-    (``replayed=True``) and never starts a second one."""
-    started = service.start(uid, request, idempotency_key=idempotency_key)
+    (``replayed=True``) and never starts a second one. ``deferred``: the request's count, left to
+    the run's creating commit (``AgentService.start``)."""
+    started = service.start(uid, request, idempotency_key=idempotency_key, deferred=deferred)
     if not started.outcome.created:
         return current_result(started.outcome.snapshot.run), True
     if started.outcome.queued:  # it starts when its turn comes, in another invocation
@@ -38,12 +40,14 @@ def cancel_run(service: AgentService, uid: str, run_id: str, *, reason: str | No
 
 
 def stream_run(service: AgentService, uid: str, request: RunRequest, *, idempotency_key: str | None = None,
-               sessions: Callable[[], SessionsRepo] | None = None) -> Iterator[dict[str, Any]]:
+               sessions: Callable[[], SessionsRepo] | None = None,
+               deferred: DeferredRequest | None = None) -> Iterator[dict[str, Any]]:
     """Start a run (errors raise here, before streaming) and return its live event stream; a
     repeated Idempotency-Key replays the earlier run's events, following it until it stops, and a
     queued run's events are followed the same way (``status: queued``, then the run as it runs).
-    ``sessions``: where the plans a run starts are read, to relay their events on its stream."""
-    started = service.start(uid, request, idempotency_key=idempotency_key)
+    ``sessions``: where the plans a run starts are read, to relay their events on its stream.
+    ``deferred``: as :func:`run_to_stop`'s."""
+    started = service.start(uid, request, idempotency_key=idempotency_key, deferred=deferred)
     if started.outcome.queued:  # its stream starts when it does
         return follow_queued(service.services.runs, started.outcome.snapshot.run.run_id, sessions=sessions,
                              max_wait_s=service.services.settings.follow_max_wait_s)

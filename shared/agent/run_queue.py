@@ -28,6 +28,7 @@ from shared.failures import FailureCode
 from shared.loop import stops
 from shared.loop.context import Services
 from shared.loop.outcomes import NextStepFailed
+from shared.models.base import Part
 from shared.state.docstore import Write
 from shared.state.records import MessageRecord, RunError, RunRecord, RunResult, now
 from shared.state.thread_queue import DEQUEUE_PREFIX, QueuedLaunch, ThreadQueue, dequeue_entry_id
@@ -82,7 +83,7 @@ def _launch(services: Services, run: RunRecord, history: list[MessageRecord]) ->
     assert queued is not None
     items = ([ConversationItem.model_validate(c) for c in queued.conversation] if queued.conversation
              else [ConversationItem(role=m.role, text=m.text) for m in history])
-    turns = conversation_turns(items, queued.prompt)
+    turns = conversation_turns(items, queued.prompt, [Part.model_validate(a) for a in queued.attachments])
     move_run(run, "planning")
     run.lease = leases.parked(services.settings.lease_ttl_s)
     run.lease_expires_at = run.lease.expires_at
@@ -125,24 +126,24 @@ def recover_queues(services: Services, limit: int) -> int:
 def stop_requested(services: Services, run: RunRecord) -> tuple[NextStepFailed, list[Write]] | None:
     """If the run was asked to stop (an ``interrupt``/``rollback`` of a newer run, or a cancel): the
     failure it stops with (naming the side effects it executed, which stay) and, for a rollback,
-    the writes removing its messages from the thread's history."""
-    if not run.thread_id:
-        return None
-    thread = thread_queue(services).thread_of(run)
-    if thread is None or thread.interrupt_run_id != run.run_id:
+    the writes removing its messages from the thread's history. Read from the run itself
+    (``RunRecord.stop_requested``, adopted by the commit the request made fail): no store read
+    unless it was asked."""
+    stop = run.stop_requested
+    if stop is None or not run.thread_id:
         return None
     executed = [f"{a.tool} ({a.action_id})" for a in services.runs.list_actions(run.run_id)
                 if a.side_effect and a.status == "completed"]
     kept = ("; side effects already executed (kept, not undone): " + ", ".join(executed)) if executed else ""
     writes: list[Write] = []
-    if thread.interrupt_mode == "cancel":
+    if stop.mode == "cancel":
         return NextStepFailed(FailureCode.CANCELLED, f"cancelled by the user{kept}"), writes
-    if thread.interrupt_mode == "rollback":
+    if stop.mode == "rollback":
         writes = services.runs.message_deletes(run)
         how = "rolled back (its messages left the thread's history)"
     else:
         how = "interrupted"
-    message = f"{how} by run {thread.interrupt_by} on the same thread{kept}"
+    message = f"{how} by run {stop.by} on the same thread{kept}"
     return NextStepFailed(FailureCode.SUPERSEDED, message), writes
 
 

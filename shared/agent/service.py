@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared import tracing
 from shared.agent.chat_host import current_result
@@ -29,14 +29,21 @@ from shared.loop import stops
 from shared.loop.context import EventListener, RunContext, Services
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
-from shared.models.base import Turn
-from shared.state.batched_reads import BatchedReads
+from shared.models.base import Part, Turn
+from shared.state.batched_reads import BatchedReads, read_together
 from shared.state.docstore import TransactionContention, Write
+from shared.state.limits_repo import RequestGuard
 from shared.state.records import MemoryRecord, MessageRecord, QueuedStart, RunRecord, RunResult, UserRecord
 from shared.state.runs_repo import StartOutcome
+from shared.state.users_repo import Stamps
+
+if TYPE_CHECKING:
+    from shared.limits import DeferredRequest
 
 log = logging.getLogger("agent_runtime.service")
 
+MEMORIES_IN_INSTRUCTION = 20
+"""The user's newest memories the system instruction carries."""
 START_ATTEMPTS = 6
 START_BACKOFF_S = 0.1
 """A contended start is tried again after ~0.1, 0.2, 0.4, 0.8, 1.6 s (jittered) before answering 503."""
@@ -56,37 +63,54 @@ class StartedRun:
     """Events committed with the run (``status: planning``), to be sent first on a live stream."""
     owner: str
     """The invocation holding the new run's lease (it drives the run)."""
+    stamps: Stamps | None = None
+    """The user's stamps as the start read them (the run's tool list uses them)."""
 
 
 class AgentService:
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    def _load_user(self, uid: str, batch: BatchedReads | None = None) -> tuple[UserRecord, list[MemoryRecord] | None]:
+    def _load_user(self, uid: str, batch: BatchedReads | None = None
+                   ) -> tuple[UserRecord, list[MemoryRecord] | None, Stamps | None]:
+        """The user's profile, memories (none read when their stamp says there are none, or this
+        process read them at the same stamp: shared/state/users_repo.py) and stamps."""
         users = self.services.users
         try:
             user = users.get_user(uid, batch=batch)
         except Exception:
             log.warning("profile read failed; using defaults (supervised)", exc_info=True)
             user = UserRecord(uid=uid)
+        stamps: Stamps | None
         try:
-            memories: list[MemoryRecord] | None = users.list_memories(uid, limit=20)
+            stamps = users.stamps(uid, batch)
+        except Exception:
+            log.warning("stamp read failed; the user's collections are queried", exc_info=True)
+            stamps = None
+        try:
+            memories: list[MemoryRecord] | None = self.services.stamped.read(
+                stamps, "memories", lambda: users.list_memories(uid, limit=MEMORIES_IN_INSTRUCTION))
         except Exception:
             log.warning("memory read failed; the run continues without memories", exc_info=True)
             memories = None
-        return user, memories
+        return user, memories, stamps
 
     def start(self, uid: str, request: RunRequest, *, idempotency_key: str | None = None,
-              instruction_note: str | None = None, extra_writes: ExtraWrites | None = None) -> StartedRun:
+              instruction_note: str | None = None, extra_writes: ExtraWrites | None = None,
+              attachments: Sequence[Part] = (), deferred: DeferredRequest | None = None) -> StartedRun:
         """Persist a new run (or find the one an Idempotency-Key already created). On a busy thread,
         ``request.strategy`` says what happens (``outcome.queued``: the run waits its turn).
         ``instruction_note``: appended to the system instruction (where the request came from, e.g.
         an A2A caller); ``extra_writes(run_id)``: documents created in the run's own transaction
-        (e.g. the A2A task that is this run)."""
+        (e.g. the A2A task that is this run); ``attachments``: files sent with the prompt (model
+        parts added to its turn, e.g. an A2A message's file parts). ``deferred``: the request's count
+        in the store, left to the run's creating commit (checked first: 429 ``RATE_LIMITED``; marked
+        counted when that commit wrote it)."""
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
         limits = self.services.limits
-        batch = self._start_batch(uid)
+        batch = self._start_batch(uid, deferred)
+        counter = deferred.guard(batch) if deferred is not None else None
         if limits is not None:  # before anything is read or written for the run (docs/limits.md)
             key = idempotency_key
             limits.check_daily_tokens(uid, replayed=(lambda: self.services.runs.used_idempotency_key(uid, key))
@@ -94,7 +118,9 @@ class AgentService:
         with log_context(uid=uid, threadId=thread_id):
             fingerprint = request.fingerprint() if idempotency_key else None
             started = self._start_retrying(uid, req, thread_id, idempotency_key, fingerprint, instruction_note,
-                                           extra_writes, batch)
+                                           extra_writes, batch, attachments, counter, deferred)
+            if deferred is not None and started.outcome.created:
+                deferred.committed()
             run = started.outcome.snapshot.run
             # Counts only: the prompt, conversation and attached context are user data.
             log.info("run started" if started.outcome.created else "run found for a repeated Idempotency-Key",
@@ -103,16 +129,21 @@ class AgentService:
                                        "attachedContext": len(req.attachedContext)}})
         return started
 
-    def _start_batch(self, uid: str) -> BatchedReads | None:
+    def _start_batch(self, uid: str, deferred: DeferredRequest | None) -> BatchedReads | None:
         """The documents the start's limit checks and its system instruction read (the user's,
-        the day's usage counter, the active-run slot), read in one round trip (issue 33). Should
-        that read fail, each is read on its own as before (a profile read failure is tolerated)."""
+        the day's usage counter, the active-run slot, the request counter when ``deferred``), read
+        in one round trip (issue 33). Should that read fail, each is read on its own as before (a
+        profile read failure is tolerated)."""
         s = self.services
-        return s.limits.read_for_start(uid, "runs", also=s.users.user_paths(uid)) if s.limits is not None else None
+        own = [*s.users.user_paths(uid), *s.users.stamp_paths(uid), *(deferred.paths() if deferred is not None else ())]
+        return s.limits.read_for_start(uid, "runs", also=own) if s.limits is not None else read_together(
+            s.users.store, own)
 
     def _start_retrying(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
                         fingerprint: str | None, instruction_note: str | None,
-                        extra_writes: ExtraWrites | None, batch: BatchedReads | None = None) -> StartedRun:
+                        extra_writes: ExtraWrites | None, batch: BatchedReads | None = None,
+                        attachments: Sequence[Part] = (), counter: RequestGuard | None = None,
+                        deferred: DeferredRequest | None = None) -> StartedRun:
         """:meth:`_start`, tried again (jittered backoff) when concurrent starts on the same thread
         or of the same user kept winning the store's race: nothing was written, and a burst of
         requests on one thread (``multitaskStrategy: enqueue``) must all be taken in, not 503."""
@@ -122,9 +153,11 @@ class AgentService:
                 # one per process at a time (concurrent read-then-write transactions on one document
                 # mostly abort each other; the Firestore emulator times their locks out).
                 with _THREAD_LOCKS[hash((uid, thread_id)) % len(_THREAD_LOCKS)]:
-                    # A retry reads afresh: the batch is the first attempt's.
+                    # A retry reads afresh: the batch (and the request counter as read) is the first attempt's.
+                    if attempt > 0 and deferred is not None:
+                        counter = deferred.guard(None)
                     return self._start(uid, req, thread_id, idempotency_key, fingerprint, instruction_note,
-                                       extra_writes, batch if attempt == 0 else None)
+                                       extra_writes, batch if attempt == 0 else None, attachments, counter)
             except TransactionContention:
                 if attempt == START_ATTEMPTS - 1:
                     raise
@@ -134,7 +167,8 @@ class AgentService:
 
     def _start(self, uid: str, req: RunRequest, thread_id: str, idempotency_key: str | None,
                fingerprint: str | None, instruction_note: str | None = None,
-               extra_writes: ExtraWrites | None = None, batch: BatchedReads | None = None) -> StartedRun:
+               extra_writes: ExtraWrites | None = None, batch: BatchedReads | None = None,
+               attachments: Sequence[Part] = (), counter: RequestGuard | None = None) -> StartedRun:
         s = self.services
         conversation = list(req.conversation)
         if not conversation and req.threadId:  # the caller's own thread of that id (never another user's)
@@ -144,7 +178,7 @@ class AgentService:
             dropped = thread.active_run_id if thread is not None and req.strategy == "rollback" else None
             conversation = [ConversationItem(role=m.role, text=m.text) for m in messages
                             if dropped is None or m.run_id != dropped]
-        user, memories = self._load_user(uid, batch)
+        user, memories, stamps = self._load_user(uid, batch)
         run_id = new_id("run")
         # The invocation that starts the run holds its lease from the first write: recovery only
         # takes over a run whose invocation stopped renewing it.
@@ -172,20 +206,22 @@ class AgentService:
                         lease_expires_at=lease.expires_at)
         first = event_to_doc(StatusEvent(seq=1, status="planning", threadId=thread_id, runId=run_id))
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
-        turns = conversation_turns(conversation, req.prompt)
+        turns = conversation_turns(conversation, req.prompt, attachments)
         slot = s.limits.slot(uid, "runs", batch=batch) if s.limits is not None else None
         from shared.agent.run_queue import publish, queue_entry
 
-        queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation])
+        queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation],
+                             attachments=[p.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+                                          for p in attachments])
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
                                    idempotency_key=idempotency_key, fingerprint=fingerprint, strategy=req.strategy,
                                    queue_entry=lambda r: queue_entry(s, r), queued_start=queued, slot=slot,
                                    fail_paused=stops.close_paused,
                                    extra_writes=extra_writes(run_id) if extra_writes is not None else (),
-                                   new_thread=not req.threadId)
+                                   new_thread=not req.threadId, guards=[counter] if counter is not None else [])
         if outcome.deliver:
             publish(s, uid, list(outcome.deliver))
-        return StartedRun(outcome, user, turns, [first], owner)
+        return StartedRun(outcome, user, turns, [first], owner, stamps)
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:
         snap = started.outcome.snapshot
@@ -193,7 +229,7 @@ class AgentService:
         budget = host.budget(self.services.settings)
         return RunContext(services=self.services, snapshot=snap, turns=list(started.turns), user=started.user,
                           deadline=budget.deadline, max_steps=budget.max_steps, yield_margin_s=budget.yield_margin_s,
-                          owner=started.owner, host=host, listener=listener)
+                          owner=started.owner, host=host, listener=listener, stamps=started.stamps)
 
     def run(self, ctx: RunContext) -> RunResult:
         """Drive a freshly started run until it stops; the stop is committed before returning.

@@ -214,7 +214,13 @@ class Webhooks:
     def deliverer(self) -> Deliverer:
         allow = self.services.settings.mcp_allow_private_urls
         return Deliverer(self.deliveries, self.services.outbox, self.secret_of,
-                         check_url=None if allow else self._check_url)
+                         check_url=None if allow else self._check_url, headers_of=self._push_headers)
+
+    def _push_headers(self, record: DeliveryRecord) -> dict[str, str] | None:
+        """An A2A push notification's sealed headers (its module is loaded only for one)."""
+        from shared.agent.a2a_push import headers_of
+
+        return headers_of(self.services.runs.store, self._vault)(record)
 
     def announce(self, ctx: RunContext, event_type: RunEventType, result: RunResult | None) -> list[str]:
         """Record (in the run's next commit) one delivery of ``event_type`` per subscribed webhook

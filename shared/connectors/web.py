@@ -37,8 +37,9 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from html import unescape
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import certifi
@@ -67,7 +68,16 @@ _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.IGNORECASE)
 
 Resolver = Callable[[str, int], Iterable[str]]
+_T = TypeVar("_T")
 
+
+
+@dataclass(frozen=True)
+class FetchedFile:
+    final_url: str
+    content_type: str
+    """The media type the server named (lowercase, without parameters; ``""`` when none)."""
+    body: bytes
 
 
 class FetchedPage(BaseModel):
@@ -194,6 +204,26 @@ class WebFetcher:
     # ---- fetching ------------------------------------------------------------------------------------
     def fetch(self, url: str, *, timeout_s: float) -> FetchedPage:
         """GET ``url`` (following checked redirects) within ``timeout_s`` seconds in all."""
+        return self._get(url, timeout_s, lambda final, response, redirects, deadline:
+                         self._page(url, final, response, redirects, deadline))
+
+    def fetch_file(self, url: str, *, timeout_s: float) -> FetchedFile:
+        """GET ``url``'s bytes, whatever their type, under the same rules; a body larger than
+        ``max_bytes`` is refused (a file is never cut)."""
+
+        def read(final: str, response: Any, redirects: list[str], deadline: float) -> FetchedFile:
+            status = int(response.status)
+            if status >= 400:
+                raise ToolError(f"{final[:200]!r} answered HTTP {status}")
+            body, truncated = self._read(response, deadline, final)
+            if truncated:
+                raise ToolError(f"{final[:200]!r} is larger than {self._max_bytes} bytes")
+            content_type = str(response.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+            return FetchedFile(final_url=final, content_type=content_type, body=body)
+
+        return self._get(url, timeout_s, read)
+
+    def _get(self, url: str, timeout_s: float, read: Callable[[str, Any, list[str], float], _T]) -> _T:
         deadline = time.monotonic() + max(0.0, timeout_s)
         current = url.strip()
         redirects: list[str] = []
@@ -206,7 +236,7 @@ class WebFetcher:
                     redirects.append(target)
                     current = target
                     continue
-                return self._page(url, current, response, redirects, deadline)
+                return read(current, response, redirects, deadline)
             finally:
                 response.release_conn()
                 response.close()

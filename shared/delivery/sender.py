@@ -86,6 +86,8 @@ class Deliverer:
     """The signing secret of a delivery (None: it cannot be read any more; the delivery fails)."""
     check_url: Callable[[str], None] | None = None
     """Raises when the URL may not be reached (the SSRF guard); None: any URL."""
+    headers_of: Callable[[DeliveryRecord], dict[str, str] | None] | None = None
+    """The secret headers of a delivery with ``headers_from`` (None: they cannot be read; it fails)."""
     post: Post = http_post
     clock: Callable[[], float] = time.time
 
@@ -147,6 +149,11 @@ class Deliverer:
             headers = {**signed_headers(secret, record.delivery_id, int(at), record.body), **record.headers}
         else:  # not signed (an A2A push notification: its own token and authentication are in headers)
             headers = {"Content-Type": "application/json", "webhook-id": record.delivery_id, **record.headers}
+        if record.headers_from:
+            secret_headers = self.headers_of(record) if self.headers_of is not None else None
+            if secret_headers is None:
+                return None, f"{REFUSED} its credentials cannot be read (the configuration was deleted or re-keyed)"
+            headers.update(secret_headers)
         try:
             return self.post(record.url, record.body.encode(), headers, ATTEMPT_TIMEOUT_S), None
         except OSError as exc:

@@ -32,24 +32,52 @@ BUDGET_TOOL = "budget_increase"
 
 
 def check(ctx: RunContext, model: str, request: ModelRequest) -> NextStepInterruption | None:
-    """Before a model call: a pause when a budget has no room for it, else None (the call's
-    reservation against the user's caps, if any, is released once its ledger entry is committed)."""
-    s = ctx.services
-    settings = s.settings
+    """Before a model call: a pause when a budget has no room for it (and for the host's own calls
+    that follow it: a plan's reflection on the act), else None (the reservation against the user's
+    caps, if any, is released once the step's ledger entries are committed)."""
+    settings = ctx.services.settings
     if ctx.run.budget_usd is None and not settings.budget_user_daily_usd and not settings.budget_user_monthly_usd:
         return None
-    max_usd = call_max_cost(settings, model, request)
+    over = room(ctx, call_max_cost(settings, model, request) + follow_up_max(ctx))
+    return None if over is None else pause(ctx, over)
+
+
+def check_resumed_act(ctx: RunContext) -> bool:
+    """On resume, before the approved tool calls of the last model turn run: room for the host's
+    calls that follow them (a plan's reflection on the act). False when the unit paused instead
+    (committed): approving runs the tools then."""
+    settings = ctx.services.settings
+    if ctx.run.budget_usd is None and not settings.budget_user_daily_usd and not settings.budget_user_monthly_usd:
+        return True
+    last = ctx.turns[-1] if ctx.turns else None
+    extra = follow_up_max(ctx) if last is not None and last.role == "model" and last.function_calls else 0.0
+    over = room(ctx, extra) if extra else None
+    if over is None:
+        return True
+    ctx.host.interrupt(ctx, pause(ctx, over))
+    return False
+
+
+def follow_up_max(ctx: RunContext) -> float:
+    """The most the host's own model calls after a step may cost (a plan run's reflection on the
+    act: ``Host.after_step_max_usd``); 0 for other units."""
+    return ctx.host.after_step_max_usd(ctx)
+
+
+def room(ctx: RunContext, max_usd: float) -> Overrun | None:
+    """The limit that has no room for ``max_usd`` more (the run's budget first, then the user's
+    caps); None when all have, ``max_usd`` then reserved against the caps until the next commit."""
+    s = ctx.services
+    settings = s.settings
     over = run_overrun(ctx.run.budget_usd, ctx.run.cost_usd, max_usd)
-    if over is not None:
-        return pause(ctx, over)
-    if not settings.budget_user_daily_usd and not settings.budget_user_monthly_usd:
-        return None
+    if over is not None or (not settings.budget_user_daily_usd and not settings.budget_user_monthly_usd):
+        return over
     call_id = s.new_id("bud")
     reached = s.budgets.reserve(ctx.run.uid, call_id, max_usd, daily_usd=settings.budget_user_daily_usd,
                                 monthly_usd=settings.budget_user_monthly_usd,
                                 ttl_s=settings.lease_ttl_s + settings.model_timeout_s)
     if reached is not None:
-        return pause(ctx, Overrun(reached.scope, reached.cap_usd, reached.spent_usd, max_usd))
+        return Overrun(reached.scope, reached.cap_usd, reached.spent_usd, max_usd)
     uid = ctx.run.uid
     ctx.after_commit.append(lambda: s.budgets.release(uid, call_id))
     return None

@@ -23,11 +23,11 @@ from shared.events import event_to_doc
 from shared.failures import FailureCode
 from shared.loop.outcomes import BudgetSpent, HostStep, NextStepInterruption, Settled, StopOutcome
 from shared.models.base import Model, ToolDeclaration, Turn
-from shared.state.docstore import Write
+from shared.state.docstore import PreconditionFailed, Write
 from shared.state.records import ActionRecord, AuditRecord, RunRecord, UsageEntry, UserRecord, now
 from shared.state.runs_repo import RunSnapshot, RunsRepo
 from shared.state.usage_repo import UsageRepo
-from shared.state.users_repo import UsersRepo
+from shared.state.users_repo import StampedCache, Stamps, UsersRepo
 
 if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
@@ -64,6 +64,7 @@ class UnitHost(Protocol):
     def resumed(self, ctx: RunContext) -> None: ...
     def before_step(self, ctx: RunContext) -> StopOutcome | None: ...
     def after_step(self, ctx: RunContext, outcome: Settled) -> HostStep | None: ...
+    def after_step_max_usd(self, ctx: RunContext) -> float: ...
     def before_tool(self, ctx: RunContext, tool: str) -> None: ...
     def declarations(self, ctx: RunContext) -> list[ToolDeclaration]: ...
     def virtual_tools(self, ctx: RunContext) -> Mapping[str, Tool]: ...
@@ -102,21 +103,26 @@ class Services:
     """The model of a profile (``speed | balanced | quality``); None: ``model_factory`` for all."""
     limits: Limits | None = None
     """The per-user limits (docs/limits.md) checked when work starts; None: none (tests, tools)."""
-    user_registry: Callable[[ToolRegistry, str], ToolRegistry] | None = None
-    """``(registry, uid)`` -> the tools of ``uid``'s runs (the user's own MCP servers added); None:
-    every user gets ``registry``."""
+    user_registry: Callable[[ToolRegistry, str, Stamps | None], ToolRegistry] | None = None
+    """``(registry, uid, stamps)`` -> the tools of ``uid``'s runs (the user's own MCP servers and A2A
+    agents added; ``stamps`` as the run's start read them, shared/state/users_repo.py); None: every user
+    gets ``registry``."""
+    stamped: StampedCache = field(default_factory=StampedCache)
+    """This process's reads of the users' stamped collections (memories, MCP servers, A2A agents)."""
+    clock: Callable[[], float] = time.time
+    """The wall clock of the money budgets' periods (the UTC day and month of a check); tests move it."""
 
-    def registry_for(self, uid: str) -> ToolRegistry:
+    def registry_for(self, uid: str, stamps: Stamps | None = None) -> ToolRegistry:
         """The tools ``uid``'s runs may use: :attr:`registry`, plus the user's own MCP servers'."""
         base = self.registry
-        return base if self.user_registry is None else self.user_registry(base, uid)
+        return base if self.user_registry is None else self.user_registry(base, uid, stamps)
 
     @property
     def budgets(self) -> BudgetRepo:
-        """The users' money budgets (docs/budgets.md)."""
+        """The users' money budgets (docs/budgets.md), their periods on :attr:`clock`."""
         from shared.state.budget_repo import BudgetRepo
 
-        return BudgetRepo(self.runs.store)
+        return BudgetRepo(self.runs.store, self.clock)
 
     def model_for(self, profile: str) -> Model:
         return self.profile_models(profile) if self.profile_models is not None else self.model_factory()
@@ -144,6 +150,9 @@ class RunContext:
     """The action the run's result reports (``actionId``, ``tool``, ``toolArgs``)."""
     after_commit: list[Callable[[], None]] = field(default_factory=list)
     """Run once the next commit succeeded (e.g. releasing a budget reservation; errors are logged)."""
+    stamps: Stamps | None = None
+    """The user's stamps as this invocation read them (shared/state/users_repo.py): the tool list's
+    queries are skipped for collections known empty; a 0 learned is recorded by the next commit."""
     _registry: ToolRegistry | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -152,6 +161,8 @@ class RunContext:
         """The last event sequence number the store holds (a follower resumes after it)."""
         self._persisted_turns = len(self.turns)
         self._held: list[dict[str, Any]] = []
+        self._committed_at = self.run.updated_at
+        """``updatedAt`` as this invocation last committed it (``commit`` tells a stop request from a takeover)."""
         self.steps_at_start = self.run.steps
         """Each invocation (a fresh run, a resume, a continuation) gets its own step budget."""
         if self.max_steps is None:
@@ -162,7 +173,7 @@ class RunContext:
         """The tools of this run's user (built once per invocation: the user's own MCP servers
         join it; a resume in another process builds the same from the store)."""
         if self._registry is None:
-            self._registry = self.services.registry_for(self.run.uid)
+            self._registry = self.services.registry_for(self.run.uid, self.stamps)
         return self._registry
 
     def log_fields(self) -> dict[str, str]:
@@ -243,9 +254,23 @@ class RunContext:
         run.lease_expires_at = run.lease.expires_at if run.lease else 0.0
         new_turns = {i: self.turns[i] for i in range(self._persisted_turns, len(self.turns))}
         run.turn_count = len(self.turns)
-        self.snapshot = self.services.runs.commit_step(self.snapshot, run, new_turns=new_turns,
-                                                       actions=list(self.pending_actions.values()),
-                                                       writes=self.pending, events=self.pending_events)
+        zeros = self.stamps.zero_write() if self.stamps is not None else None
+        if zeros is not None:
+            self.pending.append(zeros)
+        runs = self.services.runs
+        actions = list(self.pending_actions.values())
+        try:
+            self.snapshot = runs.commit_step(self.snapshot, run, new_turns=new_turns, actions=actions,
+                                             writes=self.pending, events=self.pending_events)
+        except PreconditionFailed:
+            # The run was asked to stop (``stop_requested``: the host stops it at the next step
+            # boundary), or another invocation took it over (raised: this one stops).
+            token = runs.adopt_stop(run, self._committed_at, self.owner)
+            if token is None:
+                raise
+            self.snapshot = runs.commit_step(RunSnapshot(self.snapshot.run, token), run, new_turns=new_turns,
+                                             actions=actions, writes=self.pending, events=self.pending_events)
+        self._committed_at = self.snapshot.run.updated_at
         # The committed run *is* the working copy from here on (no copy per step): only its token
         # and last sequence number are read as "the stored state".
         self.run = self.snapshot.run

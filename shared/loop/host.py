@@ -72,6 +72,11 @@ class Host:
         ``NextStepRunAgain`` commits and goes on. None (default): the loop's outcome stands."""
         return None
 
+    def after_step_max_usd(self, ctx: RunContext) -> float:
+        """The most the model calls of :meth:`after_step` may cost (USD), reserved with the step's
+        own call by the money budgets' check (``loop/budget_pause.py``); default 0 (none)."""
+        return 0.0
+
     def before_tool(self, ctx: RunContext, tool: str) -> None:
         """Called before a decided call runs (e.g. to tell the client a tool is executing)."""
 

@@ -38,9 +38,11 @@ from shared.loop.tool_calls import (
     responses_turn,
     tool_context,
 )
+from shared.state.batched_reads import BatchedReads, read_together
 from shared.state.docstore import PreconditionFailed
 from shared.state.records import ActionRecord, UserRecord
 from shared.state.transitions import move_action, move_run
+from shared.state.users_repo import Stamps
 from shared.tools.registry import args_hash
 
 log = logging.getLogger("agent_runtime.resume")
@@ -93,12 +95,30 @@ def close_expired_pauses(services: Services, limit: int) -> int:
     return closed
 
 
-def _load_user(services: Services, uid: str) -> UserRecord:
+def _load_user(services: Services, uid: str, batch: BatchedReads | None) -> tuple[UserRecord, Stamps | None]:
+    """The user's profile and stamps (shared/state/users_repo.py: the tool list's queries), from
+    ``batch`` when it holds them."""
+    users = services.users
     try:
-        return services.users.get_user(uid)
+        user = users.get_user(uid, batch=batch)
     except Exception:
         log.warning("profile read failed on resume; using defaults", exc_info=True)
-        return UserRecord(uid=uid)
+        user = UserRecord(uid=uid)
+    try:
+        return user, users.stamps(uid, batch)
+    except Exception:
+        log.warning("stamp read failed on resume; the user's collections are queried", exc_info=True)
+        return user, None
+
+
+def _first_read(services: Services, run_id: str, uid: str | None) -> BatchedReads | None:
+    """The run, and its user's profile and stamps when the message names the user: one round trip
+    (issue 33)."""
+    if uid is None:
+        return None
+    users = services.users
+    return read_together(users.store, [*services.runs.run_paths(run_id), *users.user_paths(uid),
+                                       *users.stamp_paths(uid)])
 
 
 def resume_run(services: Services, run_id: str, *, expected_uid: str | None = None, how: str = "resume",
@@ -106,8 +126,9 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
     """Claim the run and drive it on; ``how`` (the message kind, or ``recover``) and the message's
     ``traceparent`` label the invocation's span (``shared/tracing.py``)."""
     owner = new_id("inv")
-    for _ in range(CLAIM_ATTEMPTS):
-        snap = services.runs.get_run(run_id)
+    batch = _first_read(services, run_id, expected_uid)
+    for attempt in range(CLAIM_ATTEMPTS):
+        snap = services.runs.get_run(run_id, batch=batch if attempt == 0 else None)
         if snap is None or (expected_uid is not None and snap.run.uid != expected_uid):
             return "not_found"
         run = snap.run
@@ -143,14 +164,18 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                 stops.fail(ctx, FailureCode.UNKNOWN_HOST, f"no host is registered for kind {run.host!r}")
                 return "resumed"
             budget = host.budget(services.settings)
-            ctx = RunContext(services=services, snapshot=snap, turns=services.runs.load_turns(run_id),
-                             user=_load_user(services, run.uid), owner=owner, host=host, deadline=budget.deadline,
-                             max_steps=budget.max_steps, yield_margin_s=budget.yield_margin_s)
+            turns = services.runs.load_turns(run_id)
+            user, stamps = _load_user(services, run.uid, batch if run.uid == expected_uid else None)
+            ctx = RunContext(services=services, snapshot=snap, turns=turns, user=user, owner=owner, host=host,
+                             deadline=budget.deadline, max_steps=budget.max_steps,
+                             yield_margin_s=budget.yield_margin_s, stamps=stamps)
             with tracing.invocation(ctx, how, traceparent):
                 host.resumed(ctx)
                 ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
                 if not budget_pause.settle(ctx, actions):
                     return "resumed"  # a rejected budget approval ended the unit
+                if not budget_pause.check_resumed_act(ctx):
+                    return "resumed"  # no room for what follows the approved calls: paused for a budget approval
                 try:
                     go_on = close_open_turn(ctx, actions)
                 except PreconditionFailed:
@@ -174,7 +199,9 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
     if last.role != "model" or not calls:
         ctx.commit()
         return True
-    turn_actions = sorted((a for a in actions if a.turn_index == last_index), key=lambda a: a.call_index)
+    # A budget approval's action shares the turn index of the model turn it let through: not a call of it.
+    turn_actions = sorted((a for a in actions if a.turn_index == last_index and a.tool != budget_pause.BUDGET_TOOL),
+                          key=lambda a: a.call_index)
     if len(turn_actions) != len(calls):
         ctx.host.fail(ctx, FailureCode.INCONSISTENT_STATE, "the run's last tool calls were not all recorded")
         return False

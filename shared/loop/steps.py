@@ -133,7 +133,7 @@ def step(ctx: RunContext) -> StepOutcome:
     calls = turn.function_calls
     if not calls:
         text = turn.text
-        if not text.strip():
+        if not text.strip() and not turn.files:
             return NextStepFailed(FailureCode.MALFORMED_MODEL_OUTPUT, "the model returned neither text nor a tool call")
         return NextStepFinalOutput(text)
     limit = services.settings.max_tool_calls_per_turn

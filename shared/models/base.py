@@ -31,6 +31,23 @@ class FunctionResponse(_Wire):
     id: str | None = None
 
 
+class Blob(_Wire):
+    """A file's bytes in a turn (Gemini's ``inlineData``): ``data`` is their base64 text."""
+
+    mime_type: str
+    data: str
+    display_name: str | None = None
+    """The file's name (kept by us; not sent back to the model)."""
+
+
+class FileData(_Wire):
+    """A file by reference in a turn (Gemini's ``fileData``)."""
+
+    file_uri: str
+    mime_type: str | None = None
+    display_name: str | None = None
+
+
 class Part(_Wire):
     """One part of a turn. ``thought_signature`` is the base64 text of Gemini's opaque bytes."""
 
@@ -39,6 +56,8 @@ class Part(_Wire):
     thought_signature: str | None = None
     function_call: FunctionCall | None = None
     function_response: FunctionResponse | None = None
+    inline_data: Blob | None = None
+    file_data: FileData | None = None
 
 
 class Turn(_Wire):
@@ -53,6 +72,11 @@ class Turn(_Wire):
     def text(self) -> str:
         """The visible (non-thought) text of the turn."""
         return "".join(p.text for p in self.parts if p.text and not p.thought)
+
+    @property
+    def files(self) -> list[Part]:
+        """The parts that are files (bytes or a reference), in order."""
+        return [p for p in self.parts if p.inline_data is not None or p.file_data is not None]
 
 
 class ToolDeclaration(_Wire):

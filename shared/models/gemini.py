@@ -1,11 +1,11 @@
 """Gemini adapter over the official ``google-genai`` SDK; the only module that imports it.
 
 ``GeminiModel.generate`` streams one model turn (``generate_content_stream``), forwards text and
-thought deltas as they arrive, and returns the turn *losslessly*: text, thought and functionCall
-parts with their ids, args and ``thoughtSignature`` (SDK bytes <-> our base64 text), so a run can
-store it and replay it verbatim in another process. SDK and transport failures are mapped to
-``ModelError`` / ``ModelTimeout`` here; retries (exponential backoff with jitter) are ours, the
-SDK's own retry is left off.
+thought deltas as they arrive, and returns the turn *losslessly*: text, thought, file (``inlineData``,
+``fileData``) and functionCall parts with their ids, args and ``thoughtSignature`` (SDK bytes <->
+our base64 text), so a run can store it and replay it verbatim in another process. SDK and
+transport failures are mapped to ``ModelError`` / ``ModelTimeout`` here; retries (exponential
+backoff with jitter) are ours, the SDK's own retry is left off.
 
 Thread safety: one ``genai.Client`` serves every thread of the process. It holds a single
 ``httpx.Client`` (a thread-safe connection pool), copies its ``HttpOptions`` for each request
@@ -31,7 +31,9 @@ from shared.config import Settings
 from shared.errors import ConfigurationError, ModelError, ModelTimeout
 from shared.formats import b64decode_any
 from shared.models.base import (
+    Blob,
     DeltaSink,
+    FileData,
     FunctionCall,
     GroundedAnswer,
     ModelRequest,
@@ -291,11 +293,13 @@ class _TurnAssembler:
 
     def _add_part(self, part: types.Part) -> None:
         signature = _signature_text(part.thought_signature)
-        unsupported = [name for name in ("inline_data", "file_data", "executable_code",
-                                         "code_execution_result", "function_response")
+        unsupported = [name for name in ("executable_code", "code_execution_result", "function_response")
                        if getattr(part, name, None) is not None]
         if unsupported:
             raise ModelError(f"Gemini answered with a part this runtime cannot store: {unsupported}")
+        if part.inline_data is not None or part.file_data is not None:
+            self.parts.append(_file_part(part, signature))
+            return
         if part.function_call is not None:
             call = part.function_call
             if not call.name:
@@ -387,6 +391,8 @@ def to_contents(turns: list[Turn]) -> list[types.Content]:
 def _sdk_part(part: Part) -> types.Part:
     call = part.function_call
     answer = part.function_response
+    blob, ref = part.inline_data, part.file_data
+    # A file's name stays ours: the Gemini API takes no ``displayName`` on inline data or files.
     return types.Part(
         text=part.text,
         thought=True if part.thought else None,
@@ -394,7 +400,34 @@ def _sdk_part(part: Part) -> types.Part:
         function_call=types.FunctionCall(name=call.name, args=call.args, id=call.id) if call else None,
         function_response=(types.FunctionResponse(name=answer.name, response=answer.response, id=answer.id)
                            if answer else None),
+        inline_data=types.Blob(mime_type=blob.mime_type, data=b64decode_any(blob.data)) if blob else None,
+        file_data=types.FileData(file_uri=ref.file_uri, mime_type=ref.mime_type) if ref else None,
     )
+
+
+MAX_OUTPUT_FILE_BYTES = 512 * 1024
+"""The largest file the model may answer with inline: a turn is stored as one document (Firestore
+takes 1 MiB, the bytes are kept as base64 text)."""
+
+
+def _file_part(part: types.Part, signature: str | None) -> Part:
+    """A file the model answered with (``inlineData`` bytes or a ``fileData`` reference), kept
+    whole with its name (``displayName``) and media type."""
+    if part.inline_data is not None:
+        blob = part.inline_data
+        raw = blob.data or b""
+        if len(raw) > MAX_OUTPUT_FILE_BYTES:
+            raise ModelError(f"Gemini answered with a file of {len(raw)} bytes; this runtime keeps files "
+                             f"of up to {MAX_OUTPUT_FILE_BYTES} bytes in a turn")
+        return Part(inline_data=Blob(mime_type=blob.mime_type or "application/octet-stream",
+                                     data=base64.b64encode(raw).decode("ascii"), display_name=blob.display_name),
+                    thought_signature=signature)
+    ref = part.file_data
+    assert ref is not None
+    if not ref.file_uri:
+        raise ModelError("Gemini answered with a fileData part without a fileUri")
+    return Part(file_data=FileData(file_uri=ref.file_uri, mime_type=ref.mime_type, display_name=ref.display_name),
+                thought_signature=signature)
 
 
 def _signature_text(raw: bytes | None) -> str | None:

@@ -53,6 +53,7 @@ from shared.plan_views import SessionResultView
 from shared.plans import plan_edits, planner, react
 from shared.plans.parent import wake_parent
 from shared.plans.plan_state import KIND, ended_mode, plan_state, task_turn
+from shared.plans.reflect import max_cost as reflect_max_cost
 from shared.plans.reflect import reflect
 from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanTask, SessionResult, SessionStatus, TaskStatus
@@ -121,6 +122,10 @@ class PlanHost(Host):
         return allowed is None or tool in allowed
 
     # ---- the ReAct act -----------------------------------------------------------------------
+    def after_step_max_usd(self, ctx: RunContext) -> float:
+        """The reflection that follows each act, at its maximum (docs/budgets.md)."""
+        return reflect_max_cost(ctx, plan_state(ctx))
+
     def after_step(self, ctx: RunContext, outcome: Settled) -> HostStep | None:
         """Every act (a tool call answered, or a text that ends the task) is followed by this
         host's step: its ReAct records, the reflection (a model call) and what it means."""

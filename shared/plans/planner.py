@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.models.base import Model
-from shared.plans.structured import Answer, Refused, ask
+from shared.models.base import Model, ModelRequest, Part, Turn
+from shared.plans.structured import Answer, Refused, ask, response_schema_of
 from shared.state.plan_records import PlanChange, PlanTask
 
 PLAN_INSTRUCTION = """\
@@ -153,13 +153,24 @@ def refine(model: Model, objective: str, current: list[PlanTask], message: str, 
                timeout_s=timeout_s)
 
 
+def _reflect_prompt(objective: str, task: PlanTask, plan: list[PlanTask], act: dict[str, object]) -> str:
+    return json.dumps({"objective": objective, "currentTask": {"id": task.id, "title": task.title,
+                                                               "description": task.description},
+                       "plan": [{"id": t.id, "title": t.title, "status": t.status} for t in plan],
+                       "lastAct": act, **({"rejectedActs": task.rejected_acts} if task.rejected_acts else {})},
+                      ensure_ascii=False, default=str)
+
+
+def reflect_request(objective: str, task: PlanTask, plan: list[PlanTask], act: dict[str, object]) -> ModelRequest:
+    """The reflection's first request (what the money budgets count it at, docs/budgets.md)."""
+    return ModelRequest(system_instruction=REFLECT_INSTRUCTION,
+                        turns=[Turn(role="user", parts=[Part(text=_reflect_prompt(objective, task, plan, act))])],
+                        response_schema=response_schema_of(Reflection))
+
+
 def reflect(model: Model, objective: str, task: PlanTask, plan: list[PlanTask], act: dict[str, object], *,
             timeout_s: float | None = None) -> Answer[Reflection]:
-    prompt = json.dumps({"objective": objective, "currentTask": {"id": task.id, "title": task.title,
-                                                                 "description": task.description},
-                         "plan": [{"id": t.id, "title": t.title, "status": t.status} for t in plan],
-                         "lastAct": act, **({"rejectedActs": task.rejected_acts} if task.rejected_acts else {})},
-                        ensure_ascii=False, default=str)
+    prompt = _reflect_prompt(objective, task, plan, act)
 
     def accept(value: BaseModel) -> Reflection:
         assert isinstance(value, Reflection)

@@ -40,6 +40,7 @@ from shared.state.plan_tasks import OPEN_TASK_STATUSES
 from shared.state.records import RunError, RunRecord
 from shared.state.sessions_repo import SessionsRepo
 from shared.state.transitions import move_run
+from shared.usage.budget import CappedModel
 from shared.usage.meter import MeteredCall, MeteredModel
 
 log = logging.getLogger("agent_runtime.plans")
@@ -54,7 +55,8 @@ class PlanOutcome:
 def _model(services: Services, uid: str, session_id: str, operation: str) -> Model:
     call = MeteredCall(uid=uid, unit_kind="session", unit_id=session_id, component="planner",
                        operation_type=operation)
-    return MeteredModel(services.model_factory(), call, services.settings, services.usage.record)
+    metered = MeteredModel(services.model_factory(), call, services.settings, services.usage.record)
+    return CappedModel(metered, services.budgets, services.settings, uid, services.new_id)  # docs/budgets.md
 
 
 def parse_deadline(services: Services, raw: str | None, *, now: float | None = None) -> float:

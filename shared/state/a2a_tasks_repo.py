@@ -51,6 +51,12 @@ class A2aTasksRepo:
             "contextId": context_id, "threadId": thread_id, "history": [message],
             "messageIds": [message.get("messageId", "")], "createdAt": at, "updatedAt": at})
 
+    def mark_replied(self, uid: str, task_id: str) -> None:
+        """The caller was answered with a message, not this task: it is no task of theirs any more
+        (``shared/agent/a2a_convert.py``, ``answered_directly``)."""
+        self.store.commit([Write("update", paths.a2a_task(uid, task_id), {"repliedAsMessage": True,
+                                                                          "updatedAt": now()})])
+
     def create(self, uid: str, task_id: str, *, context_id: str, thread_id: str, message: dict[str, Any]) -> None:
         self.store.commit([self.create_write(uid, task_id, context_id=context_id, thread_id=thread_id,
                                              message=message)])
@@ -91,7 +97,13 @@ class A2aTasksRepo:
                                  {"lastState": state, "updatedAt": now()})])
 
     # ---- push notification configurations ------------------------------------------------------
-    def put_push_config(self, uid: str, task_id: str, config: dict[str, Any]) -> None:
+    def push_config_location(self, uid: str, task_id: str, config_id: str) -> str:
+        return paths.a2a_push_config(uid, task_id, config_doc_id(config_id))
+
+    def put_push_config(self, uid: str, task_id: str, config: dict[str, Any],
+                        sealed: dict[str, Any] | None = None) -> None:
+        """The configuration (A2A JSON, without its secrets) and its secrets ``sealed`` (for the
+        document's path: :meth:`push_config_location`)."""
         config_id = str(config["id"])
         existing = self.list_push_configs(uid, task_id)
         if len(existing) >= MAX_PUSH_CONFIGS and all(c.get("id") != config_id for c in existing):
@@ -100,12 +112,23 @@ class A2aTasksRepo:
             raise Conflict(f"at most {MAX_PUSH_CONFIGS} push notification configurations per task",
                            code="TOO_MANY_PUSH_CONFIGS")
         self.store.commit([Write("set", paths.a2a_push_config(uid, task_id, config_doc_id(config_id)),
-                                 {"config": config, "id": config_id, "createdAt": now()})])
+                                 {"config": config, "id": config_id, "createdAt": now(),
+                                  **({"sealed": sealed} if sealed else {})})])
 
     def list_push_configs(self, uid: str, task_id: str) -> list[dict[str, Any]]:
         docs = self.store.query(Query(paths.a2a_push_configs(uid, task_id), limit=MAX_PUSH_CONFIGS + 1))
-        return [{**dict(d.data.get("config") or {}), "_doc": d.id, "_lastState": d.data.get("lastState")}
-                for d in docs]
+        return [{**dict(d.data.get("config") or {}), "_doc": d.id, "_lastState": d.data.get("lastState"),
+                 "_sealed": d.data.get("sealed"), "_path": d.path} for d in docs]
+
+    def push_config_at(self, path: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """The configuration at ``path`` (a delivery's ``headersFrom``) and its sealed secrets."""
+        if not path.startswith("users/") or "/pushConfigs/" not in path:
+            return None
+        doc = self.store.get(path)
+        if doc is None:
+            return None
+        sealed = doc.data.get("sealed")
+        return dict(doc.data.get("config") or {}), sealed if isinstance(sealed, dict) else None
 
     def delete_push_config(self, uid: str, task_id: str, config_id: str) -> None:
         self.store.commit([Write("delete", paths.a2a_push_config(uid, task_id, config_doc_id(config_id)))])

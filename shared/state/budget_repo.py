@@ -2,10 +2,14 @@
 ``{reserved: {callId: {usd, at}}, dayCaps: {YYYY-MM-DD: usd}, monthCaps: {YYYY-MM: usd}}``.
 
 ``reserved`` holds the maximum cost of the user's model calls in flight; ``dayCaps`` /
-``monthCaps`` the limits the user raised by approving a budget approval (over the configured
-``BUDGET_USER_DAILY_USD`` / ``BUDGET_USER_MONTHLY_USD``). What was spent is the ledger's: the
-counters ``usageDays/{day}.costMicroUsd`` and ``usageMonths/{month}.costMicroUsd``, incremented
-in the same commit as each ledger entry (``usage_repo.entry_writes``).
+``monthCaps`` the limits the user raised by approving a budget approval. A user's cap of a period
+is the larger of that raise and the user's own cap (``users/{uid}.limits.dailyBudgetUsd`` /
+``monthlyBudgetUsd``, set by the admin API; 0: off for the user) or else the configured
+``BUDGET_USER_DAILY_USD`` / ``BUDGET_USER_MONTHLY_USD``; a cap the deployment turned off (0) is off
+for everyone and costs nothing. What was spent is the ledger's: the counters
+``usageDays/{day}.costMicroUsd`` and ``usageMonths/{month}.costMicroUsd``, incremented in the same
+commit as each ledger entry (``usage_repo.entry_writes``). The periods are UTC days and months of
+the repository's ``clock`` (tests move it).
 
 :meth:`BudgetRepo.reserve` reads this document first, then the two counters, and adds the call
 with a write conditioned on the document as read: a concurrent reservation makes it read again,
@@ -19,6 +23,7 @@ reservation whose invocation died counts until ``ttl_s`` passed.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -33,6 +38,8 @@ MICRO = 1_000_000
 
 
 CapScope = Literal["user_day", "user_month"]
+OWN_CAPS = {"user_day": "dailyBudgetUsd", "user_month": "monthlyBudgetUsd"}
+"""The user's own caps in ``users/{uid}.limits`` (the admin API)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,27 @@ def _caps(doc: Doc | None, field: str) -> dict[str, float]:
     return {str(k): float(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
+def _own_cap(user: Doc | None, scope: CapScope, configured: float) -> float:
+    """The user's own cap of ``scope`` (the admin's), or the configured one; the configured 0 stays off."""
+    if not configured:
+        return 0.0
+    limits = user.data.get("limits") if user is not None else None
+    value = limits.get(OWN_CAPS[scope]) if isinstance(limits, dict) else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return configured
+
+
+def _cap(user: Doc | None, budget: Doc | None, scope: CapScope, period: str, configured: float) -> float:
+    """The cap of ``scope`` for ``period``: the user's own (or the configured) one, or what an
+    approval raised it to if more; 0: no cap."""
+    own = _own_cap(user, scope, configured)
+    if not own:
+        return 0.0
+    raised = _caps(budget, "dayCaps" if scope == "user_day" else "monthCaps").get(period, 0.0)
+    return max(own, raised)
+
+
 def _reserved(doc: Doc | None, at: float, ttl_s: float) -> dict[str, dict[str, float]]:
     raw = doc.data.get("reserved") if doc is not None else None
     if not isinstance(raw, dict):
@@ -69,23 +97,24 @@ def _reserved(doc: Doc | None, at: float, ttl_s: float) -> dict[str, dict[str, f
 
 
 class BudgetRepo:
-    def __init__(self, store: DocStore) -> None:
+    def __init__(self, store: DocStore, clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.clock = clock
 
-    def spent(self, uid: str, at: float | None = None) -> tuple[float, float]:
-        """What the user spent on the UTC day and month of ``at`` (default: now), in USD."""
-        day, month = day_and_month(time.time() if at is None else at)
+    def spent(self, uid: str) -> tuple[float, float]:
+        """What the user spent on the current UTC day and month, in USD."""
+        day, month = day_and_month(self.clock())
         day_doc, month_doc = self.store.get_many([paths.usage_day(uid, day), paths.usage_month(uid, month)])
         return _micro(day_doc) / MICRO, _micro(month_doc) / MICRO
 
-    def caps(self, uid: str, daily_usd: float, monthly_usd: float, at: float | None = None) -> tuple[float, float]:
-        """The user's daily and monthly limits now: the configured ones, or what an approval raised them to."""
+    def caps(self, uid: str, daily_usd: float, monthly_usd: float) -> tuple[float, float]:
+        """The user's daily and monthly caps now (0: none): their own or the configured ones, or
+        what an approval raised them to (one round trip; none when the deployment has no cap)."""
         if not daily_usd and not monthly_usd:
             return 0.0, 0.0  # no cap: nothing to read
-        day, month = day_and_month(time.time() if at is None else at)
-        doc = self.store.get(paths.limit(uid, BUDGET_DOC))
-        return (_caps(doc, "dayCaps").get(day, daily_usd) if daily_usd else 0.0,
-                _caps(doc, "monthCaps").get(month, monthly_usd) if monthly_usd else 0.0)
+        day, month = day_and_month(self.clock())
+        budget, user = self.store.get_many([paths.limit(uid, BUDGET_DOC), paths.user(uid)])
+        return (_cap(user, budget, "user_day", day, daily_usd), _cap(user, budget, "user_month", month, monthly_usd))
 
     def reserve(self, uid: str, call_id: str, usd: float, *, daily_usd: float, monthly_usd: float,
                 ttl_s: float) -> CapReached | None:
@@ -93,18 +122,19 @@ class BudgetRepo:
         in flight); else the overrun (nothing written). 0 turns a cap off."""
         path = paths.limit(uid, BUDGET_DOC)
         for _ in range(RESERVE_ATTEMPTS):
-            at = time.time()
+            at = self.clock()
             day, month = day_and_month(at)
             doc = self.store.get(path)  # first: a reservation released meanwhile is in the counters read next
-            day_doc, month_doc = self.store.get_many([paths.usage_day(uid, day), paths.usage_month(uid, month)])
+            day_doc, month_doc, user = self.store.get_many(
+                [paths.usage_day(uid, day), paths.usage_month(uid, month), paths.user(uid)])
             live = _reserved(doc, at, ttl_s)
             held = sum(r["usd"] for r in live.values())
-            for scope, configured, caps, spent in (
-                    ("user_day", daily_usd, _caps(doc, "dayCaps").get(day), _micro(day_doc)),
-                    ("user_month", monthly_usd, _caps(doc, "monthCaps").get(month), _micro(month_doc))):
-                cap = caps if caps is not None else configured
-                if configured and spent / MICRO + held + usd > cap:
-                    return CapReached(scope, cap, round(spent / MICRO + held, 8))  # type: ignore[arg-type]
+            periods: tuple[tuple[CapScope, float, str, int], ...] = (
+                ("user_day", daily_usd, day, _micro(day_doc)), ("user_month", monthly_usd, month, _micro(month_doc)))
+            for scope, configured, period, spent in periods:
+                cap = _cap(user, doc, scope, period, configured)
+                if cap and spent / MICRO + held + usd > cap:
+                    return CapReached(scope, cap, round(spent / MICRO + held, 8))
             data: dict[str, Any] = {**(doc.data if doc is not None else {}), "updatedAt": at,
                                     "reserved": {**live, call_id: {"usd": usd, "at": at}}}
             write = Write("create", path, data) if doc is None else Write("set", path, data, if_token=doc.token)
@@ -124,20 +154,20 @@ class BudgetRepo:
             raw = doc.data.get("reserved") if doc is not None else None
             if doc is None or not isinstance(raw, dict) or call_id not in raw:
                 return
-            data = {**doc.data, "reserved": {k: v for k, v in raw.items() if k != call_id}, "updatedAt": time.time()}
+            data = {**doc.data, "reserved": {k: v for k, v in raw.items() if k != call_id}, "updatedAt": self.clock()}
             try:
                 self.store.commit([Write("set", path, data, if_token=doc.token)])
                 return
             except PreconditionFailed:
                 continue
 
-    def raise_cap(self, uid: str, scope: str, usd: float, at: float | None = None) -> None:
+    def raise_cap(self, uid: str, scope: str, usd: float) -> None:
         """An approved budget approval: the user's cap of this day (or month) becomes ``usd``
         (never lowered by a later, smaller approval)."""
         field = {"user_day": "dayCaps", "user_month": "monthCaps"}.get(scope)
         if field is None:
             return
-        day, month = day_and_month(time.time() if at is None else at)
+        day, month = day_and_month(self.clock())
         key = day if scope == "user_day" else month
         path = paths.limit(uid, BUDGET_DOC)
         for _ in range(RESERVE_ATTEMPTS):
@@ -145,7 +175,7 @@ class BudgetRepo:
             caps = _caps(doc, field)
             if caps.get(key, 0.0) >= usd:
                 return
-            data = {**(doc.data if doc is not None else {}), field: {**caps, key: usd}, "updatedAt": time.time()}
+            data = {**(doc.data if doc is not None else {}), field: {**caps, key: usd}, "updatedAt": self.clock()}
             write = Write("create", path, data) if doc is None else Write("set", path, data, if_token=doc.token)
             try:
                 self.store.commit([write])

@@ -33,8 +33,10 @@ class DeliveryRecord(Record):
     secret_name: str
     """The webhook whose secret signs it ("": not signed, e.g. an A2A push notification)."""
     headers: dict[str, str] = Field(default_factory=dict)
-    """Headers of every attempt besides the signature (an A2A push notification's token, its
-    ``Authorization``)."""
+    """Headers of every attempt besides the signature."""
+    headers_from: str | None = None
+    """The document whose sealed secrets give more headers, read at each attempt (an A2A push
+    notification's configuration: its token, its ``Authorization``); never copied here."""
     subject: str | None = None
     """What it is about (a run id)."""
     status: DeliveryStatus = "pending"

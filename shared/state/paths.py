@@ -244,6 +244,11 @@ def limit(uid: str, name: str) -> str:
     return f"users/{uid}/limits/{name}"
 
 
+def stamps(uid: str) -> str:
+    """The version stamps of the user's collections a run's start reads (shared/state/users_repo.py)."""
+    return f"users/{uid}/stamps/config"
+
+
 def workspaces() -> str:
     """Workspaces of the sandbox service (docs/workspaces.md): one record each, owner in ``uid``."""
     return "workspaces"

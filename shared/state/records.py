@@ -43,6 +43,10 @@ class UserLimits(Record):
     active_runs: int | None = Field(default=None, ge=0, le=10_000)
     active_sessions: int | None = Field(default=None, ge=0, le=10_000)
     daily_tokens: int | None = Field(default=None, ge=0, le=10**12)
+    daily_budget_usd: float | None = Field(default=None, ge=0, le=1_000_000)
+    """The user's money cap per UTC day (docs/budgets.md; over ``BUDGET_USER_DAILY_USD``)."""
+    monthly_budget_usd: float | None = Field(default=None, ge=0, le=1_000_000)
+    """The user's money cap per UTC month (over ``BUDGET_USER_MONTHLY_USD``)."""
 
 
 class UserRecord(Record):
@@ -127,6 +131,20 @@ class QueuedStart(Record):
     conversation: list[dict[str, str]] = Field(default_factory=list)
     position: int = 0
     """Its place in the thread's arrival order (``ThreadRecord.queued_count`` when it was queued)."""
+    attachments: list[dict[str, Any]] = Field(default_factory=list)
+    """Files sent with the prompt (model parts, ``shared/models/base.py``), added to its turn."""
+
+
+class OutputFile(Record):
+    """A file the model answered with: its name, media type and size; ``uri`` when it is a
+    reference, else its bytes stay where the model's turn is stored (turn ``turn``, part ``part``)."""
+
+    name: str
+    media_type: str
+    size_bytes: int | None = None
+    uri: str | None = None
+    turn: int | None = None
+    part: int | None = None
 
 
 class RunResult(Record):
@@ -146,6 +164,8 @@ class RunResult(Record):
     approval: ApprovalView | None = None
     approvals: list[ApprovalView] | None = None
     output: dict[str, Any] | None = None
+    files: list[OutputFile] | None = None
+    """The files of the final answer (model output ``inlineData`` / ``fileData`` parts)."""
     error: RunError | None = None
     follow: str | None = None
     """While the run goes on without the caller (status ``executing``: it waits on its plan): the
@@ -165,6 +185,17 @@ def reported_status(run: RunRecord) -> RunStatus:
 
 
 ThreadScope = Literal["user", "shared"]
+
+
+StopMode = Literal["interrupt", "rollback", "cancel"]
+
+
+class StopRequest(Record):
+    """A request that an active run stop at its next step boundary (docs/run-control.md)."""
+
+    mode: StopMode
+    by: str | None = None
+    """The newer run that interrupted it (None for a cancel)."""
 
 
 class RunRecord(Record):
@@ -219,6 +250,11 @@ class RunRecord(Record):
     """A run queued on its thread (``multitaskStrategy: enqueue``): what it starts from."""
     started_at: float | None = None
     """When the loop first took the run (a queued run: when it left the queue)."""
+    stop_requested: StopRequest | None = None
+    """The run was asked to stop at its next step boundary: written on the run document (and the
+    thread's ``interrupt*`` fields) by the interrupting start or the cancel, without ``updatedAt``.
+    The invocation driving the run learns it from its next commit, which that write makes fail its
+    condition (``RunContext.commit`` adopts it), so no step reads the thread to find out (issue 33)."""
     thread_scope: ThreadScope = "user"
     """Where the run's thread is: ``user`` (``users/{uid}/threads/{threadId}``, every run started
     since issue 35) or ``shared`` (``threads/{threadId}``, a thread begun before it). A stored run

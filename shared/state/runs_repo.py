@@ -15,8 +15,9 @@ from pydantic_core import to_json
 
 from shared.errors import NotFound, Unprocessable
 from shared.state import paths
+from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
-from shared.state.limits_repo import Slot
+from shared.state.limits_repo import Guard, Slot, commit_guarded
 from shared.state.pages import Page, after, merged, page_of, read_page, tolerant
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
 from shared.state.records import (
@@ -165,8 +166,13 @@ class RunsRepo:
         return Write("update", paths.run(run_id), {"updatedAt": at})
 
     # ---- reads -------------------------------------------------------------------------------
-    def get_run(self, run_id: str) -> RunSnapshot | None:
-        doc = self.store.get(paths.run(run_id))
+    @staticmethod
+    def run_paths(run_id: str) -> list[str]:
+        """What :meth:`get_run` reads (to be batched with other reads, ``BatchedReads``)."""
+        return [paths.run(run_id)]
+
+    def get_run(self, run_id: str, *, batch: BatchedReads | None = None) -> RunSnapshot | None:
+        doc = read(self.store, paths.run(run_id), batch)
         if doc is None:
             return None
         return RunSnapshot(RunRecord.from_doc(doc.data), doc.token)
@@ -278,6 +284,11 @@ class RunsRepo:
                 events.append({k: v for k, v in d.data.items() if k != EXPIRE_AT})
         return events[:limit] if limit is not None else events
 
+    def approvals_by_id(self, uid: str, approval_ids: Sequence[str]) -> list[ApprovalRecord]:
+        """``uid``'s approvals of these ids that exist (one round trip)."""
+        docs = self.store.get_many([paths.approval(uid, i) for i in approval_ids]) if approval_ids else []
+        return [ApprovalRecord.from_doc(d.data) for d in docs if d is not None]
+
     def list_actions(self, run_id: str) -> list[ActionRecord]:
         docs = self.store.query(Query(paths.actions(run_id)))
         acts = [ActionRecord.from_doc(d.data) for d in docs]
@@ -326,7 +337,7 @@ class RunsRepo:
                   fingerprint: str | None = None, strategy: Strategy = "reject",
                   queue_entry: QueueEntry | None = None, queued_start: QueuedStart | None = None,
                   slot: Slot | None = None, fail_paused: FailPaused, extra_writes: Sequence[Write] = (),
-                  new_thread: bool = False) -> StartOutcome:
+                  new_thread: bool = False, guards: Sequence[Guard] = ()) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt, or
         queue it behind the thread's runs (``thread_queue.busy_thread``: what ``strategy`` does
         when the thread is busy; ``queue_entry`` makes the outbox write that starts a queued run).
@@ -339,13 +350,16 @@ class RunsRepo:
         current run is not finished: APPROVAL_PENDING (paused, a decision still open) or RUN_ACTIVE
         (working, every approval decided and the resume on its way, or runs queued). A paused run
         whose open approvals all expired is closed by ``fail_paused`` (the loop's stop) inside the
-        same transaction. ``slot``: the user's limit on active runs, reserved just before the
-        transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing written) and released if the
-        transaction does not create the run.
+        same transaction. ``slot``: the user's limit on active runs, counted just before the
+        transaction (429 ``TOO_MANY_ACTIVE_RUNS``, nothing written) and reserved by the creating
+        transaction itself, its write conditioned on the slot document as counted (a rival
+        reservation fails it and the count is made again): nothing to release when the run is not
+        created. ``guards``: other limits written by the same commit (the request count, when the
+        request's own was left to it); a replay writes none of them.
         """
         interrupting = strategy in ("interrupt", "rollback")
 
-        def txn(t: Transaction) -> str | Busy | None:
+        def txn(t: Transaction, guarded: Sequence[Write]) -> str | Busy | None:
             if idempotency_key:
                 seen = _live_key(t.get(paths.idempotency(run.uid, idempotency_key)))
                 if seen is not None:
@@ -368,6 +382,8 @@ class RunsRepo:
                                    fail_paused=fail_paused, event_write=self.event_write,
                                    audit_write=self.audit_write)
                 if busy is not None:  # queued: its prompt is written when it starts
+                    for w in guarded:
+                        t.write(w)
                     t.write(Write("create", paths.run(run.run_id), record.to_doc()))
                     for w in self.event_writes(run.run_id, [{**ev, "status": "queued"} if ev.get("type") == "status"
                                                             else ev for ev in events]):
@@ -380,6 +396,8 @@ class RunsRepo:
             else:
                 t.write(Write("create", where, ThreadRecord(thread_id=run.thread_id, uid=run.uid,
                                                             active_run_id=run.run_id).to_doc()))
+            for w in guarded:
+                t.write(w)
             t.write(Write("create", paths.run(run.run_id), record.to_doc()))
             for i, turn in enumerate(turns):
                 t.write(Write("create", paths.turn(run.run_id, i), turn_doc(turn)))
@@ -391,20 +409,17 @@ class RunsRepo:
                 t.write(w)
             return None
 
-        if slot is not None:
-            if idempotency_key and self.used_idempotency_key(run.uid, idempotency_key):
-                slot = None  # a replay: the transaction answers the run it started, nothing new counts
-            else:
-                slot.reserve(run.run_id, also_ended=self._paused_on_thread(run) if interrupting else ())
-        try:
-            out = self.store.run_transaction(txn)
-        except Exception:
-            if slot is not None:
-                slot.release(run.run_id)
-            raise
+        if slot is not None and idempotency_key and self.used_idempotency_key(run.uid, idempotency_key):
+            slot = None  # a replay: the transaction answers the run it started, nothing new counts
+        if slot is not None:  # reserved by the creating commit itself (nothing to release)
+            guards = [*guards, slot.reservation(run.run_id,
+                                                also_ended=self._paused_on_thread(run) if interrupting else ())]
+        if new_thread and not idempotency_key:
+            return self._start_on_new_thread(run, message=message, turns=turns, events=events, guards=guards,
+                                             extra_writes=extra_writes)
+        out = commit_guarded(guards, lambda guarded: self.store.run_transaction(lambda t: txn(t, guarded)),
+                             what=f"the limits of {run.uid}")
         existing = out if isinstance(out, str) else None
-        if existing and slot is not None:
-            slot.release(run.run_id)
         run_id = existing or run.run_id
         snap = self.get_run(run_id)
         if snap is None:  # pragma: no cover - the transaction just wrote it
@@ -414,6 +429,25 @@ class RunsRepo:
         busy = out if isinstance(out, Busy) else None
         return StartOutcome(snap, created=existing is None, queued=snap.run.status == "queued",
                             deliver=busy.deliver if busy is not None else ())
+
+    def _start_on_new_thread(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
+                             events: Sequence[dict[str, Any]], guards: Sequence[Guard],
+                             extra_writes: Sequence[Write]) -> StartOutcome:
+        """:meth:`start_run` of a run on a thread minted for it, without an Idempotency-Key: nothing
+        to read, so no transaction: the limits' writes (``guards``: the slot's reservation, the
+        request count), the thread, the run, its turns, prompt and events are one commit (issue
+        33), whose token of the run document is the snapshot's (no read-back). A rival start fails
+        the guards' conditions; they are read again and the commit tried again (nothing of the run
+        was written)."""
+        record = run.model_copy(update={"thread_scope": "user"})
+        writes = [Write("create", paths.run(run.run_id), record.to_doc()),
+                  Write("create", thread_path(record), ThreadRecord(thread_id=run.thread_id, uid=run.uid,
+                                                                    active_run_id=run.run_id).to_doc()),
+                  *(Write("create", paths.turn(run.run_id, i), turn_doc(turn)) for i, turn in enumerate(turns)),
+                  self.message_write(record, message), *self.event_writes(run.run_id, events), *extra_writes]
+        tokens = commit_guarded(guards, lambda guarded: self.store.commit([*writes, *guarded]),
+                                what=f"the limits of {run.uid}")
+        return StartOutcome(RunSnapshot(record, tokens[0]), created=True)
 
     @staticmethod
     def _write_key(t: Transaction, run: RunRecord, key: str | None, fingerprint: str | None) -> None:
@@ -451,6 +485,18 @@ class RunsRepo:
         docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
                                       order_by="updatedAt", limit=limit))
         return [d.id for d in docs]
+
+    def waiting_for_people(self, limit: int) -> list[tuple[int, float]]:
+        """Of the runs paused for a person's decision (at most ``limit``, longest waiting first): how
+        many approvals each waits on and since when (``updatedAt``: the pause's commit). One query."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
+                                      order_by="updatedAt", limit=limit))
+        out: list[tuple[int, float]] = []
+        for d in docs:
+            ids, at = d.data.get("pendingApprovalIds"), d.data.get("updatedAt")
+            out.append((len(ids) if isinstance(ids, list) else 0,
+                        float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0))
+        return out
 
     def close_expired_pause(self, run_id: str, fail: FailPaused) -> bool:
         """Close a pause whose open approvals all expired (the sweep; before, only the next run on the
@@ -510,6 +556,20 @@ class RunsRepo:
         batch.extend(writes)
         batch.extend(self.event_writes(run.run_id, events))
         return self.commit(snap, run, batch)
+
+    def adopt_stop(self, run: RunRecord, committed_at: float, owner: str) -> str | None:
+        """After a commit of ``run`` failed its condition: the run document's new token if the only
+        change since this invocation's last commit (whose ``updatedAt`` was ``committed_at``) is a
+        stop request (``thread_queue.stop_request_write``: it sets no ``updatedAt``) and ``owner``
+        still holds its lease; ``run`` then carries the request. None: another invocation moved it."""
+        snap = self.get_run(run.run_id)
+        if snap is None or snap.run.stop_requested is None or snap.run.updated_at != committed_at:
+            return None
+        lease = snap.run.lease
+        if lease is None or lease.owner != owner:
+            return None
+        run.stop_requested = snap.run.stop_requested
+        return snap.token
 
     def commit(self, snap: RunSnapshot, run: RunRecord, writes: Sequence[Write] = ()) -> RunSnapshot:
         """Write ``run`` and ``writes`` atomically if the run is still as ``snap`` read it.

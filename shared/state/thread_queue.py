@@ -24,7 +24,16 @@ from shared.errors import Conflict
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.paused_runs import FailPaused, close_paused, pause_state
-from shared.state.records import AuditRecord, MessageRecord, QueuedStart, RunRecord, ThreadRecord, now
+from shared.state.records import (
+    AuditRecord,
+    MessageRecord,
+    QueuedStart,
+    RunRecord,
+    StopMode,
+    StopRequest,
+    ThreadRecord,
+    now,
+)
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 Strategy = MultitaskStrategy
@@ -41,6 +50,12 @@ def thread_path(run: RunRecord) -> str:
     if run.thread_scope == "shared":
         return paths.shared_thread(run.thread_id)
     return paths.thread(run.uid, run.thread_id)
+
+
+def stop_request_write(run_id: str, request: StopRequest) -> Write:
+    """Ask the active run ``run_id`` to stop at its next step boundary: the field alone, without
+    ``updatedAt``, so the invocation driving it can tell this write from any other (``RunsRepo.adopt_stop``)."""
+    return Write("update", paths.run(run_id), {"stopRequested": request.to_doc()})
 
 
 def dequeue_entry_id(run_id: str) -> str:
@@ -118,6 +133,8 @@ def busy_thread(t: Transaction, thread: ThreadRecord, where: str, run: RunRecord
     fields: dict[str, Any] = {"queue": queue, "queuedCount": thread.queued_count + 1, "updatedAt": now()}
     if active is not None and strategy != "enqueue":
         fields.update(interruptRunId=active[0].run_id, interruptMode=strategy, interruptBy=run.run_id)
+        mode: StopMode = "rollback" if strategy == "rollback" else "interrupt"
+        t.write(stop_request_write(active[0].run_id, StopRequest(mode=mode, by=run.run_id)))
     if active is None:
         fields["activeRunId"] = None
     t.write(Write("update", where, fields))
@@ -251,6 +268,7 @@ class ThreadQueue:
             t.write(Write("update", thread_path(run),
                           {"interruptRunId": run_id, "interruptMode": "cancel", "interruptBy": None,
                            "updatedAt": now()}))
+            t.write(stop_request_write(run_id, StopRequest(mode="cancel")))
             return True
 
         return self.store.run_transaction(txn)

@@ -39,6 +39,7 @@ class Tree:
 
 
 UNDER_USER: tuple[Tree, ...] = (
+    Tree("stamps"),  # first: a stamp must not outlive the data it stood for (shared/state/users_repo.py)
     Tree("threads", (Tree("messages"),)), Tree("agentApprovals"), Tree("memories"), Tree("integrations"),
     Tree("mcpServers"), Tree("templates"), Tree("projects", (Tree("tasks"), Tree("documents"))),
     Tree("usage"), Tree("usageDays"), Tree("usageMonths"), Tree("limits"), Tree("a2aTasks", (Tree("pushConfigs"),)),

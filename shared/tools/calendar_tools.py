@@ -13,6 +13,7 @@ The Calendar adapter (and ``googleapiclient``) is imported only when one of thes
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -245,7 +246,9 @@ def _title(title: str) -> str:
 
 
 def register(registry: ToolRegistry) -> None:
-    @registry.tool(side_effect=False)
+    tool = functools.partial(registry.tool, connector="google")  # every tool here acts through it
+
+    @tool(side_effect=False)
     def calendar_search(ctx: ToolContext, time_min: DateTimeText | None = None, time_max: RangeEnd | None = None,
                         query: str | None = None, timezone: TimeZoneName | None = None,
                         max_results: int = 25, calendar_id: str = "primary") -> dict[str, Any]:
@@ -274,7 +277,7 @@ def register(registry: ToolRegistry) -> None:
                            "Narrow the time range or the query to see the rest.")
         return out
 
-    @registry.tool(side_effect=True, idempotent=True, preview=_create_preview)
+    @tool(side_effect=True, idempotent=True, preview=_create_preview)
     def calendar_event_create(ctx: ToolContext, title: str, start: DateTimeText, end: EventEnd,
                               timezone: TimeZoneName, attendees: list[EmailAddress] | None = None,
                               description: str | None = None, location: str | None = None,
@@ -307,7 +310,7 @@ def register(registry: ToolRegistry) -> None:
             event = client.create(draft, calendar_id=calendar_id, event_id=event_id_for(ctx.action_id))
         return {"created": True, "event": _event_out(event)}
 
-    @registry.tool(side_effect=True, idempotent=False, preview=_update_preview)
+    @tool(side_effect=True, idempotent=False, preview=_update_preview)
     def calendar_event_update(ctx: ToolContext, event_id: str, title: str | None = None,
                               timezone: TimeZoneName | None = None, start: ZonedDateTime | None = None,
                               end: ZonedEventEnd | None = None, attendees: list[EmailAddress] | None = None,

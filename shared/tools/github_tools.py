@@ -18,6 +18,7 @@ values and are idempotent. The GitHub adapter (and PyGithub) loads only when a t
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -301,8 +302,10 @@ def _marked(body: str, ctx: ToolContext) -> str:
 
 
 def register(registry: ToolRegistry) -> None:
+    tool = functools.partial(registry.tool, connector="github")  # every tool here acts through it
+
     # ---- reads -------------------------------------------------------------------------------------
-    @registry.tool(side_effect=False)
+    @tool(side_effect=False)
     def github_repo_get(ctx: ToolContext, repo: RepoName) -> dict[str, Any]:
         """Get a GitHub repository's description, default branch, language, topics and counts.
 
@@ -316,7 +319,7 @@ def register(registry: ToolRegistry) -> None:
                             "stars": info.stars, "forks": info.forks, "openIssues": info.open_issues,
                             "archived": info.archived or None, "pushedAt": info.pushed_at, "url": info.html_url})
 
-    @registry.tool(side_effect=False)
+    @tool(side_effect=False)
     def github_file_read(ctx: ToolContext, repo: RepoName, path: RepoPath, ref: Branch | None = None,
                          start_line: int = 1, max_lines: int = 400) -> dict[str, Any]:
         """Read a text file from a GitHub repository (a range of lines), or list a directory.
@@ -344,7 +347,7 @@ def register(registry: ToolRegistry) -> None:
                             "size": found.size, "startLine": found.start_line, "endLine": found.end_line,
                             "totalLines": found.total_lines, "text": found.text, "notes": found.notes})
 
-    @registry.tool(side_effect=False)
+    @tool(side_effect=False)
     def github_issue_get(ctx: ToolContext, repo: RepoName, number: Number) -> dict[str, Any]:
         """Read a GitHub issue (or a pull request's conversation): title, state, labels, body and its latest comments.
 
@@ -355,7 +358,7 @@ def register(registry: ToolRegistry) -> None:
         with _client(ctx) as gh:
             return _issue_out(gh.issue(repo, number))
 
-    @registry.tool(side_effect=False)
+    @tool(side_effect=False)
     def github_issues_list(ctx: ToolContext, repo: RepoName, state: Literal["open", "closed", "all"] = "open",
                            labels: Labels | None = None, limit: int = 20,
                            include_pull_requests: bool = False) -> dict[str, Any]:
@@ -379,7 +382,7 @@ def register(registry: ToolRegistry) -> None:
             out["note"] = found.note
         return out
 
-    @registry.tool(side_effect=False)
+    @tool(side_effect=False)
     def github_pull_get(ctx: ToolContext, repo: RepoName, number: Number) -> dict[str, Any]:
         """Read a GitHub pull request: title, state, branches, body, merge state and size.
 
@@ -391,7 +394,7 @@ def register(registry: ToolRegistry) -> None:
             return _pull_out(gh.pull(repo, number))
 
     # ---- side effects ------------------------------------------------------------------------------
-    @registry.tool(side_effect=True, preview=_issue_create_preview, reconcile=_reconcile_issue)
+    @tool(side_effect=True, preview=_issue_create_preview, reconcile=_reconcile_issue)
     def github_issue_create(ctx: ToolContext, repo: RepoName, title: Title, body: Body | None = None,
                             labels: Labels | None = None, assignees: Logins | None = None) -> dict[str, Any]:
         """Create an issue in a GitHub repository.
@@ -408,7 +411,7 @@ def register(registry: ToolRegistry) -> None:
                                     assignees=assignees)
         return {"created": True, "issue": _issue_out(issue)}
 
-    @registry.tool(side_effect=True, idempotent=True, preview=_issue_update_preview)
+    @tool(side_effect=True, idempotent=True, preview=_issue_update_preview)
     def github_issue_update(ctx: ToolContext, repo: RepoName, number: Number, title: Title | None = None,
                             body: Body | None = None, labels: Labels | None = None,
                             assignees: Logins | None = None,
@@ -429,7 +432,7 @@ def register(registry: ToolRegistry) -> None:
                                     state=state)
         return {"updated": True, "issue": _issue_out(issue)}
 
-    @registry.tool(side_effect=True, idempotent=True, preview=_issue_close_preview)
+    @tool(side_effect=True, idempotent=True, preview=_issue_close_preview)
     def github_issue_close(ctx: ToolContext, repo: RepoName, number: Number,
                            reason: Literal["completed", "not_planned"] = "completed") -> dict[str, Any]:
         """Close a GitHub issue.
@@ -443,7 +446,7 @@ def register(registry: ToolRegistry) -> None:
             issue = gh.close_issue(repo, number, reason=reason)
         return {"closed": True, "issue": _issue_out(issue)}
 
-    @registry.tool(side_effect=True, preview=_pull_create_preview, reconcile=_reconcile_pull)
+    @tool(side_effect=True, preview=_pull_create_preview, reconcile=_reconcile_pull)
     def github_pull_create(ctx: ToolContext, repo: RepoName, title: Title, head: Branch, base: Branch,
                            body: Body | None = None, draft: bool = False) -> dict[str, Any]:
         """Open a pull request in a GitHub repository, merging branch head into branch base.
@@ -461,7 +464,7 @@ def register(registry: ToolRegistry) -> None:
                                   draft=draft)
         return {"created": True, "pullRequest": _pull_out(pull)}
 
-    @registry.tool(side_effect=True, idempotent=True, preview=_pull_update_preview)
+    @tool(side_effect=True, idempotent=True, preview=_pull_update_preview)
     def github_pull_update(ctx: ToolContext, repo: RepoName, number: Number, title: Title | None = None,
                            body: Body | None = None, base: Branch | None = None) -> dict[str, Any]:
         """Change a GitHub pull request's title, description or base branch; only the given fields change.
@@ -477,7 +480,7 @@ def register(registry: ToolRegistry) -> None:
             pull = gh.update_pull(repo, number, title=title, body=body, base=base)
         return {"updated": True, "pullRequest": _pull_out(pull)}
 
-    @registry.tool(side_effect=True, idempotent=True, preview=_pull_close_preview)
+    @tool(side_effect=True, idempotent=True, preview=_pull_close_preview)
     def github_pull_close(ctx: ToolContext, repo: RepoName, number: Number) -> dict[str, Any]:
         """Close a GitHub pull request without merging it.
 
@@ -489,7 +492,7 @@ def register(registry: ToolRegistry) -> None:
             pull = gh.close_pull(repo, number)
         return {"closed": True, "pullRequest": _pull_out(pull)}
 
-    @registry.tool(side_effect=True, preview=_comment_preview, reconcile=_reconcile_comment)
+    @tool(side_effect=True, preview=_comment_preview, reconcile=_reconcile_comment)
     def github_comment_create(ctx: ToolContext, repo: RepoName, number: Number, body: CommentBody) -> dict[str, Any]:
         """Comment on a GitHub issue or pull request.
 

@@ -15,6 +15,7 @@ The Gmail adapter (and ``googleapiclient``) is imported only when one of these t
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -178,7 +179,9 @@ def _reconcile_draft(ctx: ToolContext, args: BaseModel) -> dict[str, Any] | None
 
 
 def register(registry: ToolRegistry) -> None:
-    @registry.tool(side_effect=False)
+    tool = functools.partial(registry.tool, connector="google")  # every tool here acts through it
+
+    @tool(side_effect=False)
     def gmail_search(ctx: ToolContext, query: str, max_results: int = 10) -> dict[str, Any]:
         """Search the user's Gmail. Returns id, threadId, from, subject, date and snippet per message.
 
@@ -195,7 +198,7 @@ def register(registry: ToolRegistry) -> None:
             out["note"] = "more messages match; refine the query or raise max_results to see others"
         return out
 
-    @registry.tool(side_effect=False)
+    @tool(side_effect=False)
     def gmail_thread_read(ctx: ToolContext, thread_id: ThreadId) -> dict[str, Any]:
         """Read a Gmail thread: each message's sender, recipients, subject, date and body as text.
 
@@ -212,7 +215,7 @@ def register(registry: ToolRegistry) -> None:
             out["notes"] = thread.notes
         return out
 
-    @registry.tool(side_effect=True, preview=_draft_preview, recipients=mail_recipients, reconcile=_reconcile_draft)
+    @tool(side_effect=True, preview=_draft_preview, recipients=mail_recipients, reconcile=_reconcile_draft)
     def gmail_draft_create(ctx: ToolContext, to: Recipients, subject: Subject, body: Body,
                            cc: OptionalRecipients | None = None,
                            bcc: OptionalRecipients | None = None) -> dict[str, Any]:
@@ -229,7 +232,7 @@ def register(registry: ToolRegistry) -> None:
             draft = client.create_draft(_outgoing(to, subject, body, cc, bcc, client.message_id_for(ctx.action_id)))
         return _drafted_out(draft)
 
-    @registry.tool(side_effect=True, preview=_send_preview, recipients=mail_recipients, reconcile=_reconcile_sent)
+    @tool(side_effect=True, preview=_send_preview, recipients=mail_recipients, reconcile=_reconcile_sent)
     def gmail_send(ctx: ToolContext, to: Recipients, subject: Subject, body: Body,
                    cc: OptionalRecipients | None = None, bcc: OptionalRecipients | None = None) -> dict[str, Any]:
         """Send a new email from the user's Gmail account.
@@ -245,7 +248,7 @@ def register(registry: ToolRegistry) -> None:
             sent = client.send(_outgoing(to, subject, body, cc, bcc, client.message_id_for(ctx.action_id)))
         return _sent_out(sent)
 
-    @registry.tool(side_effect=True, preview=_reply_preview, recipients=mail_recipients, reconcile=_reconcile_sent)
+    @tool(side_effect=True, preview=_reply_preview, recipients=mail_recipients, reconcile=_reconcile_sent)
     def gmail_reply(ctx: ToolContext, thread_id: ThreadId, to: Recipients, subject: Subject, body: Body,
                     cc: OptionalRecipients | None = None, bcc: OptionalRecipients | None = None) -> dict[str, Any]:
         """Reply in a Gmail thread (to its latest message, with a "Re:" subject), sent to exactly these recipients.

@@ -115,6 +115,9 @@ class Tool:
     (``idempotent`` tools need none: their repeat is recognised by the service or harmless)."""
     host: bool = False
     """A virtual tool: answered by the unit's host (shared/loop/virtual.py), not run with a ToolContext."""
+    connector: str | None = None
+    """The integration it acts through (``google``, ``slack``, ``github``): the user must have
+    connected it (an A2A task waiting on such a call while it is not is ``auth-required``)."""
 
     def declaration(self) -> ToolDeclaration:
         return self._declaration
@@ -178,10 +181,10 @@ class ToolRegistry:
 
     def tool(self, *, side_effect: bool, idempotent: bool = False, name: str | None = None,
              preview: PreviewFn | None = None, recipients: RecipientsFn | None = None,
-             reconcile: ReconcileFn | None = None) -> Callable[[ToolFn], ToolFn]:
+             reconcile: ReconcileFn | None = None, connector: str | None = None) -> Callable[[ToolFn], ToolFn]:
         def register(fn: ToolFn) -> ToolFn:
             self.add(build_tool(fn, side_effect=side_effect, idempotent=idempotent, name=name,
-                                preview=preview, recipients=recipients, reconcile=reconcile))
+                                preview=preview, recipients=recipients, reconcile=reconcile, connector=connector))
             return fn
 
         return register
@@ -208,7 +211,7 @@ class ToolRegistry:
 
 def build_tool(fn: ToolFn, *, side_effect: bool, idempotent: bool = False, name: str | None = None,
                preview: PreviewFn | None = None, recipients: RecipientsFn | None = None,
-               reconcile: ReconcileFn | None = None) -> Tool:
+               reconcile: ReconcileFn | None = None, connector: str | None = None) -> Tool:
     tool_name = name or fn.__name__
     if reconcile is not None and not side_effect:
         raise ConfigurationError(f"tool {tool_name!r}: only a side effect has an outcome to reconcile")
@@ -226,4 +229,5 @@ def build_tool(fn: ToolFn, *, side_effect: bool, idempotent: bool = False, name:
     model = create_model(
         f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
     return Tool(name=tool_name, description=summary, args_model=model, fn=fn, side_effect=side_effect,
-                idempotent=idempotent, preview_fn=preview, recipients_fn=recipients, reconcile_fn=reconcile)
+                idempotent=idempotent, preview_fn=preview, recipients_fn=recipients, reconcile_fn=reconcile,
+                connector=connector)

@@ -8,6 +8,7 @@ imported only when one of these tools runs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -69,7 +70,9 @@ def _message_out(m: SlackMessage) -> dict[str, Any]:
 
 
 def register(registry: ToolRegistry) -> None:
-    @registry.tool(side_effect=False)
+    tool = functools.partial(registry.tool, connector="slack")  # every tool here acts through it
+
+    @tool(side_effect=False)
     def slack_channels(ctx: ToolContext, limit: int = 100, include_private: bool = True) -> dict[str, Any]:
         """List the user's Slack channels (id, name, topic, membership).
 
@@ -86,7 +89,7 @@ def register(registry: ToolRegistry) -> None:
             out["note"] = f"the workspace has more channels; only the first {len(found.channels)} are listed"
         return out
 
-    @registry.tool(side_effect=False)
+    @tool(side_effect=False)
     def slack_read(ctx: ToolContext, channel: str, limit: int = 20, oldest: SlackTime | None = None
                    ) -> dict[str, Any]:
         """Read the latest messages of a Slack channel, oldest first.

@@ -19,16 +19,24 @@ An overrun is not a failure: the loop pauses the unit with a budget approval
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Literal
 
 from shared.config import Settings
-from shared.models.base import ModelRequest
+from shared.errors import LimitExceeded
+from shared.models.base import DeltaSink, Model, ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from shared.state.budget_repo import BudgetRepo
 
 Scope = Literal["run", "user_day", "user_month"]
 CHARS_PER_TOKEN = 2
 """Prompt characters per token in the estimate: Gemini averages about 4 for English; 2 keeps the
 estimate above the real count for most text (code and other scripts run closer to 2-3)."""
+REPAIR_CHARS = 4_000
+"""The problems a structured call's repair shows the model (at most 20 lines)."""
 
 
 @dataclass(frozen=True)
@@ -46,11 +54,14 @@ class Overrun:
         """The new limit approving proposes: double the old one, and at least room for this call."""
         return round(max(self.limit_usd * 2, self.spent_usd + self.call_max_usd), 6)
 
-    def describe(self) -> str:
+    def situation(self) -> str:
         what = {"run": "this run's budget", "user_day": "your daily budget",
                 "user_month": "your monthly budget"}[self.scope]
         return (f"{what}: ${self.spent_usd:.4f} spent of ${self.limit_usd:.4f}; the next model call may cost up to "
-                f"${self.call_max_usd:.4f}. Approve to raise the limit to ${self.proposed_usd:.4f}.")
+                f"${self.call_max_usd:.4f}.")
+
+    def describe(self) -> str:
+        return f"{self.situation()} Approve to raise the limit to ${self.proposed_usd:.4f}."
 
 
 def call_max_cost(settings: Settings, model: str, request: ModelRequest) -> float:
@@ -61,11 +72,70 @@ def call_max_cost(settings: Settings, model: str, request: ModelRequest) -> floa
     per_input, _cached, per_output = price
     chars = len(request.system_instruction) + sum(len(t.model_dump_json()) for t in request.turns)
     chars += sum(len(json.dumps(t.parameters)) + len(t.name) + len(t.description) for t in request.tools)
+    if request.response_schema is not None:
+        chars += len(json.dumps(request.response_schema))
     input_tokens = chars // CHARS_PER_TOKEN + 1
     return round((input_tokens * per_input + settings.model_max_output_tokens * per_output) / 1_000_000, 8)
+
+
+def structured_max_cost(settings: Settings, model: str, request: ModelRequest, attempts: int = 2) -> float:
+    """The most a structured-output call (``shared/plans/structured.py``: ``request``, then up to
+    ``attempts - 1`` repairs, each resending it with the rejected answer and the problems) can cost."""
+    price = settings.price_of(model)
+    if price is None:
+        return 0.0
+    repair_tokens = settings.model_max_output_tokens + REPAIR_CHARS // CHARS_PER_TOKEN
+    extra = (attempts - 1) * (attempts) // 2 * repair_tokens * price[0] / 1_000_000
+    return round(attempts * call_max_cost(settings, model, request) + extra, 8)
 
 
 def run_overrun(budget_usd: float | None, spent_usd: float, call_max_usd: float) -> Overrun | None:
     if budget_usd is None or spent_usd + call_max_usd <= budget_usd:
         return None
     return Overrun("run", budget_usd, round(spent_usd, 8), call_max_usd)
+
+
+class CappedModel:
+    """A model whose every call is first reserved at its maximum against the user's daily and
+    monthly caps (the calls of a plan session's planning and refinement, made while a request is
+    answered, outside a unit's loop). Reached: 429 ``BUDGET_EXCEEDED`` naming the cap, before the
+    call and before anything of the request is written; else the call is made and its reservation
+    released once it returned (``inner`` writes its ledger entry as it returns: ``MeteredModel``)."""
+
+    def __init__(self, inner: Model, budgets: BudgetRepo, settings: Settings, uid: str,
+                 new_id: Callable[[str], str]) -> None:
+        self.inner, self.budgets, self.settings, self.uid, self.new_id = inner, budgets, settings, uid, new_id
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse:
+        s = self.settings
+        if not s.budget_user_daily_usd and not s.budget_user_monthly_usd:
+            return self.inner.generate(request, on_delta)
+        max_usd = call_max_cost(s, self.inner.name, request)
+        call_id = self.new_id("bud")
+        reached = self.budgets.reserve(self.uid, call_id, max_usd, daily_usd=s.budget_user_daily_usd,
+                                       monthly_usd=s.budget_user_monthly_usd, ttl_s=s.model_timeout_s + s.lease_ttl_s)
+        if reached is not None:
+            over = Overrun(reached.scope, reached.cap_usd, reached.spent_usd, max_usd)
+            raise LimitExceeded(f"{over.situation()} Nothing was started.",
+                                code="BUDGET_EXCEEDED", retry_after_s=retry_after(reached.scope, self.budgets.clock()),
+                                details={"scope": over.scope, "limitUsd": over.limit_usd, "spentUsd": over.spent_usd,
+                                         "callMaxUsd": over.call_max_usd})
+        try:
+            return self.inner.generate(request, on_delta)
+        finally:
+            self.budgets.release(self.uid, call_id)
+
+
+def retry_after(scope: Scope, at: float) -> float:
+    """Seconds until the period of ``scope`` ends (a new UTC day or month starts from nothing)."""
+    now = datetime.fromtimestamp(at, UTC)
+    start = datetime(now.year, now.month, now.day, tzinfo=UTC)
+    if scope == "user_day":
+        end = start + timedelta(days=1)
+    else:
+        end = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=UTC)
+    return max(1.0, (end - now).total_seconds())

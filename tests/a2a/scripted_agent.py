@@ -6,9 +6,13 @@ The server tells the model which A2A message a run answers (the system instructi
 "A2A message <id>: ..."), so the TCK's messageId prefixes (``tck-complete-task``,
 ``tck-input-required``, ``tck-stream-001``, ...) drive the model, never the server:
 
+- ``message-response``: answer directly, without any tool (our server then replies with a message,
+  not a task: docs/a2a.md, "Message or task");
 - ``input-required``: call ``save_memory`` (a side effect: the run pauses for approval, the task is
   ``input-required``); once the call ran, answer that it is done;
-- ``complete-task`` and the other prefixes the TCK scenarios name: answer their text;
+- every other scenario is a task: first look something up (``search_memory``, read-only), then
+  answer: ``complete-task`` and the other prefixes the TCK scenarios name with their text,
+  ``artifact-file`` with a file's bytes, ``artifact-file-url`` with a file by URL;
 - ``test-resubscribe-message-id``: answer after a few seconds (a long task to subscribe to).
 """
 
@@ -19,7 +23,7 @@ import re
 import threading
 from typing import Any
 
-from tests.fakes.fake_gemini import Received, Reply, call
+from tests.fakes.fake_gemini import Received, Reply, call, file_ref, inline
 
 _ID = re.compile(r"A2A message (\S+)")
 ANSWERS = {
@@ -31,7 +35,15 @@ ANSWERS = {
     "artifact-text": "Generated text content",
     "artifact-data": '{"key": "value", "count": 42}',
 }
+FILES = {
+    "artifact-file": inline(b"Generated file content\n", "text/plain", name="output.txt"),
+    "artifact-file-url": file_ref("https://example.com/output.txt", "text/plain", name="output.txt"),
+}
+"""Scenarios the model answers with a file: its bytes (Gemini ``inlineData``) or a reference."""
+DIRECT = "message-response"
+DIRECT_ANSWER = "Direct message response"
 SIDE_EFFECT = "save_memory"
+LOOK_UP = "search_memory"
 LONG_TASK_S = 4.0
 
 
@@ -71,7 +83,7 @@ class ScriptedAgent:
     def __call__(self, received: Received) -> Reply:
         message_id = latest_message_id(received)
         prefix = message_id.removeprefix("tck-")
-        if not any(prefix.startswith(k) for k in (*ANSWERS, "input-required")) \
+        if not any(prefix.startswith(k) for k in (*ANSWERS, *FILES, DIRECT, "input-required")) \
                 and not message_id.startswith("test-resubscribe-message-id"):
             # A message id of no scenario (another agent's own ids): the first user text's first
             # word names the scenario instead.
@@ -79,14 +91,22 @@ class ScriptedAgent:
             prefix = message_id.removeprefix("tck-")
         executed = [p["functionResponse"] for p in _last_parts(received)
                     if p.get("functionResponse") and "error" not in json.dumps(p["functionResponse"]["response"])]
+        if prefix.startswith(DIRECT):  # answered directly, no tool: a message, not a task
+            return Reply.text(DIRECT_ANSWER)
         if prefix.startswith("input-required"):
             if executed:
                 return Reply.text(f"Done: {SIDE_EFFECT} ran.")
             with self._lock:
                 self.calls += 1
             return Reply([call(SIDE_EFFECT, {"text": f"tck note {message_id}"})])
+        if not any(e.get("name") == LOOK_UP for e in executed):
+            # Every other scenario is a task: the agent looks something up first.
+            return Reply([call(LOOK_UP, {"query": message_id})])
         if message_id.startswith("test-resubscribe-message-id"):
             return Reply.text("Long task done", delay_s=LONG_TASK_S)
+        for key in sorted(FILES, key=len, reverse=True):  # artifact-file-url before artifact-file
+            if prefix.startswith(key):
+                return Reply([FILES[key]])
         for key, answer in ANSWERS.items():
             if prefix.startswith(key):
                 return Reply.text(answer)

@@ -15,7 +15,7 @@ from devserver import create_app
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
-from shared.state.docstore import DocStore
+from shared.state.docstore import DocStore, Query
 from tests.agent.conftest import make_settings
 
 V = {"A2A-Version": "1.0"}
@@ -70,6 +70,8 @@ def test_the_card_is_public_and_names_both_transports_and_the_bearer_scheme(clie
     assert card["capabilities"]["streaming"] is True
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["bearerFormat"] == "dev:<uid>"
     assert "tool:save_memory" in {s["id"] for s in card["skills"]}
+    # What the model reads as bytes is declared; other types are taken when they are text (docs/a2a.md).
+    assert {"text/plain", "application/json", "image/png", "application/pdf"} <= set(card["defaultInputModes"])
 
 
 def test_without_credentials_every_a2a_call_is_401(client: FlaskClient) -> None:
@@ -122,12 +124,36 @@ def test_cancel_a_task_waiting_for_input_and_not_a_finished_one(client: FlaskCli
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     again = rpc(client, "CancelTask", {"id": task["id"]})
     assert again["error"]["code"] == -32002  # TaskNotCancelableError
+    assert client.post(f"/a2a/tasks/{task['id']}:cancel", headers=ALICE).status_code == 409  # spec 5.4
     # The context's thread is free again: a new message in it starts a new task.
-    plain = rest_send(client, message("plain question", context_id=task["contextId"], message_id="m-9")).get_json()
-    assert plain["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert plain["task"]["contextId"] == task["contextId"] and plain["task"]["id"] != task["id"]
+    again = rest_send(client, message("remember pie", context_id=task["contextId"], message_id="m-8")).get_json()
+    assert again["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert again["task"]["contextId"] == task["contextId"] and again["task"]["id"] != task["id"]
     listed = client.get(f"/a2a/tasks?contextId={task['contextId']}", headers=ALICE).get_json()["tasks"]
-    assert [t["id"] for t in listed] == [plain["task"]["id"], task["id"]]
+    assert [t["id"] for t in listed] == [again["task"]["id"], task["id"]]
+
+
+def test_a_direct_answer_to_a_waiting_caller_is_a_message_not_a_task(client: FlaskClient) -> None:
+    """The agent answers without any tool and the caller waits (message/send): the reply is a
+    message in the caller's context; no task is listed or found for it. The same answer to a
+    caller that streams, asks to return immediately or sets a push config is a task."""
+    for send in (lambda m: rest_send(client, m).get_json(),
+                 lambda m: rpc(client, "SendMessage", {"message": m})["result"]):
+        first = send(message("plain question", context_id="ctx-direct"))
+        assert list(first) == ["message"], first
+        reply = first["message"]
+        assert reply["role"] == "ROLE_AGENT" and reply["contextId"] == "ctx-direct" and "taskId" not in reply
+        assert reply["parts"] == [{"text": "just an answer"}]
+        hidden = reply["messageId"].removesuffix("-reply")
+        assert rpc(client, "GetTask", {"id": hidden})["error"]["code"] == -32001
+        assert client.get(f"/a2a/tasks/{hidden}", headers=ALICE).status_code == 404
+    assert client.get("/a2a/tasks?contextId=ctx-direct", headers=ALICE).get_json().get("tasks", []) == []
+    later = client.post("/a2a/message:send", headers=ALICE, json={
+        "message": message("plain question", message_id="m-2"), "configuration": {"returnImmediately": True}})
+    assert list(later.get_json()) == ["task"]
+    # A question that needs a tool is a task (it waits for approval here).
+    assert rest_send(client, message("remember tea", context_id="ctx-direct")).get_json()["task"]["status"][
+        "state"] == "TASK_STATE_INPUT_REQUIRED"
 
 
 def test_a_stream_starts_with_the_task_and_ends_at_its_stop(client: FlaskClient) -> None:
@@ -198,19 +224,33 @@ def test_push_notifications_are_stored_per_task_and_delivered_at_each_stop(sqlit
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    rt = Runtime(make_settings(dispatcher="inline", mcp_allow_private_urls=True), store=sqlite_docstore,
-                 model=FunctionModel(_model))
+    from tests.e2e.test_openapi import KEY
+
+    config = {"id": "cfg-1", "url": url, "token": "tok-1",
+              "authentication": {"scheme": "Bearer", "credentials": "cred-1"}}
+    # Without a credentials key a token is never stored (in clear or otherwise): refused.
+    set_runtime(Runtime(make_settings(dispatcher="inline", mcp_allow_private_urls=True), store=sqlite_docstore,
+                        model=FunctionModel(_model)))
+    keyless = create_app().test_client()
+    first = rest_send(keyless, message("remember tea")).get_json()["task"]
+    refused = keyless.post(f"/a2a/tasks/{first['id']}/pushNotificationConfigs", json=config, headers=ALICE)
+    assert refused.status_code == 400 and "cannot be stored" in refused.get_data(as_text=True)
+    rt = Runtime(make_settings(dispatcher="inline", mcp_allow_private_urls=True, credentials_encryption_key=KEY),
+                 store=sqlite_docstore, model=FunctionModel(_model))
     set_runtime(rt)
     try:
         client = create_app().test_client()
-        task = rest_send(client, message("remember tea")).get_json()["task"]
-        config = {"id": "cfg-1", "url": url, "token": "tok-1",
-                  "authentication": {"scheme": "Bearer", "credentials": "cred-1"}}
+        task = rest_send(client, message("remember tea", context_id="ctx-push")).get_json()["task"]
         created = client.post(f"/a2a/tasks/{task['id']}/pushNotificationConfigs", json=config, headers=ALICE)
         assert created.status_code == 200 and created.get_json()["id"] == "cfg-1", created.get_json()
         assert client.get(f"/a2a/tasks/{task['id']}/pushNotificationConfigs/cfg-1", headers=BOB).status_code == 404
         listed = client.get(f"/a2a/tasks/{task['id']}/pushNotificationConfigs", headers=ALICE).get_json()
         assert [c["id"] for c in listed["configs"]] == ["cfg-1"]
+        assert listed["configs"][0]["token"] == "tok-1"  # the caller's own, opened for it
+        assert listed["configs"][0]["authentication"] == {"scheme": "Bearer", "credentials": "cred-1"}
+        stored = [d.data for d in sqlite_docstore.query(Query(f"users/alice/a2aTasks/{task['id']}/pushConfigs"))]
+        assert len(stored) == 1 and "sealed" in stored[0]  # sealed at rest, nothing in clear
+        assert "tok-1" not in json.dumps(stored) and "cred-1" not in json.dumps(stored)
         done = rest_send(client, message("approve", task_id=task["id"], message_id="m-2")).get_json()["task"]
         assert done["status"]["state"] == "TASK_STATE_COMPLETED"
         for _ in range(100):
@@ -221,6 +261,8 @@ def test_push_notifications_are_stored_per_task_and_delivered_at_each_stop(sqlit
             time.sleep(0.05)
         ((headers, body),) = received
         assert headers["X-A2A-Notification-Token"] == "tok-1" and headers["Authorization"] == "Bearer cred-1"
+        deliveries = [d.data for d in sqlite_docstore.query(Query("deliveries"))]
+        assert deliveries and "tok-1" not in json.dumps(deliveries) and "cred-1" not in json.dumps(deliveries)
         assert body["task"]["id"] == task["id"] and body["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
         assert client.delete(f"/a2a/tasks/{task['id']}/pushNotificationConfigs/cfg-1", headers=ALICE).status_code == 200
         assert client.get(f"/a2a/tasks/{task['id']}/pushNotificationConfigs", headers=ALICE).get_json() == {}
@@ -253,4 +295,36 @@ def test_cancel_a_working_task_stops_its_run_at_the_next_step(sqlite_docstore: D
         assert rt.users.list_memories("alice") == []  # the step after the cancel never ran its tool
     finally:
         release.set()
+        set_runtime(None)
+
+
+def test_a_call_through_an_integration_the_user_has_not_connected_is_auth_required(
+        sqlite_docstore: DocStore) -> None:
+    """The run waits for approval of a call to a GitHub tool while alice has no GitHub connection:
+    the task is auth-required (its status message says what to connect); once she connects it, the
+    same task is input-required; a reply decides it as ever."""
+    from shared.connectors.credentials import IntegrationTokens
+    from tests.e2e.test_openapi import KEY
+
+    def model(request: ModelRequest) -> Turn:
+        if any(p.function_response for p in request.turns[-1].parts):
+            return text_turn("not filed")
+        return calls_turn(call("github_issue_create", {"repo": "octo/demo", "title": "Crash on start"}))
+
+    rt = Runtime(make_settings(dispatcher="inline", credentials_encryption_key=KEY), store=sqlite_docstore,
+                 model=FunctionModel(model))
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        task = rest_send(client, message("file the crash as an issue")).get_json()["task"]
+        assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED", task["status"]
+        said = task["status"]["message"]["parts"][0]["text"]
+        assert "connect github" in said and "github_issue_create" in said
+        assert rpc(client, "GetTask", {"id": task["id"]})["result"]["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
+        rt.connectors().vault.put("alice", "github", IntegrationTokens(access_token="ghp_test"))
+        assert client.get(f"/a2a/tasks/{task['id']}", headers=ALICE).get_json()["status"]["state"] == \
+            "TASK_STATE_INPUT_REQUIRED"
+        done = rest_send(client, message("reject", task_id=task["id"], message_id="m-2")).get_json()["task"]
+        assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
         set_runtime(None)

@@ -3,13 +3,10 @@ runs it, over JSON-RPC and HTTP+JSON, mandatory (MUST) tests: one process on SQL
 processes on one Firestore emulator with every request going to the other process than the last
 (the round-robin proxy). The scripted agent behind the fake Gemini answers the TCK's message ids.
 
-Expected failures, each for a stated reason (docs/a2a.md, "Conformance"):
-- CORE-SEND-003 (both transports): the TCK's parametrized runner expects SendMessage with a part
-  of media type ``application/x-unsupported-tck-type`` to succeed, while the requirement itself
-  (and spec 1.0 section 3.1.1) says it MUST fail with ContentTypeNotSupportedError, which we answer.
-- the file, file-URL and message-only scenarios (DM-ART-001 file/url, DM-MSG-001): our agent answers
-  with text (or a JSON object as a data part) in a task; it produces no files and no task-less
-  message replies, so these SUT behaviours cannot come from its model.
+No failure is expected (none is allowed): the file artifacts, the file-URL artifact and the
+message-only reply are real behaviours of ours (docs/a2a.md, "Files", "Message or task"), and
+CORE-SEND-003's part (bytes ``tck`` of a type no agent lists) is accepted as the text it is
+(docs/a2a.md, "Conformance").
 """
 
 from __future__ import annotations
@@ -23,21 +20,11 @@ from tests.a2a.tck import run_tck
 from tests.emulators import Emulator
 
 MIN_PASSED = 80
-EXPECTED_FAILURES = {
-    "test_must_requirement[CORE-SEND-003-jsonrpc]",
-    "test_must_requirement[CORE-SEND-003-http_json]",
-    "TestFileArtifact::test_task_has_file_artifact[jsonrpc]",
-    "TestFileArtifact::test_task_has_file_artifact[http_json]",
-    "TestFileUrlArtifact::test_task_has_file_url_artifact[jsonrpc]",
-    "TestFileUrlArtifact::test_task_has_file_url_artifact[http_json]",
-    "TestMessageResponse::test_returns_message_with_text_part[jsonrpc]",
-    "TestMessageResponse::test_returns_message_with_text_part[http_json]",
-}
 
 
-def _check(result_failures: list[str], passed: int, output: str) -> None:
-    unexpected = [f for f in result_failures if not any(f.split(": ", 1)[0].endswith(e) for e in EXPECTED_FAILURES)]
-    assert not unexpected, "TCK failures:\n" + "\n".join(unexpected) + "\n" + output[-4000:]
+def _check(failures: list[str], passed: int, output: str) -> None:
+    print(f"TCK: {passed} passed, {len(failures)} failed")  # the counts (pytest -s)
+    assert not failures, "TCK failures:\n" + "\n".join(failures) + "\n" + output[-4000:]
     assert passed >= MIN_PASSED, output[-4000:]
 
 

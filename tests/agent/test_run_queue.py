@@ -180,7 +180,11 @@ def test_supersede_is_rollback_and_the_abandoned_prompt_never_leaks(make_runtime
 def test_cancel_a_queued_run_and_an_active_one(make_runtime: MakeRuntime) -> None:
     from shared.agent.run_queue import cancel_run
 
-    rt = make_runtime(FunctionModel(Echo()))
+    # "one" looks something up first: the cancel made while it is held in memory is learned from its
+    # first commit (the stop request changed the run's token, issue 33) and stops it at the step
+    # boundary after it, before its second model call.
+    echo = Echo({"one": calls_turn(call("search_memory", {"query": "tea"}))})
+    rt = make_runtime(FunctionModel(echo))
     first = rt.agent.start("alice", RunRequest(prompt="one", threadId="q6"))
     second = rt.agent.start("alice", RunRequest(prompt="two", threadId="q6", multitaskStrategy="enqueue"))
     third = rt.agent.start("alice", RunRequest(prompt="three", threadId="q6", multitaskStrategy="enqueue"))
@@ -193,6 +197,7 @@ def test_cancel_a_queued_run_and_an_active_one(make_runtime: MakeRuntime) -> Non
     assert cancelling
     result = rt.agent.run(rt.agent.context(first))
     assert result.status == "failed" and result.error is not None and result.error.code == "CANCELLED"
+    assert len(echo.requests) == 1  # one model call, then the stop
     pump(rt)
     assert run_of(rt, third.outcome.snapshot.run.run_id).status == "completed"
     assert [t for _, t in thread_texts(rt, "q6")] == ["one", "three", "re: three"]
@@ -222,3 +227,22 @@ def test_a_queued_runs_stream_starts_with_queued_and_ends_with_a_follow_link(mak
     events = list(stream_run(rt.agent, "alice", RunRequest(prompt="two", threadId="q8", multitaskStrategy="enqueue")))
     assert [(e["type"], e.get("status")) for e in events] == [("status", "queued"), ("stream_end", "queued")]
     assert events[-1]["follow"].startswith(f"/api/agent/runs/{events[0]['runId']}/events?after=1&follow=1")
+
+
+def test_a_queued_run_keeps_the_files_sent_with_its_prompt(make_runtime: MakeRuntime) -> None:
+    """Files sent with a prompt (``start(attachments=...)``, e.g. an A2A message's file parts) close
+    the prompt's turn, also when the run waits in its thread's queue and starts later."""
+    from shared.models.base import Blob, Part
+
+    echo = Echo()
+    rt = make_runtime(FunctionModel(echo))
+    png = Part(inline_data=Blob(mime_type="image/png", data="iVBORw0KGgo=", display_name="a.png"))
+    first = rt.agent.start("alice", RunRequest(prompt="one", threadId="qf"), attachments=[png])
+    later = rt.agent.start("alice", RunRequest(prompt="two", threadId="qf", multitaskStrategy="enqueue"),
+                           attachments=[Part(text="[file b.txt (text/plain)]\nbee")])
+    assert later.outcome.queued
+    rt.agent.run(rt.agent.context(first))
+    pump(rt)
+    assert run_of(rt, later.outcome.snapshot.run.run_id).status == "completed"
+    assert echo.requests[0].turns[-1].parts == [Part(text="one"), png]
+    assert echo.requests[1].turns[-1].parts == [Part(text="two"), Part(text="[file b.txt (text/plain)]\nbee")]

@@ -173,3 +173,34 @@ def test_a_plan_sessions_budget_pauses_its_execution_and_approving_finishes_it(d
         set_runtime(None)
     assert approved >= 1 and session["status"] == "completed", session
     assert session["budgetUsd"] > 0.001
+
+
+def test_a_turn_let_through_by_a_budget_approval_can_wait_for_its_own_tool_approval(docstore: DocStore) -> None:
+    """The budget's action shares the turn index of the model turn it let through; resuming that
+    turn's tool approval answers its calls only (found by the console's browser test)."""
+    from shared.models.base import ModelRequest, ModelResponse, Part, Turn
+    from shared.models.scripted import FunctionModel, call
+    from shared.token_usage import Usage
+
+    def answer(request: ModelRequest) -> ModelResponse:
+        done = any(p.function_response is not None for p in request.turns[-1].parts)
+        turn = Turn(role="model", parts=[Part(text="Saved.")] if done else [call("save_memory", {"text": "tea"})])
+        return ModelResponse(turn=turn, finish_reason="STOP", usage=Usage(requests=1, input_tokens=100,
+                                                                          output_tokens=20, total_tokens=120))
+
+    rt = Runtime(make_settings(model_max_output_tokens=200), store=docstore,
+                 model=FunctionModel(answer, name="gemini-3-flash-preview"),
+                 authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
+    started = rt.agent.start("alice", RunRequest(prompt="remember tea", budgetUsd=1e-7))
+    result = rt.agent.run(rt.agent.context(started))
+    assert result.status == "awaiting_confirmation" and result.approval is not None
+    decide(rt, result.approval.id, "approve")  # the budget: raised, the call is made; it asks for save_memory
+    deliver(rt)
+    [tool] = rt.runs.list_approvals_for("alice", "pending", 10)
+    assert tool.tool == "save_memory"
+    decide(rt, tool.approval_id, "approve")
+    deliver(rt)
+    snap = rt.runs.get_run(result.run_id)
+    assert snap is not None and snap.run.error is None, snap.run.error
+    assert [m.text for m in rt.users.list_memories("alice")] == ["tea"]
+    assert snap.run.status == "awaiting_confirmation"  # the answer's call: stopped by the budget again

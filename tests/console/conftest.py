@@ -18,6 +18,7 @@ import base64
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,12 +196,13 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
-@pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    store = SqliteDocStore(str(tmp_path_factory.mktemp("console") / "state.sqlite3"))
+@contextmanager
+def served(directory: Path, **settings: Any) -> Iterator[Console]:
+    """The dev app over a fresh SQLite store in ``directory`` with ``ConsoleModel``, local auth, the
+    inline dispatcher and ``settings`` (over the tests' defaults), on a free loopback port."""
+    store = SqliteDocStore(str(directory / "state.sqlite3"))
     model = ConsoleModel()
-    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY,
-                               mcp_allow_private_urls=True),
+    rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, **settings),
                  store=store, model=model, authenticator=LocalAuthenticator())
     set_runtime(rt)
     server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
@@ -214,6 +216,13 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         thread.join()
         set_runtime(None)
         store.close()
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    with served(tmp_path_factory.mktemp("console"), credentials_encryption_key=CREDENTIALS_KEY,
+                mcp_allow_private_urls=True) as served_console:
+        yield served_console
 
 
 @pytest.fixture

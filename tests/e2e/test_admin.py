@@ -30,7 +30,8 @@ def test_the_admin_changes_a_users_trust_allowlist_and_limits(install: Install, 
     assert fresh.get_json() == {"ok": True, "uid": "alice", "trustLevel": "supervised",
                                 "profile": {"displayName": None, "about": None, "timezone": None,
                                             "emailAllowlist": []},
-                                "limits": {"activeRuns": None, "activeSessions": None, "dailyTokens": None}}
+                                "limits": {"activeRuns": None, "activeSessions": None, "dailyTokens": None,
+                                           "dailyBudgetUsd": None, "monthlyBudgetUsd": None}}
     for headers in (ALICE, BOB):
         refused = client.patch("/api/admin/users/alice", json={"trustLevel": "autonomous"}, headers=headers)
         assert refused.status_code == 403 and refused.get_json()["error"]["code"] == "ADMIN_ONLY"
@@ -42,7 +43,8 @@ def test_the_admin_changes_a_users_trust_allowlist_and_limits(install: Install, 
     assert changed.status_code == 200, changed.get_json()
     body = changed.get_json()
     assert body["trustLevel"] == "delegated" and body["profile"]["emailAllowlist"] == ["bob@example.com"]
-    assert body["limits"] == {"activeRuns": 1, "activeSessions": None, "dailyTokens": None}
+    assert body["limits"] == {"activeRuns": 1, "activeSessions": None, "dailyTokens": None,
+                              "dailyBudgetUsd": None, "monthlyBudgetUsd": None}
     again = client.patch("/api/admin/users/alice", json={"profile": {"timezone": "Europe/Paris"}}, headers=ADMIN)
     assert again.get_json()["profile"]["emailAllowlist"] == ["bob@example.com"]  # what is not given stays
     assert again.get_json()["trustLevel"] == "delegated"

@@ -71,6 +71,22 @@ def call(name: str, args: dict[str, Any] | None = None, *, id: str | None = AUTO
     return part
 
 
+def inline(data: bytes, mime_type: str, *, name: str | None = None) -> WirePart:
+    """A file part with its bytes (``inlineData``; ``name``: its ``displayName``)."""
+    blob: dict[str, Any] = {"mimeType": mime_type, "data": base64.b64encode(data).decode("ascii")}
+    if name is not None:
+        blob["displayName"] = name
+    return {"inlineData": blob}
+
+
+def file_ref(uri: str, mime_type: str, *, name: str | None = None) -> WirePart:
+    """A file part by reference (``fileData``)."""
+    ref: dict[str, Any] = {"fileUri": uri, "mimeType": mime_type}
+    if name is not None:
+        ref["displayName"] = name
+    return {"fileData": ref}
+
+
 def grounding(*sources: tuple[str, str], queries: list[str] | None = None) -> dict[str, Any]:
     """A ``groundingMetadata`` object for ``sources`` (title, uri), as Google Search grounding
     returns it: served only when the request enabled the ``googleSearch`` tool."""

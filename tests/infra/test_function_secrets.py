@@ -189,6 +189,7 @@ def drive_every_route(s: Served) -> None:
     call("GET", "/api/agent/runs")
     call("GET", f"/api/agent/runs/{mailed['runId']}")
     call("GET", f"/api/agent/runs/{mailed['runId']}/events")
+    call("GET", f"/api/agent/runs/{mailed['runId']}/trace")
     call("GET", "/api/agent/approvals")
     call("DELETE", f"/api/agent/runs/{mailed['runId']}")
     call("GET", "/api/agent/usage")

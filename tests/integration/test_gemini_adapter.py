@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -15,8 +16,11 @@ from pydantic import BaseModel
 
 from shared.config import Settings
 from shared.errors import ModelError, ModelTimeout
+from shared.formats import b64decode_any
 from shared.models.base import (
+    Blob,
     DeltaKind,
+    FileData,
     FunctionResponse,
     ModelRequest,
     ModelResponse,
@@ -26,9 +30,20 @@ from shared.models.base import (
     Usage,
 )
 from shared.models.factory import clear_model_cache, create_model
-from shared.models.gemini import GeminiModel
+from shared.models.gemini import MAX_OUTPUT_FILE_BYTES, GeminiModel
 from shared.models.offline import OfflineModel
-from tests.fakes.fake_gemini import Fail, FakeGemini, Received, Reply, call, text, thought, usage
+from tests.fakes.fake_gemini import (
+    Fail,
+    FakeGemini,
+    Received,
+    Reply,
+    call,
+    file_ref,
+    inline,
+    text,
+    thought,
+    usage,
+)
 
 MakeModel = Callable[..., GeminiModel]
 
@@ -83,6 +98,15 @@ def normalized(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 sig.replace("+", "-").replace("/", "_") + "=" * (-len(sig) % 4))
         out.append(part)
     return out
+
+
+def camel(value: Any) -> Any:
+    """JSON with every key in lowerCamelCase (proto JSON takes both spellings of a field)."""
+    if isinstance(value, list):
+        return [camel(v) for v in value]
+    if isinstance(value, dict):
+        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): camel(v) for k, v in value.items()}
+    return value
 
 
 def stored(turn: Turn) -> Turn:
@@ -168,6 +192,40 @@ def test_function_call_signature_round_trips_through_the_store(
     assert normalized(replay[1]["parts"]) == normalized(issued_parts)  # verbatim, signature bytes included
     assert replay[2]["parts"] == [{"functionResponse": {"name": "get_weather", "response": {"temp_c": 21},
                                                         "id": fc.id}}]
+    fake_gemini.assert_complete()
+
+
+def test_file_parts_the_model_answers_with_are_kept_and_replayed_without_their_names(
+        fake_gemini: FakeGemini, make_model: MakeModel) -> None:
+    """``inlineData`` bytes and ``fileData`` references come back whole (name, media type, bytes),
+    survive the store, and go back to the model as they came minus ``displayName`` (the Gemini
+    API takes none); a file too large for a stored turn is a model error."""
+    model = make_model()
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    fake_gemini.push(Reply([text("Here:"), inline(png, "image/png", name="chart.png"),
+                            file_ref("https://example.com/r.pdf", "application/pdf", name="r.pdf")]),
+                     Reply.text("ok"))
+    jpeg = Blob(mime_type="image/jpeg", data=base64.b64encode(b"jp").decode(), display_name="in.jpg")
+    question = Turn(role="user", parts=[Part(text="Draw it"), Part(inline_data=jpeg)])
+    first = model.generate(ask("x").model_copy(update={"turns": [question]}))
+    assert first.turn.text == "Here:"
+    assert first.turn.files == first.turn.parts[1:]
+    blob, ref = first.turn.parts[1].inline_data, first.turn.parts[2].file_data
+    assert blob == Blob(mime_type="image/png", data=base64.b64encode(png).decode(), display_name="chart.png")
+    assert ref == FileData(file_uri="https://example.com/r.pdf", mime_type="application/pdf", display_name="r.pdf")
+    # (The SDK writes the blob's fields as their proto names, which the API takes like camelCase.)
+    assert camel(fake_gemini.requests[0].json["contents"][0]["parts"][1]) == {
+        "inlineData": {"mimeType": "image/jpeg", "data": base64.b64encode(b"jp").decode()}}
+    model.generate(ModelRequest(turns=[question, stored(first.turn), Turn(role="user", parts=[Part(text="thanks")])]))
+    replay = camel(fake_gemini.requests[1].json["contents"][1]["parts"])
+    assert b64decode_any(replay[1]["inlineData"].pop("data")) == png  # (URL-safe base64, as the SDK writes bytes)
+    assert replay[1] == {"inlineData": {"mimeType": "image/png"}}
+    assert replay[2] == {"fileData": {"fileUri": "https://example.com/r.pdf", "mimeType": "application/pdf"}}
+
+    fake_gemini.push(Reply([inline(b"x" * (MAX_OUTPUT_FILE_BYTES + 1), "image/png")]))
+    with pytest.raises(ModelError) as err:
+        model.generate(ask("a big one"))
+    assert "keeps files of up to" in str(err.value) and not err.value.retryable
     fake_gemini.assert_complete()
 
 

@@ -61,3 +61,10 @@ def test_a_cold_run_imports_no_third_party_package_it_does_not_need(modules: lis
 def test_features_that_are_off_import_what_they_import_today(modules: list[str]) -> None:
     for feature in FEATURES:
         assert loaded(modules, feature.modules) == OFF_FEATURE_MODULES.get(feature.name, []), feature.name
+
+
+def test_a_feature_turned_on_shows_in_the_modules() -> None:
+    """The check can fail: the same cold run with tracing on (a console exporter) loads it."""
+    traced = cold_run_modules({"OTEL_TRACES_EXPORTER": "console"})
+    otel = next(f for f in FEATURES if f.name == "otel")
+    assert "shared.otel" in loaded(traced, otel.modules) and "opentelemetry.sdk" in traced

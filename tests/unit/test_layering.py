@@ -273,7 +273,7 @@ def test_functions_hold_no_business_rule() -> None:
                       "shared.ndjson", "shared.workspaces", "shared.tools.mcp_tools", "shared.a2a.app",
                       "shared.a2a.asgi_bridge", "shared.a2a.card", "shared.agui.endpoint", "shared.agui.inputs",
                       "shared.agent.approval_edits", "shared.agent.webhooks", "shared.user_data",
-                      "shared.agent.schedules", "shared.admin")
+                      "shared.agent.schedules", "shared.admin", "shared.trace_view")
     for path in (ROOT / "functions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = runtime_imports(tree, "functions")

@@ -1,10 +1,12 @@
-// Runs: the dev user's runs (GET /api/agent/runs) and, for #/runs/<runId>, the run record and
-// its timeline drawn from the event log (followed while the run is at work). In the timeline the
+// Runs: the dev user's runs (GET /api/agent/runs) and, for #/runs/<runId>, the run record, its
+// trace as a waterfall (js/trace.js: drawn again when the follow of its events ends) and its
+// timeline drawn from the event log (followed while the run is at work). In the timeline the
 // agent state is a chip, consecutive deltas are one text, and a plan's run links to its session.
 
 import {callJson, followRun} from '../api.js';
 import {$, chip, clear, h, json, when} from '../dom.js';
 import {showError} from '../errors.js';
+import {traceWaterfall} from '../trace.js';
 
 function eventText(ev) {
   switch (ev.type) {
@@ -114,6 +116,7 @@ export function mountRuns() {
     if (sessionId) facts.unshift(['plan session', sessionLink(sessionId)]);
     if (run.error) facts.push(['error', `${run.error.code}: ${run.error.message}`]);
     const timeline = h('ol', {class: 'timeline', 'aria-label': 'Events'});
+    const traceBox = h('div', {class: 'trace-box'});
     detail.append(h('section', {class: 'run-record', 'aria-labelledby': 'run-detail-title'},
       h('h3', {id: 'run-detail-title', tabindex: '-1'}, `Run ${run.runId}`),
       h('dl', {class: 'facts'}, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
@@ -125,10 +128,21 @@ export function mountRuns() {
           h('tbody', {}, run.modelCalls.map((c) => h('tr', {},
             [c.step ?? '', c.operationType, c.model, c.outcome, c.usage.totalTokens, Math.round(c.latencyMs), c.costUsd]
               .map((v) => h('td', {}, String(v))))))))) : null,
-      h('h4', {}, 'Timeline (event log)'), timeline));
+      traceBox, h('h4', {}, 'Timeline (event log)'), timeline));
     $('#run-detail-title').focus(); // keyboard users land on what they opened
+    const signal = loads.signal;
+    async function drawTrace() {
+      try {
+        const trace = await callJson('GET', `/api/agent/runs/${encodeURIComponent(run.runId)}/trace`, {signal});
+        traceBox.replaceChildren(traceWaterfall(trace));
+      } catch (err) {
+        if (!signal.aborted) showError(traceBox, err, `trace of ${run.runId}`);
+      }
+    }
+    drawTrace();
     try {
-      await followRun(run.runId, 0, timelineAppender(timeline), {signal: loads.signal});
+      await followRun(run.runId, 0, timelineAppender(timeline), {signal});
+      if (!signal.aborted) await drawTrace(); // the follow ended: the run stopped (paused or ended)
     } catch (err) {
       showError(detail, err, `events of ${run.runId}`);
     }
