@@ -18,10 +18,12 @@ from shared.web import json_response
 
 
 def list_containers(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+    from shared.query import params
     from shared.workspaces import containers_of
 
     rt, uid = caller(request)
-    return json_response(containers_of(rt.store, rt.settings, uid).to_json())
+    query = params(request)
+    return json_response(containers_of(rt.store, rt.settings, uid, query["limit"], query.get("cursor")).to_json())
 
 
 def container_files(request: flask.Request, path: Mapping[str, str]) -> flask.Response:

@@ -46,6 +46,7 @@ from shared.connectors.user_mcp import (
     server_name,
 )
 from shared.errors import Unavailable
+from shared.query import params
 from shared.web import json_response, parse_model, read_json_body
 
 if TYPE_CHECKING:
@@ -102,7 +103,9 @@ def list_mcp_servers(request: flask.Request, path: Mapping[str, str]) -> flask.R
     from shared.tools.mcp_tools import deployment_servers
 
     rt, uid = caller(request)
-    return json_response(McpServersResponse(servers=_mcp_servers(rt).statuses(uid),
+    query = params(request)
+    page = _mcp_servers(rt).statuses(uid, query["limit"], query.get("cursor"))
+    return json_response(McpServersResponse(servers=page.items, nextCursor=page.next_cursor,
                                             deployment=deployment_servers(rt.settings)).to_json())
 
 
@@ -147,7 +150,9 @@ def _a2a_agents(rt: Runtime) -> UserA2aAgents:
 
 def list_a2a_agents(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
-    return json_response(McpServersResponse(servers=_a2a_agents(rt).statuses(uid)).to_json())
+    query = params(request)
+    page = _a2a_agents(rt).statuses(uid, query["limit"], query.get("cursor"))
+    return json_response(McpServersResponse(servers=page.items, nextCursor=page.next_cursor).to_json())
 
 
 def get_a2a_agent(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -174,10 +179,11 @@ def disconnect_a2a_agent(request: flask.Request, path: Mapping[str, str]) -> fla
 # ---- the caller's webhooks (shared/agent/webhooks.py): this function holds the key sealing their secrets
 # (imported per call: the integration routes never load the agent package)
 def list_webhooks(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.agent.webhooks import Webhooks, WebhooksResponse
+    from shared.agent.webhooks import Webhooks
 
     rt, uid = caller(request)
-    return json_response(WebhooksResponse(webhooks=Webhooks(rt.services).listed(uid)).to_json())
+    query = params(request)
+    return json_response(Webhooks(rt.services).listed(uid, query["limit"], query.get("cursor")).to_json())
 
 
 def get_webhook(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -211,15 +217,18 @@ def webhook_deliveries(request: flask.Request, path: Mapping[str, str]) -> flask
     from shared.agent.webhooks import Webhooks, webhook_name
 
     rt, uid = caller(request)
-    return json_response(Webhooks(rt.services).delivery_log(uid, webhook_name(path["name"])).to_json())
+    query = params(request)
+    log = Webhooks(rt.services).delivery_log(uid, webhook_name(path["name"]), query["limit"], query.get("cursor"))
+    return json_response(log.to_json())
 
 
 # ---- the caller's schedules (shared/agent/schedules.py)
 def list_schedules(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    from shared.agent.schedules import Schedules, SchedulesResponse
+    from shared.agent.schedules import Schedules
 
     rt, uid = caller(request)
-    return json_response(SchedulesResponse(schedules=Schedules(rt.services).listed(uid)).to_json())
+    query = params(request)
+    return json_response(Schedules(rt.services).listed(uid, query["limit"], query.get("cursor")).to_json())
 
 
 def get_schedule(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -253,4 +262,6 @@ def schedule_runs(request: flask.Request, path: Mapping[str, str]) -> flask.Resp
     from shared.agent.schedules import Schedules, schedule_name
 
     rt, uid = caller(request)
-    return json_response(Schedules(rt.services).runs(uid, schedule_name(path["name"])).to_json())
+    query = params(request)
+    runs = Schedules(rt.services).runs(uid, schedule_name(path["name"]), query["limit"], query.get("cursor"))
+    return json_response(runs.to_json())

@@ -89,6 +89,17 @@ class Unprocessable(DomainError):
     code = "UNPROCESSABLE"
 
 
+class StoredValueInvalid(DomainError, ValueError):
+    """A stored document cannot be read as its record (a value of the wrong type or out of the range
+    the code reading it accepts, a missing field): a corrupt or hand-edited document, or one written
+    before its field was validated. ``details.object`` names it (its path). Lists leave such a
+    document out (and log it); a read of that one object answers this (409 ``STORED_VALUE_INVALID``)
+    instead of an anonymous 500. A ``ValueError`` too, so code that reads stored data defensively
+    (``except ValueError``) keeps doing so."""
+
+    code = "STORED_VALUE_INVALID"
+
+
 class PayloadTooLarge(DomainError):
     code = "PAYLOAD_TOO_LARGE"
 

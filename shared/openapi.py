@@ -244,9 +244,11 @@ def _operation(route: routes.Route, parameters: dict[str, list[dict[str, Any]]])
         responses[str(route.replies[0].status)]["links"] = links
     # 400: any route (a query parameter it does not take, INVALID_QUERY); 500: any route, logged;
     # 404: a route with a free-form name in its path, which the HTTP layer does not route when the
-    # name holds a line break (ROUTE_NOT_FOUND before the handler can name the 400).
+    # name holds a line break (ROUTE_NOT_FOUND before the handler can name the 400); 409: any
+    # authenticated route, when a stored object it must read is not a valid record
+    # (STORED_VALUE_INVALID, shared/state/record_base.py; lists leave such objects out).
     free_form = any(segment == routes.ANY_SEGMENT for segment in route.segments.values())
-    errors = {400, *route.errors, *((404,) if free_form else ())}
+    errors = {400, *route.errors, *((404,) if free_form else ()), *(() if route.public else (409,))}
     op["responses"] = {**responses, **_errors(*sorted(errors)), **_errors(500)}
     if not route.public:  # every authenticated route counts against the request limit
         op["responses"]["429"] = _too_many_requests(route.operation_id)

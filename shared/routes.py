@@ -368,7 +368,7 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.connectors.integrations_api:IntegrationsResponse"),), errors=(401,)),
     # A user's own MCP servers: before ``{provider}`` (which never matches ``mcp``).
     Route("GET", "/api/integrations/mcp", "listMcpServers", "integrations", "functions.integrations:list_mcp_servers",
-          replies=(Reply(200, "the caller's MCP servers (never a token)",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's MCP servers (never a token)",
                          model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
     Route("GET", "/api/integrations/mcp/{name}", "getMcpServer", "integrations",
           "functions.integrations:get_mcp_server", segments={"name": ANY_SEGMENT},
@@ -401,7 +401,7 @@ ROUTES: tuple[Route, ...] = (
           errors=(400, 401)),
     # A user's own remote A2A agents (docs/a2a.md): before ``{provider}`` (which never matches ``a2a``).
     Route("GET", "/api/integrations/a2a", "listA2aAgents", "integrations", "functions.integrations:list_a2a_agents",
-          replies=(Reply(200, "the caller's remote A2A agents (never a token)",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's remote A2A agents (never a token)",
                          model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
     Route("GET", "/api/integrations/a2a/{name}", "getA2aAgent", "integrations", "functions.integrations:get_a2a_agent",
           segments={"name": ANY_SEGMENT},
@@ -447,6 +447,7 @@ ROUTES: tuple[Route, ...] = (
     # credentials key that seals their secrets.
     # The caller's schedules (docs/run-control.md): served by ``integrations`` like webhooks.
     Route("GET", "/api/agent/schedules", "listSchedules", "integrations", "functions.integrations:list_schedules",
+          query=(page_limit(), CURSOR),
           replies=(Reply(200, "the caller's schedules", model="shared.agent.schedules:SchedulesResponse"),),
           errors=(401,)),
     Route("GET", "/api/agent/schedules/{name}", "getSchedule", "integrations", "functions.integrations:get_schedule",
@@ -470,12 +471,14 @@ ROUTES: tuple[Route, ...] = (
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/schedules/{name}/runs", "listScheduleRuns", "integrations",
           "functions.integrations:schedule_runs", segments={"name": ANY_SEGMENT},
-          description="The runs the schedule started, newest first (at most 100), each with its occurrence and "
-                      "the run's status now (a session template's: sessionId and the session's status).",
+          query=(page_limit(100), CURSOR),
+          description="The runs the schedule started, newest first (pages of limit, 100 by default), each with "
+                      "its occurrence and the run's status now (a session template's: sessionId and the "
+                      "session's status).",
           replies=(Reply(200, "the runs", model="shared.agent.schedules:ScheduleRunsResponse"),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks", "listWebhooks", "integrations", "functions.integrations:list_webhooks",
-          replies=(Reply(200, "the caller's webhooks (never a secret)",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's webhooks (never a secret)",
                          model="shared.agent.webhooks:WebhooksResponse"),),
           errors=(401,)),
     Route("GET", "/api/agent/webhooks/{name}", "getWebhook", "integrations", "functions.integrations:get_webhook",
@@ -499,13 +502,14 @@ ROUTES: tuple[Route, ...] = (
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/webhooks/{name}/deliveries", "listWebhookDeliveries", "integrations",
           "functions.integrations:webhook_deliveries", segments={"name": ANY_SEGMENT},
-          description="The webhook's deliveries, newest first (at most 100): each with its deliveryId (the "
-                      "webhook-id header of every attempt), status and attempts. Deliveries to a run's own "
-                      "webhook URL are listed under default.",
+          query=(page_limit(100), CURSOR),
+          description="The webhook's deliveries, newest first (pages of limit, 100 by default): each with its "
+                      "deliveryId (the webhook-id header of every attempt), status and attempts. Deliveries to a "
+                      "run's own webhook URL are listed under default.",
           replies=(Reply(200, "the deliveries", model="shared.agent.webhooks:DeliveriesResponse"),),
           errors=(400, 401, 404)),
     Route("GET", "/api/agent/containers", "listContainers", "containers", "functions.containers:list_containers",
-          replies=(Reply(200, "the caller's live workspaces, oldest first",
+          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's live workspaces, oldest first",
                          model="shared.workspaces:ContainersResponse"),), errors=(401,)),
     Route("GET", "/api/agent/containers/{containerId}/files", "getContainerFiles", "containers",
           "functions.containers:container_files",

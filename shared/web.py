@@ -34,6 +34,7 @@ from shared.errors import (
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
+    StoredValueInvalid,
     TransactionContention,
     Unauthenticated,
     Unavailable,
@@ -54,8 +55,8 @@ Handler = Callable[[flask.Request], flask.Response]
 
 HTTP_STATUS: dict[type[DomainError], int] = {
     DomainError: 400, InvalidInput: 400, Unauthenticated: 401, Forbidden: 403, NotFound: 404, MethodNotAllowed: 405,
-    Conflict: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415, Unprocessable: 422,
-    LimitExceeded: 429,
+    Conflict: 409, StoredValueInvalid: 409, Gone: 410, PayloadTooLarge: 413, UnsupportedMediaType: 415,
+    Unprocessable: 422, LimitExceeded: 429,
     Internal: 500, UpstreamFailed: 502, Unavailable: 503,
 }
 """The one mapping of domain errors to HTTP: a subclass answers as its nearest listed ancestor."""
@@ -105,6 +106,16 @@ def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _not_json(token: str) -> Any:
+    """Python's JSON parser reads ``NaN``, ``Infinity`` and ``-Infinity``; JSON has no such numbers
+    (no value of the API may be one: it could never be answered as JSON, nor stored in SQLite)."""
+    raise _NonFinite(token)
+
+
 def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = False) -> dict[str, Any]:
     """The request's JSON object body, or a 4xx naming what is wrong: 413 beyond ``max_bytes``
     (read no further), 400 ``INVALID_JSON`` nested deeper than :data:`MAX_JSON_DEPTH` (checked before
@@ -128,9 +139,12 @@ def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = F
                            f"limit is {MAX_JSON_DEPTH}", code="INVALID_JSON",
                            details={"limit": "maxDepth", "maxDepth": MAX_JSON_DEPTH})
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_not_json)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"request body is not valid JSON: {exc}", code="INVALID_JSON") from None
+    except _NonFinite as exc:
+        raise InvalidInput(f"request body is not valid JSON: {exc} is not a JSON number (RFC 8259)",
+                           code="INVALID_JSON") from None
     if not isinstance(data, dict):
         raise InvalidInput("request body must be a JSON object", code="INVALID_JSON")
     return data
@@ -164,6 +178,9 @@ def http_endpoint(fn: Handler) -> Handler:
                 response = error_response(err)
                 if response.status_code >= 500:
                     log.error("%s: %s", err.code, err.message)
+                elif isinstance(err, StoredValueInvalid):  # the data's fault, not the caller's: say which
+                    log.warning("%s serving %s %s: %s", err.code, request.method, shown_path(request.path),
+                                err.message)
                 return response
             except TransactionContention as exc:
                 # Concurrent writers on the same documents outlasted the retries: nothing was

@@ -21,8 +21,9 @@ from urllib.parse import urlsplit
 from shared.config import Settings
 from shared.connectors.sandbox import ExecResult, FileContent, RepoSource, SandboxClient, SandboxError
 from shared.errors import ConfigurationError, InvalidInput, NotFound, Unavailable
-from shared.responses import ResponseBody
+from shared.responses import PageBody, ResponseBody
 from shared.state.docstore import DocStore
+from shared.state.pages import page_in_memory
 from shared.state.record_base import now
 from shared.state.runs_repo import RunsRepo
 from shared.state.workspaces_repo import WorkspaceRecord, WorkspacesRepo
@@ -256,7 +257,7 @@ class ContainerBody(ResponseBody):
     lastUsedAt: UtcTime
 
 
-class ContainersResponse(ResponseBody):
+class ContainersResponse(PageBody):
     """``GET /api/agent/containers``: the caller's live workspaces, oldest first (at most
     ``WORKSPACES_PER_USER``)."""
 
@@ -339,9 +340,12 @@ def destroy_all(store: DocStore, settings: Settings, uid: str) -> int:
     return len(live)
 
 
-def containers_of(store: DocStore, settings: Settings, uid: str) -> ContainersResponse:
-    """``GET /api/agent/containers``."""
-    return ContainersResponse(containers=[container_body(r) for r in Workspaces(store, settings).live_of(uid)])
+def containers_of(store: DocStore, settings: Settings, uid: str, limit: int, cursor: str | None = None
+                  ) -> ContainersResponse:
+    """``GET /api/agent/containers``: one page, oldest first."""
+    page = page_in_memory(Workspaces(store, settings).live_of(uid), lambda r: (r.created_at, r.workspace_id),
+                          cursor, limit)
+    return ContainersResponse(containers=[container_body(r) for r in page.items], nextCursor=page.next_cursor)
 
 
 def remove_container(store: DocStore, settings: Settings, uid: str, container_id: str) -> ContainerRemovedResponse:

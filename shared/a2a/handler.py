@@ -208,7 +208,7 @@ class RuntimeRequestHandler(RequestHandler):
         for doc, run_doc in zip(docs, runs, strict=True):
             if run_doc is None:
                 continue
-            run = RunRecord.from_doc(run_doc.data)
+            run = RunRecord.from_doc(run_doc.data, run_doc.path)
             if convert.replied_directly(doc):
                 continue
             auth = self._auth_of(uid)(run.result) if convert.state_of(run) in convert.INTERRUPTED else []

@@ -243,12 +243,14 @@ class AgentCreatePlan:
 
     def review(self, ctx: RunContext, intent: PlanIntent, tasks: list[dict[str, Any]]) -> tuple[Any, str]:
         from shared.plans.structured import Refused, ask
+        from shared.usage.budget import CappedModel
         from shared.usage.meter import MeteredCall, MeteredModel
 
         services = ctx.services
         call = MeteredCall(uid=intent.uid, unit_kind="run", unit_id=intent.run_id, component="reviewer",
                            operation_type="plan_review", profile="quality", context_type=intent.context_type)
-        model = MeteredModel(services.model_for("quality"), call, services.settings, services.usage.record)
+        metered = MeteredModel(services.model_for("quality"), call, services.settings, services.usage.record)
+        model = CappedModel(metered, services.budgets, services.settings, intent.uid, services.new_id)
         prompt = {"objective": intent.objective, "contextType": intent.context_type, "plan": tasks}
 
         def accept(value: BaseModel) -> Review:
@@ -258,8 +260,11 @@ class AgentCreatePlan:
 
         import json
 
-        answer = ask(model, REVIEW_INSTRUCTION, json.dumps(prompt, ensure_ascii=False), Review, accept,
-                     timeout_s=max(1.0, ctx.remaining()))
+        try:
+            answer = ask(model, REVIEW_INSTRUCTION, json.dumps(prompt, ensure_ascii=False), Review, accept,
+                         timeout_s=max(1.0, ctx.remaining()))
+        except LimitExceeded as exc:  # the user's money cap has no room for the review (docs/budgets.md)
+            return "needs_changes", f"the review was not made: {exc.code}: {exc.message}"
         if answer.value is None:  # a review that does not validate (after one repair): needs changes, and why
             return "needs_changes", "the review did not validate: " + "; ".join(answer.problems[:3])
         return answer.value.verdict, answer.value.notes

@@ -27,9 +27,10 @@ from shared.durable.messages import WorkMessage
 from shared.durable.router import Disposition
 from shared.errors import Conflict, DomainError, InvalidInput, NotFound
 from shared.loop.context import Services
-from shared.responses import ResponseBody
+from shared.responses import PageBody, ResponseBody
 from shared.schedules.cron import next_after, parse_cron, zone
 from shared.state.docstore import PreconditionFailed
+from shared.state.pages import decode, page_in_memory
 from shared.state.schedules_repo import MAX_SCHEDULES_PER_USER, ScheduleRecord, SchedulesRepo, schedule_id
 from shared.state.sessions_repo import SessionsRepo
 from shared.wire import NOT_BLANK_PATTERN, UtcTime
@@ -97,7 +98,7 @@ class ScheduleResponse(ScheduleBody):
     ok: bool = True
 
 
-class SchedulesResponse(ResponseBody):
+class SchedulesResponse(PageBody):
     ok: bool = True
     schedules: list[ScheduleBody]
 
@@ -115,7 +116,7 @@ class ScheduleRunBody(ResponseBody):
     status: str | None = None
 
 
-class ScheduleRunsResponse(ResponseBody):
+class ScheduleRunsResponse(PageBody):
     ok: bool = True
     name: str
     runs: list[ScheduleRunBody]
@@ -170,20 +171,25 @@ class Schedules:
         got = self.repo.get(uid, name)
         return ScheduleBody(name=name, declared=False) if got is None else _body(got[0])
 
-    def listed(self, uid: str) -> list[ScheduleBody]:
-        return [_body(r) for r in self.repo.list_for(uid)]
+    def listed(self, uid: str, limit: int, cursor: str | None = None) -> SchedulesResponse:
+        """One page of the caller's schedules, by name (a schedule that cannot be read is left out)."""
+        page = page_in_memory(self.repo.list_for(uid), lambda r: (r.name, r.name), cursor, limit)
+        return SchedulesResponse(schedules=[_body(r) for r in page.items], nextCursor=page.next_cursor)
 
     def delete(self, uid: str, name: str) -> bool:
         return self.repo.delete(uid, name)
 
-    def runs(self, uid: str, name: str, limit: int = MAX_RUNS_LISTED) -> ScheduleRunsResponse:
-        """The runs the schedule started, newest first (each with its status now)."""
+    def runs(self, uid: str, name: str, limit: int = MAX_RUNS_LISTED, cursor: str | None = None
+             ) -> ScheduleRunsResponse:
+        """One page of the runs the schedule started, newest first (each with its status now)."""
         got = self.repo.get(uid, name)
         if got is None:
-            return ScheduleRunsResponse(name=name, runs=[])
-        listed = self.repo.runs(got[0].schedule_id, limit)
+            if cursor is not None:
+                decode(cursor)  # 400 INVALID_CURSOR for one that is not a cursor, as for a schedule that exists
+            return ScheduleRunsResponse(name=name, runs=[], nextCursor=None)
+        page = self.repo.page_runs(got[0].schedule_id, limit, cursor)
         out: list[ScheduleRunBody] = []
-        for r in listed:
+        for r in page.items:
             if r.session_id is not None:
                 ses = SessionsRepo(self.services.runs.store).get(r.session_id)
                 out.append(ScheduleRunBody(occurrence=r.occurrence, sessionId=r.session_id,
@@ -192,7 +198,7 @@ class Schedules:
             snap = self.services.runs.get_run(r.run_id)
             out.append(ScheduleRunBody(occurrence=r.occurrence, runId=r.run_id,
                                        status=snap.run.status if snap is not None else None))
-        return ScheduleRunsResponse(name=name, runs=out)
+        return ScheduleRunsResponse(name=name, runs=out, nextCursor=page.next_cursor)
 
     # ---- ticks and fires ----------------------------------------------------------------------------
     def tick(self, at: float) -> int:

@@ -22,8 +22,10 @@ from shared.delivery.sender import Deliverer
 from shared.delivery.signing import SECRET_PATTERN, new_secret
 from shared.errors import Conflict, InvalidInput
 from shared.loop.context import RunContext, Services
-from shared.responses import ResponseBody
+from shared.responses import PageBody, ResponseBody
 from shared.state.deliveries_repo import DeliveriesRepo, DeliveryRecord
+from shared.state.pages import page_in_memory
+from shared.state.record_base import field_instant, field_text, field_texts
 from shared.state.records import SCHEMA_VERSION, RunResult
 from shared.state.webhooks_repo import MAX_WEBHOOKS_PER_USER, WebhooksRepo
 from shared.wire import UtcTime
@@ -83,7 +85,7 @@ class WebhookResponse(WebhookBody):
     secret: str | None = Field(default=None, description="only in the answer of PUT: verify signatures with it")
 
 
-class WebhooksResponse(ResponseBody):
+class WebhooksResponse(PageBody):
     ok: bool = True
     webhooks: list[WebhookBody]
 
@@ -113,16 +115,15 @@ class DeliveryBody(ResponseBody):
     log: list[DeliveryAttemptBody]
 
 
-class DeliveriesResponse(ResponseBody):
+class DeliveriesResponse(PageBody):
     ok: bool = True
     name: str
     deliveries: list[DeliveryBody]
 
 
 def _body(name: str, doc: dict[str, Any]) -> WebhookBody:
-    updated = doc.get("updatedAt")
-    return WebhookBody(name=name, url=str(doc.get("url") or ""), events=[str(e) for e in doc.get("events", [])],
-                       updatedAt=updated if isinstance(updated, int | float) else None)
+    return WebhookBody(name=name, url=field_text(doc, "url") or "", events=field_texts(doc, "events"),
+                       updatedAt=field_instant(doc, "updatedAt"))
 
 
 def _delivery_body(d: DeliveryRecord) -> DeliveryBody:
@@ -181,16 +182,21 @@ class Webhooks:
         doc = self.repo.get(uid, name)
         return WebhookBody(name=name, declared=False) if doc is None else _body(name, doc)
 
-    def listed(self, uid: str) -> list[WebhookBody]:
-        return [_body(name, doc) for name, doc in self.repo.list(uid)]
+    def listed(self, uid: str, limit: int, cursor: str | None = None) -> WebhooksResponse:
+        """One page of the caller's webhooks, by name."""
+        page = page_in_memory(self.repo.list(uid), lambda item: (item[0], item[0]), cursor, limit)
+        return WebhooksResponse(webhooks=[_body(name, doc) for name, doc in page.items], nextCursor=page.next_cursor)
 
     def delete(self, uid: str, name: str) -> bool:
         return self.repo.delete(uid, name)
 
-    def delivery_log(self, uid: str, name: str, limit: int = MAX_DELIVERIES_LISTED) -> DeliveriesResponse:
-        """The deliveries listed under the webhook, newest first (a run's own URL: under ``default``)."""
-        return DeliveriesResponse(name=name, deliveries=[_delivery_body(d) for d in
-                                                         self.deliveries.for_target(uid, name, limit)])
+    def delivery_log(self, uid: str, name: str, limit: int = MAX_DELIVERIES_LISTED, cursor: str | None = None
+                     ) -> DeliveriesResponse:
+        """One page of the deliveries listed under the webhook, newest first (a run's own URL: under
+        ``default``)."""
+        page = self.deliveries.page_for_target(uid, name, limit, cursor)
+        return DeliveriesResponse(name=name, deliveries=[_delivery_body(d) for d in page.items],
+                                  nextCursor=page.next_cursor)
 
     def check_run_webhook(self, uid: str, url: str) -> None:
         """A run's own ``webhook`` URL: public, and signed by the caller's ``default`` webhook."""

@@ -23,9 +23,11 @@ from shared.config import McpServer
 from shared.connectors.credentials import ConnectorError, CredentialVault
 from shared.connectors.url_guard import check_public_url
 from shared.errors import Conflict, InvalidInput
-from shared.responses import ResponseBody
+from shared.responses import PageBody, ResponseBody
 from shared.state.docstore import DocStore
 from shared.state.mcp_servers_repo import MAX_SERVERS_PER_USER, McpServersRepo
+from shared.state.pages import Page, page_in_memory
+from shared.state.record_base import field_flag, field_instant, field_text
 from shared.wire import WHITESPACE_CLASS, UtcTime
 
 log = logging.getLogger("agent_runtime.mcp")
@@ -112,7 +114,7 @@ class DeploymentMcpServerBody(ResponseBody):
     error: str | None = None
 
 
-class McpServersResponse(ResponseBody):
+class McpServersResponse(PageBody):
     """``GET /api/integrations/mcp``: the caller's servers, by name, and the deployment's (read-only,
     with their tools)."""
 
@@ -202,8 +204,10 @@ class UserEndpoints(Generic[E]):
         doc = self._repo.get(uid, name)
         return McpServerStatusBody(name=name, connected=False) if doc is None else _status(name, doc)
 
-    def statuses(self, uid: str) -> list[McpServerStatusBody]:
-        return [_status(name, doc) for name, doc in self._repo.list(uid)]
+    def statuses(self, uid: str, limit: int, cursor: str | None = None) -> Page[McpServerStatusBody]:
+        """One page of the caller's servers, by name."""
+        return page_in_memory([_status(name, doc) for name, doc in self._repo.list(uid)],
+                              lambda s: (s.name, s.name), cursor, limit)
 
     def server(self, uid: str, name: str) -> E | None:
         """The server as the MCP adapter reaches it (its token as a bearer header); ``None`` when
@@ -242,7 +246,7 @@ class UserMcpServers(UserEndpoints[McpServer]):
 
 
 def _status(name: str, doc: dict[str, object]) -> McpServerStatusBody:
-    updated = doc.get("updatedAt")
-    return McpServerStatusBody(name=name, connected=True, url=str(doc.get("url") or ""),
-                               hasToken=bool(doc.get("hasToken")),
-                               updatedAt=updated if isinstance(updated, int | float) else None)
+    """What a stored server document says; a value of the wrong type or range is answered as unknown
+    (an unreadable token is told when a run opens it: ``servers``)."""
+    return McpServerStatusBody(name=name, connected=True, url=field_text(doc, "url") or "",
+                               hasToken=field_flag(doc, "hasToken"), updatedAt=field_instant(doc, "updatedAt"))

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from shared.errors import PreconditionFailed, TransactionContention
 from shared.state import paths
 from shared.state.docstore import Doc, DocStore, Write
+from shared.state.record_base import field_count, finite
 
 RESERVE_ATTEMPTS = 12
 BUDGET_DOC = "budget"
@@ -58,13 +59,13 @@ def day_and_month(at: float) -> tuple[str, str]:
 
 
 def _micro(doc: Doc | None) -> int:
-    value = doc.data.get("costMicroUsd", 0) if doc is not None else 0
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    return field_count(doc.data if doc is not None else None, "costMicroUsd")
 
 
 def _caps(doc: Doc | None, field: str) -> dict[str, float]:
+    """A map of caps; an entry that is not a finite number is left out (a corrupt value caps nothing)."""
     raw = doc.data.get(field) if doc is not None else None
-    return {str(k): float(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    return {str(k): n for k, v in raw.items() if (n := finite(v)) is not None} if isinstance(raw, dict) else {}
 
 
 def _own_cap(user: Doc | None, scope: CapScope, configured: float) -> float:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 from pydantic import Field
 
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Write
+from shared.state.pages import Page, as_records, read_page
 from shared.state.record_base import SCHEMA_VERSION, Record, now
+
+log = logging.getLogger("agent_runtime.state")
 
 DeliveryStatus = Literal["pending", "retrying", "delivered", "failed"]
 MAX_ATTEMPTS_LOGGED = 10
@@ -58,7 +62,7 @@ class DeliveriesRepo:
 
     def get(self, delivery_id: str) -> tuple[DeliveryRecord, str] | None:
         doc = self.store.get(paths.delivery(delivery_id))
-        return None if doc is None else (DeliveryRecord.from_doc(doc.data), doc.token)
+        return None if doc is None else (DeliveryRecord.from_doc(doc.data, doc.path), doc.token)
 
     def save(self, record: DeliveryRecord, token: str) -> str:
         """Write ``record`` if unchanged since read with ``token`` (PreconditionFailed otherwise)."""
@@ -72,8 +76,8 @@ class DeliveriesRepo:
                                       limit=limit))
         return [d.id for d in docs if float(d.data.get("nextAttemptAt", 0)) <= before]
 
-    def for_target(self, uid: str, target: str, limit: int) -> list[DeliveryRecord]:
-        """``uid``'s deliveries listed under ``target``, newest first."""
-        docs = self.store.query(Query(paths.deliveries(), where=(("uid", uid), ("target", target)),
-                                      order_by="createdAt", descending=True, limit=limit))
-        return [DeliveryRecord.from_doc(d.data) for d in docs]
+    def page_for_target(self, uid: str, target: str, limit: int, cursor: str | None = None) -> Page[DeliveryRecord]:
+        """One page of ``uid``'s deliveries listed under ``target``, newest first, after ``cursor``."""
+        query = Query(paths.deliveries(), where=(("uid", uid), ("target", target)), order_by="createdAt",
+                      descending=True)
+        return read_page(self.store, query, cursor, limit, as_records(DeliveryRecord, log))

@@ -41,6 +41,7 @@ from shared.state.docstore import (
     check_increment,
     split_doc_path,
 )
+from shared.wire import MAX_EPOCH_S
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -100,6 +101,8 @@ def _doc_fields(data: JsonDict) -> dict[str, types.Value]:
     fields = _fields(data)
     expire = data.get(EXPIRE_AT)
     if isinstance(expire, int | float) and not isinstance(expire, bool):
+        if not 0 <= expire <= MAX_EPOCH_S:  # also NaN: a Timestamp holds years 1..9999 only
+            raise ValueError(f"{EXPIRE_AT} must be epoch seconds within 0..{MAX_EPOCH_S:.0f}, got {expire}")
         fields[EXPIRE_AT] = types.Value(timestamp_value=datetime.fromtimestamp(expire, UTC))
     return fields
 

@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from shared.errors import InvalidInput
 from shared.state.docstore import Doc, DocStore, Query
@@ -84,6 +84,22 @@ def page_of(docs: Sequence[Doc], limit: int, order_by: str, parse: Callable[[Doc
     return Page(items, encode(position(shown[-1], order_by)) if more else None)
 
 
+def page_in_memory(items: Sequence[T], key: Callable[[T], Position], cursor: str | None, limit: int, *,
+                   descending: bool = False) -> Page[T]:
+    """One page of a short list read whole (a user's webhooks, schedules, MCP servers, A2A agents,
+    live workspaces: at most a few dozen, read with one query), with the same cursors as the lists
+    paged by the store: ``key`` is an item's position (its order value and id)."""
+    ordered = sorted(items, key=key, reverse=descending)
+    if cursor is not None:
+        start = decode(cursor)
+        if ordered and type(start[0]) is not type(key(ordered[0])[0]):
+            raise InvalidInput("query parameter cursor is not a cursor of this list (pass the nextCursor of the "
+                               "previous page as it was)", code="INVALID_CURSOR", details={"field": "cursor"})
+        ordered = [i for i in ordered if (key(i) < start if descending else key(i) > start)]
+    shown = ordered[:limit]
+    return Page(shown, encode(key(shown[-1])) if len(ordered) > limit else None)
+
+
 def merged(sources: Sequence[Sequence[Doc]], order_by: str, *, descending: bool) -> list[Doc]:
     """Documents of several queries of one order (each resumed after the same cursor) as one list
     in that order: a list read from several queries (statuses, two collections) pages like one."""
@@ -105,3 +121,8 @@ def tolerant(read: Callable[[Doc], T], log: logging.Logger) -> Callable[[Doc], T
             return None
 
     return parse
+
+
+def as_records(record: Any, log: logging.Logger) -> Callable[[Doc], Any]:
+    """:func:`tolerant` reading each document as ``record`` (a ``Record`` class: ``from_doc``)."""
+    return tolerant(lambda d: record.from_doc(d.data, d.path), log)

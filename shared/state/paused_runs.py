@@ -35,7 +35,7 @@ def pause_state(t: Transaction, run: RunRecord) -> PauseState | None:
     for approval_id in run.pending_approval_ids:
         doc = t.get(paths.approval(run.uid, approval_id))
         if doc is not None and doc.data.get("status") == "pending":
-            pending.append(ApprovalRecord.from_doc(doc.data))
+            pending.append(ApprovalRecord.from_doc(doc.data, doc.path))
     if not pending:
         return "decided"
     at = now()
@@ -52,12 +52,12 @@ def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, re
     at = now()
     expired = reason == "expired"
     approvals = [t.get(paths.approval(run.uid, a)) for a in run.pending_approval_ids]
-    actions = [t.get(paths.action(run.run_id, ApprovalRecord.from_doc(d.data).action_id))
+    actions = [t.get(paths.action(run.run_id, ApprovalRecord.from_doc(d.data, d.path).action_id))
                for d in approvals if d is not None]
     for doc in approvals:
         if doc is None:
             continue
-        approval = ApprovalRecord.from_doc(doc.data)
+        approval = ApprovalRecord.from_doc(doc.data, doc.path)
         if approval.status not in ("pending", "approved"):
             continue
         if approval.status == "pending":  # closed undecided: it expired, or its session was cancelled
@@ -76,7 +76,7 @@ def close_paused(t: Transaction, run: RunRecord, token: str, new_run_id: str, re
     for doc in actions:
         if doc is None:
             continue
-        action = ActionRecord.from_doc(doc.data)
+        action = ActionRecord.from_doc(doc.data, doc.path)
         if action.status in ("awaiting_confirmation", "approved"):
             move_action(action, "rejected")
             action.outcome, action.error = "rejected", action_error

@@ -51,7 +51,7 @@ class ProjectsRepo:
         if not is_valid_id(template_id):
             return None
         doc = self.store.get(paths.template(uid, template_id))
-        return None if doc is None else TemplateRecord.from_doc(doc.data)
+        return None if doc is None else TemplateRecord.from_doc(doc.data, doc.path)
 
     def put_template(self, template: TemplateRecord) -> None:
         """Idempotent for a given template id (a retried call writes the same document)."""
@@ -60,7 +60,7 @@ class ProjectsRepo:
 
     def list_templates(self, uid: str, limit: int = MAX_LISTED_TEMPLATES) -> list[TemplateRecord]:
         docs = self.store.query(Query(paths.templates(uid), order_by="createdAt", descending=True, limit=limit))
-        return [TemplateRecord.from_doc(d.data) for d in docs]
+        return [TemplateRecord.from_doc(d.data, d.path) for d in docs]
 
     # -- projects ----------------------------------------------------------------------------
 
@@ -68,11 +68,11 @@ class ProjectsRepo:
         if not is_valid_id(project_id):
             return None
         doc = self.store.get(paths.project(uid, project_id))
-        return None if doc is None else ProjectRecord.from_doc(doc.data)
+        return None if doc is None else ProjectRecord.from_doc(doc.data, doc.path)
 
     def list_projects(self, uid: str, limit: int = MAX_LISTED_PROJECTS) -> list[ProjectRecord]:
         docs = self.store.query(Query(paths.projects(uid), order_by="createdAt", descending=True, limit=limit))
-        return [ProjectRecord.from_doc(d.data) for d in docs]
+        return [ProjectRecord.from_doc(d.data, d.path) for d in docs]
 
     def create_project(self, project: ProjectRecord, tasks: Sequence[ProjectTaskRecord]) -> bool:
         """The project and its first tasks in one commit; ``False`` (nothing written) when a
@@ -93,7 +93,7 @@ class ProjectsRepo:
         if not (is_valid_id(project_id) and is_valid_id(task_id)):
             return None
         doc = self.store.get(paths.project_task(uid, project_id, task_id))
-        return None if doc is None else ProjectTaskRecord.from_doc(doc.data)
+        return None if doc is None else ProjectTaskRecord.from_doc(doc.data, doc.path)
 
     def list_tasks(self, uid: str, project_id: str, status: ProjectTaskStatus | None = None,
                    limit: int = MAX_TASKS_PER_PROJECT) -> list[ProjectTaskRecord]:
@@ -105,7 +105,7 @@ class ProjectsRepo:
         else:
             docs = self.store.query(Query(paths.project_tasks(uid, project_id), where=(("status", status),),
                                           order_by="order", limit=limit))
-        tasks = [ProjectTaskRecord.from_doc(d.data) for d in docs]
+        tasks = [ProjectTaskRecord.from_doc(d.data, d.path) for d in docs]
         return sorted(tasks, key=lambda t: (t.order, t.created_at, t.task_id))
 
     def create_task(self, task: ProjectTaskRecord) -> bool:
@@ -130,7 +130,7 @@ class ProjectsRepo:
             doc = tx.get(path)
             if doc is None:
                 return None
-            updated = change(ProjectTaskRecord.from_doc(doc.data))
+            updated = change(ProjectTaskRecord.from_doc(doc.data, doc.path))
             tx.write(Write("set", path, updated.to_doc()))
             return updated
 
@@ -150,4 +150,4 @@ class ProjectsRepo:
             return []
         docs = self.store.query(Query(paths.project_documents(uid, project_id), order_by="publishedAt",
                                       descending=True, limit=limit))
-        return [ContextDocumentRecord.from_doc(d.data) for d in docs]
+        return [ContextDocumentRecord.from_doc(d.data, d.path) for d in docs]

@@ -270,10 +270,10 @@ class RunRecord(Record):
         return self.status in TERMINAL_RUN_STATUSES
 
     @classmethod
-    def from_doc(cls, data: dict[str, Any]) -> Any:
+    def from_doc(cls, data: dict[str, Any], path: str | None = None) -> Any:
         if "threadScope" not in data and data.get("threadId"):
             data = {**data, "threadScope": "shared"}
-        return super().from_doc(data)
+        return super().from_doc(data, path)
 
     @model_validator(mode="before")
     @classmethod

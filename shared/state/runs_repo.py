@@ -18,8 +18,9 @@ from shared.state import paths
 from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Guard, Slot, commit_guarded
-from shared.state.pages import Page, after, merged, page_of, read_page, tolerant
+from shared.state.pages import Page, after, as_records, merged, page_of, read_page
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
+from shared.state.record_base import events_of
 from shared.state.records import (
     ActionRecord,
     ApprovalRecord,
@@ -58,6 +59,7 @@ class StartOutcome:
 
 log = logging.getLogger("agent_runtime.state")
 EXPIRE_AT = "expireAt"
+_HIDDEN = frozenset({EXPIRE_AT})
 IDEMPOTENCY_KEY_TTL_S = 24 * 3600.0
 """How long an ``Idempotency-Key`` answers its run (and refuses another body): 24 h from its first
 use, as Stripe's keys. Its document carries ``expireAt`` (Firestore's TTL policy deletes it later);
@@ -175,7 +177,7 @@ class RunsRepo:
         doc = read(self.store, paths.run(run_id), batch)
         if doc is None:
             return None
-        return RunSnapshot(RunRecord.from_doc(doc.data), doc.token)
+        return RunSnapshot(RunRecord.from_doc(doc.data, doc.path), doc.token)
 
     def get_run_for(self, uid: str, run_id: str) -> RunSnapshot:
         """The run if ``uid`` owns it; another user's run answers like a missing one (404)."""
@@ -188,13 +190,13 @@ class RunsRepo:
         """``uid``'s runs, newest first (only documents whose ``uid`` is the caller's are read)."""
         docs = self.store.query(Query(paths.runs(), where=(("uid", uid),), order_by="createdAt", descending=True,
                                       limit=limit))
-        return [RunRecord.from_doc(d.data) for d in docs]
+        return [RunRecord.from_doc(d.data, d.path) for d in docs]
 
     def page_runs_for(self, uid: str, limit: int, cursor: str | None = None) -> Page[RunRecord]:
         """One page of ``uid``'s runs, newest first, after ``cursor`` (shared/state/pages.py). A run
         document that cannot be read is left out (and logged), not a 500 for the whole list."""
         query = Query(paths.runs(), where=(("uid", uid),), order_by="createdAt", descending=True)
-        return read_page(self.store, query, cursor, limit, tolerant(lambda d: RunRecord.from_doc(d.data), log))
+        return read_page(self.store, query, cursor, limit, as_records(RunRecord, log))
 
     def load_turns(self, run_id: str) -> list[Turn]:
         from shared.models.base import Turn  # the model contract: reading a run record never needs it
@@ -223,7 +225,7 @@ class RunsRepo:
         older = Query(paths.shared_threads(), where=(("uid", uid),), order_by="createdAt", descending=True,
                       limit=limit + 1)
         docs = merged([self.store.query(after(q, cursor)) for q in (own, older)], "createdAt", descending=True)
-        return page_of(docs[:limit + 1], limit, "createdAt", tolerant(lambda d: ThreadRecord.from_doc(d.data), log))
+        return page_of(docs[:limit + 1], limit, "createdAt", as_records(ThreadRecord, log))
 
     def page_messages(self, uid: str, thread_id: str, limit: int, cursor: str | None = None
                       ) -> tuple[ThreadRecord, Page[MessageRecord]]:
@@ -236,7 +238,7 @@ class RunsRepo:
         else:
             query = Query(paths.shared_messages(thread_id), order_by="createdAt", descending=True)
         return found[0], read_page(self.store, query, cursor, limit,
-                                   tolerant(lambda d: MessageRecord.from_doc(d.data), log))
+                                   as_records(MessageRecord, log))
 
     def thread_doc(self, uid: str, thread_id: str) -> Doc:
         """The document of ``uid``'s thread (404 ``THREAD_NOT_FOUND``)."""
@@ -266,7 +268,7 @@ class RunsRepo:
         else:
             query = Query(paths.shared_messages(thread_id), order_by="createdAt", descending=True, limit=limit)
         docs = self.store.query(query)
-        return found[0], [MessageRecord.from_doc(d.data) for d in reversed(docs)]
+        return found[0], [MessageRecord.from_doc(d.data, d.path) for d in reversed(docs)]
 
     def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         """The run's events with ``seq`` > ``after`` in order (at most ``limit``). A document is named
@@ -275,23 +277,17 @@ class RunsRepo:
         of them: ``limit`` documents are enough for ``limit`` events."""
         start = f"{after:08d}" if after > 0 else None
         docs = self.store.query(Query(paths.events(run_id), start_after=start, limit=limit))
-        events: list[dict[str, Any]] = []
-        for d in docs:
-            shared = d.data.get(EVENTS_KEY) if "seq" not in d.data else None
-            if isinstance(shared, list):
-                events.extend(ev for ev in shared if int(ev["seq"]) > after)
-            else:
-                events.append({k: v for k, v in d.data.items() if k != EXPIRE_AT})
+        events = [ev for d in docs for ev in events_of(d, after, _HIDDEN)]
         return events[:limit] if limit is not None else events
 
     def approvals_by_id(self, uid: str, approval_ids: Sequence[str]) -> list[ApprovalRecord]:
         """``uid``'s approvals of these ids that exist (one round trip)."""
         docs = self.store.get_many([paths.approval(uid, i) for i in approval_ids]) if approval_ids else []
-        return [ApprovalRecord.from_doc(d.data) for d in docs if d is not None]
+        return [ApprovalRecord.from_doc(d.data, d.path) for d in docs if d is not None]
 
     def list_actions(self, run_id: str) -> list[ActionRecord]:
         docs = self.store.query(Query(paths.actions(run_id)))
-        acts = [ActionRecord.from_doc(d.data) for d in docs]
+        acts = [ActionRecord.from_doc(d.data, d.path) for d in docs]
         return sorted(acts, key=lambda a: (a.turn_index, a.call_index))
 
     def expired_leases(self, status: str, before: float, limit: int = 50) -> list[str]:
@@ -307,7 +303,7 @@ class RunsRepo:
 
     def get_approval(self, uid: str, approval_id: str) -> tuple[ApprovalRecord, str] | None:
         doc = self.store.get(paths.approval(uid, approval_id))
-        return None if doc is None else (ApprovalRecord.from_doc(doc.data), doc.token)
+        return None if doc is None else (ApprovalRecord.from_doc(doc.data, doc.path), doc.token)
 
     def page_approvals_for(self, uid: str, statuses: Sequence[ApprovalStatus] | None, limit: int,
                            cursor: str | None = None) -> Page[ApprovalRecord]:
@@ -319,7 +315,7 @@ class RunsRepo:
                   limit=limit + 1) for s in statuses]
         docs = merged([self.store.query(after(q, cursor)) for q in queries], "createdAt", descending=True)
         return page_of(docs[:limit + 1], limit, "createdAt",
-                       tolerant(lambda d: ApprovalRecord.from_doc(d.data), log))
+                       as_records(ApprovalRecord, log))
 
     def list_approvals_for(self, uid: str, status: ApprovalStatus | None, limit: int) -> list[ApprovalRecord]:
         """``uid``'s approvals (in ``status``, or any), newest first: one bounded query."""
@@ -329,7 +325,7 @@ class RunsRepo:
             query = Query(paths.approvals(uid), where=(("status", status),), order_by="createdAt", descending=True,
                           limit=limit)
         docs = self.store.query(query)
-        return [ApprovalRecord.from_doc(d.data) for d in docs]
+        return [ApprovalRecord.from_doc(d.data, d.path) for d in docs]
 
     # ---- writes ------------------------------------------------------------------------------
     def start_run(self, run: RunRecord, *, message: MessageRecord, turns: Sequence[Turn],
@@ -516,7 +512,7 @@ class RunsRepo:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return False
-            run = RunRecord.from_doc(doc.data)
+            run = RunRecord.from_doc(doc.data, doc.path)
             state = pause_state(t, run)
             if state != "expired" and not (reason == "cancelled" and state == "open"):
                 return False
@@ -542,7 +538,7 @@ class RunsRepo:
         docs = self.store.query(Query(paths.runs(), where=(("status", "queued"),), limit=limit))
         runs: dict[str, RunRecord] = {}
         for d in docs:
-            run = RunRecord.from_doc(d.data)
+            run = RunRecord.from_doc(d.data, d.path)
             runs.setdefault(thread_path(run), run)
         return list(runs.values())
 
@@ -586,7 +582,7 @@ def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple
     """The first of ``docs`` (the user's thread, then the shared one) that is ``uid``'s, with its path."""
     for doc in docs:
         if doc is not None:
-            thread = ThreadRecord.from_doc(doc.data)
+            thread = ThreadRecord.from_doc(doc.data, doc.path)
             if thread.uid == uid:
                 return thread, doc.path
     return None

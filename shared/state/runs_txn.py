@@ -20,15 +20,15 @@ class RunsTransaction:
 
     def approval(self, uid: str, approval_id: str) -> ApprovalRecord | None:
         doc = self._t.get(paths.approval(uid, approval_id))
-        return None if doc is None else ApprovalRecord.from_doc(doc.data)
+        return None if doc is None else ApprovalRecord.from_doc(doc.data, doc.path)
 
     def run(self, run_id: str) -> RunRecord | None:
         doc = self._t.get(paths.run(run_id))
-        return None if doc is None else RunRecord.from_doc(doc.data)
+        return None if doc is None else RunRecord.from_doc(doc.data, doc.path)
 
     def action(self, run_id: str, action_id: str) -> ActionRecord | None:
         doc = self._t.get(paths.action(run_id, action_id))
-        return None if doc is None else ActionRecord.from_doc(doc.data)
+        return None if doc is None else ActionRecord.from_doc(doc.data, doc.path)
 
     def write(self, write: Write) -> None:
         self._t.write(write)

@@ -4,15 +4,18 @@ in the user's namespace) and the runs they started (``schedules/{id}/runs/{occur
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import Any, Literal
 
 from pydantic import Field
 
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Write
+from shared.state.pages import Page, read_page, tolerant
 from shared.state.record_base import SCHEMA_VERSION, Record, now
 
 MAX_SCHEDULES_PER_USER = 20
+log = logging.getLogger("agent_runtime.state")
 
 
 def schedule_id(uid: str, name: str) -> str:
@@ -45,6 +48,10 @@ class ScheduleRun(Record):
     created_at: float = Field(default_factory=now)
 
 
+_schedule = tolerant(lambda d: ScheduleRecord.from_doc(d.data, d.path), log)
+_run = tolerant(lambda d: ScheduleRun.from_doc(d.data, d.path), log)
+
+
 class SchedulesRepo:
     def __init__(self, store: DocStore) -> None:
         self.store = store
@@ -53,16 +60,16 @@ class SchedulesRepo:
         doc = self.store.get(paths.schedule(schedule_id(uid, name)))
         if doc is None:
             return None
-        record: ScheduleRecord = ScheduleRecord.from_doc(doc.data)
+        record: ScheduleRecord = ScheduleRecord.from_doc(doc.data, doc.path)
         return (record, doc.token) if record.uid == uid else None
 
     def get_by_id(self, sid: str) -> tuple[ScheduleRecord, str] | None:
         doc = self.store.get(paths.schedule(sid))
-        return None if doc is None else (ScheduleRecord.from_doc(doc.data), doc.token)
+        return None if doc is None else (ScheduleRecord.from_doc(doc.data, doc.path), doc.token)
 
     def list_for(self, uid: str) -> list[ScheduleRecord]:
         docs = self.store.query(Query(paths.schedules(), where=(("uid", uid),), limit=MAX_SCHEDULES_PER_USER + 1))
-        return sorted((ScheduleRecord.from_doc(d.data) for d in docs), key=lambda r: r.name)
+        return sorted((r for d in docs if (r := _schedule(d)) is not None), key=lambda r: r.name)
 
     def put(self, record: ScheduleRecord) -> None:
         self.store.commit([Write("set", paths.schedule(record.schedule_id), record.to_doc())])
@@ -76,7 +83,7 @@ class SchedulesRepo:
     def due(self, before: float, limit: int) -> list[ScheduleRecord]:
         """Schedules whose next occurrence is at or before ``before``, earliest first."""
         docs = self.store.query(Query(paths.schedules(), order_by="nextRunAt", limit=limit))
-        return [r for r in (ScheduleRecord.from_doc(d.data) for d in docs) if r.next_run_at <= before]
+        return [r for d in docs if (r := _schedule(d)) is not None and r.next_run_at <= before]
 
     def advance_writes(self, record: ScheduleRecord, token: str) -> list[Write]:
         """The write moving the schedule to its next occurrence (if unchanged since read)."""
@@ -95,7 +102,7 @@ class SchedulesRepo:
         return Write("create", paths.schedule_run(sid, str(int(occurrence))),
                      ScheduleRun(occurrence=occurrence, session_id=session_id).to_doc())
 
-    def runs(self, sid: str, limit: int) -> list[ScheduleRun]:
-        """The runs the schedule started, newest first."""
-        docs = self.store.query(Query(paths.schedule_runs(sid), order_by="occurrence", descending=True, limit=limit))
-        return [ScheduleRun.from_doc(d.data) for d in docs]
+    def page_runs(self, sid: str, limit: int, cursor: str | None = None) -> Page[ScheduleRun]:
+        """One page of the runs the schedule started, newest first, after ``cursor``."""
+        query = Query(paths.schedule_runs(sid), order_by="occurrence", descending=True)
+        return read_page(self.store, query, cursor, limit, _run)

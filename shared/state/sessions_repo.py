@@ -16,9 +16,10 @@ from shared.errors import Conflict, NotFound, PreconditionFailed
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Slot
-from shared.state.pages import Page, read_page, tolerant
+from shared.state.pages import Page, as_records, read_page
 from shared.state.paused_runs import FailPaused, close_paused
 from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord
+from shared.state.record_base import events_of
 from shared.state.records import AuditRecord, RunError, RunRecord, now
 
 EXPIRE_AT = "expireAt"
@@ -33,7 +34,7 @@ class SessionsRepo:
     # ---- reads -------------------------------------------------------------------------------
     def get(self, session_id: str) -> tuple[SessionRecord, str] | None:
         doc = self.store.get(paths.session(session_id))
-        return None if doc is None else (SessionRecord.from_doc(doc.data), doc.token)
+        return None if doc is None else (SessionRecord.from_doc(doc.data, doc.path), doc.token)
 
     def get_for(self, uid: str, session_id: str) -> tuple[SessionRecord, str]:
         """The session if ``uid`` owns it; another user's answers like a missing one (404)."""
@@ -46,37 +47,39 @@ class SessionsRepo:
         """The task documents of a session stored by an earlier version (``sessions/{id}/tasks``;
         a session made since keeps its tasks once, in its run's ``hostState``)."""
         docs = self.store.query(Query(paths.session_tasks(session_id)))
-        return sorted((PlanTask.from_doc(d.data) for d in docs), key=lambda t: t.order)
+        return sorted((PlanTask.from_doc(d.data, d.path) for d in docs), key=lambda t: t.order)
 
     def react(self, session_id: str, task_id: str) -> list[ReactStep]:
-        return [ReactStep.from_doc(d.data) for d in self.store.query(Query(paths.task_react(session_id, task_id)))]
+        docs = self.store.query(Query(paths.task_react(session_id, task_id)))
+        return [ReactStep.from_doc(d.data, d.path) for d in docs]
 
     def plan_versions(self, session_id: str) -> list[PlanVersionRecord]:
-        return [PlanVersionRecord.from_doc(d.data) for d in self.store.query(Query(paths.session_plans(session_id)))]
+        docs = self.store.query(Query(paths.session_plans(session_id)))
+        return [PlanVersionRecord.from_doc(d.data, d.path) for d in docs]
 
     def legacy_events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
         """The session's own log of an earlier version (``sessions/{id}/events``, 1..``lastSeq``)."""
         start = f"{after:08d}" if after > 0 else None
         docs = self.store.query(Query(paths.session_events(session_id), start_after=start))
-        return [{k: v for k, v in d.data.items() if k != EXPIRE_AT} for d in docs]
+        return [ev for d in docs for ev in events_of(d, after, frozenset({EXPIRE_AT}))]
 
     def list_for(self, uid: str, limit: int = 50) -> list[SessionRecord]:
         """The user's sessions, newest first."""
         docs = self.store.query(Query(paths.sessions(), where=(("uid", uid),), order_by="createdAt",
                                       descending=True, limit=limit))
-        return [SessionRecord.from_doc(d.data) for d in docs]
+        return [SessionRecord.from_doc(d.data, d.path) for d in docs]
 
     def page_for(self, uid: str, limit: int, cursor: str | None = None) -> Page[SessionRecord]:
         """One page of the user's sessions, newest first, after ``cursor`` (a session document that
         cannot be read is left out and logged)."""
         query = Query(paths.sessions(), where=(("uid", uid),), order_by="createdAt", descending=True)
-        return read_page(self.store, query, cursor, limit, tolerant(lambda d: SessionRecord.from_doc(d.data), log))
+        return read_page(self.store, query, cursor, limit, as_records(SessionRecord, log))
 
     def by_status(self, status: str, limit: int = 50) -> list[SessionRecord]:
         """Sessions in ``status``, earliest deadline first (the sweep ends those past it)."""
         docs = self.store.query(Query(paths.sessions(), where=(("status", status),), order_by="deadline",
                                       limit=limit))
-        return [SessionRecord.from_doc(d.data) for d in docs]
+        return [SessionRecord.from_doc(d.data, d.path) for d in docs]
 
     # ---- writes to commit --------------------------------------------------------------------
     @staticmethod
@@ -123,7 +126,7 @@ class SessionsRepo:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return False
-            run = RunRecord.from_doc(doc.data)
+            run = RunRecord.from_doc(doc.data, doc.path)
             if run.status != "awaiting_confirmation":
                 return False
             close_paused(t, run, doc.token, run_id, reason, fail=fail, event_write=event_write,

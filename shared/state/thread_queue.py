@@ -78,7 +78,7 @@ def _active(t: Transaction, thread: ThreadRecord) -> tuple[RunRecord, str] | Non
     doc = t.get(paths.run(thread.active_run_id))
     if doc is None:
         return None
-    run = RunRecord.from_doc(doc.data)
+    run = RunRecord.from_doc(doc.data, doc.path)
     return None if run.terminal else (run, doc.token)
 
 
@@ -181,7 +181,7 @@ class ThreadQueue:
 
     def thread_of(self, run: RunRecord) -> ThreadRecord | None:
         doc = self.store.get(thread_path(run)) if run.thread_id else None
-        return None if doc is None else ThreadRecord.from_doc(doc.data)
+        return None if doc is None else ThreadRecord.from_doc(doc.data, doc.path)
 
     def next_run(self, run: RunRecord) -> str | None:
         """The queued run to start when ``run``'s thread has no active run and runs are queued."""
@@ -200,20 +200,20 @@ class ThreadQueue:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return "gone", None
-            run = RunRecord.from_doc(doc.data)
+            run = RunRecord.from_doc(doc.data, doc.path)
             if run.status != "queued":
                 return "gone", run
             where = thread_path(run)
             thread_doc = t.get(where)
             if thread_doc is None:
                 return "gone", run
-            thread = ThreadRecord.from_doc(thread_doc.data)
+            thread = ThreadRecord.from_doc(thread_doc.data, thread_doc.path)
             if run_id not in thread.queue:
                 return "gone", run
             if thread.queue[0] != run_id or _active(t, thread) is not None:
                 return "wait", run
             docs = t.query(latest_messages_query(run, self._history))
-            launch = build(run, [MessageRecord.from_doc(d.data) for d in reversed(docs)])
+            launch = build(run, [MessageRecord.from_doc(d.data, d.path) for d in reversed(docs)])
             t.write(Write("set", paths.run(run_id), run.to_doc()))
             t.write(Write("update", where, {"activeRunId": run_id, "queue": thread.queue[1:], "updatedAt": now()}))
             for i, turn in enumerate(launch.turns):
@@ -234,12 +234,12 @@ class ThreadQueue:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return None
-            run: RunRecord = RunRecord.from_doc(doc.data)
+            run: RunRecord = RunRecord.from_doc(doc.data, doc.path)
             if run.uid != uid or run.status != "queued":
                 return None
             thread_doc = t.get(thread_path(run))
             if thread_doc is not None:
-                thread = ThreadRecord.from_doc(thread_doc.data)
+                thread = ThreadRecord.from_doc(thread_doc.data, thread_doc.path)
                 t.write(Write("update", thread_path(run),
                               {"queue": [i for i in thread.queue if i != run_id], "updatedAt": now()}))
             event = fail(run)
@@ -259,7 +259,7 @@ class ThreadQueue:
             doc = t.get(paths.run(run_id))
             if doc is None:
                 return False
-            run = RunRecord.from_doc(doc.data)
+            run = RunRecord.from_doc(doc.data, doc.path)
             thread_doc = t.get(thread_path(run)) if run.thread_id else None
             if run.uid != uid or thread_doc is None or run.terminal:
                 return False

@@ -13,12 +13,20 @@ of aggregating the ledger. An entry written twice fails its ``create``, and the 
 
 from __future__ import annotations
 
+import logging
+import math
 from datetime import UTC, datetime
 
 from shared.state import paths
 from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import DocStore, Query, Write
+from shared.state.pages import tolerant
+from shared.state.record_base import field_count
 from shared.state.records import UsageEntry
+
+log = logging.getLogger("agent_runtime.state")
+_entry = tolerant(lambda d: UsageEntry.from_doc(d.data, d.path), log)
+"""An entry, or ``None`` (logged) for a document that is not one: the figures are the readable entries'."""
 
 PAGE = 500
 
@@ -45,15 +53,14 @@ class UsageRepo:
 
     def for_unit(self, uid: str, unit_id: str) -> list[UsageEntry]:
         docs = self.store.query(Query(paths.usage_entries(uid), where=(("unitId", unit_id),)))
-        return sorted((UsageEntry.from_doc(d.data) for d in docs), key=lambda e: (e.at, e.entry_id))
+        return sorted((e for d in docs if (e := _entry(d)) is not None), key=lambda e: (e.at, e.entry_id))
 
     def tokens_on(self, uid: str, day: str, *, batch: BatchedReads | None = None) -> int:
         """The user's model tokens (``totalTokens``) of one UTC day (``YYYY-MM-DD``): one document
         read (the day's counter), however many calls the day had. A day without a counter has
         none (counters started with the deploy that introduced them, docs/limits.md)."""
         doc = read(self.store, paths.usage_day(uid, day), batch)
-        tokens = doc.data.get("tokens", 0) if doc is not None else 0
-        return int(tokens) if isinstance(tokens, int | float) and not isinstance(tokens, bool) else 0
+        return field_count(doc.data if doc is not None else None, "tokens")
 
     def between(self, uid: str, start: float, end: float, *, max_entries: int = 50_000) -> list[UsageEntry]:
         """The user's entries with ``start <= at < end``, oldest first (read in pages)."""
@@ -63,11 +70,15 @@ class UsageRepo:
             after = cursor if cursor is not None else start - 1e-6
             docs = self.store.query(Query(paths.usage_entries(uid), order_by="at", start_after=after, limit=PAGE))
             for d in docs:
-                entry = UsageEntry.from_doc(d.data)
+                entry = _entry(d)
+                if entry is None:
+                    continue
                 if entry.at >= end:
                     return out
                 out.append(entry)
-            if len(docs) < PAGE:
-                return out
-            cursor = float(docs[-1].data["at"])
+            last = docs[-1].data.get("at") if docs else None
+            if len(docs) < PAGE or not isinstance(last, int | float) or isinstance(last, bool) \
+                    or not math.isfinite(last):
+                return out  # the last page, or past the numbers (the order puts other types after them)
+            cursor = float(last)
         return out

@@ -19,6 +19,7 @@ from typing import Any
 from shared.errors import Conflict, NotFound
 from shared.state import paths
 from shared.state.docstore import Doc, DocStore, Query, Write
+from shared.state.record_base import json_safe
 from shared.state.records import TERMINAL_RUN_STATUSES, RunRecord, now
 
 log = logging.getLogger("agent_runtime.state")
@@ -105,8 +106,10 @@ class UserDataRepo:
                 yield from _children(self.store, doc.path, tree.children)
 
     def export(self, uid: str) -> dict[str, dict[str, Any]]:
-        """Every document of ``uid`` by path, sealed tokens left out."""
-        return {d.path: {k: v for k, v in d.data.items() if k not in SECRET_FIELDS} for d in self.documents(uid)}
+        """Every document of ``uid`` by path, sealed tokens left out (a NaN or an infinity, which
+        JSON cannot write, as null)."""
+        return {d.path: {k: json_safe(v) for k, v in d.data.items() if k not in SECRET_FIELDS}
+                for d in self.documents(uid)}
 
     def erase(self, uid: str) -> Erasure:
         """Delete every document of ``uid`` (the usage ledger anonymised). A run still working (not
@@ -171,7 +174,7 @@ class UserDataRepo:
 
     def thread_runs(self, uid: str, thread_id: str) -> list[RunRecord]:
         """Every run of ``uid``'s thread (equality filters only: no composite index)."""
-        return [RunRecord.from_doc(d.data)
+        return [RunRecord.from_doc(d.data, d.path)
                 for d in _all(self.store, Query(paths.runs(), where=(("uid", uid), ("threadId", thread_id))))]
 
     def _delete(self, docs: Sequence[Doc]) -> None:

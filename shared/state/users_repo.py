@@ -31,7 +31,7 @@ from shared.errors import NotFound
 from shared.state import paths
 from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import Doc, DocStore, Query, Write
-from shared.state.pages import Page, read_page, tolerant
+from shared.state.pages import Page, as_records, read_page
 from shared.state.records import MemoryRecord, UserRecord
 
 log = logging.getLogger("agent_runtime.state")
@@ -122,7 +122,7 @@ class UsersRepo:
         doc = read(self.store, paths.user(uid), batch)
         if doc is None:
             return UserRecord(uid=uid)
-        user: UserRecord = UserRecord.from_doc(doc.data)
+        user: UserRecord = UserRecord.from_doc(doc.data, doc.path)
         return user
 
     def put_user(self, user: UserRecord, *, audit: Write | None = None) -> None:
@@ -137,7 +137,7 @@ class UsersRepo:
     def page_memories(self, uid: str, limit: int, cursor: str | None = None) -> Page[MemoryRecord]:
         """One page of the user's memories, newest first."""
         query = Query(paths.memories(uid), order_by="createdAt", descending=True)
-        return read_page(self.store, query, cursor, limit, tolerant(lambda d: MemoryRecord.from_doc(d.data), log))
+        return read_page(self.store, query, cursor, limit, as_records(MemoryRecord, log))
 
     def delete_memory(self, uid: str, memory_id: str) -> None:
         """Forget one of the user's memories (404 ``MEMORY_NOT_FOUND`` when there is none)."""
@@ -155,4 +155,4 @@ class UsersRepo:
 
     def list_memories(self, uid: str, limit: int = 50) -> list[MemoryRecord]:
         docs = self.store.query(Query(paths.memories(uid), order_by="createdAt", descending=True, limit=limit))
-        return [MemoryRecord.from_doc(d.data) for d in docs]
+        return [MemoryRecord.from_doc(d.data, d.path) for d in docs]

@@ -7,12 +7,16 @@ trace of what existed). The per-user limit is checked in the transaction that cr
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 from shared.errors import Conflict
 from shared.state import paths
-from shared.state.docstore import DocStore, Query, Transaction, Write
+from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
+from shared.state.pages import tolerant
 from shared.state.record_base import SCHEMA_VERSION, Record
+
+log = logging.getLogger("agent_runtime.state")
 
 Status = Literal["live", "destroyed"]
 
@@ -42,9 +46,12 @@ class WorkspaceLimitReached(Conflict):
     code = "WORKSPACE_LIMIT_REACHED"
 
 
-def _record(data: dict[str, object]) -> WorkspaceRecord:
-    record: WorkspaceRecord = WorkspaceRecord.from_doc(data)
+def _record(doc: Doc) -> WorkspaceRecord:
+    record: WorkspaceRecord = WorkspaceRecord.from_doc(doc.data, doc.path)
     return record
+
+
+_listed = tolerant(_record, log)
 
 
 class WorkspacesRepo:
@@ -53,12 +60,12 @@ class WorkspacesRepo:
 
     def get(self, workspace_id: str) -> WorkspaceRecord | None:
         doc = self.store.get(paths.workspace(workspace_id))
-        return None if doc is None else _record(doc.data)
+        return None if doc is None else _record(doc)
 
     def live_of(self, uid: str, *, limit: int = 100) -> list[WorkspaceRecord]:
         """``uid``'s live workspaces, oldest first (a user holds a handful: the limit)."""
         docs = self.store.query(Query(paths.workspaces(), where=(("uid", uid), ("status", "live")), limit=limit))
-        return sorted((_record(d.data) for d in docs), key=lambda r: (r.created_at, r.workspace_id))
+        return sorted((r for d in docs if (r := _listed(d)) is not None), key=lambda r: (r.created_at, r.workspace_id))
 
     def create(self, record: WorkspaceRecord, *, max_live: int) -> WorkspaceRecord:
         """Store ``record`` unless its user already holds ``max_live`` live workspaces
@@ -67,7 +74,7 @@ class WorkspacesRepo:
         def txn(tx: Transaction) -> WorkspaceRecord:
             existing = tx.get(paths.workspace(record.workspace_id))
             if existing is not None and existing.data.get("status") == "live":
-                return _record(existing.data)
+                return _record(existing)
             live = tx.query(Query(paths.workspaces(), where=(("uid", record.uid), ("status", "live")),
                                   limit=max_live + 1))
             if len(live) >= max_live:
@@ -92,4 +99,4 @@ class WorkspacesRepo:
         """Live workspaces, least recently used first (what the sweep looks at)."""
         docs = self.store.query(Query(paths.workspaces(), where=(("status", "live"),), order_by="lastUsedAt",
                                       limit=limit))
-        return [_record(d.data) for d in docs]
+        return [r for d in docs if (r := _listed(d)) is not None]

@@ -321,6 +321,12 @@ def test_a_call_through_an_integration_the_user_has_not_connected_is_auth_requir
         said = task["status"]["message"]["parts"][0]["text"]
         assert "connect github" in said and "github_issue_create" in said
         assert rpc(client, "GetTask", {"id": task["id"]})["result"]["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
+        resp = client.post("/a2a/message:stream", json={"message": message("file it again", message_id="m-s",
+                                                                            context_id="ctx-s")}, headers=ALICE)
+        events = [json.loads(line[len("data: "):]) for line in resp.get_data(as_text=True).splitlines()
+                  if line.startswith("data: ")]
+        assert [e["statusUpdate"]["status"]["state"] for e in events if "statusUpdate" in e][-1] == \
+            "TASK_STATE_AUTH_REQUIRED"
         rt.connectors().vault.put("alice", "github", IntegrationTokens(access_token="ghp_test"))
         assert client.get(f"/a2a/tasks/{task['id']}", headers=ALICE).get_json()["status"]["state"] == \
             "TASK_STATE_INPUT_REQUIRED"

@@ -133,3 +133,60 @@ def test_a_reflection_after_a_tool_approval_waits_for_room_before_the_tool_runs(
         assert script.counts["reflect"] >= 1
     finally:
         set_runtime(None)
+
+
+def take_the_room_left(rt: Runtime) -> None:
+    """A call of alice's elsewhere reserves all the room her $1 daily cap has left (within 1e-7)."""
+    budgets, low, high = rt.services.budgets, 0.0, 1.0
+    for _ in range(24):
+        mid = (low + high) / 2
+        if budgets.reserve("alice", "bud_probe", mid, daily_usd=1.0, monthly_usd=0.0, ttl_s=600) is None:
+            budgets.release("alice", "bud_probe")
+            low = mid
+        else:
+            high = mid
+    assert budgets.reserve("alice", "bud_elsewhere", low, daily_usd=1.0, monthly_usd=0.0, ttl_s=600) is None
+
+
+def test_a_chat_plans_review_is_reserved_against_the_users_caps(docstore: DocStore) -> None:
+    """``agent_create_plan`` in ``agent_review`` mode: the review call is reserved like planning;
+    when another call of the user holds the room meanwhile, the review is not made and the plan
+    waits as ``needs_changes`` saying why (the chat run goes on)."""
+    from shared.models.base import ModelRequest, Turn
+    from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
+
+    script = Script()
+    answers: list[dict[str, Any]] = []
+    reviews: list[str] = []
+
+    def answer(request: ModelRequest) -> Turn:
+        if "You review an execution plan" in request.system_instruction:
+            reviews.append("asked")
+            return text_turn('{"verdict": "approved"}')
+        if "[CONTEXT:" in request.system_instruction:
+            results = [p.function_response for p in request.turns[-1].parts if p.function_response is not None]
+            if results:
+                answers.append(dict(results[0].response))
+                return text_turn("I will explain the plan.")
+            return calls_turn(call("agent_create_plan", {"objective": "Summarise notes",
+                                                         "execution_mode": "agent_review"}))
+        turn = script.answer(request)
+        if "planning module" in request.system_instruction:  # planned: another call of alice's takes the room
+            take_the_room_left(rt)
+        return turn
+
+    rt = Runtime(make_settings(model_max_output_tokens=200, budget_user_daily_usd=1.0), store=docstore,
+                 model=FunctionModel(answer, name="gemini-3-flash-preview"), authenticator=LocalAuthenticator(),
+                 dispatcher=RecordingDispatcher())
+    set_runtime(rt)
+    try:
+        client = create_app().test_client()
+        body = client.post("/api/agent/run", json={"prompt": "plan and review"}, headers=ALICE).get_json()
+        deliver(rt)
+    finally:
+        set_runtime(None)
+    assert reviews == [] and script.counts["plan"] == 1  # planned, never reviewed
+    [got] = answers
+    assert got["status"] == "needs_changes" and "BUDGET_EXCEEDED" in got["notes"], got
+    snap = rt.runs.get_run(body["runId"])
+    assert snap is not None and snap.run.status == "completed"

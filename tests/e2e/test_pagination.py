@@ -108,3 +108,80 @@ def test_sessions_page_too(install: Install, client: FlaskClient, docstore: DocS
     client.post("/api/agent/sessions", json={"prompt": "bob's"}, headers=BOB)
     sessions, count = pages(client, "/api/agent/sessions", "sessions", limit=2)
     assert [s["sessionId"] for s in sessions] == made[::-1] and count == 3
+
+
+# ---- the shorter lists (issue 35): webhooks, schedules and their runs, deliveries, MCP servers, A2A
+# agents, workspaces: the same cursor, the same answers ------------------------------------------------
+
+LISTS = {  # path: the key of its items, how an item is named
+    "/api/agent/webhooks": ("webhooks", "name"),
+    "/api/agent/schedules": ("schedules", "name"),
+    "/api/integrations/mcp": ("servers", "name"),
+    "/api/integrations/a2a": ("servers", "name"),
+    "/api/agent/containers": ("containers", "containerId"),
+    "/api/agent/schedules/hook-0/runs": ("runs", "runId"),
+    "/api/agent/webhooks/hook-0/deliveries": ("deliveries", "deliveryId"),
+}
+
+
+@pytest.fixture
+def api_client(install: Install, client: FlaskClient, docstore: DocStore) -> FlaskClient:
+    from tests.e2e.test_openapi import KEY
+    install(ScriptedModel([]), store_override=docstore, credentials_encryption_key=KEY, mcp_allow_private_urls=True)
+    return client
+
+
+def _five_of_each(client: FlaskClient, docstore: DocStore, who: str, headers: dict[str, str], n: int) -> None:
+    from shared.state.deliveries_repo import DeliveryRecord
+    from shared.state.schedules_repo import ScheduleRun, schedule_id
+    from shared.state.workspaces_repo import WorkspaceRecord
+
+    at = time.time()
+    writes: list[Write] = []
+    for i in range(n):
+        name = f"hook-{i}" if who == "alice" else f"{who}-{i}"
+        assert client.put(f"/api/agent/webhooks/{name}", json={"url": "http://127.0.0.1:9/h", "events": ["run.*"]},
+                          headers=headers).status_code == 200
+        assert client.put(f"/api/agent/schedules/{name}", json={"cron": "0 8 * * *", "prompt": "brief"},
+                          headers=headers).status_code == 200
+        for kind in ("mcp", "a2a"):
+            assert client.post(f"/api/integrations/{kind}/{name}", json={"url": "http://127.0.0.1:9/m"},
+                               headers=headers).status_code == 200
+        writes.append(Write("set", f"workspaces/ws_{who}{i:04d}", WorkspaceRecord(
+            workspace_id=f"ws_{who}{i:04d}", uid=who, created_at=at + i // 2, last_used_at=at).to_doc()))
+        writes.append(Write("set", f"schedules/{schedule_id(who, 'hook-0')}/runs/{i}",
+                            ScheduleRun(occurrence=at - i // 2, run_id=f"run_{who}{i}").to_doc()))
+        writes.append(Write("set", f"deliveries/dlv_{who}{i}", DeliveryRecord(
+            delivery_id=f"dlv_{who}{i}", uid=who, target="hook-0", url="http://127.0.0.1:9/h",
+            event_type="run.completed", body="{}", secret_name="hook-0", created_at=at - i // 2).to_doc()))
+    docstore.commit(writes)
+
+
+def test_the_shorter_lists_page_with_cursors(api_client: FlaskClient, docstore: DocStore) -> None:
+    client = api_client
+    _five_of_each(client, docstore, "alice", ALICE, 5)
+    _five_of_each(client, docstore, "bob", BOB, 1)  # bob's schedule and webhook are named bob-0
+    for path, (key, name) in LISTS.items():
+        items, count = pages(client, path, key, limit=2)
+        names = [item[name] for item in items]
+        assert len(names) == len(set(names)) == 5 and count == 3, (path, names)
+        assert all(not str(n).startswith(("bob", "ws_bob", "run_bob", "dlv_bob")) for n in names), (path, names)
+        first = client.get(path, query_string={"limit": 2}, headers=ALICE).get_json()
+        assert [item[name] for item in first[key]] == names[:2] and first["nextCursor"]
+        # the whole list in one page by default, as before the cursors
+        whole = client.get(path, headers=ALICE).get_json()
+        assert [item[name] for item in whole[key]] == names and whole["nextCursor"] is None
+        # a cursor that is not one: 400; alice's cursor in bob's request moves within bob's own items only
+        bad = client.get(path, query_string={"cursor": "x"}, headers=ALICE)
+        assert bad.status_code == 400 and bad.get_json()["error"]["code"] == "INVALID_CURSOR", path
+        if "hook-0" not in path:
+            theirs = client.get(path, query_string={"cursor": first["nextCursor"]}, headers=BOB)
+            assert theirs.status_code == 200, theirs.get_json()
+            assert all(not str(item[name]).startswith(("hook", "ws_alice")) for item in theirs.get_json()[key]), path
+    for cursor in ("", "x"):  # checked for a schedule the caller does not have too (its runs: an empty page)
+        resp = client.get("/api/agent/schedules/nope/runs", query_string={"cursor": cursor}, headers=ALICE)
+        assert resp.status_code == 400 and resp.get_json()["error"]["code"] == "INVALID_CURSOR"
+    assert [s["name"] for s in client.get("/api/agent/schedules", headers=ALICE).get_json()["schedules"]] == [
+        f"hook-{i}" for i in range(5)]  # by name
+    created = [c["createdAt"] for c in client.get("/api/agent/containers", headers=ALICE).get_json()["containers"]]
+    assert created == sorted(created)  # oldest first, as before

@@ -40,6 +40,7 @@ from shared.config import Settings
 from shared.models.base import ModelRequest, ModelResponse, Usage
 from shared.models.offline import OfflineModel
 from shared.models.scripted import FunctionModel, call, calls_turn
+from shared.routes import CURSOR, ROUTES
 from shared.runtime import Runtime, set_runtime
 
 KEY = base64.b64encode(bytes(range(32))).decode()
@@ -121,11 +122,10 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "PUT /api/agent/schedules/{name}": (("INVALID_CRON", ""), ("INVALID_TIMEZONE", "unknown time zone"),
                                         ("TOO_MANY_SCHEDULES", "at most 20 schedules per user")),
     "PUT /api/agent/webhooks/{name}": (("TOO_MANY_WEBHOOKS", "at most 20 webhooks per user"),),
-    # A cursor is the nextCursor of the list's previous page, an opaque string the schema cannot tell apart.
-    **{f"GET {path}": (("INVALID_CURSOR", "is not a cursor of this list"),)
-       for path in ("/api/agent/runs", "/api/agent/sessions", "/api/agent/approvals", "/api/agent/threads",
-                    "/api/agent/memories", "/api/agent/containers",
-                    "/api/agent/threads/{threadId}")},
+    # A cursor is the nextCursor of the list's previous page, an opaque string the schema cannot tell apart
+    # (every list of the route table that takes one).
+    **{f"{route.method} {route.path}": (("INVALID_CURSOR", "is not a cursor of this list"),)
+       for route in ROUTES if CURSOR in route.query},
 }
 """Rules JSON Schema cannot state (between fields, relative to now, or about the deployment), each
 written in the operation's description in the document: a schema-valid request breaking one gets a
