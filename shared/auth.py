@@ -55,7 +55,9 @@ UNKNOWN_KID_REFETCH_S = 60.0
 MAX_TOKEN_CHARS = 16 * 1024
 
 _log = logging.getLogger(__name__)
-_DEV_UID = re.compile(r"[A-Za-z0-9_.@-]{1,128}")
+_DEV_UID = re.compile(r"(?!\.\.?$)(?!__.*__$)[A-Za-z0-9_.@-]{1,128}")
+"""A dev token's uid, usable as a document id in both stores: Firestore refuses the ids ``.`` and
+``..`` and reserves ``__...__`` (a run of user ``..`` answered 500 there)."""
 _MAX_AGE = re.compile(r"max-age\s*=\s*(\d+)", re.IGNORECASE)
 
 TokenKind = Literal["id_token", "session_cookie", "google_id_token"]
@@ -129,7 +131,8 @@ class LocalAuthenticator:
             return Principal(uid=f"admin.{uid}", claims=MappingProxyType({"sub": uid, "dev": True, "admin": True}))
         if prefix != "dev" or not sep or not _DEV_UID.fullmatch(uid):
             raise Unauthenticated(
-                "Invalid dev token: expected 'Bearer dev:<uid>' with a uid of 1-128 characters [A-Za-z0-9_.@-]")
+                "Invalid dev token: expected 'Bearer dev:<uid>' with a uid of 1-128 characters [A-Za-z0-9_.@-] "
+                "(not . or .., nor __name__)")
         return Principal(uid=uid, claims=MappingProxyType({"sub": uid, "dev": True}))
 
 

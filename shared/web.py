@@ -147,7 +147,35 @@ def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = F
                            code="INVALID_JSON") from None
     if not isinstance(data, dict):
         raise InvalidInput("request body must be a JSON object", code="INVALID_JSON")
+    if _SURROGATE_ESCAPE.search(raw):
+        where = _lone_surrogate(data, ())
+        if where is not None:
+            field = ".".join(where) or "(body)"
+            raise InvalidInput(f"{field} holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without its pair), "
+                               "which is not Unicode text", code="INVALID_JSON", details={"field": field})
     return data
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: legal JSON, and a pair of them is one character, but one
+alone decodes to a Python string that no store can encode (the write answered 500)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any, where: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Where in ``value`` (a parsed body, nested at most :data:`MAX_JSON_DEPTH` levels) a string or
+    key holds a lone surrogate (dotted as pydantic names fields), or None."""
+    if isinstance(value, str):
+        return where if _SURROGATE.search(value) else None
+    items: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        bad_key = next((k for k in value if _SURROGATE.search(k)), None)
+        if bad_key is not None:
+            return (*where, bad_key.encode("utf-8", "backslashreplace").decode())
+        items = list(value.items())
+    elif isinstance(value, list):
+        items = [(str(i), v) for i, v in enumerate(value)]
+    return next((found for key, item in items if (found := _lone_surrogate(item, (*where, key))) is not None), None)
 
 
 def validation_details(exc: ValidationError) -> list[dict[str, str]]:

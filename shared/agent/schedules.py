@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from shared.agent.webhooks import named
 from shared.api import ID_PATTERN, MAX_PROMPT_CHARS, RunRequest
@@ -26,6 +26,7 @@ from shared.durable.kinds import SCHEDULE_FIRE
 from shared.durable.messages import WorkMessage
 from shared.durable.router import Disposition
 from shared.errors import Conflict, DomainError, InvalidInput, NotFound
+from shared.formats import validation_problems
 from shared.loop.context import Services
 from shared.responses import PageBody, ResponseBody
 from shared.schedules.cron import next_after, parse_cron, zone
@@ -33,7 +34,7 @@ from shared.state.docstore import PreconditionFailed
 from shared.state.pages import decode, page_in_memory
 from shared.state.schedules_repo import MAX_SCHEDULES_PER_USER, ScheduleRecord, SchedulesRepo, schedule_id
 from shared.state.sessions_repo import SessionsRepo
-from shared.wire import NOT_BLANK_PATTERN, UtcTime
+from shared.wire import INTEGRAL, NOT_BLANK_PATTERN, UtcTime, is_blank
 
 log = logging.getLogger("agent_runtime.schedules")
 MAX_RUNS_LISTED = 100
@@ -53,9 +54,9 @@ class ScheduleSession(BaseModel):
 
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, json_schema_extra={"pattern": NOT_BLANK_PATTERN},
                         description="the objective each occurrence's plan session is planned for")
-    ttlS: int | None = Field(default=None, ge=60, le=7 * 86400,
-                             description="the session's deadline, this many seconds after it is created "
-                                         "(default PLAN_DEFAULT_DEADLINE_S; at most PLAN_MAX_DEADLINE_S)")
+    ttlS: Annotated[int, Strict(), Field(ge=60, le=7 * 86400), INTEGRAL] | None = Field(
+        default=None, description="the session's deadline, this many seconds after it is created "
+                                  "(default PLAN_DEFAULT_DEADLINE_S; at most PLAN_MAX_DEADLINE_S)")
     tools: list[str] | None = Field(default=None, max_length=100,
                                     description="tool names this deployment registers (400 UNKNOWN_TOOLS otherwise)")
     keepWorkspaces: bool = False
@@ -145,7 +146,14 @@ class Schedules:
             raise InvalidInput("a schedule takes either prompt (a run each occurrence) or session (a plan "
                                "session each occurrence)", code="INVALID_SCHEDULE", details={"field": "prompt"})
         if request.prompt is not None:
-            RunRequest(prompt=request.prompt)  # the prompt a run will get is valid
+            try:
+                RunRequest(prompt=request.prompt)  # the prompt a run will get is valid
+            except ValidationError as exc:
+                raise InvalidInput("invalid request: prompt", code="INVALID_REQUEST", details={"errors": [
+                    {"field": "prompt", "message": message} for _, message in validation_problems(exc)]}) from None
+        elif request.session is not None and is_blank(request.session.prompt):
+            raise InvalidInput("invalid request: session.prompt", code="INVALID_REQUEST", details={"errors": [
+                {"field": "session.prompt", "message": "prompt must not be blank"}]})
         elif request.threadId is not None:
             raise InvalidInput("threadId applies to prompt schedules only (a plan session has no thread)",
                                code="INVALID_SCHEDULE", details={"field": "threadId"})

@@ -109,7 +109,7 @@ class AgentService:
         req = request.normalised()
         thread_id = req.threadId or new_id("thr")
         limits = self.services.limits
-        batch = self._start_batch(uid, deferred)
+        batch = self._start_batch(uid, deferred, req)
         counter = deferred.guard(batch) if deferred is not None else None
         if limits is not None:  # before anything is read or written for the run (docs/limits.md)
             key = idempotency_key
@@ -129,13 +129,15 @@ class AgentService:
                                        "attachedContext": len(req.attachedContext)}})
         return started
 
-    def _start_batch(self, uid: str, deferred: DeferredRequest | None) -> BatchedReads | None:
+    def _start_batch(self, uid: str, deferred: DeferredRequest | None, req: RunRequest) -> BatchedReads | None:
         """The documents the start's limit checks and its system instruction read (the user's,
         the day's usage counter, the active-run slot, the request counter when ``deferred``), read
         in one round trip (issue 33). Should that read fail, each is read on its own as before (a
-        profile read failure is tolerated)."""
+        profile read failure is tolerated).
+        The thread's two possible documents too when the run continues a thread the client names."""
         s = self.services
-        own = [*s.users.user_paths(uid), *s.users.stamp_paths(uid), *(deferred.paths() if deferred is not None else ())]
+        own = [*s.users.user_paths(uid), *s.users.stamp_paths(uid), *(deferred.paths() if deferred is not None else ()),
+               *(s.runs.thread_paths(uid, req.threadId) if req.threadId and not req.conversation else ())]
         return s.limits.read_for_start(uid, "runs", also=own) if s.limits is not None else read_together(
             s.users.store, own)
 
@@ -171,8 +173,12 @@ class AgentService:
                attachments: Sequence[Part] = (), counter: RequestGuard | None = None) -> StartedRun:
         s = self.services
         conversation = list(req.conversation)
+        maybe_shared = True
         if not conversation and req.threadId:  # the caller's own thread of that id (never another user's)
-            thread, messages = s.runs.thread_and_messages(uid, req.threadId, MAX_CONVERSATION_FOR_MODEL)
+            found, messages = s.runs.found_thread_and_messages(uid, req.threadId, MAX_CONVERSATION_FOR_MODEL,
+                                                               batch=batch)
+            thread = found[0] if found is not None else None
+            maybe_shared = found is not None and found[1] != s.runs.user_thread_path(uid, req.threadId)
             # A rollback closes the thread's paused run and removes its messages: its abandoned
             # prompt is not history (``supersede`` is that rollback).
             dropped = thread.active_run_id if thread is not None and req.strategy == "rollback" else None
@@ -218,7 +224,8 @@ class AgentService:
                                    queue_entry=lambda r: queue_entry(s, r), queued_start=queued, slot=slot,
                                    fail_paused=stops.close_paused,
                                    extra_writes=extra_writes(run_id) if extra_writes is not None else (),
-                                   new_thread=not req.threadId, guards=[counter] if counter is not None else [])
+                                   new_thread=not req.threadId, guards=[counter] if counter is not None else [],
+                                   maybe_shared=maybe_shared)
         if outcome.deliver:
             publish(s, uid, list(outcome.deliver))
         return StartedRun(outcome, user, turns, [first], owner, stamps)

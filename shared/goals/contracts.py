@@ -157,9 +157,16 @@ class SessionState(_Closed):
         return data
 
 
+UID_PATTERN = r"^[A-Za-z0-9_.@-]*[A-Za-z0-9_@-][A-Za-z0-9_.@-]*$"
+"""The backend's user id: the ledger's ``users/{userId}`` document, so never a path (``/``), ``.`` or ``..``
+(a ``userId`` of ``alice/runs/run_1`` wrote usage entries inside that run)."""
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_.@-]{1,128}$"
+"""The backend's session id: the prefix of the ledger entries' document ids, so never a path."""
+
+
 class GoalsRequest(_Closed):
-    userId: StrictStr | None = None
-    sessionId: StrictStr | None = None
+    userId: Annotated[StrictStr, Field(max_length=128, pattern=UID_PATTERN)] | None = None
+    sessionId: Annotated[StrictStr, Field(pattern=SESSION_ID_PATTERN)] | None = None
     message: Annotated[StrictStr, Field(min_length=1, max_length=4000,
                                         json_schema_extra={"pattern": NOT_BLANK_PATTERN})]
     context: GoalsContext = Field(default_factory=GoalsContext, json_schema_extra=_null_accepted)

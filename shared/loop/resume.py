@@ -27,6 +27,7 @@ from shared.failures import FailureCode
 from shared.ids import new_id
 from shared.logs import log_context
 from shared.loop import budget_pause, stops
+from shared.loop.budget_pause import BUDGET_TOOL
 from shared.loop.context import RunContext, Services
 from shared.loop.outcomes import NextStepInterruption, NextStepLost, NextStepRunAgain
 from shared.loop.steps import drive, host_step
@@ -34,13 +35,15 @@ from shared.loop.tool_calls import (
     bounded_result,
     conversation_id,
     execute_action,
+    lookup,
     outcomes,
     responses_turn,
     tool_context,
 )
 from shared.state.batched_reads import BatchedReads, read_together
 from shared.state.docstore import PreconditionFailed
-from shared.state.records import ActionRecord, UserRecord
+from shared.state.records import ActionRecord, RunRecord, UserRecord
+from shared.state.runs_repo import RunSnapshot
 from shared.state.transitions import move_action, move_run
 from shared.state.users_repo import Stamps
 from shared.tools.registry import args_hash
@@ -152,23 +155,31 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
         # entry outlives its run.
         done = [services.outbox.done(a) for a in run.pending_approval_ids]
         done.append(services.outbox.done(continue_entry_id(run.run_id, run.steps)))
-        try:
-            snap = services.runs.commit(snap, claimed, done)
-        except PreconditionFailed:
-            continue  # someone moved the run meanwhile (a decision, another resumer): look again
-        with log_context(runId=run_id, threadId=run.thread_id, uid=run.uid):
-            if host is None:
+        if host is None:
+            try:
+                snap = services.runs.commit(snap, claimed, done)
+            except PreconditionFailed:
+                continue  # someone moved the run meanwhile (a decision, another resumer): look again
+            with log_context(runId=run_id, threadId=run.thread_id, uid=run.uid):
                 log.error("run of an unknown host kind; failing it", extra={"fields": {"host": run.host}})
                 ctx = RunContext(services=services, snapshot=snap, turns=[], user=UserRecord(uid=run.uid),
                                  deadline=time.monotonic(), owner=owner, host=services.hosts.fallback)
                 stops.fail(ctx, FailureCode.UNKNOWN_HOST, f"no host is registered for kind {run.host!r}")
                 return "resumed"
+        with log_context(runId=run_id, threadId=run.thread_id, uid=run.uid):
             budget = host.budget(services.settings)
             turns = services.runs.load_turns(run_id)
             user, stamps = _load_user(services, run.uid, batch if run.uid == expected_uid else None)
-            ctx = RunContext(services=services, snapshot=snap, turns=turns, user=user, owner=owner, host=host,
-                             deadline=budget.deadline, max_steps=budget.max_steps,
+            # The claim (the run as ``claimed``, the consumed entries) is this context's first commit.
+            ctx = RunContext(services=services, snapshot=RunSnapshot(claimed, snap.token), turns=turns, user=user,
+                             owner=owner, host=host, deadline=budget.deadline, max_steps=budget.max_steps,
                              yield_margin_s=budget.yield_margin_s, stamps=stamps)
+            ctx.write(*done)
+            if not claims_with_its_side_effect(ctx, run, actions):
+                try:
+                    ctx.commit()
+                except PreconditionFailed:
+                    continue  # someone moved the run meanwhile (a decision, another resumer): look again
             with tracing.invocation(ctx, how, traceparent):
                 host.resumed(ctx)
                 ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
@@ -185,6 +196,27 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                     return "busy"  # another invocation took the run over; it carries on
                 return "resumed"
     return "busy"
+
+
+def claims_with_its_side_effect(ctx: RunContext, run: RunRecord, actions: list[ActionRecord]) -> bool:
+    """Whether the claim of a run resumed after its decisions may wait for the claim of the first
+    approved side effect and be one commit with it (issue 33: one round trip less to resume): only
+    when nothing runs before that commit, i.e. the paused turn's calls to run are all registry
+    tools with a side effect (each commits its claim before it runs), none cut off, no budget
+    decision. Read-only and virtual tools (a plan's start writes) run only after a claim."""
+    if run.status != "awaiting_confirmation" or run.host != "chat":
+        return False
+    turn = [a for a in actions if a.turn_index == run.pending_turn]
+    to_run = [a for a in turn if a.status in ("approved", "planned", "executing")]
+    if not to_run or any(a.tool == BUDGET_TOOL for a in turn):
+        return False
+    for action in to_run:
+        tool = lookup(ctx, action.tool)
+        if action.status == "executing" or tool is None or tool.host or not tool.side_effect:
+            return False
+        if args_hash(action.args) != action.args_hash:
+            return False
+    return True
 
 
 def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:

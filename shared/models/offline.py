@@ -43,6 +43,11 @@ CHUNK_WORDS = 3
 EXAMPLES = ("What time is it in Tokyo? (an MCP tool, with MCP_SERVERS or DEV_FAKES=1)",
             "Remember that I prefer window seats (a side effect: it asks for approval)",
             "Make a plan to check the time in Tokyo, then remember it (a plan, executed step by step)")
+EXAMPLES_WITHOUT_TIME = ("Remember that I prefer window seats (a side effect: it asks for approval)",
+                         "Make a plan to remember that I prefer window seats, then search my memories for seats "
+                         "(a plan, executed step by step)")
+"""What the help suggests when no ``*_get_current_time`` tool is registered (plain ``make dev``): only
+prompts this deployment can answer (it suggested the time in Tokyo, then answered it with help)."""
 
 
 class OfflineModel:
@@ -166,7 +171,12 @@ def _help(text: str, tools: list[ToolDeclaration]) -> str:
     shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
     return (f"You said: \"{text[:300]}\". I call a tool when you name it (\"use {names[0] if names else 'a tool'}\") "
             f"or ask for what it does; tools here: {shown or 'none'}. For example: \"" + "\", \"".join(
-                e.split(" (")[0] for e in EXAMPLES) + "\".")
+                e.split(" (")[0] for e in examples(tools)) + "\".")
+
+
+def examples(tools: list[ToolDeclaration]) -> tuple[str, ...]:
+    """The example prompts to suggest, each with what it shows in parentheses."""
+    return EXAMPLES if any(t.name.endswith("get_current_time") for t in tools) else EXAMPLES_WITHOUT_TIME
 
 
 def _short(value: Any, limit: int = 240) -> str:

@@ -93,8 +93,12 @@ def _reserved(doc: Doc | None, at: float, ttl_s: float) -> dict[str, dict[str, f
     raw = doc.data.get("reserved") if doc is not None else None
     if not isinstance(raw, dict):
         return {}
-    return {str(k): {"usd": float(v["usd"]), "at": float(v["at"])} for k, v in raw.items()
-            if isinstance(v, dict) and at - float(v.get("at", 0)) <= ttl_s}
+    out: dict[str, dict[str, float]] = {}
+    for k, v in raw.items():  # an entry that is not {usd, at} with finite numbers is left out (corrupt)
+        usd, when = (finite(v.get("usd")), finite(v.get("at"))) if isinstance(v, dict) else (None, None)
+        if usd is not None and when is not None and at - when <= ttl_s:
+            out[str(k)] = {"usd": usd, "at": when}
+    return out
 
 
 class BudgetRepo:

@@ -29,6 +29,7 @@ from shared.errors import LimitExceeded, PreconditionFailed, TransactionContenti
 from shared.state import paths
 from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import Doc, DocStore, Write
+from shared.state.record_base import field_count, finite
 
 UnitKind = Literal["runs", "sessions"]
 T = TypeVar("T")
@@ -57,8 +58,10 @@ def _terminal(kind: UnitKind) -> frozenset[str]:
 
 
 def _reserved(doc: Doc | None) -> dict[str, float]:
+    """The reservations of a counter document; an entry that is not a finite number is left out (a
+    corrupt value must not refuse every later start of the user)."""
     raw = doc.data.get("reserved") if doc is not None else None
-    return {str(k): float(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    return {str(k): n for k, v in raw.items() if (n := finite(v)) is not None} if isinstance(raw, dict) else {}
 
 
 def _unit_path(kind: UnitKind, unit_id: str) -> str:
@@ -221,7 +224,7 @@ class RequestGuard:
 def request_write(path: str, doc: Doc | None, window: int, limit: int) -> Write | None:
     """The counter document ``doc`` (at ``path``) with one more request in ``window``, conditioned on
     it as read; None when ``limit`` requests were counted in the window already."""
-    count = int(doc.data.get("count", 0)) if doc is not None and doc.data.get("window") == window else 0
+    count = max(0, field_count(doc.data, "count")) if doc is not None and doc.data.get("window") == window else 0
     if count >= limit:
         return None
     data = {"window": window, "count": count + 1, "updatedAt": time.time()}
@@ -260,7 +263,7 @@ class LimitsRepo:
             doc = self.store.get(path)
             write = request_write(path, doc, window, limit)
             if write is None:
-                return RequestCount(admitted=False, count=int(doc.data.get("count", 0)) if doc is not None else 0)
+                return RequestCount(admitted=False, count=field_count(doc.data if doc is not None else None, "count"))
             try:
                 self.store.commit([write])
             except PreconditionFailed:

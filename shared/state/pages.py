@@ -104,7 +104,14 @@ def merged(sources: Sequence[Sequence[Doc]], order_by: str, *, descending: bool)
     """Documents of several queries of one order (each resumed after the same cursor) as one list
     in that order: a list read from several queries (statuses, two collections) pages like one."""
     docs = [d for source in sources for d in source]
-    return sorted(docs, key=lambda d: position(d, order_by), reverse=descending)
+    return sorted(docs, key=lambda d: _typed(position(d, order_by)), reverse=descending)
+
+
+def _typed(at: Position) -> tuple[tuple[int, float | str], str]:
+    """A position that sorts as the stores order values of mixed types (numbers before strings), so
+    a document whose order field holds a string (corrupt) sorts instead of failing the sort."""
+    value, doc_id = at
+    return ((1, value) if isinstance(value, str) else (0, value)), doc_id
 
 
 def tolerant(read: Callable[[Doc], T], log: logging.Logger) -> Callable[[Doc], T | None]:

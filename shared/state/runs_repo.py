@@ -210,13 +210,25 @@ class RunsRepo:
                 turns.append(Turn.model_validate(d.data))
         return turns
 
-    def find_thread(self, uid: str, thread_id: str) -> tuple[ThreadRecord, str] | None:
+    @staticmethod
+    def user_thread_path(uid: str, thread_id: str) -> str:
+        """Where ``uid``'s thread of that id is when it was begun since issue 35."""
+        return paths.thread(uid, thread_id)
+
+    @staticmethod
+    def thread_paths(uid: str, thread_id: str) -> list[str]:
+        """What :meth:`find_thread` reads (to be batched with other reads, ``BatchedReads``)."""
+        return [paths.thread(uid, thread_id), paths.shared_thread(thread_id)]
+
+    def find_thread(self, uid: str, thread_id: str, *, batch: BatchedReads | None = None
+                    ) -> tuple[ThreadRecord, str] | None:
         """``uid``'s thread ``thread_id`` and its document path: the user's own
         (``users/{uid}/threads``), else one begun before issue 35 in the shared collection if ``uid``
         owns it. Another user's thread of the same id is not found (it is theirs). Both paths in
-        one round trip."""
-        return _owned_thread(uid, thread_id, self.store.get_many([paths.thread(uid, thread_id),
-                                                                  paths.shared_thread(thread_id)]))
+        one round trip (none when ``batch`` holds them)."""
+        where = self.thread_paths(uid, thread_id)
+        docs = [read(self.store, p, batch) for p in where] if batch is not None else self.store.get_many(where)
+        return _owned_thread(uid, thread_id, docs)
 
     def page_threads(self, uid: str, limit: int, cursor: str | None = None) -> Page[ThreadRecord]:
         """One page of ``uid``'s threads, newest first: the user's own and those begun before issue
@@ -260,7 +272,14 @@ class RunsRepo:
                             ) -> tuple[ThreadRecord | None, list[MessageRecord]]:
         """``uid``'s thread (None when not found) and its last ``limit`` messages, oldest first: the
         thread found once for both (a run start on a thread reads them)."""
-        found = self.find_thread(uid, thread_id)
+        found, messages = self.found_thread_and_messages(uid, thread_id, limit)
+        return (None if found is None else found[0]), messages
+
+    def found_thread_and_messages(self, uid: str, thread_id: str, limit: int = 30, *,
+                                  batch: BatchedReads | None = None
+                                  ) -> tuple[tuple[ThreadRecord, str] | None, list[MessageRecord]]:
+        """:meth:`thread_and_messages`, the thread with its document path (:meth:`find_thread`)."""
+        found = self.find_thread(uid, thread_id, batch=batch)
         if found is None:
             return None, []
         if found[1] == paths.thread(uid, thread_id):
@@ -268,7 +287,7 @@ class RunsRepo:
         else:
             query = Query(paths.shared_messages(thread_id), order_by="createdAt", descending=True, limit=limit)
         docs = self.store.query(query)
-        return found[0], [MessageRecord.from_doc(d.data, d.path) for d in reversed(docs)]
+        return found, [MessageRecord.from_doc(d.data, d.path) for d in reversed(docs)]
 
     def list_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         """The run's events with ``seq`` > ``after`` in order (at most ``limit``). A document is named
@@ -333,7 +352,8 @@ class RunsRepo:
                   fingerprint: str | None = None, strategy: Strategy = "reject",
                   queue_entry: QueueEntry | None = None, queued_start: QueuedStart | None = None,
                   slot: Slot | None = None, fail_paused: FailPaused, extra_writes: Sequence[Write] = (),
-                  new_thread: bool = False, guards: Sequence[Guard] = ()) -> StartOutcome:
+                  new_thread: bool = False, guards: Sequence[Guard] = (), maybe_shared: bool = True
+                  ) -> StartOutcome:
         """Create the run, claim its thread (one active run per thread) and persist the prompt, or
         queue it behind the thread's runs (``thread_queue.busy_thread``: what ``strategy`` does
         when the thread is busy; ``queue_entry`` makes the outbox write that starts a queued run).
@@ -351,7 +371,9 @@ class RunsRepo:
         transaction itself, its write conditioned on the slot document as counted (a rival
         reservation fails it and the count is made again): nothing to release when the run is not
         created. ``guards``: other limits written by the same commit (the request count, when the
-        request's own was left to it); a replay writes none of them.
+        request's own was left to it); a replay writes none of them. ``maybe_shared``: False when
+        the caller found the thread in the user's own collection, or nowhere (a thread of the
+        shared collection predates issue 35: none is created there), so only that path is read.
         """
         interrupting = strategy in ("interrupt", "rollback")
 
@@ -366,9 +388,11 @@ class RunsRepo:
                                             "request", code="IDEMPOTENCY_KEY_REUSED",
                                             details={"runId": str(seen["runId"])})
                     return str(seen["runId"])
+            # The shared path is read only when the thread may be there (begun before issue 35, no
+            # thread is created there any more): one read less on a thread of the user's own.
             found = None if new_thread else _owned_thread(
                 run.uid, run.thread_id, [t.get(paths.thread(run.uid, run.thread_id)),
-                                         t.get(paths.shared_thread(run.thread_id))])
+                                         *([t.get(paths.shared_thread(run.thread_id))] if maybe_shared else [])])
             record = run.model_copy(update={"thread_scope": "user" if found is None or found[1] == paths.thread(
                 run.uid, run.thread_id) else "shared"})
             where = thread_path(record)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 
 import pytest
@@ -71,6 +72,18 @@ def test_a_prompt_asking_for_no_tool_gets_help_and_a_missing_argument_is_asked_f
     assert not hello.function_calls and hello.text.startswith(LABEL) and "use save_memory" in hello.text
     need = ask("Open an issue titled Broken link")  # no repository named
     assert not need.function_calls and "github_issue_create" in need.text and "repo" in need.text
+
+
+def test_the_help_suggests_only_prompts_this_deployment_can_answer() -> None:
+    """Plain ``make dev`` has no time tool: its help suggested "What time is it in Tokyo?" and then
+    answered that prompt with the same help (found trying the README as a new user)."""
+    plain = default_registry().declarations()
+    help_text = ask("hello there", plain).text
+    assert "Tokyo" not in help_text
+    suggested = re.findall(r'"([^"]+)"', help_text.split("For example:")[1])
+    assert suggested and "What time is it in Tokyo?" in ask("hello there").text  # with the time tool
+    for prompt in suggested:  # each suggestion calls a tool (or makes a plan), never the help again
+        assert ask(prompt, plain).function_calls, prompt
 
 
 def test_tool_results_are_summarised_and_labelled_once_per_run() -> None:

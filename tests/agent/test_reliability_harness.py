@@ -66,7 +66,9 @@ def test_reconcilable_tools_never_end_unknown_after_crashes_inside_them(sqlite_d
     """Every delivery of a ``file_note`` (reconciliation) or ``book_slot`` (idempotency key) run
     dies inside the tool or just before its result is recorded: recovery learns the true outcome
     every time (issue 14 item 4), and each side effect happened exactly once."""
-    points = (CrashPlan("tool", "before"), CrashPlan("tool", "after"), CrashPlan("commit", "before", 3))
+    # The delivery's commits: 1 claims the run and the approved call together (issue 33), 2 records
+    # its result.
+    points = (CrashPlan("tool", "before"), CrashPlan("tool", "after"), CrashPlan("commit", "before", 2))
     out = run_reliability(Options(runs=16, workers=3, seed=5, lease=0.2, store="sqlite",
                                   scenarios=("reconciled", "keyed"), delivery_crash_p=1.0, dead_letter_p=0.0,
                                   delivery_crash_points=points), store=sqlite_docstore)
@@ -122,7 +124,9 @@ def test_mcp_side_effects_are_never_run_twice_after_crashes_around_the_call(sqli
     goes out, just after its answer came back, or just before its result is recorded. The
     unannotated ``append_note`` is never called again (outcome ``unknown``); the ``idempotentHint``
     ``put_note`` is called again and its note kept once."""
-    points = (CrashPlan("tool", "before"), CrashPlan("tool", "after"), CrashPlan("commit", "before", 3))
+    # The delivery's commits: 1 claims the run and the approved call together (issue 33), 2 records
+    # its result.
+    points = (CrashPlan("tool", "before"), CrashPlan("tool", "after"), CrashPlan("commit", "before", 2))
     out = run_reliability(Options(runs=8, workers=3, seed=2, lease=0.2, store="sqlite", scenarios=("mcp", "mcp_keyed"),
                                   delivery_crash_p=1.0, dead_letter_p=0.0, delivery_crash_points=points),
                           store=sqlite_docstore)

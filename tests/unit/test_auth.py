@@ -368,6 +368,17 @@ def test_local_mode_reads_the_session_cookie_without_a_header(monkeypatch: pytes
             LocalAuthenticator().authenticate({}, {"__session": bad})
 
 
+def test_a_dev_uid_is_a_document_id_in_both_stores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Firestore refuses the document ids ``.`` and ``..`` and reserves ``__...__``: a dev token
+    naming one is refused (401) rather than every write of that user failing with a 500."""
+    monkeypatch.delenv("K_SERVICE", raising=False)
+    for bad in ("dev:.", "dev:..", "dev:__x__", "dev:____"):
+        with pytest.raises(Unauthenticated, match=r"not \. or \.\."):
+            LocalAuthenticator().authenticate({"Authorization": f"Bearer {bad}"}, {})
+    for good in ("...", ".a", "a..", "__x", "x__", "_a_"):
+        assert LocalAuthenticator().authenticate({"Authorization": f"Bearer dev:{good}"}, {}).uid == good
+
+
 def test_local_authenticator_refuses_cloud_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("K_SERVICE", "agent-run")
     with pytest.raises(ConfigurationError, match="K_SERVICE"):

@@ -10,11 +10,15 @@ off. The wall-clock figures are ``make bench``'s ``cold_start`` section.
 
 from __future__ import annotations
 
+import ast
+import json
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from bench.features import FEATURES, cold_run_modules, loaded, own_modules
+from bench.features import FEATURES, REPO, cold_run_modules, loaded, own_modules
 
 OWN_MODULES = 107
 """``main``, ``shared.*`` and ``functions.*`` modules loaded by a cold run today."""
@@ -68,3 +72,43 @@ def test_a_feature_turned_on_shows_in_the_modules() -> None:
     traced = cold_run_modules({"OTEL_TRACES_EXPORTER": "console"})
     otel = next(f for f in FEATURES if f.name == "otel")
     assert "shared.otel" in loaded(traced, otel.modules) and "opentelemetry.sdk" in traced
+
+
+def test_the_collector_runs_rarely_until_the_second_request(tmp_path: Path) -> None:
+    """main.py raises the cyclic GC's thresholds for the start and the first request (a cold run
+    spends ~15 % of its CPU in collections otherwise) and puts the interpreter's back when the
+    second request starts, on HTTP and CloudEvent entry points alike."""
+    code = ("import gc, json, sys\n"
+            "import functions_framework\n"
+            "warm = gc.get_threshold()\n"
+            "seen = []\n"
+            "for target, signature in (('runs', 'http'), ('resume', 'cloudevent')):\n"
+            "    gc.set_threshold(*warm)\n"
+            "    client = functions_framework.create_app(target, 'main.py', signature).test_client()\n"
+            "    seen.append(gc.get_threshold())\n"
+            "    for _ in range(2):\n"
+            "        if target == 'runs':\n"
+            "            client.get('/api/agent/runs/run_unknown', headers={'Authorization': 'Bearer dev:alice'})\n"
+            "        else:\n"
+            "            client.post('/', json={}, headers={'ce-id': '1', 'ce-specversion': '1.0', 'ce-source': 's',\n"
+            "                                               'ce-type': 't'})\n"
+            "        seen.append(gc.get_threshold())\n"
+            "print(json.dumps({'warm': warm, 'seen': seen}))\n")
+    env = {"PATH": "/usr/bin:/bin", "STATE_BACKEND": "sqlite", "SQLITE_PATH": str(tmp_path / "s.sqlite3"),
+           "AUTH_MODE": "local", "DISPATCHER": "none", "GOOGLE_CLOUD_PROJECT": "demo-gc", "LOG_LEVEL": "ERROR"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    cold, warm = list(main_cold_threshold()), got["warm"]
+    assert cold != warm
+    # per app: after loading main.py, after its first request, after its second
+    assert got["seen"] == [cold, cold, warm] * 2, got
+
+
+def main_cold_threshold() -> tuple[int, ...]:
+    """``main.COLD_GC_THRESHOLD`` read from the source (importing main here would tune this process)."""
+    tree = ast.parse((Path(REPO) / "main.py").read_text())
+    value = next(n.value for n in tree.body if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "COLD_GC_THRESHOLD" for t in n.targets))
+    return tuple(ast.literal_eval(value))
