@@ -268,7 +268,7 @@ def main() -> None:
 
         fakes = start_fakes(os.environ)
     rt = get_runtime()
-    configure_logging(rt.settings.google_cloud_project)
+    configure_logging(rt.settings.google_cloud_project, os.environ.get("LOG_LEVEL", "INFO").upper())  # as deployed
     port = int(os.environ.get("PORT", "8080"))
     model = "Gemini" if rt.settings.gemini_api_key or rt.settings.gemini_use_vertex else "offline model"
     print(f"Agent Runtime dev server on http://127.0.0.1:{port} (store: {rt.settings.state_backend}, "

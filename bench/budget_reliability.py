@@ -26,17 +26,14 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import random
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
-from bench.emulator import firestore_emulator, firestore_store, sqlite_store
+from bench.emulator import store_of
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest, RunRequest
 from shared.config import Settings
@@ -108,17 +105,6 @@ class World:
                                  usage=Usage(requests=1, input_tokens=400, output_tokens=60, total_tokens=460))
 
         return FunctionModel(answer, name=MODEL)
-
-
-@contextlib.contextmanager
-def _store(kind: str) -> Iterator[DocStore]:
-    if kind == "firestore":
-        with firestore_emulator() as host, firestore_store(host) as store:
-            yield store
-        return
-    path = os.path.join(tempfile.mkdtemp(prefix="budget-rel-"), "state.sqlite3")
-    with sqlite_store(path) as store:
-        yield store
 
 
 def run_scenario(store: DocStore, *, users: int, per_user: int, cap: float, crash_share: float,
@@ -236,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--store", choices=("sqlite", "firestore"), default="sqlite")
     args = p.parse_args(argv)
     logging.disable(logging.WARNING)
-    with _store(args.store) as store:
+    with store_of(args.store) as store:
         out = run_scenario(store, users=args.users, per_user=args.per_user, cap=args.cap, crash_share=args.crash,
                            seed=args.seed)
     out["store"] = args.store

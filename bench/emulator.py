@@ -6,10 +6,14 @@ stopped) here with the test suite's helpers (tests/emulators.py).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
 import os
+import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from shared.state.docstore import DocStore
 
@@ -17,19 +21,25 @@ PROJECT = "demo-agent-bench"
 
 
 @contextlib.contextmanager
-def firestore_emulator() -> Iterator[str]:
-    """``host:port`` of a running Firestore emulator for the duration of the block."""
-    host = os.environ.get("FIRESTORE_EMULATOR_HOST", "").strip()
+def _emulator(variable: str, name: str) -> Iterator[str]:
+    """``host:port`` of the emulator ``variable`` names, else of one started (``start_<name>`` of
+    tests/emulators.py) and stopped after the block."""
+    host = os.environ.get(variable, "").strip()
     if host:
         yield host
         return
-    from tests.emulators import start_firestore
+    from tests import emulators
 
-    emulator = start_firestore()
+    emulator = getattr(emulators, f"start_{name}")()
     try:
         yield emulator.host
     finally:
         emulator.stop()
+
+
+def firestore_emulator() -> contextlib.AbstractContextManager[str]:
+    """``host:port`` of a running Firestore emulator for the duration of the block."""
+    return _emulator("FIRESTORE_EMULATOR_HOST", "firestore")
 
 
 @contextlib.contextmanager
@@ -61,16 +71,35 @@ def sqlite_store(path: str) -> Iterator[DocStore]:
 
 
 @contextlib.contextmanager
-def pubsub_emulator() -> Iterator[str]:
-    """``host:port`` of a running Pub/Sub emulator for the duration of the block."""
-    host = os.environ.get("PUBSUB_EMULATOR_HOST", "").strip()
-    if host:
-        yield host
+def store_of(kind: str) -> Iterator[DocStore]:
+    """``sqlite``: a new file in a temporary directory; ``firestore``: the emulator (``--store``)."""
+    if kind == "firestore":
+        with firestore_store() as store:
+            yield store
         return
-    from tests.emulators import start_pubsub
+    with tempfile.TemporaryDirectory(prefix="bench-") as folder, \
+            sqlite_store(os.path.join(folder, "state.sqlite3")) as store:
+        yield store
 
-    emulator = start_pubsub()
-    try:
-        yield emulator.host
-    finally:
-        emulator.stop()
+
+def reliability_parser(doc: str | None, *, max_rounds: int) -> argparse.ArgumentParser:
+    """The options a reliability run shares: ``--seed``, ``--lease``, ``--max-rounds``, ``--store``."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--lease", type=float, default=0.2)
+    p.add_argument("--max-rounds", type=int, default=max_rounds)
+    p.add_argument("--store", choices=["sqlite", "firestore"], default="sqlite")
+    return p
+
+
+def run_on_store(run: Callable[[argparse.Namespace, DocStore], dict[str, Any]], opts: argparse.Namespace) -> int:
+    """``run(opts, store)`` on the ``--store`` asked for; its figures printed (JSON); 0 when ``ok``."""
+    with store_of(opts.store) as store:
+        out = run(opts, store)
+    print(json.dumps(out, indent=2))
+    return 0 if out["ok"] else 1
+
+
+def pubsub_emulator() -> contextlib.AbstractContextManager[str]:
+    """``host:port`` of a running Pub/Sub emulator for the duration of the block."""
+    return _emulator("PUBSUB_EMULATOR_HOST", "pubsub")

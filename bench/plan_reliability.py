@@ -16,16 +16,14 @@ after its session's deadline, no outbox entry left. Prints one JSON summary; exi
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
 from typing import Any
 
-from bench.emulator import firestore_store, sqlite_store
+from bench.emulator import reliability_parser, run_on_store
 from bench.instrument import InstrumentedStore
 from bench.plan_model import Script, model
 from shared.auth import LocalAuthenticator
@@ -225,21 +223,9 @@ def report(rt: Runtime, faults: Faults, sessions: list[tuple[str, float]], round
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = reliability_parser(__doc__, max_rounds=2000)
     p.add_argument("--sessions", type=int, default=100)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--lease", type=float, default=0.2)
-    p.add_argument("--max-rounds", type=int, default=2000)
-    p.add_argument("--store", choices=["sqlite", "firestore"], default="sqlite")
-    opts = p.parse_args(argv)
-    if opts.store == "sqlite":
-        with sqlite_store(tempfile.mktemp(suffix=".sqlite3")) as store:
-            out = run(opts, store)
-    else:
-        with firestore_store() as store:
-            out = run(opts, store)
-    print(json.dumps(out, indent=2))
-    return 0 if out["ok"] else 1
+    return run_on_store(run, p.parse_args(argv))
 
 
 if __name__ == "__main__":

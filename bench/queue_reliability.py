@@ -21,16 +21,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import json
 import random
 import sys
-import tempfile
 import threading
 from collections import Counter
 from typing import Any
 
 from bench.chaos import Chaos, Crash, CrashPlan
-from bench.emulator import firestore_store, sqlite_store
+from bench.emulator import reliability_parser, run_on_store
 from shared.api import RunRequest
 from shared.config import Settings
 from shared.durable.dispatcher import RecordingDispatcher
@@ -160,25 +158,13 @@ def _verdict(rt: Runtime, order: dict[str, list[str]], calls: Counter[str], tall
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = reliability_parser(__doc__, max_rounds=5000)
     p.add_argument("--threads", type=int, default=20)
     p.add_argument("--runs", type=int, default=5, help="runs per thread (the first starts at once)")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--lease", type=float, default=0.2)
     p.add_argument("--crash-p", type=float, default=0.4)
     p.add_argument("--duplicate-p", type=float, default=0.2)
     p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--max-rounds", type=int, default=5000)
-    p.add_argument("--store", choices=["sqlite", "firestore"], default="sqlite")
-    opts = p.parse_args(argv)
-    if opts.store == "sqlite":
-        with sqlite_store(tempfile.mktemp(suffix=".sqlite3")) as store:
-            out = run(opts, store)
-    else:
-        with firestore_store() as store:
-            out = run(opts, store)
-    print(json.dumps(out, indent=2))
-    return 0 if out["ok"] else 1
+    return run_on_store(run, p.parse_args(argv))
 
 
 if __name__ == "__main__":

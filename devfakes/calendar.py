@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from devfakes.loopback import LoopbackServer
+from devfakes.loopback import JsonHandler, LoopbackServer, Request
 
 PREFIX = "/calendar/v3/calendars/"
 _EVENT_ID = re.compile(r"[a-v0-9]{5,1024}")
@@ -52,19 +52,11 @@ _REASONS = {400: "invalid", 401: "authError", 403: "forbidden", 404: "notFound",
 
 
 @dataclass
-class Received:
-    """One request as the fake saw it (``path`` is percent-decoded; ``query`` as parsed)."""
+class Received(Request):
+    """One request as the fake saw it (``path`` is percent-decoded)."""
 
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
     json: dict[str, Any] | None
     status: int = 0
-
-    def param(self, name: str) -> str | None:
-        values = self.query.get(name)
-        return values[0] if values else None
 
 
 @dataclass
@@ -281,47 +273,21 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
 
 
 def _handler_class(fake: FakeCalendar) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        timeout = 30
+    class _Handler(JsonHandler):
+        do_PATCH = do_PUT = do_DELETE = JsonHandler.do_GET
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # keep test output clean
-
-        def do_GET(self) -> None:
-            self._serve()
-
-        def do_POST(self) -> None:
-            self._serve()
-
-        def do_PATCH(self) -> None:
-            self._serve()
-
-        def do_PUT(self) -> None:
-            self._serve()
-
-        def do_DELETE(self) -> None:
-            self._serve()
-
-        def _serve(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        def serve(self) -> None:
+            raw = self.body()
             url = urlsplit(self.path)
             body: dict[str, Any] | None = None
             if raw:
                 with contextlib.suppress(json.JSONDecodeError):
                     body = json.loads(raw)
             req = Received(method=self.command, path=unquote(url.path), query=parse_qs(url.query),
-                           headers={k.lower(): v for k, v in self.headers.items()}, json=body)
+                           headers=self.lower_headers(), json=body)
             status, payload, headers = fake.dispatch(req)
             req.status = status
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=UTF-8")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            self.answer(status, payload, headers, content_type="application/json; charset=UTF-8")
 
     return _Handler
 

@@ -42,7 +42,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from devfakes.loopback import LoopbackServer
+from devfakes.loopback import JsonHandler, LoopbackServer
 
 DOCS = "https://docs.github.com/rest"
 LARGE_FILE_BYTES = 1024 * 1024
@@ -437,24 +437,11 @@ def _invalid(resource: str, field_name: str, code: str, *, value: Any = None) ->
 
 
 def _handler_class(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        timeout = 30
+    class _Handler(JsonHandler):
+        do_PATCH = JsonHandler.do_GET
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # keep test output clean
-
-        def do_GET(self) -> None:
-            self._serve()
-
-        def do_POST(self) -> None:
-            self._serve()
-
-        def do_PATCH(self) -> None:
-            self._serve()
-
-        def _serve(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        def serve(self) -> None:
+            raw = self.body()
             url = urlsplit(self.path)
             try:
                 body = json.loads(raw) if raw else None
@@ -462,16 +449,9 @@ def _handler_class(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 body = {"_invalid_json": raw.decode(errors="replace")}
             req = Received(method=self.command, path=url.path,
                            query={k: v[0] for k, v in parse_qs(url.query).items()},
-                           headers={k.lower(): v for k, v in self.headers.items()}, json=body)
+                           headers=self.lower_headers(), json=body)
             status, payload, headers = fake.dispatch(req)
             req.status = status
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            self.answer(status, payload, headers)
 
     return _Handler

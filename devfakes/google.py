@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import itertools
 import json
 import threading
@@ -44,7 +43,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from devfakes.loopback import LoopbackServer
+from devfakes.loopback import JsonHandler, LoopbackServer, Request
 
 PREFIX = "/gmail/v1/users/me/"
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
@@ -52,16 +51,8 @@ _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DEN
 
 
 @dataclass
-class Received:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
+class Received(Request):
     body: bytes
-
-    def param(self, name: str) -> str | None:
-        values = self.query.get(name)
-        return values[0] if values else None
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
@@ -342,39 +333,14 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
 
 
 def _handler_class(fake: FakeGoogle) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class _Handler(JsonHandler):
+        do_PUT = do_DELETE = JsonHandler.do_GET
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            self._serve()
-
-        def do_POST(self) -> None:
-            self._serve()
-
-        def do_PUT(self) -> None:
-            self._serve()
-
-        def do_DELETE(self) -> None:
-            self._serve()
-
-        def _serve(self) -> None:
+        def serve(self) -> None:
             url = urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
             req = Received(method=self.command, path=url.path, query=parse_qs(url.query),
-                           headers={k.lower(): v for k, v in self.headers.items()}, body=body)
+                           headers=self.lower_headers(), body=self.body())
             status, payload, headers = fake.dispatch(req)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=UTF-8")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.wfile.write(data)
+            self.answer(status, payload, headers, content_type="application/json; charset=UTF-8")
 
     return _Handler

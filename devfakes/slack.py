@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import itertools
-import json
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from devfakes.loopback import LoopbackServer
+from devfakes.loopback import JsonHandler, LoopbackServer
 
 
 @dataclass
@@ -187,41 +186,22 @@ class FakeSlack(LoopbackServer):
 
 
 def _handler_class(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        timeout = 30
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # keep test output clean
-
-        def do_GET(self) -> None:
-            self._serve()
-
-        def do_POST(self) -> None:
-            self._serve()
-
-        def _serve(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    class _Handler(JsonHandler):
+        def serve(self) -> None:
+            raw = self.body()
             url = urlsplit(self.path)
             content_type = self.headers.get("Content-Type", "")
             form = {k: v[0] for k, v in parse_qs(url.query).items()}
             if content_type.startswith("application/x-www-form-urlencoded"):
                 form.update({k: v[0] for k, v in parse_qs(raw.decode()).items()})
             req = Received(http_method=self.command, method=url.path.removeprefix("/api/"), form=form,
-                           headers={k.lower(): v for k, v in self.headers.items()}, content_type=content_type)
+                           headers=self.lower_headers(), content_type=content_type)
             headers: dict[str, str]
             if not url.path.startswith("/api/"):
                 status, payload, headers = 404, {"ok": False, "error": "not_found"}, {}
             else:
                 status, payload, headers = fake.dispatch(req)
             req.status, req.error = status, None if payload.get("ok") else str(payload.get("error"))
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            self.answer(status, payload, headers)
 
     return _Handler

@@ -20,9 +20,9 @@ Answers never contain a token. Routes: ``shared/routes.py``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import flask
 
@@ -42,6 +42,8 @@ from shared.connectors.user_mcp import (
     McpServerRequest,
     McpServerResponse,
     McpServersResponse,
+    McpServerStatusBody,
+    UserEndpoints,
     UserMcpServers,
     server_name,
 )
@@ -94,9 +96,42 @@ def connect_integration(request: flask.Request, path: Mapping[str, str]) -> flas
     return json_response(one_status(status).to_json())
 
 
+# ---- a user's own endpoints: MCP servers and remote A2A agents, kept alike ----------------------
+Handler = Callable[[flask.Request, Mapping[str, str]], flask.Response]
+
+
+def _endpoint_routes(endpoints: Callable[[Runtime], UserEndpoints[Any]], name_of: Callable[[str], str]
+                     ) -> tuple[Handler, Handler, Handler]:
+    """``GET``, ``POST`` and ``DELETE /.../{name}`` of the caller's endpoints of one kind."""
+
+    def one(status: McpServerStatusBody) -> flask.Response:
+        return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
+
+    def get(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+        rt, uid = caller(request)
+        return one(endpoints(rt).status(uid, name_of(path["name"])))
+
+    def connect(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+        rt, uid = caller(request)
+        name = name_of(path["name"])
+        body = parse_model(McpServerRequest, read_json_body(request, rt.settings.max_body_bytes))
+        with configured():
+            return one(endpoints(rt).put(uid, name, body))
+
+    def disconnect(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
+        rt, uid = caller(request)
+        name = name_of(path["name"])
+        return json_response(McpServerRemovedResponse(name=name, removed=endpoints(rt).delete(uid, name)).to_json())
+
+    return get, connect, disconnect
+
+
 # ---- a user's own MCP servers (/api/integrations/mcp/{name}) -----------------------------------
 def _mcp_servers(rt: Runtime) -> UserMcpServers:
     return UserMcpServers(rt.store, rt.connectors().vault, allow_private=rt.settings.mcp_allow_private_urls)
+
+
+get_mcp_server, connect_mcp_server, disconnect_mcp_server = _endpoint_routes(_mcp_servers, server_name)
 
 
 def list_mcp_servers(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -107,28 +142,6 @@ def list_mcp_servers(request: flask.Request, path: Mapping[str, str]) -> flask.R
     page = _mcp_servers(rt).statuses(uid, query["limit"], query.get("cursor"))
     return json_response(McpServersResponse(servers=page.items, nextCursor=page.next_cursor,
                                             deployment=deployment_servers(rt.settings)).to_json())
-
-
-def get_mcp_server(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt, uid = caller(request)
-    name = server_name(path["name"])
-    status = _mcp_servers(rt).status(uid, name)
-    return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
-
-
-def connect_mcp_server(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt, uid = caller(request)
-    name = server_name(path["name"])
-    body = parse_model(McpServerRequest, read_json_body(request, rt.settings.max_body_bytes))
-    with configured():
-        status = _mcp_servers(rt).put(uid, name, body)
-    return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
-
-
-def disconnect_mcp_server(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt, uid = caller(request)
-    name = server_name(path["name"])
-    return json_response(McpServerRemovedResponse(name=name, removed=_mcp_servers(rt).delete(uid, name)).to_json())
 
 
 def list_mcp_server_tools(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -155,25 +168,7 @@ def list_a2a_agents(request: flask.Request, path: Mapping[str, str]) -> flask.Re
     return json_response(McpServersResponse(servers=page.items, nextCursor=page.next_cursor).to_json())
 
 
-def get_a2a_agent(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt, uid = caller(request)
-    status = _a2a_agents(rt).status(uid, _agent_name(path["name"]))
-    return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
-
-
-def connect_a2a_agent(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt, uid = caller(request)
-    name = _agent_name(path["name"])
-    body = parse_model(McpServerRequest, read_json_body(request, rt.settings.max_body_bytes))
-    with configured():
-        status = _a2a_agents(rt).put(uid, name, body)
-    return json_response(McpServerResponse.model_validate({**status.model_dump(), "ok": True}).to_json())
-
-
-def disconnect_a2a_agent(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt, uid = caller(request)
-    name = _agent_name(path["name"])
-    return json_response(McpServerRemovedResponse(name=name, removed=_a2a_agents(rt).delete(uid, name)).to_json())
+get_a2a_agent, connect_a2a_agent, disconnect_a2a_agent = _endpoint_routes(_a2a_agents, _agent_name)
 
 
 # ---- the caller's webhooks (shared/agent/webhooks.py): this function holds the key sealing their secrets

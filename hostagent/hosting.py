@@ -5,17 +5,28 @@ that are not async: the CLI tests, the demo)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
 import signal
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Self, TypeVar
 
 from websockets.asyncio.server import Server, ServerConnection, serve
+
+
+class Refusal(Exception):
+    """A tool call a simulated host refuses: ``code`` is the protocol error code it answers with."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -123,3 +134,34 @@ async def serve_until_stopped(server: WebSocketHost, label: str) -> None:
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     await stop.wait()
     await server.close()
+
+
+def host_main(argv: list[str] | None, *, prog: str, doc: str | None, label: str, port: int, path: str,
+              fault: Callable[[str], Any], fault_kinds: Sequence[str], no_user_help: str,
+              make: Callable[..., WebSocketHost]) -> int:
+    """A simulated host's command line (``--host``, ``--port``, ``--path``, ``--fault`` repeated,
+    ``--no-user``): ``make(faults=, host=, port=, path=, user_profile=)`` served until stopped."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=port)
+    parser.add_argument("--path", default=path)
+    parser.add_argument("--fault", type=_argument(fault), action="append", default=[],
+                        help=f"KIND[:TOOL[:TIMES[:TEXT]]], KIND one of: {', '.join(fault_kinds)}")
+    parser.add_argument("--no-user", action="store_true", help=no_user_help)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    server = make(faults=args.fault, host=args.host, port=args.port, path=args.path,
+                  user_profile=None if args.no_user else ("Ada Lovelace", "ada@example.com"))
+    asyncio.run(serve_until_stopped(server, label))
+    return 0
+
+
+def _argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` as an argparse type: its ``ValueError`` is the usage error argparse reports."""
+
+    def checked(value: str) -> Any:
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return checked

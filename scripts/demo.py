@@ -51,7 +51,9 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="agent-demo-")
     env = {**os.environ, "PORT": str(port), "SQLITE_PATH": os.path.join(tmp, "demo.sqlite3"),
            "STATE_BACKEND": "sqlite", "AUTH_MODE": "local", "DISPATCHER": "inline"}
-    # The server's log lines go to stderr, so stdout is the tour alone (lines never interleave).
+    # The server's log lines go to stderr, so stdout is the tour alone; in a terminal both show, so
+    # the server logs warnings and errors only (its INFO lines buried the tour) unless LOG_LEVEL says.
+    env.setdefault("LOG_LEVEL", "WARNING")
     server = subprocess.Popen([sys.executable, "devserver.py"], env=env, stdout=sys.stderr)
     try:
         for _ in range(100):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from shared.responses import Approval, PageBody
-from shared.state.records import ApprovalRecord, ApprovalStatus, now
+from shared.responses import PageBody
+from shared.state.records import Approval, ApprovalStatus
 from shared.state.runs_repo import RunsRepo
 
 InboxStatus = Literal["pending", "decided", "all"]
@@ -26,20 +26,6 @@ class ApprovalsList(PageBody):
     approvals: list[Approval]
 
 
-def approval_item(record: ApprovalRecord, *, session_id: str | None = None) -> Approval:
-    """An approval as the API lists it. A pending one past its expiry is shown ``expired``: it can
-    no longer be decided (the sweep closes it soon)."""
-    status: ApprovalStatus = record.status
-    if status == "pending" and record.expires_at <= now():
-        status = "expired"
-    return Approval(approvalId=record.approval_id, tool=record.tool, preview=record.preview, reason=record.reason,
-                    status=status, createdAt=record.created_at, expiresAt=record.expires_at,
-                    decidedAt=record.decided_at, runId=record.run_id,
-                    sessionId=record.session_id or session_id, taskId=record.task_id, kind=record.kind,
-                    budgetScope=record.budget_scope, spentUsd=record.spent_usd, limitUsd=record.limit_usd,
-                    proposedLimitUsd=record.proposed_limit_usd)
-
-
 def inbox(runs: RunsRepo, uid: str, status: InboxStatus, limit: int, cursor: str | None = None) -> ApprovalsList:
     """One page of ``uid``'s approvals in ``status``, newest first, after ``cursor``. "pending" is
     stored as such; a pending one past expiry counts as decided (expired), so "decided" reads every
@@ -47,7 +33,7 @@ def inbox(runs: RunsRepo, uid: str, status: InboxStatus, limit: int, cursor: str
     ``nextCursor`` still goes on from the last one read)."""
     stored: tuple[ApprovalStatus, ...] | None = ("pending",) if status == "pending" else None
     page = runs.page_approvals_for(uid, stored, limit, cursor)
-    items = [approval_item(r) for r in page.items]
+    items = [Approval.of(r) for r in page.items]
     if status != "all":
         items = [a for a in items if (a.status == "pending") == (status == "pending")]
     return ApprovalsList(approvals=items, nextCursor=page.next_cursor)

@@ -6,30 +6,32 @@ Every variable is documented in README.md (Configuration).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from shared.errors import ConfigurationError
 
+N = TypeVar("N", int, float)
 
-def _int(name: str, default: int) -> int:
+
+def _parsed(name: str, default: N, parse: Callable[[str], N], what: str) -> N:
+    """Environment variable ``name`` read by ``parse`` (unset or blank: ``default``)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        return int(raw)
+        return parse(raw)
     except ValueError as exc:
-        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from exc
+        raise ConfigurationError(f"{name} must be {what}, got {raw!r}") from exc
+
+
+def _int(name: str, default: int) -> int:
+    return _parsed(name, default, int, "an integer")
 
 
 def _float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ConfigurationError(f"{name} must be a number, got {raw!r}") from exc
+    return _parsed(name, default, float, "a number")
 
 
 def _bool(name: str, default: bool) -> bool:
@@ -171,19 +173,25 @@ def _mcp_server(item: object, index: int) -> McpServer:
                      tools=tuple(tools) if tools is not None else None, side_effects=tuple(sorted(effects.items())))
 
 
-def _mcp_servers(name: str) -> tuple[McpServer, ...]:
-    """``MCP_SERVERS``: a JSON list of servers (docs/connectors.md, "MCP servers")."""
+def _json_list(name: str, of: str) -> list[Any]:
+    """Environment variable ``name`` as a JSON list of ``of`` (unset or blank: empty)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
-        return ()
+        return []
     import json
 
     try:
         items = json.loads(raw)
     except ValueError as exc:
-        raise ConfigurationError(f"{name} must be a JSON list of servers") from exc
+        raise ConfigurationError(f"{name} must be a JSON list of {of}") from exc
     if not isinstance(items, list):
-        raise ConfigurationError(f"{name} must be a JSON list of servers")
+        raise ConfigurationError(f"{name} must be a JSON list of {of}")
+    return items
+
+
+def _mcp_servers(name: str) -> tuple[McpServer, ...]:
+    """``MCP_SERVERS``: a JSON list of servers (docs/connectors.md, "MCP servers")."""
+    items = _json_list(name, "servers")
     servers = tuple(_mcp_server(item, i) for i, item in enumerate(items))
     names = [s.name for s in servers]
     if len(set(names)) != len(names):
@@ -211,18 +219,9 @@ A2A_AGENT_NAME = r"^[A-Za-z0-9_-]{1,40}$"
 
 def _a2a_agents(name: str) -> tuple[A2aAgent, ...]:
     """``A2A_AGENTS``: a JSON list ``[{name, url, headers?, sideEffects?}]`` (docs/a2a.md)."""
-    import json
     import re
 
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return ()
-    try:
-        items = json.loads(raw)
-    except ValueError as exc:
-        raise ConfigurationError(f"{name} must be a JSON list of agents") from exc
-    if not isinstance(items, list):
-        raise ConfigurationError(f"{name} must be a JSON list of agents")
+    items = _json_list(name, "agents")
     agents: list[A2aAgent] = []
     for i, item in enumerate(items):
         where = f"{name}[{i}]"

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+
+def _decide(approval_id: str, decision: str, when: str) -> dict[str, Any]:
+    """A link to ``approve`` deciding the approval at JSON pointer ``approval_id`` of the response."""
+    return {"operationId": "approve", "description": when,
+            "requestBody": {"approvalId": f"$response.body#{approval_id}", "decision": decision}}
+
+
 run_links: dict[str, Any] = {
     "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
     "getRunEvents": {"operationId": "getRunEvents", "parameters": {"runId": "$response.body#/runId"}},
-    "approveAction": {"operationId": "approve", "description": "when the run waits for approval",
-                      "requestBody": {"approvalId": "$response.body#/approval/approvalId", "decision": "approve"}},
-    "rejectAction": {"operationId": "approve", "description": "when the run waits for approval",
-                     "requestBody": {"approvalId": "$response.body#/approval/approvalId", "decision": "reject"}},
+    "approveAction": _decide("/approval/approvalId", "approve", "when the run waits for approval"),
+    "rejectAction": _decide("/approval/approvalId", "reject", "when the run waits for approval"),
     "continueThread": {"operationId": "run", "description": "the next turn of the same thread",
                        "requestBody": {"prompt": "Remember that I like tea",
                                        "threadId": "$response.body#/threadId"}},
@@ -24,8 +29,7 @@ approve_links = {
     "getRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runId"}},
     "followRunEvents": {"operationId": "getRunEvents",
                         "parameters": {"runId": "$response.body#/runId", "follow": "true"}},
-    "decideAgain": {"operationId": "approve", "description": "a second decision: 409",
-                    "requestBody": {"approvalId": "$response.body#/approvalId", "decision": "reject"}},
+    "decideAgain": _decide("/approvalId", "reject", "a second decision: 409"),
 }
 by_session = {"sessionId": "$response.body#/sessionId"}
 session_links = {
@@ -45,12 +49,8 @@ view_links = {
     **session_links,
     "getSessionRun": {"operationId": "getRun", "description": "the session's unit of work (its run, from creation)",
                       "parameters": {"runId": "$response.body#/runId"}},
-    "approvePending": {"operationId": "approve", "description": "when the session's run waits for approval",
-                       "requestBody": {"approvalId": "$response.body#/pendingApprovals/0/approvalId",
-                                       "decision": "approve"}},
-    "rejectPending": {"operationId": "approve", "description": "when the session's run waits for approval",
-                      "requestBody": {"approvalId": "$response.body#/pendingApprovals/0/approvalId",
-                                      "decision": "reject"}},
+    "approvePending": _decide("/pendingApprovals/0/approvalId", "approve", "when the session's run waits for approval"),
+    "rejectPending": _decide("/pendingApprovals/0/approvalId", "reject", "when the session's run waits for approval"),
 }
 list_runs_links = {
     "getFirstRun": {"operationId": "getRun", "parameters": {"runId": "$response.body#/runs/0/runId"}},
@@ -58,16 +58,11 @@ list_runs_links = {
     "continueNewestThread": {"operationId": "run", "description": "the next turn of the newest run's thread",
                              "requestBody": {"prompt": "Remember that I like tea",
                                              "threadId": "$response.body#/runs/0/threadId"}},
-    "approveFirstRun": {"operationId": "approve", "description": "when the newest run waits for approval",
-                        "requestBody": {"approvalId": "$response.body#/runs/0/approvals/0/approvalId",
-                                        "decision": "approve"}},
+    "approveFirstRun": _decide("/runs/0/approvals/0/approvalId", "approve", "when the newest run waits for approval"),
 }
-view_run_links = {"approveAction": {
-    "operationId": "approve", "description": "when the run waits for approval",
-    "requestBody": {"approvalId": "$response.body#/result/approval/approvalId", "decision": "approve"}}}
+view_run_links = {"approveAction": _decide("/result/approval/approvalId", "approve", "when the run waits for approval")}
 inbox_links = {
-    "approveFirst": {"operationId": "approve", "description": "when the newest approval is pending",
-                     "requestBody": {"approvalId": "$response.body#/approvals/0/approvalId", "decision": "approve"}},
+    "approveFirst": _decide("/approvals/0/approvalId", "approve", "when the newest approval is pending"),
 }
 list_sessions_links = {"getFirstSession": {"operationId": "getSession",
                                            "parameters": {"sessionId": "$response.body#/sessions/0/sessionId"}}}

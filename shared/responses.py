@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.state.statuses import ApprovalStatus, RunStatus
-from shared.wire import UtcTime
+from shared.state.statuses import RunStatus
 
 
 class ResponseBody(BaseModel):
@@ -49,6 +48,14 @@ class ApproveResponse(ResponseBody):
     """Approved with edits: the arguments the call runs with."""
 
 
+class RemovedResponse(ResponseBody):
+    """``DELETE`` of one of the caller's named objects: ``removed`` is false when there was none."""
+
+    ok: bool = True
+    name: str
+    removed: bool
+
+
 class CancelRunResponse(ResponseBody):
     """``POST /api/agent/runs/{runId}/cancel``: the run as the cancel left it."""
 
@@ -57,27 +64,3 @@ class CancelRunResponse(ResponseBody):
     status: RunStatus
     cancelling: bool = Field(description="true: the run stops at its next step boundary (follow its events); "
                                          "false: it has ended (cancelled)")
-
-
-class Approval(ResponseBody):
-    """An approval wherever the API lists one (the inbox, a session's pending approvals): what
-    waits (or waited) for the owner's decision and what it belongs to. Decide with
-    ``POST /api/agent/approve {"approvalId", "decision"}``."""
-
-    approvalId: str
-    tool: str
-    preview: str
-    reason: str
-    status: ApprovalStatus
-    createdAt: UtcTime
-    expiresAt: UtcTime
-    decidedAt: UtcTime | None = None
-    runId: str
-    sessionId: str | None = Field(default=None, description="the plan session whose act it is")
-    taskId: str | None = Field(default=None, description="the plan task whose act it is")
-    kind: Literal["tool", "budget"] = Field(default="tool", description="budget: a money budget was reached "
-                                            "(docs/budgets.md); approving raises it to proposedLimitUsd")
-    budgetScope: Literal["run", "user_day", "user_month"] | None = None
-    spentUsd: float | None = Field(default=None, description="budget approvals: spent against the limit")
-    limitUsd: float | None = None
-    proposedLimitUsd: float | None = None

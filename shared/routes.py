@@ -235,6 +235,33 @@ A2A_ROUTES: tuple[Route, ...] = (
                                                                       "required": ["name", "supportedInterfaces"]}),)),
 )
 
+
+def _endpoint_routes(kind: str, op: str, handler: str, thing: str, things: str, invalid_name: str, *,
+                     declare: str, too_many: str, name_in_body: bool = False) -> tuple[Route, ...]:
+    """``GET /api/integrations/{kind}`` and ``GET``, ``POST``, ``DELETE .../{name}``: the caller's own
+    endpoints of one kind (MCP servers, remote A2A agents), kept alike (``functions/integrations.py``)."""
+    path, model, name = f"/api/integrations/{kind}", "shared.connectors.user_mcp:", {"name": ANY_SEGMENT}
+    one, bad_name = f"{path}/{{name}}", f"400 {invalid_name} for a name outside [A-Za-z0-9_-]{{1,40}}"
+    found = f"the {thing} (never its token)"
+    refused = (f"400 MCP_URL_NOT_ALLOWED when the URL's host resolves to a private, loopback, link-local or reserved "
+               f"address (unless MCP_ALLOW_PRIVATE_URLS); {bad_name + '; ' if name_in_body else ''}409 {too_many}; "
+               "503 INTEGRATIONS_NOT_CONFIGURED without CREDENTIALS_ENCRYPTION_KEY.")
+    return (
+        Route("GET", path, f"list{op}s", "integrations", f"functions.integrations:list_{handler}s", errors=(401,),
+              query=(page_limit(), CURSOR),
+              replies=(Reply(200, f"the caller's {things} (never a token)", model=model + "McpServersResponse"),)),
+        Route("GET", one, f"get{op}", "integrations", f"functions.integrations:get_{handler}", segments=name,
+              description=f"Whether the caller declared the {things[:-1]}; {bad_name}.", errors=(400, 401),
+              replies=(Reply(200, found, model=model + "McpServerResponse"),)),
+        Route("POST", one, f"connect{op}", "integrations", f"functions.integrations:connect_{handler}", segments=name,
+              description=f"{declare} {refused}", request=model + "McpServerRequest",
+              replies=(Reply(200, f"the stored {found[4:]}", model=model + "McpServerResponse"),),
+              errors=(400, 401, 409, 413, 415, 503)),
+        Route("DELETE", one, f"disconnect{op}", "integrations", f"functions.integrations:disconnect_{handler}",
+              segments=name, errors=(400, 401),
+              replies=(Reply(200, f"the {thing} is forgotten", model=model + "McpServerRemovedResponse"),)),
+    )
+
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/agent/run", "run", "run", "functions.run:run", request="shared.api:RunRequest",
           description="multitaskStrategy (reject by default) says what happens when the thread is busy "
@@ -367,31 +394,10 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "whether each integration is connected (never a token)",
                          model="shared.connectors.integrations_api:IntegrationsResponse"),), errors=(401,)),
     # A user's own MCP servers: before ``{provider}`` (which never matches ``mcp``).
-    Route("GET", "/api/integrations/mcp", "listMcpServers", "integrations", "functions.integrations:list_mcp_servers",
-          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's MCP servers (never a token)",
-                         model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
-    Route("GET", "/api/integrations/mcp/{name}", "getMcpServer", "integrations",
-          "functions.integrations:get_mcp_server", segments={"name": ANY_SEGMENT},
-          description="Whether the caller declared the MCP server; 400 INVALID_MCP_SERVER_NAME for a name "
-                      "outside [A-Za-z0-9_-]{1,40}.",
-          replies=(Reply(200, "the server (never its token)", model="shared.connectors.user_mcp:McpServerResponse"),),
-          errors=(400, 401)),
-    Route("POST", "/api/integrations/mcp/{name}", "connectMcpServer", "integrations",
-          "functions.integrations:connect_mcp_server", segments={"name": ANY_SEGMENT},
-          description="Declare (replace) one of the caller's MCP servers (Streamable HTTP): its URL and an "
-                      "optional bearer token, both stored encrypted; its tools join the caller's runs only. "
-                      "400 MCP_URL_NOT_ALLOWED when the URL's host resolves to a private, loopback, "
-                      "link-local or reserved address (unless MCP_ALLOW_PRIVATE_URLS); "
-                      "409 TOO_MANY_MCP_SERVERS beyond 20 servers; 503 INTEGRATIONS_NOT_CONFIGURED without "
-                      "CREDENTIALS_ENCRYPTION_KEY.",
-          request="shared.connectors.user_mcp:McpServerRequest",
-          replies=(Reply(200, "the stored server (never its token)",
-                         model="shared.connectors.user_mcp:McpServerResponse"),),
-          errors=(400, 401, 409, 413, 415, 503)),
-    Route("DELETE", "/api/integrations/mcp/{name}", "disconnectMcpServer", "integrations",
-          "functions.integrations:disconnect_mcp_server", segments={"name": ANY_SEGMENT},
-          replies=(Reply(200, "the server is forgotten",
-                         model="shared.connectors.user_mcp:McpServerRemovedResponse"),), errors=(400, 401)),
+    *_endpoint_routes("mcp", "McpServer", "mcp_server", "server", "MCP servers", "INVALID_MCP_SERVER_NAME",
+                      declare="Declare (replace) one of the caller's MCP servers (Streamable HTTP): its URL and an "
+                              "optional bearer token, both stored encrypted; its tools join the caller's runs only.",
+                      too_many="TOO_MANY_MCP_SERVERS beyond 20 servers"),
     Route("GET", "/api/integrations/mcp/{name}/tools", "listMcpServerTools", "integrations",
           "functions.integrations:list_mcp_server_tools", segments={"name": ANY_SEGMENT},
           description="The server's tools as the caller's runs see them (names, side effect or not), from "
@@ -400,32 +406,11 @@ ROUTES: tuple[Route, ...] = (
           replies=(Reply(200, "the server's tools", model="shared.connectors.user_mcp:McpToolsResponse"),),
           errors=(400, 401)),
     # A user's own remote A2A agents (docs/a2a.md): before ``{provider}`` (which never matches ``a2a``).
-    Route("GET", "/api/integrations/a2a", "listA2aAgents", "integrations", "functions.integrations:list_a2a_agents",
-          query=(page_limit(), CURSOR), replies=(Reply(200, "the caller's remote A2A agents (never a token)",
-                         model="shared.connectors.user_mcp:McpServersResponse"),), errors=(401,)),
-    Route("GET", "/api/integrations/a2a/{name}", "getA2aAgent", "integrations", "functions.integrations:get_a2a_agent",
-          segments={"name": ANY_SEGMENT},
-          description="Whether the caller declared the remote A2A agent; 400 INVALID_A2A_AGENT_NAME for a name "
-                      "outside [A-Za-z0-9_-]{1,40}.",
-          replies=(Reply(200, "the agent (never its token)", model="shared.connectors.user_mcp:McpServerResponse"),),
-          errors=(400, 401)),
-    Route("POST", "/api/integrations/a2a/{name}", "connectA2aAgent", "integrations",
-          "functions.integrations:connect_a2a_agent", segments={"name": ANY_SEGMENT},
-          description="Declare (replace) one of the caller's remote A2A agents: its base URL (where its agent card "
-                      "is) and an optional bearer token, both stored encrypted; its tools {name}_send_message (a "
-                      "side effect) and {name}_get_task join the caller's runs only. 400 MCP_URL_NOT_ALLOWED when "
-                      "the URL's host resolves to a private, loopback, link-local or reserved address (unless "
-                      "MCP_ALLOW_PRIVATE_URLS); 400 INVALID_A2A_AGENT_NAME for a name outside [A-Za-z0-9_-]{1,40}; "
-                      "409 TOO_MANY_A2A_AGENTS beyond 20; 503 INTEGRATIONS_NOT_CONFIGURED without "
-                      "CREDENTIALS_ENCRYPTION_KEY.",
-          request="shared.connectors.user_mcp:McpServerRequest",
-          replies=(Reply(200, "the stored agent (never its token)",
-                         model="shared.connectors.user_mcp:McpServerResponse"),),
-          errors=(400, 401, 409, 413, 415, 503)),
-    Route("DELETE", "/api/integrations/a2a/{name}", "disconnectA2aAgent", "integrations",
-          "functions.integrations:disconnect_a2a_agent", segments={"name": ANY_SEGMENT},
-          replies=(Reply(200, "the agent is forgotten",
-                         model="shared.connectors.user_mcp:McpServerRemovedResponse"),), errors=(400, 401)),
+    *_endpoint_routes("a2a", "A2aAgent", "a2a_agent", "agent", "remote A2A agents", "INVALID_A2A_AGENT_NAME",
+                      declare="Declare (replace) one of the caller's remote A2A agents: its base URL (where its agent "
+                              "card is) and an optional bearer token, both stored encrypted; its tools "
+                              "{name}_send_message (a side effect) and {name}_get_task join the caller's runs only.",
+                      too_many="TOO_MANY_A2A_AGENTS beyond 20", name_in_body=True),
     Route("GET", "/api/integrations/{provider}", "getIntegration", "integrations",
           "functions.integrations:get_integration", segments={"provider": PROVIDER_SEGMENT},
           replies=(Reply(200, "whether the integration is connected (never a token)",

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from shared.responses import PageBody, ResponseBody
 from shared.state.host_states import PlanRunState
-from shared.state.records import ApprovalView, RunError, RunMode, RunRecord, RunStatus, reported_status
+from shared.state.records import Approval, RunError, RunMode, RunRecord, RunStatus, reported_status
 from shared.state.runs_repo import RunsRepo
 from shared.token_usage import Usage
 from shared.wire import UtcTime
@@ -30,7 +30,7 @@ class RunSummary(ResponseBody):
     lastSeq: int = Field(description="seq of the run's last event (read them with the events route)")
     sessionId: str | None = Field(default=None, description="the plan session this run executes (host plan)")
     summary: str = Field(default="", description="the result's summary as of the run's last stop")
-    approvals: list[ApprovalView] = Field(default_factory=list,
+    approvals: list[Approval] = Field(default_factory=list,
                                           description="the approvals of the pause the run is in (status "
                                                       "awaiting_confirmation); one already decided answers 409 "
                                                       "when decided again")
@@ -47,15 +47,14 @@ class RunsListResponse(PageBody):
     runs: list[RunSummary]
 
 
-def stored_approvals(runs: RunsRepo, run: RunRecord) -> list[ApprovalView]:
+def stored_approvals(runs: RunsRepo, run: RunRecord) -> list[Approval]:
     """The pending approvals a paused run waits for, read by id (a plan's run pauses without a
     chat result that lists them): at most the run's ``pendingApprovalIds``."""
-    out: list[ApprovalView] = []
+    out: list[Approval] = []
     for approval_id in run.pending_approval_ids:
         got = runs.get_approval(run.uid, approval_id)
         if got is not None and got[0].status == "pending":
-            a = got[0]
-            out.append(ApprovalView(approval_id=a.approval_id, tool=a.tool, reason=a.reason, preview=a.preview))
+            out.append(Approval.of(got[0]))
     return out
 
 
@@ -68,7 +67,7 @@ def plan_summary(plan: PlanRunState) -> str:
 
 
 def summary(run: RunRecord, runs: RunsRepo | None = None) -> RunSummary:
-    approvals: list[ApprovalView] = []
+    approvals: list[Approval] = []
     if run.status == "awaiting_confirmation" and run.result is not None:
         approvals = run.result.approvals or ([run.result.approval] if run.result.approval else [])
     if run.status == "awaiting_confirmation" and not approvals and runs is not None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from google.cloud import firestore
 
     from shared.state.firestore_docstore import FirestoreDocStore
+    from tests.fakes.fake_gemini import FakeGemini
 
 
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
@@ -204,3 +205,20 @@ def docstore(request: pytest.FixtureRequest) -> DocStore:
     """Each DocStore implementation in turn (for the contract suite)."""
     store: DocStore = request.getfixturevalue(f"{request.param}_docstore")
     return store
+
+
+@pytest.fixture
+def store(docstore: DocStore) -> DocStore:
+    """Each real store in turn (Firestore through its emulator): the loop, approval, plan, limit,
+    connector and workspace tests that need a store run on both."""
+    return docstore
+
+
+@pytest.fixture
+def fake_gemini() -> Iterator[FakeGemini]:
+    """A started fake Gemini for the real google-genai SDK (one per test: starting one takes
+    milliseconds)."""
+    from tests.fakes.fake_gemini import FakeGemini
+
+    with FakeGemini() as fake:
+        yield fake

@@ -20,8 +20,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 TEST_PROJECT = "demo-agent-runtime-test"
 START_TIMEOUT_S = 90.0
@@ -176,3 +178,30 @@ def reset_firestore(host: str, project: str = TEST_PROJECT) -> None:
         http_request("DELETE", url)
     except OSError as exc:
         raise EmulatorError(f"cannot reset the Firestore emulator at {host}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def pubsub_topic(prefix: str) -> Iterator[tuple[str, Callable[[], list[Any]]]]:
+    """A new topic on the (started) Pub/Sub emulator, its name and a pull of its messages (at most
+    10 a call, acknowledged once read); both deleted afterwards."""
+    from google.cloud import pubsub_v1
+
+    name = f"{prefix}-{free_port()}"
+    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    topic = publisher.topic_path(TEST_PROJECT, name)
+    publisher.create_topic(name=topic)
+    sub = subscriber.subscription_path(TEST_PROJECT, f"{name}-pull")
+    subscriber.create_subscription(name=sub, topic=topic)
+
+    def pull() -> list[Any]:
+        got = subscriber.pull(subscription=sub, max_messages=10, timeout=10)
+        if got.received_messages:
+            subscriber.acknowledge(subscription=sub, ack_ids=[m.ack_id for m in got.received_messages])
+        return [m.message for m in got.received_messages]
+
+    try:
+        yield name, pull
+    finally:
+        subscriber.delete_subscription(subscription=sub)
+        publisher.delete_topic(topic=topic)
+        subscriber.close()

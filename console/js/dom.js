@@ -34,6 +34,22 @@ export function $(selector, root = document) {
   return el;
 }
 
+// A view's elements by the last part of their ids: parts('usage', 'form', 'to') is
+// {form: $('#usage-form'), to: $('#usage-to')}.
+export function parts(view, ...names) {
+  return Object.fromEntries(names.map((name) => [name, $(`#${view}-${name}`)]));
+}
+
+// Enter in `input` submits `form` (Shift+Enter and an input method's composition do not).
+export function submitOnEnter(input, form) {
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+}
+
 export function json(value, max = 4000) {
   const text = JSON.stringify(value, null, 2);
   return text.length > max ? `${text.slice(0, max)}\n… (${text.length - max} more characters)` : text;

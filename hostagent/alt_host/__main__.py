@@ -6,40 +6,19 @@ Serves the alternative host until interrupted; the first line on stdout is
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import sys
-
 from hostagent.alt_host.faults import KINDS, switch
 from hostagent.alt_host.server import AltHost
-from hostagent.hosting import serve_until_stopped
+from hostagent.hosting import host_main
 
 
 def _spec(value: str) -> str:
-    try:
-        switch(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    switch(value)  # a ValueError names what is wrong with it
     return value
 
 
-async def _serve(args: argparse.Namespace) -> None:
-    host = AltHost(faults=args.fault, host=args.host, port=args.port, path=args.path,
-                   user_profile=None if args.no_user else ("Ada Lovelace", "ada@example.com"))
-    await serve_until_stopped(host, "alt host")
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hostagent.alt_host", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8766)
-    parser.add_argument("--path", default="/ws")
-    parser.add_argument("--fault", type=_spec, action="append", default=[],
-                        help=f"KIND[:TOOL[:TIMES[:TEXT]]], KIND one of: {', '.join(KINDS)}")
-    parser.add_argument("--no-user", action="store_true", help="nobody answers the agent's questions")
-    asyncio.run(_serve(parser.parse_args(sys.argv[1:] if argv is None else argv)))
-    return 0
+    return host_main(argv, prog="python -m hostagent.alt_host", doc=__doc__, label="alt host", port=8766, path="/ws",
+                     fault=_spec, fault_kinds=KINDS, no_user_help="nobody answers the agent's questions", make=AltHost)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from hostagent.hosting import Refusal
+
 FILMS = {  # id -> (name, certificate, runtime)
     "film-dune2": ("Dune: Part Two", "12A", "2h 46m"),
     "film-io2": ("Inside Out 2", "U", "1h 36m"),
@@ -65,15 +67,6 @@ TOOLS_BY_STAGE = {
     "confirmation": [],
 }
 _references = itertools.count(7001)
-
-
-class Refusal(Exception):
-    """A tool the picture house refuses: ``code`` is the protocol error code to answer with."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def screening_id(film: str, day: str, start: str) -> str:

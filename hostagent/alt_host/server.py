@@ -21,9 +21,9 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from hostagent.alt_host.cinema import Refusal, Visit
+from hostagent.alt_host.cinema import Visit
 from hostagent.alt_host.faults import Switch, switch
-from hostagent.hosting import Frame, ThreadedHost, WebSocketHost, in_thread
+from hostagent.hosting import Frame, Refusal, ThreadedHost, WebSocketHost, in_thread
 
 VERSION = "mvp-0.2"
 AGENT_TYPES = {"session.start", "snapshot.get", "tool.call", "agent.message", "session.end"}

@@ -1,7 +1,7 @@
 """The movie-booking app behind the reference host: stages, screens (uiSpec) and tool effects.
 
 Pure state, no protocol: ``Booking.call(tool, params)`` validates the params against the tool's
-JSON Schema and applies the tool, raising ``ToolFailure`` with the protocol error code.
+JSON Schema and applies the tool, raising ``Refusal`` with the protocol error code.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from hostagent.hosting import Refusal
 from hostagent.reference_host.catalog import (
     COUPONS,
     MOVIES,
@@ -27,13 +28,6 @@ from hostagent.reference_host.catalog import (
 )
 
 _bookings = itertools.count(1001)
-
-
-class ToolFailure(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass
@@ -104,13 +98,13 @@ class Booking:
 
     # tools -------------------------------------------------------------------------------------
     def call(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Run ``tool``; returns its result. Raises ToolFailure (UNKNOWN_TOOL, INVALID_PARAMS,
+        """Run ``tool``; returns its result. Raises Refusal (UNKNOWN_TOOL, INVALID_PARAMS,
         TOOL_EXECUTION_FAILED)."""
         if tool not in STAGE_TOOLS[self.stage]:
-            raise ToolFailure("UNKNOWN_TOOL", f"{tool!r} is not a tool of stage {self.stage!r}")
+            raise Refusal("UNKNOWN_TOOL", f"{tool!r} is not a tool of stage {self.stage!r}")
         problems = [e.message for e in Draft202012Validator(TOOLS[tool]["params"]).iter_errors(params)]
         if problems:
-            raise ToolFailure("INVALID_PARAMS", f"{tool}: {'; '.join(sorted(problems))}")
+            raise Refusal("INVALID_PARAMS", f"{tool}: {'; '.join(sorted(problems))}")
         result: dict[str, Any] = getattr(self, f"_{tool}")(**params)
         return result
 
@@ -121,14 +115,14 @@ class Booking:
 
     def _select_movie(self, movieId: str) -> dict[str, Any]:
         if movieId not in MOVIES_BY_ID:
-            raise ToolFailure("INVALID_PARAMS", f"select_movie: no movie {movieId!r}")
+            raise Refusal("INVALID_PARAMS", f"select_movie: no movie {movieId!r}")
         self.movie_id, self.stage = movieId, "showtimes"
         return {"movieId": movieId}
 
     def _select_showtime(self, showtimeId: str) -> dict[str, Any]:
         show = SHOWTIMES.get(showtimeId)
         if show is None or show.movie_id != self.movie_id:
-            raise ToolFailure("INVALID_PARAMS", f"select_showtime: no showtime {showtimeId!r} for this movie")
+            raise Refusal("INVALID_PARAMS", f"select_showtime: no showtime {showtimeId!r} for this movie")
         self.showtime_id, self.stage = showtimeId, "seats"
         return {"showtimeId": showtimeId}
 
@@ -143,10 +137,10 @@ class Booking:
         valid = {f"{row}{n}" for row in ROWS for n in range(1, SEATS_PER_ROW + 1)}
         unknown = [s for s in seatIds if s not in valid]
         if unknown:
-            raise ToolFailure("INVALID_PARAMS", f"select_seats: no seat {', '.join(unknown)}")
+            raise Refusal("INVALID_PARAMS", f"select_seats: no seat {', '.join(unknown)}")
         taken = [s for s in seatIds if s in TAKEN]
         if taken:
-            raise ToolFailure("INVALID_PARAMS", f"select_seats: seat {', '.join(taken)} is taken")
+            raise Refusal("INVALID_PARAMS", f"select_seats: seat {', '.join(taken)} is taken")
         self.seat_ids, self.stage = list(seatIds), "checkout"
         return {"seatIds": list(seatIds)}
 
@@ -156,13 +150,13 @@ class Booking:
 
     def _apply_coupon(self, code: str) -> dict[str, Any]:
         if code not in COUPONS:
-            raise ToolFailure("INVALID_PARAMS", f"apply_coupon: unknown coupon {code!r}")
+            raise Refusal("INVALID_PARAMS", f"apply_coupon: unknown coupon {code!r}")
         self.coupon = code
         return {"code": code, "percentOff": COUPONS[code], "total": self.total()}
 
     def _confirm_booking(self) -> dict[str, Any]:
         if not self.name or not self.email:
-            raise ToolFailure("TOOL_EXECUTION_FAILED", "confirm_booking: enter the contact details first")
+            raise Refusal("TOOL_EXECUTION_FAILED", "confirm_booking: enter the contact details first")
         self.booking_id = f"BK-{next(_bookings)}"
         self.stage = "confirmation"
         return {"bookingId": self.booking_id, "total": self.total()}

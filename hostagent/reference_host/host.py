@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hostagent.hosting import Refusal
 from hostagent.protocol import (
     AgentMessage,
     ChatMessage,
@@ -28,7 +29,7 @@ from hostagent.protocol import (
     UserMessage,
     envelope,
 )
-from hostagent.reference_host.booking import Booking, ToolFailure
+from hostagent.reference_host.booking import Booking
 from hostagent.reference_host.faults import Fault
 from hostagent.schemas import check_outbound
 
@@ -144,7 +145,7 @@ class MovieHost:
         before = self.booking.stage
         try:
             result = self.booking.call(call.name, call.params)
-        except ToolFailure as failure:
+        except Refusal as failure:
             return [self._error(failure.code, failure.message, env.id)]
         if self.booking.stage != before:
             self._schema_changed = True

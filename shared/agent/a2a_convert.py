@@ -132,7 +132,7 @@ def approvals_of(result: RunResult | None) -> list[dict[str, Any]]:
     if result is None:
         return []
     views = result.approvals or ([result.approval] if result.approval is not None else [])
-    return [{"approvalId": a.approval_id, "tool": a.tool, "reason": a.reason, "preview": a.preview} for a in views]
+    return [a.to_doc() for a in views]  # the one approval shape (docs/event-protocol.md, "Names")
 
 
 def state_of(run: RunRecord) -> int:

@@ -15,11 +15,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared import policy
-from shared.approvals_inbox import approval_item
 from shared.errors import InvalidInput, NotFound
 from shared.formats import validation_problems
 from shared.loop.context import Services
-from shared.responses import Approval, ResponseBody
+from shared.responses import ResponseBody
+from shared.state.records import Approval
 
 EDIT_DENIED = "EDIT_DENIED_BY_POLICY"
 
@@ -76,5 +76,5 @@ def approval_detail(services: Services, uid: str, approval_id: str) -> ApprovalD
         raise NotFound(f"approval {approval_id} not found", code="APPROVAL_NOT_FOUND")
     tool = services.registry_for(uid).get(action.tool)
     schema = tool.declaration().parameters if tool is not None and not tool.host else None
-    return ApprovalDetail(approval=approval_item(got[0]), arguments=action.args, originalArguments=action.original_args,
+    return ApprovalDetail(approval=Approval.of(got[0]), arguments=action.args, originalArguments=action.original_args,
                           argumentsSchema=schema)

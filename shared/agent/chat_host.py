@@ -15,15 +15,12 @@ from shared.events import AgentStateEvent
 from shared.failures import FailureCode
 from shared.ids import new_id
 from shared.loop import stops
-from shared.loop.budget_pause import BUDGET_TOOL
 from shared.loop.context import RunContext
 from shared.loop.host import Host
 from shared.loop.outcomes import NextStepFailed, NextStepInterruption, StopOutcome
 from shared.state.docstore import Write
 from shared.state.host_states import ChatState, expect
 from shared.state.records import (
-    ActionRecord,
-    ApprovalView,
     MessageRecord,
     OutputFile,
     RunError,
@@ -130,18 +127,6 @@ def _next_run(ctx: RunContext) -> None:
     publish_next(ctx.services, ctx.run)
 
 
-def _preview_of(ctx: RunContext, action: ActionRecord) -> str:
-    if action.tool == BUDGET_TOOL:  # a budget approval says what was spent and what approving sets
-        return action.policy_reason or action.tool
-    virtual = ctx.host.virtual_tools(ctx).get(action.tool)
-    if virtual is not None:
-        return virtual.preview(virtual.validate(action.args))
-    tool = ctx.registry.get(action.tool)
-    if tool is None:
-        return action.tool
-    return tool.preview(tool.validate(action.args))
-
-
 def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
     """Send ``agent_state`` when the loop switches to ``state``."""
     chat = chat_state(ctx)
@@ -238,8 +223,7 @@ class ChatHost(Host):
         run = ctx.run
         approvals = [a for a in outcome.waiting if a.approval_id]
         first = approvals[0] if approvals else outcome.waiting[0]
-        views = [ApprovalView(id=a.approval_id or "", tool=a.tool, reason=a.policy_reason or "",
-                              preview=_preview_of(ctx, a)) for a in approvals]
+        views = ctx.waiting_approvals(approvals)
         if views:
             summary = f"Waiting for approval: {views[0].preview}"
             _state(ctx, "waiting_on_user", "approval")

@@ -28,7 +28,7 @@ from shared.durable.router import Disposition
 from shared.errors import Conflict, DomainError, InvalidInput, NotFound
 from shared.formats import validation_problems
 from shared.loop.context import Services
-from shared.responses import PageBody, ResponseBody
+from shared.responses import PageBody, RemovedResponse, ResponseBody
 from shared.schedules.cron import next_after, parse_cron, zone
 from shared.state.docstore import PreconditionFailed
 from shared.state.pages import decode, page_in_memory
@@ -104,10 +104,8 @@ class SchedulesResponse(PageBody):
     schedules: list[ScheduleBody]
 
 
-class ScheduleRemovedResponse(ResponseBody):
-    ok: bool = True
-    name: str
-    removed: bool
+class ScheduleRemovedResponse(RemovedResponse):
+    """``DELETE /api/agent/schedules/{name}``."""
 
 
 class ScheduleRunBody(ResponseBody):

@@ -22,7 +22,7 @@ from shared.delivery.sender import Deliverer
 from shared.delivery.signing import SECRET_PATTERN, new_secret
 from shared.errors import Conflict, InvalidInput
 from shared.loop.context import RunContext, Services
-from shared.responses import PageBody, ResponseBody
+from shared.responses import PageBody, RemovedResponse, ResponseBody
 from shared.state.deliveries_repo import DeliveriesRepo, DeliveryRecord
 from shared.state.pages import page_in_memory
 from shared.state.record_base import field_instant, field_text, field_texts
@@ -90,10 +90,8 @@ class WebhooksResponse(PageBody):
     webhooks: list[WebhookBody]
 
 
-class WebhookRemovedResponse(ResponseBody):
-    ok: bool = True
-    name: str
-    removed: bool
+class WebhookRemovedResponse(RemovedResponse):
+    """``DELETE /api/agent/webhooks/{name}``."""
 
 
 class DeliveryAttemptBody(ResponseBody):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.state.records import RunResult, RunStatus
 from shared.token_usage import Usage
@@ -30,38 +30,45 @@ class Event(BaseModel):
 
 
 class StatusEvent(Event):
+    """The first event of a run (``planning``) and of each invocation that resumes it."""
+
     type: Literal["status"] = "status"
-    status: RunStatus
-    threadId: str
-    runId: str
+    status: RunStatus = Field(description="the run's status as this invocation starts")
+    threadId: str = Field(description="the run's conversation")
+    runId: str = Field(description="the run the stream is about")
 
 
 class DeltaEvent(Event):
     type: Literal["delta"] = "delta"
-    delta: str
+    delta: str = Field(description="visible answer text, as the model streams it")
 
 
 class ThoughtDeltaEvent(Event):
     type: Literal["thought_delta"] = "thought_delta"
-    delta: str
+    delta: str = Field(description="thought summary text, as the model streams it")
 
 
 class ToolCallEvent(Event):
+    """A call of the model's turn: it executes, waits for approval, was denied by policy or failed."""
+
     type: Literal["tool_call"] = "tool_call"
-    toolName: str
-    preview: str
-    actionId: str
-    status: Literal["executing", "awaiting_confirmation", "rejected", "failed"]
+    toolName: str = Field(description="the tool called")
+    preview: str = Field(description="what the call does, in words (an approval shows the same)")
+    actionId: str = Field(description="the call's action (its idempotency key)")
+    status: Literal["executing", "awaiting_confirmation", "rejected", "failed"] = Field(
+        description="awaiting_confirmation: stopped for approval; rejected: denied by policy")
     args: dict[str, Any] | None = None
     """The call's arguments: as the model made them, and when ``executing`` as they run (an
     approval with edits changes them). Absent in logs written before they were sent."""
 
 
 class ToolResultEvent(Event):
+    """A call finished: completed, failed (an outcome unknown after a crash too) or rejected."""
+
     type: Literal["tool_result"] = "tool_result"
-    toolName: str
-    actionId: str
-    status: Literal["completed", "failed", "rejected"]
+    toolName: str = Field(description="the tool called")
+    actionId: str = Field(description="the call's action, as in its tool_call")
+    status: Literal["completed", "failed", "rejected"] = Field(description="how the call ended")
     output: dict[str, Any] | None = None
     error: str | None = None
 
@@ -70,22 +77,23 @@ class UsageEvent(Event):
     """The run's token usage so far (sent before its ``result``, and at every pause)."""
 
     type: Literal["usage"] = "usage"
-    usage: Usage
+    usage: Usage = Field(description="totals of the run so far, over all its invocations")
 
 
 class ResultEvent(Event):
     """The seed-001 response as of the run's stop (its last event, unless it failed: ``error``)."""
 
     type: Literal["result"] = "result"
-    result: RunResult
+    result: RunResult = Field(description="the response shape of POST /api/agent/run")
 
 
 class AgentStateEvent(Event):
     """What the loop is doing now (seed 003 §4.4), sent whenever it changes."""
 
     type: Literal["agent_state"] = "agent_state"
-    state: Literal["thinking", "executing_tool", "executing_plan", "waiting_on_user"]
-    contextType: str
+    state: Literal["thinking", "executing_tool", "executing_plan", "waiting_on_user"] = Field(
+        description="a client shows it as a status chip")
+    contextType: str = Field(description="the run's contextType (general when none was given)")
     details: str | None = None
 
 
@@ -100,10 +108,10 @@ class StreamEndEvent(Event):
     reads on from there; ``status`` the run's status when the stream ended."""
 
     type: Literal["stream_end"] = "stream_end"
-    runId: str
+    runId: str = Field(description="the run the stream followed")
     status: RunStatus = "executing"
-    reason: StreamEndReason
-    follow: str
+    reason: StreamEndReason = Field(description="why the stream ended before the run's own stop")
+    follow: str = Field(description="the events route that reads on from here")
 
 
 class HeartbeatEvent(BaseModel):
@@ -121,8 +129,11 @@ def heartbeat() -> dict[str, Any]:
 
 
 class ErrorEvent(Event):
+    """The run ended ``failed`` (docs/event-protocol.md lists the codes); on a live stream only,
+    ``RUN_TAKEN_OVER``: another invocation took the run over."""
+
     type: Literal["error"] = "error"
-    error: str
+    error: str = Field(description="what went wrong, in words")
     code: str = "RUN_FAILED"
 
 

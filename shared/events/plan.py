@@ -14,7 +14,7 @@ from pydantic import Field
 from shared.events.loop import Event
 from shared.plan_views import Plan, SessionResultView
 from shared.state.plan_records import PlanChange, SessionStatus
-from shared.state.records import ActOutcome
+from shared.state.records import ActOutcome, Approval
 
 
 class PlanEvent(Event):
@@ -124,13 +124,16 @@ class ExecutorObserveEvent(StepEvent):
 
 class PlanApprovalRequiredEvent(StepEvent):
     """A step of the run's plan waits for the user's decision (the approvals inbox lists it;
-    decide with ``POST /api/agent/approve``)."""
+    decide with ``POST /api/agent/approve``). ``approval`` is the approval in the one shape the
+    inbox shows (absent in logs written before it was sent); the flat fields stay for clients
+    written against them."""
 
     type: Literal["approval_required"] = "approval_required"
     approvalId: str
     toolName: str
     preview: str
     reason: str = ""
+    approval: Approval | None = None
 
 
 class RunPlanUpdatedEvent(PlanRunEvent):

@@ -102,7 +102,7 @@ def pause(ctx: RunContext, over: Overrun) -> NextStepInterruption:
     approval.expire_at = approval.expires_at + s.settings.event_retention_s
     move_action(action, "awaiting_confirmation")
     action.approval_id = approval.approval_id
-    ctx.write(s.runs.approval_write(approval))
+    ctx.ask(approval)
     ctx.put_action(action)
     ctx.audit(ctx.new_audit(kind="approval_requested", action_id=action.action_id, approval_id=approval.approval_id,
                             tool=BUDGET_TOOL, reason=text))

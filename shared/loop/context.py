@@ -24,7 +24,16 @@ from shared.failures import FailureCode
 from shared.loop.outcomes import BudgetSpent, HostStep, NextStepInterruption, Settled, StopOutcome
 from shared.models.base import Model, ToolDeclaration, Turn
 from shared.state.docstore import PreconditionFailed, Write
-from shared.state.records import ActionRecord, AuditRecord, RunRecord, UsageEntry, UserRecord, now
+from shared.state.records import (
+    ActionRecord,
+    Approval,
+    ApprovalRecord,
+    AuditRecord,
+    RunRecord,
+    UsageEntry,
+    UserRecord,
+    now,
+)
 from shared.state.runs_repo import RunSnapshot, RunsRepo
 from shared.state.usage_repo import UsageRepo
 from shared.state.users_repo import StampedCache, Stamps, UsersRepo
@@ -153,6 +162,8 @@ class RunContext:
     stamps: Stamps | None = None
     """The user's stamps as this invocation read them (shared/state/users_repo.py): the tool list's
     queries are skipped for collections known empty; a 0 learned is recorded by the next commit."""
+    approvals: dict[str, ApprovalRecord] = field(default_factory=dict)
+    """The approvals this invocation asked for, by id (what its pause shows)."""
     _registry: ToolRegistry | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -225,6 +236,27 @@ class RunContext:
         """Queue the action's current state (written whole at the next commit)."""
         action.updated_at = now()
         self.pending_actions[action.action_id] = action
+
+    def ask(self, approval: ApprovalRecord) -> None:
+        """Queue a new approval (written at the next commit; the pause that follows shows it)."""
+        self.approvals[approval.approval_id] = approval
+        self.write(self.services.runs.approval_write(approval))
+
+    def waiting_approvals(self, actions: list[ActionRecord]) -> list[Approval]:
+        """The approvals ``actions`` wait for, as the API shows them: those this invocation asked
+        for as they were asked, an earlier one's (a pause re-entered on recovery) read back."""
+        out: list[Approval] = []
+        for action in actions:
+            if not action.approval_id:
+                continue
+            record = self.approvals.get(action.approval_id)
+            if record is None:
+                got = self.services.runs.get_approval(self.run.uid, action.approval_id)
+                record = got[0] if got is not None else None
+            out.append(Approval.of(record) if record is not None else Approval(
+                approval_id=action.approval_id, tool=action.tool, reason=action.policy_reason or "",
+                preview=action.tool, run_id=self.run.run_id))
+        return out
 
     def audit(self, record: AuditRecord) -> None:
         self.pending.append(self.services.runs.audit_write(record))

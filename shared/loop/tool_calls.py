@@ -102,7 +102,7 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
             approval.expire_at = approval.expires_at + s.settings.event_retention_s
             move_action(action, "awaiting_confirmation")
             action.approval_id = approval.approval_id
-            ctx.write(s.runs.approval_write(approval))
+            ctx.ask(approval)
             ctx.audit(ctx.new_audit(kind="approval_requested", action_id=action.action_id,
                                     approval_id=approval.approval_id, tool=tool.name, reason=decision.reason))
             ctx.emit(ToolCallEvent(toolName=tool.name, preview=preview, actionId=action.action_id,

@@ -20,8 +20,8 @@ import math
 import random
 import sys
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from google import genai
 from google.genai import errors as genai_errors
@@ -87,6 +87,17 @@ def create_client(settings: Settings) -> genai.Client:
     return genai.Client(vertexai=False, api_key=settings.gemini_api_key, http_options=options)
 
 
+T = TypeVar("T")
+
+
+class _NotRetried(Exception):
+    """Raised by an attempt whose ``error`` must reach the caller as it is (not retried)."""
+
+    def __init__(self, error: ModelError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class GeminiModel:
     """The ``Model`` for Gemini. Create one per process (``shared.models.factory`` does) and share it.
 
@@ -119,36 +130,25 @@ class GeminiModel:
 
     def generate(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelResponse:
         budget = request.timeout_s if request.timeout_s is not None else self._settings.model_timeout_s
-        deadline = time.monotonic() + budget
         contents = to_contents(request.turns)
-        max_attempts = 1 + max(0, self._settings.model_max_retries)
-        attempt = 0
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ModelTimeout(f"Gemini did not answer within {budget:g}s", retryable=True)
-            attempt += 1
+
+        def attempt(n: int, remaining: float, deadline: float) -> ModelResponse:
             stream = _TurnAssembler(on_delta)
             try:
                 self._stream(contents, self._config(request, min(self._settings.model_timeout_s, remaining)),
                              stream, deadline)
                 response = stream.finish()
             except ModelError as err:
-                if not err.retryable:
-                    raise
-                if stream.emitted:
+                if err.retryable and stream.emitted:
                     # Retrying would send the caller the same deltas twice: let it decide.
-                    raise type(err)(f"{err} (not retried: partial output was already streamed)",
-                                    status=err.status, retryable=True) from err
-                if attempt >= max_attempts:
-                    raise
-                delay = self._backoff(attempt)
-                if time.monotonic() + delay >= deadline:
-                    raise
-                time.sleep(delay)
-                continue
-            usage = response.usage.model_copy(update={"requests": attempt})
-            return response.model_copy(update={"usage": usage})
+                    final = type(err)(f"{err} (not retried: partial output was already streamed)",
+                                      status=err.status, retryable=True)
+                    final.__cause__ = err
+                    raise _NotRetried(final) from err
+                raise
+            return response.model_copy(update={"usage": response.usage.model_copy(update={"requests": n})})
+
+        return self._with_retries(budget, "", attempt)
 
     def grounded_search(self, query: str, *, timeout_s: float | None = None) -> GroundedAnswer:
         """One model call with Gemini's built-in Google Search tool: the answer, the web pages it is
@@ -157,36 +157,47 @@ class GeminiModel:
         Same time budget and retries as :meth:`generate` (not streamed: nothing is shown until the
         answer is complete). A ``ModelError`` when Gemini fails or answers nothing.
         """
-        budget = timeout_s if timeout_s is not None else self._settings.model_timeout_s
-        deadline = time.monotonic() + budget
-        max_attempts = 1 + max(0, self._settings.model_max_retries)
-        attempt = 0
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ModelTimeout(f"Gemini did not answer the search within {budget:g}s", retryable=True)
-            attempt += 1
+
+        def attempt(n: int, remaining: float, deadline: float) -> GroundedAnswer:
             config = types.GenerateContentConfig(
                 system_instruction=SEARCH_INSTRUCTION,
                 tools=[types.Tool(google_search=types.GoogleSearch())],
                 http_options=types.HttpOptions(
                     timeout=max(1, math.ceil(min(self._settings.model_timeout_s, remaining) * 1000))))
             try:
-                try:
-                    response = self._client.models.generate_content(
-                        model=self._settings.gemini_model, contents=query, config=config)
-                except Exception as exc:  # only SDK code runs here: map everything it raises
-                    raise map_error(exc) from exc
-                answer = _grounded_answer(response)
+                response = self._client.models.generate_content(
+                    model=self._settings.gemini_model, contents=query, config=config)
+            except Exception as exc:  # only SDK code runs here: map everything it raises
+                raise map_error(exc) from exc
+            answer = _grounded_answer(response)
+            return answer.model_copy(update={"usage": answer.usage.model_copy(update={"requests": n})})
+
+        return self._with_retries(timeout_s if timeout_s is not None else self._settings.model_timeout_s,
+                                  "the search ", attempt)
+
+    def _with_retries(self, budget: float, what: str, attempt: Callable[[int, float, float], T]) -> T:
+        """``attempt(n, remaining, deadline)`` (n = 1, 2, ...) until it answers within ``budget``
+        seconds: a retryable ``ModelError`` is retried after a backoff, up to ``MODEL_MAX_RETRIES``
+        times, while the backoff ends before the deadline."""
+        deadline = time.monotonic() + budget
+        max_attempts = 1 + max(0, self._settings.model_max_retries)
+        n = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ModelTimeout(f"Gemini did not answer {what}within {budget:g}s", retryable=True)
+            n += 1
+            try:
+                return attempt(n, remaining, deadline)
+            except _NotRetried as final:
+                raise final.error from final.error.__cause__
             except ModelError as err:
-                if not err.retryable or attempt >= max_attempts:
+                if not err.retryable or n >= max_attempts:
                     raise
-                delay = self._backoff(attempt)
+                delay = self._backoff(n)
                 if time.monotonic() + delay >= deadline:
                     raise
                 time.sleep(delay)
-                continue
-            return answer.model_copy(update={"usage": answer.usage.model_copy(update={"requests": attempt})})
 
     def _backoff(self, attempt: int) -> float:
         """Full-jitter exponential backoff: uniform in [0, initial * 2^(attempt-1)], capped."""

@@ -7,8 +7,9 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from shared.plan_views import Plan, SessionResultView
-from shared.responses import Approval, PageBody, ResponseBody
+from shared.responses import PageBody, ResponseBody
 from shared.state.plan_records import SessionStatus
+from shared.state.records import Approval
 from shared.token_usage import Usage
 from shared.wire import INTEGRAL, MAX_INT64, NOT_BLANK_PATTERN, UtcTime, is_blank
 

@@ -207,11 +207,11 @@ class PlanHost(Host):
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None:
         state = plan_state(ctx)
         task = state.current
-        for a in outcome.waiting:
+        for approval in ctx.waiting_approvals(outcome.waiting):
             ctx.emit(PlanApprovalRequiredEvent(planId=state.session_id, stepId=task.id if task else "",
-                                               approvalId=a.approval_id or "", toolName=a.tool,
-                                               preview=react.preview(ctx, a.tool, a.args),
-                                               reason=a.policy_reason or ""))
+                                               approvalId=approval.approval_id, toolName=approval.tool,
+                                               preview=approval.preview, reason=approval.reason,
+                                               approval=approval))
         ids = _announce(ctx, "session.awaiting_approval") if any(a.approval_id for a in outcome.waiting) else []
         stops.pause(ctx, outcome)
         _published(ctx, ids)

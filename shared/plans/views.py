@@ -17,7 +17,6 @@ from shared.plan_views import (
 )
 from shared.plans import unit
 from shared.plans.contracts import SessionCreated, SessionView
-from shared.responses import Approval
 from shared.state.plan_records import (
     LogEntry,
     PlanTask,
@@ -26,6 +25,7 @@ from shared.state.plan_records import (
     SessionRecord,
     legacy_outcome,
 )
+from shared.state.records import Approval
 from shared.state.runs_repo import RunsRepo
 from shared.state.sessions_repo import SessionsRepo
 from shared.state.usage_repo import UsageRepo
@@ -86,8 +86,6 @@ def session_usage(ledger: UsageRepo, session: SessionRecord) -> tuple[Usage, flo
 
 
 def session_view(sessions: SessionsRepo, runs: RunsRepo, ledger: UsageRepo, session: SessionRecord) -> SessionView:
-    from shared.approvals_inbox import approval_item
-
     of = unit.read(sessions, runs, session)
     tasks, run = of.tasks, of.run
     pending: list[Approval] = []
@@ -95,7 +93,7 @@ def session_view(sessions: SessionsRepo, runs: RunsRepo, ledger: UsageRepo, sess
         for approval_id in run.pending_approval_ids:
             got = runs.get_approval(session.uid, approval_id)
             if got is not None and got[0].status == "pending":
-                pending.append(approval_item(got[0], session_id=session.session_id))
+                pending.append(Approval.of(got[0], session_id=session.session_id))
     usage, cost = session_usage(ledger, session)
     result = None
     if session.result is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, computed_field, model_validator
+from pydantic import ConfigDict, Field, computed_field, model_validator
 
 from shared.state.host_states import LEGACY_ARG_ERRORS, ChatState, HostState, initial, migrate
 from shared.state.record_base import SCHEMA_VERSION as SCHEMA_VERSION
@@ -22,6 +22,7 @@ from shared.state.statuses import ActOutcome as ActOutcome
 from shared.state.statuses import ApprovalStatus as ApprovalStatus
 from shared.state.statuses import RunStatus as RunStatus
 from shared.token_usage import Usage
+from shared.wire import UtcTime
 
 RunMode = Literal["assistant_text", "tool_executed", "requires_approval", "executing_plan"]
 """``executing_plan``: the run waits on the plan its ``agent_create_plan`` call started (nobody is
@@ -105,22 +106,67 @@ class RunError(Record):
     message: str
 
 
-class ApprovalView(Record):
-    """The approval as the API shows it (seed 001 section 3). ``approvalId`` is the name every
-    other object uses (docs/event-protocol.md, "Names"); ``id`` stays because seed 001 section 3
-    pins it. Either one fills the other, so records stored with ``id`` only still read."""
+def _always_answered(schema: dict[str, Any]) -> None:
+    """The fields every served approval has (a default fills what an old stored result lacks)."""
+    schema["required"] = ["approvalId", "id", "tool", "reason", "preview", "status", "runId", "kind"]
+
+
+class Approval(Record):
+    """An approval wherever the API shows one, in one shape: a run result's ``approval`` and
+    ``approvals[]``, the runs list, the inbox, its detail, a session's ``pendingApprovals`` and the
+    ``approval`` of an ``approval_required`` event (docs/event-protocol.md, "Names"). What waits (or
+    waited) for the owner's decision and what it belongs to; decide with
+    ``POST /api/agent/approve {"approvalId", "decision"}``.
+
+    ``approvalId`` is the name every other object uses; ``id`` stays because seed 001 section 3
+    pins it (either fills the other). A run result is stored as of the run's stop: results stored
+    before the times and the owner were added read without them (``runId`` is filled from the
+    result's own run)."""
+
+    model_config = ConfigDict(json_schema_extra=_always_answered)
 
     approval_id: str = ""
     id: str = ""
     tool: str
     reason: str
     preview: str
+    status: ApprovalStatus = "pending"
+    created_at: UtcTime | None = None
+    expires_at: UtcTime | None = None
+    decided_at: UtcTime | None = None
+    run_id: str = ""
+    session_id: str | None = Field(default=None, description="the plan session whose act it is")
+    task_id: str | None = Field(default=None, description="the plan task whose act it is")
+    kind: Literal["tool", "budget"] = Field(default="tool", description="budget: a money budget was reached "
+                                            "(docs/budgets.md); approving raises it to proposedLimitUsd")
+    budget_scope: Literal["run", "user_day", "user_month"] | None = None
+    spent_usd: float | None = Field(default=None, description="budget approvals: spent against the limit")
+    limit_usd: float | None = None
+    proposed_limit_usd: float | None = None
 
     @model_validator(mode="after")
-    def _both_names(self) -> ApprovalView:
+    def _both_names(self) -> Approval:
         self.approval_id = self.approval_id or self.id
         self.id = self.id or self.approval_id
         return self
+
+    @classmethod
+    def of(cls, record: ApprovalRecord, *, session_id: str | None = None) -> Approval:
+        """``record`` as the API shows it. A pending one past its expiry is shown ``expired``: it
+        can no longer be decided (the sweep closes it soon)."""
+        status: ApprovalStatus = record.status
+        if status == "pending" and record.expires_at <= now():
+            status = "expired"
+        return cls(approval_id=record.approval_id, tool=record.tool, reason=record.reason, preview=record.preview,
+                   status=status, created_at=record.created_at, expires_at=record.expires_at,
+                   decided_at=record.decided_at, run_id=record.run_id, session_id=record.session_id or session_id,
+                   task_id=record.task_id, kind=record.kind, budget_scope=record.budget_scope,
+                   spent_usd=record.spent_usd, limit_usd=record.limit_usd,
+                   proposed_limit_usd=record.proposed_limit_usd)
+
+
+ApprovalView = Approval
+"""The name of the short shape this one replaced (kept for code written against it)."""
 
 
 class QueuedStart(Record):
@@ -161,8 +207,8 @@ class RunResult(Record):
     model: str = ""
     tool: str | None = None
     tool_args: dict[str, Any] | None = None
-    approval: ApprovalView | None = None
-    approvals: list[ApprovalView] | None = None
+    approval: Approval | None = None
+    approvals: list[Approval] | None = None
     output: dict[str, Any] | None = None
     files: list[OutputFile] | None = None
     """The files of the final answer (model output ``inlineData`` / ``fileData`` parts)."""
@@ -170,6 +216,13 @@ class RunResult(Record):
     follow: str | None = None
     """While the run goes on without the caller (status ``executing``: it waits on its plan): the
     events route to follow it to its end (add ``after=<seq of this result>``)."""
+
+    @model_validator(mode="after")
+    def _approvals_of_this_run(self) -> RunResult:
+        """Results stored before approvals named their run: this result's run."""
+        for a in [*([self.approval] if self.approval else []), *(self.approvals or [])]:
+            a.run_id = a.run_id or self.run_id
+        return self
 
 
 def waits_on_child(run: RunRecord) -> bool:

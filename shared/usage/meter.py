@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Protocol, TypeVar
 
 from shared import tracing
 from shared.config import Profile, Settings
@@ -101,20 +102,42 @@ def _answered(entry: UsageEntry, usage: Usage, model: str, settings: Settings, s
         "latencyMs": entry.latency_ms}})
 
 
+class _Answer(Protocol):
+    """A model's answer as metering reads it."""
+
+    @property
+    def usage(self) -> Usage: ...
+
+    @property
+    def model_version(self) -> str | None: ...
+
+
+A = TypeVar("A", bound=_Answer)
+
+
+def _metered(name: str, call: MeteredCall, settings: Settings, ask: Callable[[], A], *, traced: bool
+             ) -> tuple[UsageEntry, A | None, ModelError | None]:
+    """``ask()`` once (a call of model ``name``), metered: its entry, and its answer or its
+    ``ModelError`` (returned, not raised). ``traced``: the span records the answer's own figures."""
+    started, started_ns = time.perf_counter(), time.time_ns()
+    entry = _new_entry(call, name)
+    try:
+        answer = ask()
+    except ModelError as exc:
+        _failed(entry, exc, started)
+        tracing.model_call(entry, None, name, started_ns)
+        return entry, None, exc
+    _answered(entry, answer.usage, answer.model_version or name, settings, started)
+    tracing.model_call(entry, answer if traced and isinstance(answer, ModelResponse) else None, name, started_ns)
+    return entry, answer, None
+
+
 def metered_generate(model: Model, request: ModelRequest, call: MeteredCall, settings: Settings, *,
                      on_delta: DeltaSink | None = None) -> Metered:
     """Call ``model`` once and meter it. A ``ModelError`` is returned (with its entry), not raised."""
-    started, started_ns = time.perf_counter(), time.time_ns()
-    entry = _new_entry(call, model.name)
-    try:
-        response = model.generate(request, on_delta=on_delta)
-    except ModelError as exc:
-        _failed(entry, exc, started)
-        tracing.model_call(entry, None, model.name, started_ns)
-        return Metered(entry=entry, error=exc)
-    _answered(entry, response.usage, response.model_version or model.name, settings, started)
-    tracing.model_call(entry, response, model.name, started_ns)
-    return Metered(entry=entry, response=response)
+    entry, response, error = _metered(model.name, call, settings,
+                                      lambda: model.generate(request, on_delta=on_delta), traced=True)
+    return Metered(entry=entry, response=response, error=error)
 
 
 @dataclass
@@ -127,17 +150,9 @@ class MeteredSearch:
 def metered_search(model: SearchModel, query: str, call: MeteredCall, settings: Settings, *,
                    timeout_s: float | None = None) -> MeteredSearch:
     """One grounded search call of ``model``, metered; a ``ModelError`` is returned, not raised."""
-    started, started_ns = time.perf_counter(), time.time_ns()
-    entry = _new_entry(call, model.name)
-    try:
-        answer = model.grounded_search(query, timeout_s=timeout_s)
-    except ModelError as exc:
-        _failed(entry, exc, started)
-        tracing.model_call(entry, None, model.name, started_ns)
-        return MeteredSearch(entry=entry, error=exc)
-    _answered(entry, answer.usage, answer.model_version or model.name, settings, started)
-    tracing.model_call(entry, None, model.name, started_ns)
-    return MeteredSearch(entry=entry, answer=answer)
+    entry, answer, error = _metered(model.name, call, settings,
+                                    lambda: model.grounded_search(query, timeout_s=timeout_s), traced=False)
+    return MeteredSearch(entry=entry, answer=answer, error=error)
 
 
 def replace_requests(usage: Usage) -> Usage:

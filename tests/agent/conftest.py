@@ -8,25 +8,29 @@ from typing import Any
 
 import pytest
 
+from shared.auth import LocalAuthenticator
 from shared.config import Settings
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import Model
-from shared.runtime import Runtime
+from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.state.records import UserRecord
 
 MakeRuntime = Callable[..., Runtime]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("firestore", marks=pytest.mark.firestore)])
-def store(request: pytest.FixtureRequest) -> DocStore:
-    """Every loop/approval test runs on both real stores (Firestore through its emulator)."""
-    return request.getfixturevalue(f"{request.param}_docstore")  # type: ignore[no-any-return]
-
-
 def make_settings(**overrides: Any) -> Settings:
     base = Settings(state_backend="sqlite", auth_mode="local", dispatcher="none", run_deadline_s=30.0)
     return dataclasses.replace(base, **overrides)
+
+
+def install(store: DocStore, model: Model, **overrides: Any) -> Runtime:
+    """The process runtime the HTTP functions use (``set_runtime``; unset it after the test) over
+    ``store``: local auth, a recording dispatcher, :func:`make_settings` with ``overrides``."""
+    rt = Runtime(make_settings(**overrides), store=store, model=model, authenticator=LocalAuthenticator(),
+                 dispatcher=RecordingDispatcher())
+    set_runtime(rt)
+    return rt
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 from tests.agent.conftest import MakeRuntime
 from tests.agent.test_loop import audits, start_and_drive
+from tests.messages import deliver_published as deliver_all
 
 T = TypeVar("T")
 
@@ -42,6 +43,14 @@ class Ledger:
         self.crash_next = False
         self.lock = threading.Lock()
 
+    def execute(self, call: str) -> None:
+        """Record one real execution; a ``crash_next`` crashes it (once) after its side effect."""
+        with self.lock:
+            self.calls.append(call)
+            if self.crash_next:
+                self.crash_next = False
+                raise Crash()
+
 
 def registry_with(ledger: Ledger) -> ToolRegistry:
     reg = default_registry()
@@ -54,11 +63,7 @@ def registry_with(ledger: Ledger) -> ToolRegistry:
             to: Recipient.
             body: Text.
         """
-        with ledger.lock:
-            ledger.calls.append(f"send_note:{to}:{body}")
-            if ledger.crash_next:
-                ledger.crash_next = False
-                raise Crash()
+        ledger.execute(f"send_note:{to}:{body}")
         if to == "nobody":
             raise ToolError("no such recipient")
         return {"sent": True}
@@ -71,11 +76,7 @@ def registry_with(ledger: Ledger) -> ToolRegistry:
             to: Recipient address.
             body: Text.
         """
-        with ledger.lock:
-            ledger.calls.append(f"mail:{to}:{body}")
-            if ledger.crash_next:
-                ledger.crash_next = False
-                raise Crash()
+        ledger.execute(f"mail:{to}:{body}")
         return {"sent": True}
 
     @reg.tool(side_effect=True, idempotent=True)
@@ -85,11 +86,7 @@ def registry_with(ledger: Ledger) -> ToolRegistry:
         Args:
             text: The status.
         """
-        with ledger.lock:
-            ledger.calls.append(f"set_status:{text}")
-            if ledger.crash_next:
-                ledger.crash_next = False
-                raise Crash()
+        ledger.execute(f"set_status:{text}")
         return {"status": text}
 
     return reg
@@ -106,12 +103,6 @@ def dispatcher(rt: Runtime) -> RecordingDispatcher:
     d = rt.dispatcher
     assert isinstance(d, RecordingDispatcher)
     return d
-
-
-def deliver_all(rt: Runtime, copies: int = 1) -> None:
-    for msg in dispatcher(rt).take():
-        for _ in range(copies):
-            rt.router.handle(msg)
 
 
 def approve(rt: Runtime, approval_id: str, decision: str = "approve", uid: str = "alice") -> Any:
@@ -273,13 +264,20 @@ def test_an_approve_call_contended_on_every_try_answers_503(make_runtime: MakeRu
     assert approve(rt, result.approval.id).decision == "approved"  # a retry goes through
 
 
-def test_crash_inside_a_tool_leaves_outcome_unknown_and_never_reruns(make_runtime: MakeRuntime) -> None:
+def crashed_after_sending(make_runtime: MakeRuntime) -> tuple[Runtime, ScriptedModel, Any, Ledger]:
+    """A run paused on ``send_note``, approved; the invocation that resumes it crashes inside the
+    tool after the note was sent (its lease, 0.2 s, still held)."""
     ledger = Ledger()
     rt, model, result, _ = paused(make_runtime, ledger, text_turn("I am not sure it was sent."), lease_ttl_s=0.2)
     approve(rt, result.approval.id)
     ledger.crash_next = True
     with pytest.raises(Crash):
         deliver_all(rt)
+    return rt, model, result, ledger
+
+
+def test_crash_inside_a_tool_leaves_outcome_unknown_and_never_reruns(make_runtime: MakeRuntime) -> None:
+    rt, model, result, ledger = crashed_after_sending(make_runtime)
     (action,) = rt.runs.list_actions(result.run_id)
     assert action.status == "executing"
     deliver_all_again = resume_run(rt.services, result.run_id)

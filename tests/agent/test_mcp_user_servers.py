@@ -85,7 +85,8 @@ def test_a_users_server_is_stored_sealed_and_its_tools_join_only_that_users_runs
     assert TOKEN not in json.dumps(doc.data) and "team=a" not in json.dumps(doc.data)
 
     assert client.get("/api/integrations/mcp", headers=ALICE).get_json()["servers"][0]["name"] == "notes"
-    assert client.get("/api/integrations/mcp", headers=BOB).get_json() == {"ok": True, "servers": [], "deployment": []}
+    assert client.get("/api/integrations/mcp", headers=BOB).get_json() == {"ok": True, "servers": [], "deployment": [],
+                                                                                 "nextCursor": None}
     assert client.get("/api/integrations/mcp/notes", headers=BOB).get_json() == {
         "ok": True, "name": "notes", "connected": False}
     tools = client.get("/api/integrations/mcp/notes/tools", headers=ALICE).get_json()

@@ -18,6 +18,7 @@ from shared.state.records import RunRecord
 from tests.agent.conftest import MakeRuntime
 from tests.agent.test_approvals import Ledger, runtime
 from tests.agent.test_loop import start_and_drive
+from tests.messages import deliver
 
 
 def texts(request: ModelRequest) -> list[str]:
@@ -39,18 +40,6 @@ class Echo:
             if prompt in self.act:
                 return self.act[prompt]
         return text_turn("re: " + (texts(request)[-1] if texts(request) else ""))
-
-
-def pump(rt: Runtime) -> int:
-    """Deliver every published message (and those its handling publishes) until none is left."""
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
-    handled = 0
-    while batch := d.take():
-        for message in batch:
-            rt.router.handle(message)
-            handled += 1
-    return handled
 
 
 def run_of(rt: Runtime, run_id: str) -> RunRecord:
@@ -75,10 +64,10 @@ def test_enqueue_runs_one_at_a_time_in_arrival_order(make_runtime: MakeRuntime) 
     assert [run_of(rt, i).status for i in ids] == ["queued"] * 3
     assert [run_of(rt, i).queued.position for i in ids] == [0, 1, 2]  # type: ignore[union-attr]
     assert rt.runs.list_events(ids[0])[0]["status"] == "queued"
-    pump(rt)  # every queued run's message: none may start while "one" works
+    deliver(rt)  # every queued run's message: none may start while "one" works
     assert [run_of(rt, i).status for i in ids] == ["queued"] * 3
     assert rt.agent.run(rt.agent.context(first)).status == "completed"
-    pump(rt)
+    deliver(rt)
     runs = [run_of(rt, i) for i in ids]
     assert [r.status for r in runs] == ["completed"] * 3
     assert [r.started_at for r in runs] == sorted(r.started_at or 0 for r in runs)
@@ -113,10 +102,10 @@ def test_approval_wait_holds_the_queue(make_runtime: MakeRuntime) -> None:
     first, _ = start_and_drive(rt, "send", threadId="q3")
     assert first.status == "awaiting_confirmation"
     second = rt.agent.start("alice", RunRequest(prompt="next", threadId="q3", multitaskStrategy="enqueue"))
-    pump(rt)
+    deliver(rt)
     assert run_of(rt, second.outcome.snapshot.run.run_id).status == "queued"
     approve(rt, first.approval.id)  # type: ignore[union-attr]
-    pump(rt)
+    deliver(rt)
     assert run_of(rt, first.run_id).status == "completed"
     assert run_of(rt, second.outcome.snapshot.run.run_id).status == "completed"
     assert ledger.calls == ["send_note:bob:hi"]
@@ -146,7 +135,7 @@ def test_interrupt_stops_the_active_run_at_its_next_step_keeping_its_side_effect
     assert second.outcome.queued
     assert first.status == "failed" and first.error is not None and first.error.code == "SUPERSEDED"
     assert "send_note" in first.error.message and second.outcome.snapshot.run.run_id in first.error.message
-    pump(rt)
+    deliver(rt)
     done = run_of(rt, second.outcome.snapshot.run.run_id)
     assert done.status == "completed"
     assert ledger.calls == ["send_note:bob:jazz"]  # ran once, kept, reported
@@ -198,7 +187,7 @@ def test_cancel_a_queued_run_and_an_active_one(make_runtime: MakeRuntime) -> Non
     result = rt.agent.run(rt.agent.context(first))
     assert result.status == "failed" and result.error is not None and result.error.code == "CANCELLED"
     assert len(echo.requests) == 1  # one model call, then the stop
-    pump(rt)
+    deliver(rt)
     assert run_of(rt, third.outcome.snapshot.run.run_id).status == "completed"
     assert [t for _, t in thread_texts(rt, "q6")] == ["one", "three", "re: three"]
     with pytest.raises(Conflict):
@@ -215,7 +204,7 @@ def test_a_lost_dequeue_message_is_published_again_by_the_sweep(make_runtime: Ma
     d.take()  # every message lost (the instance died after its commit)
     assert run_of(rt, second.outcome.snapshot.run.run_id).status == "queued"
     rt.router.sweep()
-    pump(rt)
+    deliver(rt)
     assert run_of(rt, second.outcome.snapshot.run.run_id).status == "completed"
 
 
@@ -242,7 +231,7 @@ def test_a_queued_run_keeps_the_files_sent_with_its_prompt(make_runtime: MakeRun
                            attachments=[Part(text="[file b.txt (text/plain)]\nbee")])
     assert later.outcome.queued
     rt.agent.run(rt.agent.context(first))
-    pump(rt)
+    deliver(rt)
     assert run_of(rt, later.outcome.snapshot.run.run_id).status == "completed"
     assert echo.requests[0].turns[-1].parts == [Part(text="one"), png]
     assert echo.requests[1].turns[-1].parts == [Part(text="two"), Part(text="[file b.txt (text/plain)]\nbee")]

@@ -15,6 +15,7 @@ from shared.models.scripted import FunctionModel, text_turn
 from shared.runtime import Runtime
 from shared.schedules.cron import next_after, parse_cron, zone
 from tests.agent.conftest import MakeRuntime
+from tests.messages import deliver
 from tests.plans.support import Script, model
 
 START = datetime(2026, 3, 28, 12, 0, 30, tzinfo=UTC).timestamp()
@@ -23,13 +24,8 @@ HOUR = 3600.0
 
 
 def pump(rt: Runtime) -> list[WorkMessage]:
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
     handled: list[WorkMessage] = []
-    while batch := d.take():
-        for message in batch:
-            rt.router.handle(message)
-            handled.append(message)
+    deliver(rt, handled.append)
     return handled
 
 

@@ -19,13 +19,13 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from shared.agent.webhooks import WebhookRequest, Webhooks
 from shared.api import RunRequest
 from shared.delivery.sender import ATTEMPT_DELAYS_S, MAX_ATTEMPTS
-from shared.durable.dispatcher import RecordingDispatcher
 from shared.errors import InvalidInput
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from tests.agent.conftest import MakeRuntime
 from tests.agent.test_loop import start_and_drive
 from tests.e2e.test_openapi import KEY
+from tests.messages import deliver
 
 
 class Receiver:
@@ -66,14 +66,6 @@ def receiver() -> Iterator[Receiver]:
     r.close()
 
 
-def pump(rt: Runtime) -> None:
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
-    while batch := d.take():
-        for message in batch:
-            rt.router.handle(message)
-
-
 def make(make_runtime: MakeRuntime, model: Any) -> Runtime:
     return make_runtime(model, credentials_encryption_key=KEY, mcp_allow_private_urls=True)
 
@@ -85,7 +77,7 @@ def test_a_receiver_down_for_three_attempts_gets_the_delivery_signed_with_one_id
     secret = hooks.put("alice", "ops", WebhookRequest(url=receiver.url, events=["run.completed"])).secret
     assert secret is not None and secret.startswith("whsec_")
     result, _ = start_and_drive(rt, "hi")
-    pump(rt)  # the first attempt: 500
+    deliver(rt)  # the first attempt: 500
     log = hooks.delivery_log("alice", "ops").deliveries
     assert [(d.status, d.attempts) for d in log] == [("retrying", 1)]
     later = 0.0
@@ -129,7 +121,7 @@ def test_events_are_filtered_and_a_runs_own_url_is_signed_by_default(make_runtim
     hooks.put("alice", "pauses", WebhookRequest(url=receiver.url, events=["run.*"]))
     paused, _ = start_and_drive(rt, "remember x", webhook=receiver.url + "?run=1")
     assert paused.status == "awaiting_confirmation"
-    pump(rt)
+    deliver(rt)
     kinds = sorted((h["webhook-id"][:4], json.loads(b)["type"]) for h, b in receiver.got)
     assert kinds == [("msg_", "run.awaiting_approval"), ("msg_", "run.awaiting_approval")]
     Webhook(secret).verify(receiver.got[-1][1], receiver.got[-1][0])

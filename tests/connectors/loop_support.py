@@ -4,7 +4,6 @@ messages (duplicated, as Pub/Sub may)."""
 from __future__ import annotations
 
 from shared.api import RunRequest
-from shared.durable.dispatcher import RecordingDispatcher
 from shared.runtime import Runtime
 from shared.state.records import RunResult
 
@@ -12,11 +11,3 @@ from shared.state.records import RunResult
 def start(rt: Runtime, prompt: str, uid: str = "alice") -> RunResult:
     started = rt.agent.start(uid, RunRequest(prompt=prompt))
     return rt.agent.run(rt.agent.context(started))
-
-
-def deliver(rt: Runtime, copies: int) -> None:
-    dispatcher = rt.dispatcher
-    assert isinstance(dispatcher, RecordingDispatcher)
-    for message in dispatcher.take():
-        for _ in range(copies):
-            rt.router.handle(message)

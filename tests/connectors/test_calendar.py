@@ -14,14 +14,12 @@ from shared.connectors.calendar import CalendarClient, EventChanges, EventDraft
 from shared.connectors.credentials import ConnectorError
 from shared.connectors.google_http import RetryPolicy
 from shared.errors import ToolError
+from tests.connectors.tool_support import started
 
 PARIS = ZoneInfo("Europe/Paris")
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeCalendar]:
-    with FakeCalendar(primary_time_zone="Europe/Paris") as server:
-        yield server
+fake = started(lambda: FakeCalendar(primary_time_zone="Europe/Paris"))
 
 
 @pytest.fixture

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from devfakes.calendar import FakeCalendar
 from devfakes.slack import FakeSlack, cursor_for
@@ -29,23 +26,19 @@ from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
 from shared.state.records import UserRecord
-from tests.connectors.loop_support import deliver, start
+from tests.connectors.loop_support import start
+from tests.connectors.tool_support import started
+from tests.messages import deliver_published as deliver
 
 UID = "alice"
 EVENT = {"title": "Design review", "start": "2026-03-02T10:00", "end": "2026-03-02T11:30",
          "timezone": "Europe/Paris", "attendees": ["ana@example.com", "bo@example.org"], "location": "Room 2"}
 
 
-@pytest.fixture
-def calendar() -> Iterator[FakeCalendar]:
-    with FakeCalendar(primary_time_zone="Europe/Paris") as fake:
-        yield fake
+calendar = started(lambda: FakeCalendar(primary_time_zone="Europe/Paris"))
 
 
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    with FakeSlack(max_page_size=2) as fake:  # Slack may answer fewer items than asked: cursors matter
-        yield fake
+slack = started(lambda: FakeSlack(max_page_size=2))  # Slack may answer fewer items than asked: cursors matter
 
 
 def runtime(store: DocStore, model: Model, **endpoints: Any) -> Runtime:

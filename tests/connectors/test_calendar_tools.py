@@ -3,8 +3,6 @@ with a real ``Connectors`` (encrypted tokens in SQLite) against the local fake C
 
 from __future__ import annotations
 
-import base64
-import os
 import re
 import subprocess
 import sys
@@ -17,7 +15,7 @@ import pytest
 from devfakes.calendar import FakeCalendar, at
 from shared import policy
 from shared.config import Settings
-from shared.connectors import ConnectorError, Connectors, IntegrationTokens, create_connectors
+from shared.connectors import ConnectorError, Connectors, IntegrationTokens
 from shared.connectors.calendar import event_id_for
 from shared.errors import ToolError
 from shared.state.records import UserRecord
@@ -25,16 +23,13 @@ from shared.state.sqlite_docstore import SqliteDocStore
 from shared.state.users_repo import UsersRepo
 from shared.tools import calendar_tools
 from shared.tools.context import ToolContext
-from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
+from shared.tools.registry import ToolArgsError, ToolRegistry
+from tests.connectors.tool_support import connected, registry_fixture, run, tool
 
 UID = "u-cal"
 
 
-@pytest.fixture
-def registry() -> ToolRegistry:
-    reg = ToolRegistry()
-    calendar_tools.register(reg)
-    return reg
+registry = registry_fixture(calendar_tools)
 
 
 @pytest.fixture
@@ -52,11 +47,8 @@ def store(tmp_path: Path) -> Iterator[SqliteDocStore]:
 
 @pytest.fixture
 def connectors(fake: FakeCalendar, store: SqliteDocStore) -> Connectors:
-    settings = Settings(credentials_encryption_key=base64.b64encode(os.urandom(32)).decode(),
-                        calendar_api_base_url=fake.base_url)
-    conn = create_connectors(settings, store)
-    conn.vault.put(UID, "google", IntegrationTokens(access_token=fake.token))
-    return conn
+    return connected(store, UID, "google", IntegrationTokens(access_token=fake.token),
+                     calendar_api_base_url=fake.base_url)
 
 
 def ctx_for(connectors: Connectors | None, store: SqliteDocStore, uid: str = UID, action_id: str = "act-1"
@@ -64,17 +56,6 @@ def ctx_for(connectors: Connectors | None, store: SqliteDocStore, uid: str = UID
     settings = connectors.settings if connectors else Settings()
     return ToolContext(uid=uid, run_id="run-1", action_id=action_id, users=UsersRepo(store), settings=settings,
                        connectors=connectors)
-
-
-def tool(registry: ToolRegistry, name: str) -> Tool:
-    found = registry.get(name)
-    assert found is not None
-    return found
-
-
-def run(registry: ToolRegistry, name: str, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    t = tool(registry, name)
-    return t.run(ctx, t.validate(args))
 
 
 CREATE = {"title": "Design review", "start": "2026-03-02T10:00", "end": "2026-03-02T11:30",

@@ -31,7 +31,8 @@ from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
 from shared.state.records import UserRecord
-from tests.connectors.loop_support import deliver, start
+from tests.connectors.loop_support import start
+from tests.messages import deliver_published as deliver
 
 UID = "alice"
 REPO = "octo-org/hello-world"

@@ -3,9 +3,7 @@ against the local fake GitHub REST API: declarations, argument checks, previews,
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import os
 import subprocess
 import sys
 import time
@@ -16,25 +14,21 @@ from typing import Any
 import pytest
 
 from devfakes.github import FakeGitHub
-from shared.config import Settings
-from shared.connectors import ConnectorError, IntegrationTokens, create_connectors
+from shared.connectors import ConnectorError, IntegrationTokens
 from shared.connectors.github import marker
 from shared.errors import ToolError
 from shared.state.sqlite_docstore import SqliteDocStore
 from shared.state.users_repo import UsersRepo
 from shared.tools import github_tools
 from shared.tools.context import ToolContext
-from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
+from shared.tools.registry import ToolArgsError, ToolRegistry
+from tests.connectors.tool_support import connected, preview, registry_fixture, run, tool
 
 UID = "u-github"
 REPO = "octo-org/hello-world"
 
 
-@pytest.fixture
-def registry() -> ToolRegistry:
-    reg = ToolRegistry()
-    github_tools.register(reg)
-    return reg
+registry = registry_fixture(github_tools)
 
 
 @pytest.fixture
@@ -48,29 +42,11 @@ def fake() -> Iterator[FakeGitHub]:
 @pytest.fixture
 def ctx(fake: FakeGitHub, tmp_path: Path) -> Iterator[ToolContext]:
     store = SqliteDocStore(str(tmp_path / "state.sqlite3"))
-    settings = Settings(credentials_encryption_key=base64.b64encode(os.urandom(32)).decode(),
-                        github_api_base_url=fake.base_url)
-    conn = create_connectors(settings, store)
-    conn.vault.put(UID, "github", IntegrationTokens(access_token=fake.token, scopes=["repo"]))
-    yield ToolContext(uid=UID, run_id="run-1", action_id="act_abc123", users=UsersRepo(store), settings=settings,
+    conn = connected(store, UID, "github", IntegrationTokens(access_token=fake.token, scopes=["repo"]),
+                     github_api_base_url=fake.base_url)
+    yield ToolContext(uid=UID, run_id="run-1", action_id="act_abc123", users=UsersRepo(store), settings=conn.settings,
                       connectors=conn)
     store.close()
-
-
-def tool(registry: ToolRegistry, name: str) -> Tool:
-    found = registry.get(name)
-    assert found is not None
-    return found
-
-
-def run(registry: ToolRegistry, name: str, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    t = tool(registry, name)
-    return t.run(ctx, t.validate(args))
-
-
-def preview(registry: ToolRegistry, name: str, args: dict[str, Any]) -> str:
-    t = tool(registry, name)
-    return t.preview(t.validate(args))
 
 
 def test_the_tools_and_their_kinds(registry: ToolRegistry) -> None:

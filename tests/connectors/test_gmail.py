@@ -16,6 +16,7 @@ from shared.connectors.google_http import RetryPolicy
 from shared.errors import ToolError
 from shared.state.docstore import DocStore
 from tests.connectors.gmail_support import connected
+from tests.connectors.tool_support import started
 
 
 class Sleeps(list[float]):
@@ -23,10 +24,7 @@ class Sleeps(list[float]):
         self.append(seconds)
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeGoogle]:
-    with FakeGoogle() as f:
-        yield f
+fake = started(FakeGoogle)
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
 from shared.state.records import UserProfile, UserRecord
 from tests.connectors.gmail_support import fresh_tokens, google_settings
-from tests.connectors.loop_support import deliver, start
+from tests.connectors.loop_support import start
+from tests.messages import deliver_published as deliver
 
 MAIL = {"to": ["bob@example.com"], "cc": ["carol@example.com"], "subject": "Lunch on Friday",
         "body": "Hi Bob, shall we have lunch on Friday at noon?"}

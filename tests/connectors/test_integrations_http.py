@@ -3,7 +3,6 @@ connect -> run -> approve -> resume CloudEvent (delivered 3 times) -> one send a
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Iterator
@@ -11,8 +10,6 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from cloudevents.conversion import to_structured
-from cloudevents.http import CloudEvent
 from flask.testing import FlaskClient
 from functions_framework import create_app as create_function_app
 
@@ -26,16 +23,15 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.state.paths import integration as integration_path
 from tests.connectors.gmail_support import REFRESH, google_settings
+from tests.connectors.tool_support import started
+from tests.messages import published_event
 
 ALICE = {"Authorization": "Bearer dev:alice"}
 TOKENS = {"accessToken": "ya29.fake-access-token", "refreshToken": REFRESH, "expiresIn": 3599,
           "scopes": ["https://www.googleapis.com/auth/gmail.modify"], "accountEmail": "alice@example.com"}
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeGoogle]:
-    with FakeGoogle() as f:
-        yield f
+fake = started(FakeGoogle)
 
 
 @pytest.fixture
@@ -157,14 +153,6 @@ def test_deployed_entry_point(install: Any) -> None:
     assert resp.status_code == 200 and resp.get_json()["connected"] is True, resp.get_data(as_text=True)[:2000]
 
 
-def pubsub_event(payload: bytes) -> tuple[dict[str, str], bytes]:
-    event = CloudEvent({"type": "google.cloud.pubsub.topic.v1.messagePublished",
-                        "source": "//pubsub.googleapis.com/projects/p/topics/agent-resume"},
-                       {"message": {"data": base64.b64encode(payload).decode(), "messageId": "1"}})
-    headers, body = to_structured(event)
-    return dict(headers), body
-
-
 def test_http_connect_run_approve_resume_sends_once(install: Any, client: FlaskClient, fake: FakeGoogle) -> None:
     mail = {"to": ["bob@example.com"], "subject": "Lunch", "body": "Friday at noon?"}
     rt = install(ScriptedModel([calls_turn(call("gmail_send", mail)), text_turn("Sent.")]))
@@ -175,10 +163,7 @@ def test_http_connect_run_approve_resume_sends_once(install: Any, client: FlaskC
     resp = client.post("/api/agent/approve", json={"approvalId": run["approval"]["id"], "decision": "approve"},
                        headers=ALICE)
     assert resp.status_code == 202
-    dispatcher = rt.dispatcher
-    assert isinstance(dispatcher, RecordingDispatcher)
-    (msg,) = dispatcher.take()
-    headers, data = pubsub_event(msg.encode())
+    headers, data = published_event(rt)
     resume = create_function_app("resume", "main.py", "cloudevent").test_client()  # type: ignore[no-untyped-call]
     for _ in range(3):
         assert resume.post("/", headers=headers, data=data).status_code == 200

@@ -30,6 +30,7 @@ from shared.runtime import Runtime
 from shared.state.docstore import DocStore
 from shared.state.records import MemoryRecord, UserProfile, UserRecord
 from tests.connectors.gmail_support import fresh_tokens, google_settings
+from tests.connectors.tool_support import started
 from tests.connectors.web_pages import PageServer
 
 ATTACKER = "mallory@evil.example"
@@ -74,10 +75,7 @@ class Decision:
     approval: bool
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeGoogle]:
-    with FakeGoogle() as f:
-        yield f
+fake = started(FakeGoogle)
 
 
 @pytest.fixture

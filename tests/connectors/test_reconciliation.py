@@ -32,7 +32,8 @@ from shared.runtime import Runtime
 from shared.state.docstore import DocStore, Query
 from shared.state.records import UserRecord
 from tests.connectors.gmail_support import fresh_tokens, google_settings
-from tests.connectors.loop_support import deliver, start
+from tests.connectors.loop_support import start
+from tests.messages import deliver_published as deliver
 
 UID = "alice"
 REPO = "octo-org/hello-world"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -11,14 +10,12 @@ from devfakes.slack import Fail, FakeSlack, cursor_for
 from shared.connectors.credentials import ConnectorError
 from shared.connectors.slack import MAX_MESSAGE_CHARS, SlackClient
 from shared.errors import ToolError
+from tests.connectors.tool_support import started
 
 FORM = "application/x-www-form-urlencoded"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeSlack]:
-    with FakeSlack() as server:
-        yield server
+fake = started(FakeSlack)
 
 
 @pytest.fixture

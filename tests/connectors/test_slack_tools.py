@@ -3,32 +3,25 @@ against the local fake Slack Web API."""
 
 from __future__ import annotations
 
-import base64
-import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from devfakes.slack import FakeSlack
-from shared.config import Settings
-from shared.connectors import ConnectorError, Connectors, IntegrationTokens, create_connectors
+from shared.connectors import ConnectorError, IntegrationTokens
 from shared.errors import ToolError
 from shared.state.sqlite_docstore import SqliteDocStore
 from shared.state.users_repo import UsersRepo
 from shared.tools import slack_tools
 from shared.tools.context import ToolContext
-from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
+from shared.tools.registry import ToolArgsError, ToolRegistry
+from tests.connectors.tool_support import connected, registry_fixture, run, tool
 
 UID = "u-slack"
 
 
-@pytest.fixture
-def registry() -> ToolRegistry:
-    reg = ToolRegistry()
-    slack_tools.register(reg)
-    return reg
+registry = registry_fixture(slack_tools)
 
 
 @pytest.fixture
@@ -42,24 +35,11 @@ def fake() -> Iterator[FakeSlack]:
 @pytest.fixture
 def ctx(fake: FakeSlack, tmp_path: Path) -> Iterator[ToolContext]:
     store = SqliteDocStore(str(tmp_path / "state.sqlite3"))
-    settings = Settings(credentials_encryption_key=base64.b64encode(os.urandom(32)).decode(),
-                        slack_api_base_url=fake.base_url)
-    conn: Connectors = create_connectors(settings, store)
-    conn.vault.put(UID, "slack", IntegrationTokens(access_token=fake.token, team_id="T0001"))
-    yield ToolContext(uid=UID, run_id="run-1", action_id="act-1", users=UsersRepo(store), settings=settings,
+    conn = connected(store, UID, "slack", IntegrationTokens(access_token=fake.token, team_id="T0001"),
+                     slack_api_base_url=fake.base_url)
+    yield ToolContext(uid=UID, run_id="run-1", action_id="act-1", users=UsersRepo(store), settings=conn.settings,
                       connectors=conn)
     store.close()
-
-
-def tool(registry: ToolRegistry, name: str) -> Tool:
-    found = registry.get(name)
-    assert found is not None
-    return found
-
-
-def run(registry: ToolRegistry, name: str, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    t = tool(registry, name)
-    return t.run(ctx, t.validate(args))
 
 
 def test_both_tools_are_read_only(registry: ToolRegistry) -> None:

@@ -37,6 +37,12 @@ def allowed(**kwargs: Any) -> WebFetcher:
     return WebFetcher(allow_hosts=["127.0.0.1"], **kwargs)
 
 
+def refuses(fetcher: WebFetcher, url: str, problem: str, timeout_s: float) -> None:
+    """``fetcher`` refuses to read ``url``: a ``ToolError`` saying ``problem`` (a regex)."""
+    with pytest.raises(ToolError, match=problem):
+        fetcher.fetch(url, timeout_s=timeout_s)
+
+
 # ---- reading -------------------------------------------------------------------------------------
 
 def test_html_becomes_readable_text(web: PageServer) -> None:
@@ -81,20 +87,15 @@ def test_refused_answers(web: PageServer) -> None:
     web.raw("/image", b"\x89PNG....", "image/png")
     web.raw("/pdf", b"%PDF-1.7", "application/pdf")
     fetcher = allowed()
-    with pytest.raises(ToolError, match=r"is not a text page \(image/png\); only HTML and text can be read"):
-        fetcher.fetch(web.url("/image"), timeout_s=10)
-    with pytest.raises(ToolError, match=r"application/pdf"):
-        fetcher.fetch(web.url("/pdf"), timeout_s=10)
-    with pytest.raises(ToolError, match=r"answered HTTP 404 Not Found"):
-        fetcher.fetch(web.url("/missing"), timeout_s=10)
+    refuses(fetcher, web.url("/image"), r"is not a text page \(image/png\); only HTML and text can be read", 10)
+    refuses(fetcher, web.url("/pdf"), r"application/pdf", 10)
+    refuses(fetcher, web.url("/missing"), r"answered HTTP 404 Not Found", 10)
 
 
 def test_the_time_limit_covers_a_slow_body(web: PageServer) -> None:
     web.slow("/slow", size=200, every_s=0.05)  # ten seconds to send it all
-    with pytest.raises(ToolError, match=r"was still sending after the time limit"):
-        allowed().fetch(web.url("/slow"), timeout_s=0.5)
-    with pytest.raises(ToolError, match=r"did not answer within the time limit"):
-        allowed().fetch(web.url("/slow"), timeout_s=0)
+    refuses(allowed(), web.url("/slow"), r"was still sending after the time limit", 0.5)
+    refuses(allowed(), web.url("/slow"), r"did not answer within the time limit", 0)
 
 
 def test_redirects_are_followed_and_bounded(web: PageServer) -> None:
@@ -106,8 +107,7 @@ def test_redirects_are_followed_and_bounded(web: PageServer) -> None:
     assert page.redirects == [web.url("/b"), web.url("/final")]
     assert web.hits == ["/a", "/b", "/final"]
     web.redirect("/loop", "/loop")
-    with pytest.raises(ToolError, match=r"more than 5 redirects"):
-        allowed().fetch(web.url("/loop"), timeout_s=10)
+    refuses(allowed(), web.url("/loop"), r"more than 5 redirects", 10)
     assert web.hits.count("/loop") == 6
 
 
@@ -135,8 +135,8 @@ def test_https_verifies_the_certificate_against_the_host_name(tmp_path: Path) ->
                              resolver=lambda host, port: ["127.0.0.1"])
         page = fetcher.fetch(web.url("/secure", host="docs.example.test"), timeout_s=10)
         assert (page.title, page.text) == ("TLS", "over https")
-        with pytest.raises(ToolError, match=r"the TLS certificate of other.example.test could not be verified"):
-            fetcher.fetch(web.url("/secure", host="other.example.test"), timeout_s=10)
+        refuses(fetcher, web.url("/secure", host="other.example.test"),
+                r"the TLS certificate of other.example.test could not be verified", 10)
         untrusted = WebFetcher(allow_hosts=["docs.example.test"], resolver=lambda host, port: ["127.0.0.1"])
         with pytest.raises(ToolError, match=r"could not be verified"):  # certifi does not know the test CA
             untrusted.fetch(web.url("/secure", host="docs.example.test"), timeout_s=10)
@@ -203,12 +203,10 @@ def test_every_resolved_address_must_be_public() -> None:
     table = {"evil.example.com": ["10.1.2.3"], "mixed.example.com": ["93.184.216.34", "169.254.169.254"],
              "v6.example.com": ["2606:4700:4700::1111", "::1"]}
     fetcher = WebFetcher(resolver=lambda host, port: table[host])
-    with pytest.raises(ToolError, match=r"evil.example.com resolves to a non-public address \(10.1.2.3 is a private"):
-        fetcher.fetch("http://evil.example.com/", timeout_s=5)
-    with pytest.raises(ToolError, match=r"169.254.169.254 is a cloud metadata address"):
-        fetcher.fetch("https://mixed.example.com/", timeout_s=5)
-    with pytest.raises(ToolError, match=r"::1 is a loopback address"):
-        fetcher.fetch("https://v6.example.com/", timeout_s=5)
+    refuses(fetcher, "http://evil.example.com/",
+            r"evil.example.com resolves to a non-public address \(10.1.2.3 is a private", 5)
+    refuses(fetcher, "https://mixed.example.com/", r"169.254.169.254 is a cloud metadata address", 5)
+    refuses(fetcher, "https://v6.example.com/", r"::1 is a loopback address", 5)
 
 
 def test_a_redirect_to_a_private_address_is_refused(web: PageServer) -> None:
@@ -218,14 +216,10 @@ def test_a_redirect_to_a_private_address_is_refused(web: PageServer) -> None:
     web.redirect("/to-file", "file:///etc/passwd")
     web.page("/secret", "<p>internal</p>")
     fetcher = allowed()  # the first hop is allowlisted; the redirect target is checked on its own
-    with pytest.raises(ToolError, match=r"169.254.169.254 is a cloud metadata address"):
-        fetcher.fetch(web.url("/to-metadata"), timeout_s=5)
-    with pytest.raises(ToolError, match=r"port \d+ is refused"):
-        fetcher.fetch(web.url("/to-loopback-name"), timeout_s=5)
-    with pytest.raises(ToolError, match=r"10.0.0.1 is a private address"):
-        fetcher.fetch(web.url("/to-private"), timeout_s=5)
-    with pytest.raises(ToolError, match=r"not 'file'"):
-        fetcher.fetch(web.url("/to-file"), timeout_s=5)
+    refuses(fetcher, web.url("/to-metadata"), r"169.254.169.254 is a cloud metadata address", 5)
+    refuses(fetcher, web.url("/to-loopback-name"), r"port \d+ is refused", 5)
+    refuses(fetcher, web.url("/to-private"), r"10.0.0.1 is a private address", 5)
+    refuses(fetcher, web.url("/to-file"), r"not 'file'", 5)
     assert "/secret" not in web.hits
 
 

@@ -28,8 +28,9 @@ from shared.state.sqlite_docstore import SqliteDocStore
 from shared.state.users_repo import UsersRepo
 from shared.tools import web_tools
 from shared.tools.context import ToolContext
-from shared.tools.registry import Tool, ToolArgsError, ToolRegistry
+from shared.tools.registry import ToolArgsError, ToolRegistry
 from tests.connectors.loop_support import start
+from tests.connectors.tool_support import registry_fixture, run, tool
 from tests.connectors.web_pages import PageServer
 from tests.fakes.fake_gemini import Fail, FakeGemini, Reply, call, grounding, usage
 
@@ -37,11 +38,7 @@ SOURCES = (("python.org", "https://vertexaisearch.cloud.google.com/grounding-api
            ("docs.python.org", "https://vertexaisearch.cloud.google.com/grounding-api-redirect/def"))
 
 
-@pytest.fixture
-def registry() -> ToolRegistry:
-    reg = ToolRegistry()
-    web_tools.register(reg)
-    return reg
+registry = registry_fixture(web_tools)
 
 
 @pytest.fixture
@@ -57,26 +54,9 @@ def users(tmp_path: Path) -> Iterator[UsersRepo]:
     store.close()
 
 
-@pytest.fixture
-def fake_gemini() -> Iterator[FakeGemini]:
-    with FakeGemini() as fake:
-        yield fake
-
-
 def context(users: UsersRepo, *, settings: Settings | None = None, **kwargs: Any) -> ToolContext:
     return ToolContext(uid="alice", run_id="run_1", action_id="act_1", users=users,
                        settings=settings or Settings(web_fetch_allow_hosts=("127.0.0.1",)), **kwargs)
-
-
-def tool(registry: ToolRegistry, name: str) -> Tool:
-    found = registry.get(name)
-    assert found is not None
-    return found
-
-
-def run(registry: ToolRegistry, name: str, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    t = tool(registry, name)
-    return t.run(ctx, t.validate(args))
 
 
 def test_both_are_read_only(registry: ToolRegistry) -> None:

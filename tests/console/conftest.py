@@ -25,14 +25,13 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
-from werkzeug.serving import BaseWSGIServer, make_server
 
-from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Turn, Usage
 from shared.models.scripted import call
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
 from shared.state.sqlite_docstore import SqliteDocStore
+from tests import serving
 from tests.agent.conftest import make_settings
 from tests.fakes import fixed_plans
 
@@ -204,18 +203,12 @@ def served(directory: Path, **settings: Any) -> Iterator[Console]:
     model = ConsoleModel()
     rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, **settings),
                  store=store, model=model, authenticator=LocalAuthenticator())
-    set_runtime(rt)
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="console-server", daemon=True)
-    thread.start()
-    try:
-        yield Console(url=f"http://127.0.0.1:{server.server_port}/", model=model, runtime=rt)
-    finally:
-        model.release_all()  # no run is left waiting on a gate
-        server.shutdown()
-        thread.join()
-        set_runtime(None)
-        store.close()
+    with serving.served(rt=rt) as url:
+        try:
+            yield Console(url=url + "/", model=model, runtime=rt)
+        finally:
+            model.release_all()  # no run is left waiting on a gate
+    store.close()
 
 
 @pytest.fixture(scope="module")

@@ -13,15 +13,14 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser
-from werkzeug.serving import BaseWSGIServer, make_server
 
-from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
 from shared.state.sqlite_docstore import SqliteDocStore
 from tests.agent.conftest import make_settings
 from tests.console.conftest import WAIT_MS
+from tests.serving import served
 
 FOLLOW_JS = """([url, waitMs]) => new Promise((resolve, reject) => {
   const seen = [], opens = [], beats = 0;
@@ -53,16 +52,10 @@ def server(tmp_path: Any) -> Iterator[tuple[str, Runtime]]:
     model = ScriptedModel([calls_turn(call("save_memory", {"text": "Alice likes tea"})), text_turn("Saved.")])
     rt = Runtime(make_settings(dispatcher="inline", follow_max_wait_s=0.5, heartbeat_s=0.1), store=store, model=model,
                  authenticator=LocalAuthenticator())
-    set_runtime(rt)
-    httpd: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
-    thread = threading.Thread(target=httpd.serve_forever, name="sse-server", daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_port}", rt
+        with served(rt=rt) as url:
+            yield url, rt
     finally:
-        httpd.shutdown()
-        thread.join()
-        set_runtime(None)
         store.close()
 
 

@@ -7,21 +7,19 @@ user. Screenshots go to var/screenshots/ (first-screen*.png, first-hour-*.png)."
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
-from werkzeug.serving import BaseWSGIServer, make_server
 
-from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.config import McpServer
 from shared.models.offline import LABEL, OfflineModel
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
 from shared.state.sqlite_docstore import SqliteDocStore
 from tests.agent.conftest import make_settings
 from tests.console.conftest import CREDENTIALS_KEY, SCREENSHOTS, Console, ConsoleModel, api, open_console
+from tests.serving import served
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +30,10 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, credentials_encryption_key=CREDENTIALS_KEY,
                                mcp_servers=(time_server,), mcp_timeout_s=30.0),
                  store=store, model=OfflineModel(pace_s=0.005), authenticator=LocalAuthenticator())
-    set_runtime(rt)
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="first-hour-server", daemon=True)
-    thread.start()
     try:
-        yield Console(url=f"http://127.0.0.1:{server.server_port}/", model=ConsoleModel(), runtime=rt)
+        with served(rt=rt) as url:
+            yield Console(url=url + "/", model=ConsoleModel(), runtime=rt)
     finally:
-        server.shutdown()
-        thread.join()
-        set_runtime(None)
         store.close()
 
 

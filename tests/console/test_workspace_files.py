@@ -11,18 +11,17 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
-from werkzeug.serving import BaseWSGIServer, make_server
 
-from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.models.base import DeltaSink, ModelRequest, ModelResponse, Part, Turn
 from shared.models.scripted import call
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
 from shared.state.records import UserRecord
 from shared.state.sqlite_docstore import SqliteDocStore
 from tests.agent.conftest import make_settings
 from tests.console.conftest import CALL_USAGE, Console, ConsoleModel, api, open_console
 from tests.sandbox.support import SandboxProcess
+from tests.serving import served
 
 UID = "wes"
 
@@ -55,16 +54,10 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     rt = Runtime(make_settings(dispatcher="inline", run_deadline_s=60.0, sandbox_url=box.url, sandbox_key=box.key),
                  store=store, model=model, authenticator=LocalAuthenticator())
     rt.users.put_user(UserRecord(uid=UID, trust_level="autonomous"))
-    set_runtime(rt)
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="console-server", daemon=True)
-    thread.start()
     try:
-        yield Console(url=f"http://127.0.0.1:{server.server_port}/", model=model, runtime=rt)
+        with served(rt=rt) as url:
+            yield Console(url=url + "/", model=model, runtime=rt)
     finally:
-        server.shutdown()
-        thread.join()
-        set_runtime(None)
         store.close()
         box.stop()
 

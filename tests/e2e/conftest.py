@@ -9,12 +9,10 @@ import pytest
 from flask.testing import FlaskClient
 
 from devserver import create_app
-from shared.auth import LocalAuthenticator
-from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import Model
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
-from tests.agent.conftest import make_settings
+from tests.agent.conftest import install as install_runtime
 
 ALICE = {"Authorization": "Bearer dev:alice"}
 BOB = {"Authorization": "Bearer dev:bob"}
@@ -28,10 +26,7 @@ def install(sqlite_docstore: DocStore) -> Iterator[Install]:
     """Install a runtime for the HTTP functions: ``install(model, **settings)``."""
 
     def make(model: Model, *, store_override: DocStore | None = None, **overrides: Any) -> Runtime:
-        rt = Runtime(make_settings(**overrides), store=store_override or store, model=model,
-                     authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
-        set_runtime(rt)
-        return rt
+        return install_runtime(store_override or store, model, **overrides)
 
     yield make
     set_runtime(None)

@@ -9,26 +9,17 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from tests.agent.test_loop import audits
 from tests.e2e.conftest import ALICE, Install
+from tests.messages import deliver_published as deliver
 
 
 def paused(rt: Runtime, client: FlaskClient) -> dict[str, Any]:
     body = client.post("/api/agent/run", json={"prompt": "remember tea"}, headers=ALICE).get_json()
     assert body["status"] == "awaiting_confirmation"
     return body  # type: ignore[no-any-return]
-
-
-def deliver(rt: Runtime, times: int = 1) -> None:
-    """Deliver the published resume messages, each ``times`` times (duplicate deliveries)."""
-    dispatcher = rt.dispatcher
-    assert isinstance(dispatcher, RecordingDispatcher)
-    for msg in dispatcher.take():
-        for _ in range(times):
-            rt.router.handle(msg)
 
 
 def test_an_approval_with_edits_runs_the_edited_call_once(install: Install, client: FlaskClient) -> None:
@@ -42,7 +33,7 @@ def test_an_approval_with_edits_runs_the_edited_call_once(install: Install, clie
     assert resp.status_code == 202, resp.get_json()
     assert resp.get_json() == {"ok": True, "runId": body["runId"], "approvalId": approval_id, "decision": "approved",
                                "status": "resume_requested", "arguments": edited}
-    deliver(rt, times=3)  # duplicate deliveries: still once
+    deliver(rt, copies=3)  # duplicate deliveries: still once
     assert [(m.text, m.tags) for m in rt.users.list_memories("alice")] == [("Alice likes green tea", ["preference"])]
     run = client.get(f"/api/agent/runs/{body['runId']}", headers=ALICE).get_json()
     assert run["status"] == "completed" and run["result"]["toolArgs"] == edited

@@ -43,6 +43,7 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.agent.conftest import make_settings
 from tests.e2e.test_openapi import KEY
+from tests.messages import deliver
 from tests.sandbox.support import SandboxProcess
 
 ALICE = {"Authorization": "Bearer dev:alice"}
@@ -125,9 +126,7 @@ class Api:
     dispatcher: RecordingDispatcher
 
     def deliver(self) -> None:
-        while messages := self.dispatcher.take():
-            for message in messages:
-                self.rt.router.handle(message)
+        deliver(self.rt)
 
 
 Creator = Callable[[Api], Ref]

@@ -30,7 +30,7 @@ def sections(stdout: str) -> dict[str, list[str]]:
 
 def test_demo_runs_the_approval_tour_against_a_fresh_server(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items()
-           if k not in ("GEMINI_API_KEY", "GEMINI_USE_VERTEX", "GEMINI_BASE_URL", "K_SERVICE", "PORT",
+           if k not in ("LOG_LEVEL", "GEMINI_API_KEY", "GEMINI_USE_VERTEX", "GEMINI_BASE_URL", "K_SERVICE", "PORT",
                         "SQLITE_PATH", "STATE_BACKEND", "AUTH_MODE", "DISPATCHER")}
     env.update(TMPDIR=str(tmp_path), PYTHONUNBUFFERED="1")  # the demo's throw-away SQLite file goes here
     proc = subprocess.Popen([sys.executable, "scripts/demo.py"], cwd=ROOT, env=env, text=True,
@@ -46,6 +46,7 @@ def test_demo_runs_the_approval_tour_against_a_fresh_server(tmp_path: Path) -> N
     assert "model: offline model" in stderr and "store: sqlite" in stderr
     assert re.search(r"Dev console: http://127\.0\.0\.1:\d+/ ", stderr), stderr[-2000:]
     assert "\"severity\"" not in stdout  # the server logs to stderr: stdout is the tour alone
+    assert '"severity": "INFO"' not in stderr  # in a terminal stderr shows too: no INFO lines between steps
 
     (demo_dir,) = tmp_path.glob("agent-demo-*")  # a fresh store, not var/agent-runtime.sqlite3
     assert (demo_dir / "demo.sqlite3").is_file()

@@ -96,7 +96,7 @@ def test_a_generated_client_drives_runs_cursor_pages_an_approval_usage_and_expor
                                      body=models.RunRequest(prompt="Remember that I prefer window seats"))
         assert isinstance(paused, models.RunResult), paused
         assert paused.status == models.RunResultStatus.AWAITING_CONFIRMATION, paused
-        assert isinstance(paused.approval, models.ApprovalView) and paused.tool == "save_memory", paused
+        assert isinstance(paused.approval, models.Approval) and paused.tool == "save_memory", paused
 
         # Paging with limit 2 and nextCursor: every run once, newest first, then a null cursor.
         seen: list[str] = []

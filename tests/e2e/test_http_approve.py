@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 from typing import Any
@@ -13,24 +12,16 @@ from cloudevents.http import CloudEvent
 from flask.testing import FlaskClient
 from functions_framework import create_app
 
-from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from tests.e2e.conftest import ALICE, BOB, Install
+from tests.messages import published_event, pubsub_event
 
 
 def paused_run(rt: Runtime, client: FlaskClient) -> dict[str, Any]:
     body = client.post("/api/agent/run", json={"prompt": "remember tea"}, headers=ALICE).get_json()
     assert body["status"] == "awaiting_confirmation"
     return body  # type: ignore[no-any-return]
-
-
-def pubsub_event(payload: bytes) -> tuple[dict[str, str], bytes]:
-    event = CloudEvent({"type": "google.cloud.pubsub.topic.v1.messagePublished",
-                        "source": "//pubsub.googleapis.com/projects/p/topics/agent-resume"},
-                       {"message": {"data": base64.b64encode(payload).decode(), "messageId": "1"}})
-    headers, body = to_structured(event)
-    return dict(headers), body
 
 
 @pytest.fixture
@@ -47,10 +38,7 @@ def test_approve_then_resume_cloudevent_completes_the_run(install: Install, clie
     assert resp.status_code == 202
     assert resp.get_json() == {"ok": True, "runId": body["runId"], "approvalId": body["approval"]["id"],
                                "decision": "approved", "status": "resume_requested"}
-    dispatcher = rt.dispatcher
-    assert isinstance(dispatcher, RecordingDispatcher)
-    (msg,) = dispatcher.take()
-    headers, data = pubsub_event(msg.encode())
+    headers, data = published_event(rt)
     for _ in range(3):  # duplicate deliveries
         assert resume_client.post("/", headers=headers, data=data).status_code == 200
     assert [m.text for m in rt.users.list_memories("alice")] == ["Alice likes tea"]

@@ -10,11 +10,11 @@ import pytest
 from flask.testing import FlaskClient
 
 from devserver import create_app
-from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import get_runtime
 from tests.e2e.conftest import ALICE, BOB, Install
+from tests.messages import deliver
 
 
 def ndjson(body: bytes) -> list[dict[str, Any]]:
@@ -182,10 +182,7 @@ def test_second_run_while_the_first_is_in_progress_is_409_run_active(install: In
     after = client.post("/api/agent/run", json={"prompt": "z", "threadId": "busy"}, headers=ALICE)
     assert after.status_code == 409 and after.get_json()["error"]["details"]["runId"] == queued_id
     rt = get_runtime()
-    assert isinstance(rt.dispatcher, RecordingDispatcher)
-    while batch := rt.dispatcher.take():
-        for message in batch:
-            rt.router.handle(message)
+    deliver(rt)
     assert client.get(f"/api/agent/runs/{queued_id}", headers=ALICE).get_json()["status"] == "completed"
     after = client.post("/api/agent/run", json={"prompt": "z", "threadId": "busy"}, headers=ALICE)
     assert after.status_code == 200 and after.get_json()["status"] == "completed"

@@ -13,20 +13,17 @@ make dev's app on SQLite and the Firestore emulator.
 
 from __future__ import annotations
 
-import base64
 import time
 from typing import Any
 
 import pytest
-from cloudevents.conversion import to_structured
-from cloudevents.http import CloudEvent
 from flask.testing import FlaskClient
 from functions_framework import create_app
 
-from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.state.docstore import DocStore, Query, Write
 from tests.e2e.conftest import ALICE, BOB, Install
+from tests.messages import published_event
 
 
 def texts(model: ScriptedModel, index: int) -> list[str]:
@@ -106,14 +103,6 @@ def test_a_key_stored_before_fingerprints_replays_its_run(install: Install, clie
     assert again.status_code == 200 and again.get_json()["runId"] == first["runId"]
 
 
-def pubsub_event(payload: bytes) -> tuple[dict[str, str], bytes]:
-    event = CloudEvent({"type": "google.cloud.pubsub.topic.v1.messagePublished",
-                        "source": "//pubsub.googleapis.com/projects/p/topics/agent-resume"},
-                       {"message": {"data": base64.b64encode(payload).decode(), "messageId": "1"}})
-    headers, body = to_structured(event)
-    return dict(headers), body
-
-
 def test_threads_written_before_issue_35_keep_working(install: Install, client: FlaskClient,
                                                       docstore: DocStore) -> None:
     """A shared-collection thread of alice's, with a run paused on it written without
@@ -139,10 +128,7 @@ def test_threads_written_before_issue_35_keep_working(install: Install, client: 
     resp = client.post("/api/agent/approve", json={"approvalId": paused["approval"]["id"], "decision": "approve"},
                        headers=ALICE)
     assert resp.status_code == 202
-    dispatcher = rt.dispatcher
-    assert isinstance(dispatcher, RecordingDispatcher)
-    (msg,) = dispatcher.take()
-    headers, data = pubsub_event(msg.encode())
+    headers, data = published_event(rt)
     assert create_app("resume", "main.py", "cloudevent").test_client().post("/", headers=headers,
                                                                            data=data).status_code == 200
     assert client.get(f"/api/agent/runs/{paused['runId']}", headers=ALICE).get_json()["status"] == "completed"

@@ -4,7 +4,6 @@ guardrail, the watchdog in the usage ledger, and the stream as Server-Sent Event
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -12,13 +11,12 @@ from typing import Any
 import pytest
 import sseclient
 from flask.testing import FlaskClient
-from werkzeug.serving import make_server
 
 from devserver import create_app
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
+from tests import serving
 from tests.e2e.conftest import ALICE, Install
-from tests.emulators import free_port
 
 
 @pytest.fixture
@@ -84,13 +82,8 @@ def test_the_watchdog_timeout_is_recorded_in_the_usage_ledger(install: Install, 
 @pytest.fixture
 def served(install: Install) -> Iterator[str]:
     install(ScriptedModel([calls_turn(call("search_memory", {"query": "tea"})), text_turn("You like tea.")]))
-    port = free_port()
-    server = make_server("127.0.0.1", port, create_app(), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{port}"
-    server.shutdown()
-    thread.join(10)
+    with serving.served() as url:
+        yield url
 
 
 def test_the_stream_speaks_server_sent_events_to_a_real_client(served: str) -> None:

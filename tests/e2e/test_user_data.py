@@ -37,6 +37,7 @@ from tests.e2e.test_authz_matrix import (
     create_session,
 )
 from tests.e2e.test_openapi import KEY
+from tests.messages import deliver_published
 
 LAYOUT = Path(__file__).resolve().parents[2] / "docs" / "firestore-layout.md"
 
@@ -86,10 +87,7 @@ def test_deleting_runs_and_memories(install: Install, client: FlaskClient, docst
     assert live.status_code == 409 and live.get_json()["error"]["code"] == "RUN_ACTIVE"
     client.post("/api/agent/approve", json={"approvalId": paused["approval"]["id"], "decision": "approve"},
                 headers=ALICE)
-    dispatcher = rt.dispatcher
-    assert isinstance(dispatcher, RecordingDispatcher)
-    for message in dispatcher.take():
-        rt.router.handle(message)
+    deliver_published(rt)
     assert client.get(f"/api/agent/runs/{paused['runId']}", headers=ALICE).get_json()["status"] == "completed"
     assert client.delete(f"/api/agent/runs/{paused['runId']}", headers=BOB).status_code == 404
     done = client.delete(f"/api/agent/runs/{paused['runId']}", headers=ALICE)

@@ -37,10 +37,11 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
+from devfakes.loopback import LoopbackServer
 from shared.config import Settings
 
 WirePart = dict[str, Any]
@@ -185,7 +186,7 @@ class Received:
         return any(isinstance(t, dict) and "googleSearch" in t for t in self.body.get("tools") or [])
 
 
-class FakeGemini:
+class FakeGemini(LoopbackServer):
     """The fake server; ``start()``/``close()`` or use as a context manager. See the module doc."""
 
     def __init__(self, *, api_key: str = "fake-gemini-key", model: str = "gemini-3-flash-preview",
@@ -201,42 +202,24 @@ class FakeGemini:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._connections: set[socket.socket] = set()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # lifecycle ---------------------------------------------------------------------------
-    def start(self) -> FakeGemini:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-gemini", daemon=True)
-        self._thread.start()
-        return self
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_class(self)
 
     def close(self) -> None:
-        if self._server is None:
-            return
-        self._closing.set()
-        self._server.shutdown()
+        self._closing.set()  # a delayed chunk stops waiting
+        super().close()
+
+    def drop_connections(self) -> None:
         with self._lock:
             for conn in self._connections:
                 with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RDWR)
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._server = None
-
-    def __enter__(self) -> FakeGemini:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "FakeGemini is not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.root
 
     def settings(self, base: Settings | None = None, **overrides: Any) -> Settings:
         """``Settings`` that point the Gemini adapter here (API-key mode), plus ``overrides``."""

@@ -25,7 +25,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from cryptography import x509
@@ -33,6 +33,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 from google.auth import crypt, jwt
+
+from devfakes.loopback import LoopbackServer
 
 ID_TOKEN_PATH = "/robot/v1/metadata/x509/securetoken@system.gserviceaccount.com"
 SESSION_PATH = "/identitytoolkit/v3/relyingparty/publicKeys"
@@ -66,7 +68,7 @@ class SigningKey:
                           cert_pem=cert.public_bytes(serialization.Encoding.PEM).decode("ascii"))
 
 
-class FirebaseKeys:
+class FirebaseKeys(LoopbackServer):
     """Serves ``{kid: pem}`` for ID tokens and session cookies and mints tokens signed by ``key``.
 
     Both certificate URLs publish the same keys (so a token of one kind presented as the other fails
@@ -81,11 +83,9 @@ class FirebaseKeys:
         self.fetches: Counter[str] = Counter()
         self._published: dict[str, str] = {self.key.kid: self.key.cert_pem}
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- server --------------------------------------------------------------------------------
-    def start(self) -> FirebaseKeys:
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -106,32 +106,14 @@ class FirebaseKeys:
             def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-firebase-keys", daemon=True)
-        self._thread.start()
-        return self
+        return Handler
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def __enter__(self) -> FirebaseKeys:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.close()
 
     @property
     def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("FirebaseKeys is not started")
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self.root
 
     @property
     def id_token_certs_url(self) -> str:

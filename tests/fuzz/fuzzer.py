@@ -23,7 +23,6 @@ import contextlib
 import json
 import sys
 import tempfile
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -33,15 +32,15 @@ from typing import Any
 import schemathesis
 from schemathesis.core.failures import Failure
 from schemathesis.engine import Status, events, from_schema
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.serving import WSGIRequestHandler
 
-from devserver import create_app
 from shared.config import Settings
 from shared.models.base import ModelRequest, ModelResponse, Usage
 from shared.models.offline import OfflineModel
 from shared.models.scripted import FunctionModel, call, calls_turn
 from shared.routes import CURSOR, ROUTES
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
+from tests.serving import served
 
 KEY = base64.b64encode(bytes(range(32))).decode()
 SEED = 20261130
@@ -204,17 +203,10 @@ def dev_server(tmp_path: Path) -> Iterator[str]:
                         mcp_timeout_s=2.0,  # the fuzzer's MCP servers are made up: nothing answers there
                         mcp_allow_private_urls=True)  # they are 127.0.0.1 and made-up hosts: no DNS lookups
     rt = Runtime(settings, model=pausing_model())
-    set_runtime(rt)
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, create_app(), threaded=True,
-                                          request_handler=_QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, name="fuzz-dev-server", daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        with served(rt=rt, request_handler=_QuietHandler) as url:
+            yield url
     finally:
-        server.shutdown()
-        thread.join(30)
-        set_runtime(None)
         rt.store.close()
 
 

@@ -12,12 +12,6 @@ from tests.fakes.fake_gemini import FakeGemini
 
 
 @pytest.fixture
-def fake_gemini() -> Iterator[FakeGemini]:
-    with FakeGemini() as fake:
-        yield fake
-
-
-@pytest.fixture
 def gemini(fake_gemini: FakeGemini) -> Iterator[GeminiModel]:
     model = GeminiModel(fake_gemini.settings(), backoff_initial_s=0.01, backoff_max_s=0.05)
     yield model

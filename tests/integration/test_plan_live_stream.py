@@ -85,28 +85,29 @@ def app_runtime(fake_gemini: FakeGemini, sqlite_docstore: DocStore) -> Iterator[
     dispatcher.close()  # the plan's last deliveries finish before the store closes
 
 
-def _ndjson(resp: Any) -> Iterator[dict[str, Any]]:
+def _frames(resp: Any, end: bytes) -> Iterator[bytes]:
+    """The streamed body cut at each ``end``, as the chunks arrive (empty frames left out)."""
     buf = b""
     for chunk in resp.response:
         buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            if line.strip():
-                yield json.loads(line)
+        while end in buf:
+            frame, buf = buf.split(end, 1)
+            if frame.strip():
+                yield frame
+
+
+def _ndjson(resp: Any) -> Iterator[dict[str, Any]]:
+    return (json.loads(line) for line in _frames(resp, b"\n"))
 
 
 def _sse(resp: Any) -> Iterator[dict[str, Any]]:
-    buf = b""
-    for chunk in resp.response:
-        buf += chunk
-        while b"\n\n" in buf:
-            frame, buf = buf.split(b"\n\n", 1)
-            if frame.startswith(b":"):  # a heartbeat (a comment line) while the stream is quiet
-                continue
-            fields = dict(line.split(": ", 1) for line in frame.decode().splitlines())
-            ev = json.loads(fields["data"])
-            assert fields["event"] == ev["type"] and fields["id"] == str(ev["seq"])
-            yield ev
+    for frame in _frames(resp, b"\n\n"):
+        if frame.startswith(b":"):  # a heartbeat (a comment line) while the stream is quiet
+            continue
+        fields = dict(line.split(": ", 1) for line in frame.decode().splitlines())
+        ev = json.loads(fields["data"])
+        assert fields["event"] == ev["type"] and fields["id"] == str(ev["seq"])
+        yield ev
 
 
 def _stream(client: FlaskClient, rt: Runtime, brain: Brain, *, sse: bool) -> list[dict[str, Any]]:

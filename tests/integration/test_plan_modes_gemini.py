@@ -19,6 +19,7 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.agent.conftest import make_settings
 from tests.fakes.fake_gemini import FakeGemini, Received, Reply, call, text, thought
+from tests.messages import deliver
 
 ALICE = {"Authorization": "Bearer dev:alice"}
 
@@ -63,11 +64,7 @@ def test_plan_modes_through_the_real_sdk(fake_gemini: FakeGemini, sqlite_docstor
         doc = client.get("/openapi.json").get_json()
         body = client.post("/api/agent/run", json={"prompt": "summarise my notes step by step"},
                            headers=ALICE).get_json()
-        d = rt.dispatcher
-        assert isinstance(d, RecordingDispatcher)
-        while msgs := d.take():
-            for m in msgs:
-                rt.router.handle(m)
+        deliver(rt)
         snap = rt.runs.get_run(body["runId"])
         assert snap is not None and snap.run.status == "completed"
         events = rt.runs.list_events(body["runId"])

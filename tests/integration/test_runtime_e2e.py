@@ -4,7 +4,6 @@ against the fake Gemini server, Firestore and Pub/Sub emulators, and `resume` pu
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +12,6 @@ import pytest
 from flask.testing import FlaskClient
 from functions_framework import create_app
 from google.cloud import firestore, pubsub_v1
-from werkzeug.serving import make_server
 
 from devserver import create_app as create_dev_app
 from shared.auth import FirebaseAuthenticator
@@ -26,6 +24,7 @@ from tests.agent.conftest import make_settings
 from tests.emulators import TEST_PROJECT, free_port
 from tests.fakes.fake_gemini import FakeGemini, Reply, call, thought, usage
 from tests.fakes.firebase_keys import FirebaseKeys
+from tests.serving import served
 
 
 @pytest.fixture
@@ -114,14 +113,8 @@ def test_invalid_firebase_tokens_are_refused(fake_gemini: FakeGemini, keys: Fire
 @pytest.fixture
 def resume_server() -> Iterator[str]:
     """The deployed `resume` CloudEvent entry point, served over HTTP for the Pub/Sub push."""
-    app = create_app("resume", "main.py", "cloudevent")
-    port = free_port()
-    server = make_server("127.0.0.1", port, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{port}/"
-    server.shutdown()
-    thread.join(10)
+    with served(create_app("resume", "main.py", "cloudevent")) as url:
+        yield url + "/"
 
 
 def test_approval_reaches_resume_through_a_pubsub_push_subscription(

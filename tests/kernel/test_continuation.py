@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from google.cloud import pubsub_v1
 
 from shared.durable.dispatcher import PubSubDispatcher, RecordingDispatcher
 from shared.durable.messages import WorkMessage
@@ -25,8 +24,10 @@ from shared.tools import default_registry
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 from tests.agent.conftest import make_settings
-from tests.emulators import TEST_PROJECT, free_port
+from tests.emulators import TEST_PROJECT
+from tests.emulators import pubsub_topic as emulator_topic
 from tests.kernel.task_host import TaskHost, start_task, task_record
+from tests.messages import deliver
 
 STEPS = 7  # six tool steps and a final answer: four invocations of two steps
 
@@ -106,13 +107,11 @@ def assert_done_exactly_once(rt: Runtime, counter: Counter, run_id: str) -> None
 
 def invocations(rt: Runtime) -> int:
     """Deliver every recorded message (each delivery is one invocation); how many there were."""
-    n = 0
-    while msgs := recorded(rt).take():
-        for m in msgs:
-            assert m.kind == "continue" and m.unitId and m.schemaVersion == 1
-            rt.router.handle(m)
-            n += 1
-    return n
+
+    def a_continuation(m: WorkMessage) -> None:
+        assert m.kind == "continue" and m.unitId and m.schemaVersion == 1
+
+    return deliver(rt, a_continuation)
 
 
 def test_task_host_yields_and_continues_over_invocations_on_sqlite(sqlite_docstore: DocStore) -> None:
@@ -133,10 +132,7 @@ def test_duplicate_continue_messages_are_harmless(sqlite_docstore: DocStore) -> 
     rt = make_rt(sqlite_docstore, counter)
     run_id = start_task(rt, "alice", "count to six")
     resume_run(rt.services, run_id)
-    while msgs := recorded(rt).take():
-        for m in msgs:
-            for _ in range(3):  # Pub/Sub delivers at least once
-                rt.router.handle(m)
+    deliver(rt, copies=3)  # Pub/Sub delivers at least once
     assert_done_exactly_once(rt, counter, run_id)
 
 
@@ -180,24 +176,9 @@ def test_a_lost_continue_message_is_republished_by_the_sweep(sqlite_docstore: Do
 
 @pytest.fixture
 def pubsub_topic(pubsub_emulator: Any) -> Iterator[tuple[str, Callable[[], list[bytes]]]]:
-    """A topic on the Pub/Sub emulator and a pull of its messages (acknowledged once read)."""
-    name = f"agent-continue-{free_port()}"
-    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    topic = publisher.topic_path(TEST_PROJECT, name)
-    publisher.create_topic(name=topic)
-    sub = subscriber.subscription_path(TEST_PROJECT, f"{name}-pull")
-    subscriber.create_subscription(name=sub, topic=topic)
-
-    def pull() -> list[bytes]:
-        got = subscriber.pull(subscription=sub, max_messages=10, timeout=10)
-        if got.received_messages:
-            subscriber.acknowledge(subscription=sub, ack_ids=[m.ack_id for m in got.received_messages])
-        return [m.message.data for m in got.received_messages]
-
-    yield name, pull
-    subscriber.delete_subscription(subscription=sub)
-    publisher.delete_topic(topic=topic)
-    subscriber.close()
+    """A topic on the Pub/Sub emulator and a pull of its messages' data (acknowledged once read)."""
+    with emulator_topic("agent-continue") as (name, pull):
+        yield name, lambda: [m.data for m in pull()]
 
 
 @pytest.mark.firestore

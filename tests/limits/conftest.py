@@ -17,7 +17,7 @@ from shared.models.base import Model
 from shared.models.scripted import FunctionModel, text_turn
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import Doc, DocStore
-from tests.agent.conftest import make_settings
+from tests.agent.conftest import install, make_settings
 
 ALICE = {"Authorization": "Bearer dev:alice"}
 BOB = {"Authorization": "Bearer dev:bob"}
@@ -38,22 +38,15 @@ class Clock:
 MakeRuntime = Callable[..., Runtime]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("firestore", marks=pytest.mark.firestore)])
-def store(request: pytest.FixtureRequest) -> DocStore:
-    return request.getfixturevalue(f"{request.param}_docstore")  # type: ignore[no-any-return]
-
-
 @pytest.fixture
 def make_rt(store: DocStore) -> Iterator[MakeRuntime]:
     """``make_rt(model, clock=None, **settings)``: the process runtime of the HTTP functions, every
     limit off unless a setting turns it on."""
 
     def make(model: Model, *, clock: Clock | None = None, **overrides: Any) -> Runtime:
-        rt = Runtime(make_settings(**{**OFF, **overrides}), store=store, model=model,
-                     authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
+        rt = install(store, model, **{**OFF, **overrides})
         if clock is not None:
             rt.limits.clock = clock
-        set_runtime(rt)
         return rt
 
     yield make

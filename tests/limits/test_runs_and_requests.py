@@ -27,6 +27,7 @@ from shared.token_usage import Usage
 from tests.agent.conftest import make_settings
 from tests.limits.conftest import ALICE, BOB, OFF, Clock, MakeRuntime
 from tests.limits.support import ids, refused, snapshot
+from tests.messages import deliver
 
 MINUTE = 60 * 29_000_000  # a minute boundary (epoch seconds), in 2025
 
@@ -326,16 +327,6 @@ def test_daily_tokens_reset_at_midnight_utc(make_rt: MakeRuntime, client: FlaskC
     assert error["details"]["day"] == "2031-03-04" and error["details"]["resetsAt"] == "2031-03-05T00:00:00Z"
     clock.at += 30  # midnight UTC: a new day
     assert client.post("/api/agent/run", json={"prompt": "hi"}, headers=ALICE).status_code == 200
-
-
-def deliver(rt: Runtime) -> None:
-    from shared.durable.dispatcher import RecordingDispatcher
-
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
-    while msgs := d.take():
-        for m in msgs:
-            rt.router.handle(m)
 
 
 def test_a_counter_that_cannot_be_written_does_not_take_the_routes_down(

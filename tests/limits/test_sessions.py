@@ -18,6 +18,7 @@ from shared.state.docstore import DocStore
 from tests.limits.conftest import ALICE, BOB, Clock, MakeRuntime
 from tests.limits.support import ids, refused, snapshot
 from tests.limits.test_runs_and_requests import entry
+from tests.messages import deliver
 
 
 def create(client: FlaskClient, headers: dict[str, str] = ALICE) -> Any:
@@ -42,9 +43,7 @@ def test_active_sessions(make_rt: MakeRuntime, client: FlaskClient, store: DocSt
     assert client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1}, headers=ALICE).status_code == 202
     refused(client, create(client), "TOO_MANY_ACTIVE_SESSIONS", path="/api/agent/sessions", method="post")
     assert client.post(f"/api/agent/sessions/{sid}/cancel", headers=ALICE).status_code == 202
-    while msgs := rt.dispatcher.take():  # type: ignore[attr-defined]
-        for m in msgs:
-            rt.router.handle(m)
+    deliver(rt)
     assert rt.sessions.get(sid)[0].terminal  # type: ignore[index]
     assert create(client).status_code == 201
 

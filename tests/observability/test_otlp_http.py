@@ -13,7 +13,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from tests.serving import served_handler
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = {"Authorization": "Bearer dev:alice", "Content-Type": "application/json"}
@@ -64,12 +66,8 @@ def receiver() -> Iterator[tuple[str, Receiver]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", got
-    server.shutdown()
-    server.server_close()
+    with served_handler(Handler) as url:
+        yield url, got
 
 
 def free_port() -> int:

@@ -17,8 +17,10 @@ from devserver import create_app
 from shared import otel
 from shared.auth import LocalAuthenticator
 from shared.durable.dispatcher import RecordingDispatcher
+from shared.durable.messages import WorkMessage
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
+from tests import messages
 from tests.agent.conftest import make_settings
 from tests.observability.support import attr, by_run, ledger_sums, spans_in_memory, token_model, token_sums
 from tests.plans.support import Script
@@ -31,17 +33,13 @@ SCRIPT = Script(acts={"": [("save_memory", {"text": "chat note"})],
                       "Write the summary": [("save_memory", {"text": "the summary"})]})
 
 
+def traced(m: WorkMessage) -> None:
+    first = m.kind == "continue" and str(m.entryId).endswith("-00000")  # a confirmed plan's first
+    assert first or m.kind not in ("resume", "continue") or m.traceparent, m  # the unit's context travels
+
+
 def deliver(rt: Runtime) -> int:
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
-    n = 0
-    while msgs := d.take():
-        for m in msgs:
-            first = m.kind == "continue" and str(m.entryId).endswith("-00000")  # a confirmed plan's first
-            assert first or m.kind not in ("resume", "continue") or m.traceparent, m  # the unit's context travels
-            rt.router.handle(m)
-            n += 1
-    return n
+    return messages.deliver(rt, traced)
 
 
 def decide(client: FlaskClient, approval_id: str, decision: str) -> None:

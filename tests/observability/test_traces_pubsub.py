@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from google.cloud import pubsub_v1
 
 from devserver import create_app
 from shared import otel
@@ -19,7 +18,7 @@ from shared.durable.dispatcher import PubSubDispatcher
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.agent.conftest import make_settings
-from tests.emulators import TEST_PROJECT, free_port
+from tests.emulators import TEST_PROJECT, pubsub_topic
 from tests.observability.support import attr, by_run, ledger_sums, spans_in_memory, token_model, token_sums
 from tests.observability.test_traces import ALICE, SCRIPT, decide
 
@@ -28,26 +27,14 @@ Pulled = list[dict[str, Any]]
 
 @pytest.fixture
 def topic(pubsub_emulator: Any) -> Iterator[tuple[str, Any]]:
-    name = f"agent-trace-{free_port()}"
-    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    path = publisher.topic_path(TEST_PROJECT, name)
-    publisher.create_topic(name=path)
-    sub = subscriber.subscription_path(TEST_PROJECT, f"{name}-pull")
-    subscriber.create_subscription(name=sub, topic=path)
+    with pubsub_topic("agent-trace") as (name, pull):
 
-    def pull() -> Pulled:
-        """The delivered messages as a push subscription's CloudEvent ``data`` carries them."""
-        got = subscriber.pull(subscription=sub, max_messages=10, timeout=10)
-        if got.received_messages:
-            subscriber.acknowledge(subscription=sub, ack_ids=[m.ack_id for m in got.received_messages])
-        return [{"message": {"data": base64.b64encode(m.message.data).decode(),
-                             "attributes": dict(m.message.attributes), "messageId": m.message.message_id}}
-                for m in got.received_messages]
+        def pushed() -> Pulled:
+            """The delivered messages as a push subscription's CloudEvent ``data`` carries them."""
+            return [{"message": {"data": base64.b64encode(m.data).decode(), "attributes": dict(m.attributes),
+                                 "messageId": m.message_id}} for m in pull()]
 
-    yield name, pull
-    subscriber.delete_subscription(subscription=sub)
-    publisher.delete_topic(topic=path)
-    subscriber.close()
+        yield name, pushed
 
 
 def process(store: DocStore, topic: str) -> Runtime:

@@ -23,7 +23,8 @@ from shared.durable.dispatcher import RecordingDispatcher
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.agent.conftest import MakeRuntime, make_settings
-from tests.agent.test_approvals import Crash, Ledger, approve, deliver_all, paused
+from tests.agent.test_approvals import crashed_after_sending
+from tests.messages import deliver_published
 from tests.observability.support import attr, spans_in_memory, token_model
 from tests.observability.test_traces import ALICE, SCRIPT
 from tests.plans.support import Script
@@ -116,15 +117,9 @@ def test_a_streamed_run_is_one_trace(docstore: DocStore) -> None:
 
 
 def test_a_call_a_crash_cut_off_shows_outcome_unknown(make_runtime: MakeRuntime) -> None:
-    from shared.models.scripted import text_turn
 
     with spans_in_memory() as exporter:
-        ledger = Ledger()
-        rt, _, result, _ = paused(make_runtime, ledger, text_turn("I am not sure it was sent."), lease_ttl_s=0.2)
-        approve(rt, result.approval.id)
-        ledger.crash_next = True
-        with pytest.raises(Crash):
-            deliver_all(rt)
+        rt, _, result, _ = crashed_after_sending(make_runtime)
         time.sleep(0.3)
         assert rt.router.sweep()["recovered"] == 1
         spans = exporter.get_finished_spans()
@@ -173,10 +168,7 @@ def test_model_calls_record_the_genai_client_metrics(docstore: DocStore) -> None
             body = client.post("/api/agent/run", json={"prompt": f"remember {i}"}, headers=ALICE).get_json()
             client.post("/api/agent/approve", json={"approvalId": body["approval"]["id"], "decision": "approve"},
                         headers=ALICE)
-            d = rt.dispatcher
-            assert isinstance(d, RecordingDispatcher)
-            for m in d.take():
-                rt.router.handle(m)
+            deliver_published(rt)
     finally:
         set_runtime(None)
         tracing.use(None)

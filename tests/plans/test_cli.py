@@ -11,12 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from werkzeug.serving import make_server
 
-from devserver import create_app
 from shared.auth import LocalAuthenticator
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
 from shared.state.docstore import DocStore
+from tests import serving
 from tests.agent.conftest import make_settings
 from tests.emulators import free_port
 from tests.plans.support import Script, model
@@ -32,15 +31,8 @@ def served(sqlite_docstore: DocStore) -> Iterator[tuple[str, Runtime]]:
                                       "summary": "one more"})
     rt = Runtime(make_settings(dispatcher="inline"), store=sqlite_docstore, model=model(script),
                  authenticator=LocalAuthenticator())
-    set_runtime(rt)
-    port = free_port()
-    server = make_server("127.0.0.1", port, create_app(), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{port}", rt
-    server.shutdown()
-    thread.join(10)
-    set_runtime(None)
+    with serving.served(rt=rt) as url:
+        yield url, rt
 
 
 def test_agent_plan_refines_confirms_approves_and_prints_the_log(served: tuple[str, Runtime]) -> None:

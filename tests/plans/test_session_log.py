@@ -169,7 +169,7 @@ def test_one_mapping_gives_the_session_words_both_ways() -> None:
     status = as_session_event(PlanStatusEvent(seq=8, planId="ses_1", status="cancelled").model_dump(mode="json"))
     assert status == {"seq": 8, "type": "status", "status": "cancelled", "sessionId": "ses_1"}
     waiting = PlanApprovalRequiredEvent(seq=9, planId="ses_1", stepId="t1", approvalId="apr_1", toolName="send",
-                                        preview="send it").model_dump(mode="json")
+                                        preview="send it").model_dump(mode="json", exclude_none=True)
     assert "approval_required" not in SESSION_WORDS and as_session_event(waiting) == {
         "seq": 9, "type": "approval_required", "taskId": "t1", "approvalId": "apr_1", "tool": "send",
         "preview": "send it", "reason": ""}

@@ -158,6 +158,23 @@ def test_the_sweep_ends_sessions_waiting_past_their_deadline(make_rt: MakeRuntim
     assert rt.users.list_memories("alice") == []
 
 
+class Crash(BaseException):
+    """A process dying mid-invocation (not an ``Exception``: nothing in the runtime catches it)."""
+
+
+def crashed_then_recovered(rt: Runtime, client: FlaskClient) -> str:
+    """A new session, confirmed; the delivery that executes it crashes; once its lease (0.2 s) lapsed
+    the sweep recovers it and the rest is delivered. The session's id."""
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    with pytest.raises(Crash):
+        deliver(rt)
+    time.sleep(0.3)
+    assert rt.router.sweep()["recovered"] == 1
+    deliver(rt)
+    return sid
+
+
 def test_cancel_while_waiting_for_an_approval_closes_it(make_rt: MakeRuntime, client: FlaskClient) -> None:
     rt = make_rt(Script(acts={"Read the notes": [("save_memory", {"text": "x"})]}))
     sid = create(client)["sessionId"]
@@ -176,9 +193,6 @@ def test_cancel_while_waiting_for_an_approval_closes_it(make_rt: MakeRuntime, cl
 
 def test_a_crash_inside_an_invocation_is_recovered_and_no_act_runs_twice(make_rt: MakeRuntime,
                                                                          client: FlaskClient) -> None:
-    class Crash(BaseException):
-        pass
-
     acts = {"Read the notes": [("search_memory", {"query": "a"}), ("search_memory", {"query": "b"})]}
     script = Script(acts=acts)
     original = script.answer
@@ -192,13 +206,7 @@ def test_a_crash_inside_an_invocation_is_recovered_and_no_act_runs_twice(make_rt
 
     script.answer = crashing  # type: ignore[method-assign]
     rt = make_rt(script, lease_ttl_s=0.2)
-    sid = create(client)["sessionId"]
-    confirm(client, sid)
-    with pytest.raises(Crash):
-        deliver(rt)
-    time.sleep(0.3)
-    assert rt.router.sweep()["recovered"] == 1
-    deliver(rt)
+    sid = crashed_then_recovered(rt, client)
     done = view(client, sid)
     assert done["status"] == "completed"
     ns = [h["n"] for h in done["plan"]["tasks"][0]["history"]]
@@ -209,9 +217,6 @@ def test_a_crash_inside_a_side_effect_act_is_reported_unknown_to_the_reflection(
                                                                                client: FlaskClient) -> None:
     """The act was claimed, then the process died inside the (non-idempotent) tool: recovery never
     runs it again, its outcome is ``unknown``, and the reflection is told so."""
-
-    class Crash(BaseException):
-        pass
 
     seen: list[dict[str, Any]] = []
     sent: list[str] = []
@@ -236,13 +241,7 @@ def test_a_crash_inside_a_side_effect_act_is_reported_unknown_to_the_reflection(
     rt = make_rt(Script(acts={"Read the notes": [("send_note", {"to": "bob"})]}, reflect=reflect), lease_ttl_s=0.2)
     rt.registry = registry
     rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
-    sid = create(client)["sessionId"]
-    confirm(client, sid)
-    with pytest.raises(Crash):
-        deliver(rt)
-    time.sleep(0.3)
-    assert rt.router.sweep()["recovered"] == 1
-    deliver(rt)
+    sid = crashed_then_recovered(rt, client)
     assert sent == ["bob"]  # never run again
     observed = next(a for a in seen if a["action"]["tool"] == "send_note")
     assert observed["observation"]["outcome"] == "unknown" and observed["outcome"] == "unknown"

@@ -11,8 +11,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from devserver import create_app
-from shared.durable.dispatcher import RecordingDispatcher
-from shared.runtime import Runtime
+from tests.messages import deliver as deliver
 from tests.plans.conftest import MakeRuntime
 from tests.plans.support import Script
 
@@ -23,18 +22,6 @@ BOB = {"Authorization": "Bearer dev:bob"}
 @pytest.fixture
 def client() -> FlaskClient:
     return create_app().test_client()
-
-
-def deliver(rt: Runtime) -> int:
-    """Deliver every published message (each one a function invocation); how many there were."""
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
-    n = 0
-    while msgs := d.take():
-        for m in msgs:
-            rt.router.handle(m)
-            n += 1
-    return n
 
 
 def events(client: FlaskClient, sid: str, after: int = 0) -> list[dict[str, Any]]:

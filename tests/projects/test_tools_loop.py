@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from shared.api import ApproveRequest, RunRequest
-from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import ModelRequest, ModelResponse, Turn
 from shared.models.scripted import ScriptedModel, call, calls_turn, text_turn
 from shared.projects.service import ProjectsService
@@ -18,6 +17,7 @@ from shared.state.project_records import TemplateTask
 from shared.state.projects_repo import ProjectsRepo
 from shared.state.records import RunResult
 from shared.token_usage import Usage
+from tests.messages import deliver_published
 from tests.projects.conftest import MakeRuntime
 
 Answer = Callable[[ModelRequest], ModelResponse]
@@ -154,11 +154,7 @@ def test_a_supervised_user_approves_a_task_update(make_runtime: MakeRuntime, doc
     from shared.agent.approvals import decide
 
     decide(rt.services, rt.dispatcher, "alice", ApproveRequest(approvalId=result.approval.id, decision="approve"))
-    dispatcher = rt.dispatcher
-    assert isinstance(dispatcher, RecordingDispatcher)
-    for message in dispatcher.take():
-        for _ in range(2):  # delivered twice, as Pub/Sub may: the update runs once
-            rt.router.handle(message)
+    deliver_published(rt, copies=2)  # delivered twice, as Pub/Sub may: the update runs once
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None and snap.run.status == "completed"
     assert snap.run.result is not None and snap.run.result.summary == 'Marked "Book venue" done.'

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from shared.state.docstore import DocStore
-from tests.fakes.fake_gemini import FakeGemini
 from tests.sandbox.support import SandboxProcess
 
 SMALL_LIMITS = {
@@ -29,14 +27,3 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess
     box.stop()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("firestore", marks=pytest.mark.firestore)])
-def store(request: pytest.FixtureRequest) -> DocStore:
-    """The workspace records on both real stores (Firestore through its emulator)."""
-    return request.getfixturevalue(f"{request.param}_docstore")  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def fake_gemini() -> Iterator[FakeGemini]:
-    """A started fake Gemini for the real google-genai SDK."""
-    with FakeGemini() as fake:
-        yield fake

@@ -32,6 +32,7 @@ from shared.state.docstore import DocStore
 from shared.state.records import UserRecord
 from tests.agent.conftest import make_settings
 from tests.fakes.fake_gemini import FakeGemini, Received, Reply, call, text, thought
+from tests.messages import deliver
 from tests.sandbox.git_server import GitServer
 from tests.sandbox.support import SandboxProcess
 
@@ -105,15 +106,6 @@ def world(tmp_path: Path, sandbox: SandboxProcess, fake_gemini: FakeGemini,
             git.stop()
 
 
-def deliver_twice(rt: Runtime) -> None:
-    d = rt.dispatcher
-    assert isinstance(d, RecordingDispatcher)
-    while msgs := d.take():
-        for m in msgs:
-            rt.router.handle(m)
-            rt.router.handle(m)  # Pub/Sub may deliver a message twice
-
-
 @pytest.mark.parametrize("keep", [False, True])
 def test_a_plan_session_fixes_a_repository_and_opens_one_pull_request(
         world: tuple[Runtime, FlaskClient, GitServer, FakeGitHub], sandbox: SandboxProcess,
@@ -125,7 +117,7 @@ def test_a_plan_session_fixes_a_repository_and_opens_one_pull_request(
     assert created.status_code == 201, created.get_json()
     sid = created.get_json()["sessionId"]
     assert client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1}, headers=ALICE).status_code == 202
-    deliver_twice(rt)
+    deliver(rt, copies=2)
     previews: dict[str, list[str]] = {}
     run_ids: set[str] = set()
     for _ in range(12):
@@ -139,7 +131,7 @@ def test_a_plan_session_fixes_a_repository_and_opens_one_pull_request(
             resp = client.post("/api/agent/approve", json={"approvalId": approval["approvalId"], "decision": "approve"},
                                headers=ALICE)
             assert resp.status_code == 202, resp.get_json()
-        deliver_twice(rt)
+        deliver(rt, copies=2)
     view = client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()
     assert view["status"] == "completed", view
 

@@ -24,8 +24,9 @@ from shared.state.docstore import DocStore
 from shared.state.records import RunResult, UserRecord
 from shared.state.workspaces_repo import WorkspacesRepo
 from tests.agent.conftest import make_settings
-from tests.connectors.loop_support import deliver, start
+from tests.connectors.loop_support import start
 from tests.connectors.test_reconciliation import AFTER_SIDE_EFFECT, recover
+from tests.messages import deliver_published as deliver
 from tests.sandbox.support import SandboxProcess
 
 UID = "alice"

@@ -46,6 +46,13 @@ print(json.dumps({"status": resp.status_code, "modules": sorted(sys.modules)}))
 """
 
 
+def runs_cleanly(code: str) -> None:
+    """``code`` runs in a fresh interpreter (only ``PATH`` in its environment) and exits 0."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={"PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def _loaded(modules: list[str], prefixes: tuple[str, ...]) -> list[str]:
     return [m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes)]
 
@@ -100,9 +107,7 @@ def test_importing_main_loads_only_the_configuration() -> None:
             "heavy = ('google.genai', 'google.cloud.firestore', 'google.cloud.pubsub', 'pydantic')\n"
             "heavy = sorted(m for m in sys.modules if m.startswith(heavy))\n"
             "assert not heavy, heavy\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={"PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
+    runs_cleanly(code)
 
 
 def test_runs_reads_a_run_without_the_loop_tools_connectors_goals_or_a_model(seeded: dict[str, str]) -> None:
@@ -197,9 +202,7 @@ def test_gemini_adapter_classifies_transport_errors_without_importing_requests()
             "    err = map_error(exc)\n"
             "    assert err.retryable and 'connection to Gemini failed' in str(err), err\n"
             "assert not map_error(ValueError('v')).retryable\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={"PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
+    runs_cleanly(code)
 
 
 @pytest.mark.parametrize("target", ["run", "stream"])
@@ -245,9 +248,7 @@ def test_a_chat_run_without_a_plan_loads_no_plan_executor_or_projects_workspace(
             "loaded = sorted(m for m in sys.modules if m.startswith(lazy))\n"
             "assert not loaded, loaded\n"
             "assert rt.hosts.get('plan') is not None and 'shared.plans.host' in sys.modules\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={"PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    runs_cleanly(code)
 
 
 def test_the_kernel_names_the_host_kinds_as_the_hosts_do() -> None:

@@ -3,7 +3,7 @@
 // state.proposed_plan, is what the next message sends.
 
 import {ApiError, callJson, currentUser} from '../api.js';
-import {$, h, json} from '../dom.js';
+import {$, h, json, parts, submitOnEnter} from '../dom.js';
 import {showError} from '../errors.js';
 
 function planView(preview) {
@@ -27,14 +27,8 @@ function parseField(textarea, name) {
 }
 
 export function mountGoals() {
-  const form = $('#goals-form');
-  const user = $('#goals-user');
-  const session = $('#goals-session');
-  const context = $('#goals-context');
-  const state = $('#goals-state');
-  const log = $('#goals-log');
-  const errors = $('#goals-errors');
-  const message = $('#goals-message');
+  const {form, user, session, context, state, log, errors, message} =
+    parts('goals', 'form', 'user', 'session', 'context', 'state', 'log', 'errors', 'message');
   const newSession = () => {
     session.value = `sess_${Math.random().toString(16).slice(2, 10)}`;
     state.value = '';
@@ -86,12 +80,7 @@ export function mountGoals() {
     e.preventDefault();
     send();
   });
-  message.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-      e.preventDefault();
-      form.requestSubmit();
-    }
-  });
+  submitOnEnter(message, form);
   $('#goals-new').addEventListener('click', () => {
     newSession();
     message.focus();

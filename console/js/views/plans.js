@@ -10,7 +10,7 @@
 
 import {callJson, streamNdjson} from '../api.js';
 import {approvalCard} from '../approval.js';
-import {$, append, chip, clear, h, json, when} from '../dom.js';
+import {$, append, chip, clear, h, json, parts, when} from '../dom.js';
 import {showError} from '../errors.js';
 
 const ENDED = new Set(['completed', 'rejected', 'failed', 'deadline_exceeded', 'cancelled']);
@@ -45,9 +45,7 @@ function eventLine(ev) {
 }
 
 export function mountPlans() {
-  const form = $('#plans-form');
-  const errors = $('#plans-errors');
-  const known = $('#plans-known');
+  const {form, errors, known} = parts('plans', 'form', 'errors', 'known');
   const detail = $('#plan-detail');
   const openForm = $('#plans-open-form');
   let loads = new AbortController();

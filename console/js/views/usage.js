@@ -1,7 +1,7 @@
 // Usage: GET /api/agent/usage?from=&to=&groupBy= as totals, a bar chart (plain SVG) and a table.
 
 import {callJson} from '../api.js';
-import {$, clear, h} from '../dom.js';
+import {clear, h, parts} from '../dom.js';
 import {showError} from '../errors.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -41,12 +41,7 @@ function isoDay(ms) {
 }
 
 export function mountUsage() {
-  const form = $('#usage-form');
-  const from = $('#usage-from');
-  const to = $('#usage-to');
-  const group = $('#usage-group');
-  const errors = $('#usage-errors');
-  const result = $('#usage-result');
+  const {form, from, to, group, errors, result} = parts('usage', 'form', 'from', 'to', 'group', 'errors', 'result');
   to.value = isoDay(Date.now());
   from.value = isoDay(Date.now() - 29 * DAY_MS);
 
