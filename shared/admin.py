@@ -10,9 +10,10 @@ which user, the fields before and after).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 from pydantic.alias_generators import to_snake
 
 from shared.errors import Forbidden, InvalidInput
@@ -20,6 +21,7 @@ from shared.ids import new_id
 from shared.responses import ResponseBody
 from shared.state.records import AuditRecord, TrustLevel, UserLimits, UserRecord
 from shared.web import parse_model
+from shared.wire import INTEGRAL
 
 if TYPE_CHECKING:
     from shared.auth import Principal
@@ -33,19 +35,30 @@ class _Strict(BaseModel):
 
 
 class ProfilePatch(_Strict):
-    emailAllowlist: list[str] | None = Field(default=None, max_length=200, json_schema_extra={
-        "items": {"type": "string", "minLength": 3, "maxLength": 320, "pattern": EMAIL}})
+    # Each address is checked as the document says (the pattern was only in the schema: "not-an-email" was stored).
+    emailAllowlist: list[Annotated[str, Field(min_length=3, max_length=320, pattern=EMAIL)]] | None = Field(
+        default=None, max_length=200)
     displayName: str | None = Field(default=None, max_length=200)
     about: str | None = Field(default=None, max_length=4000)
-    timezone: str | None = Field(default=None, max_length=64)
+    timezone: str | None = Field(default=None, max_length=64, description="an IANA name, e.g. Europe/Paris")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown time zone {value[:64]!r} (an IANA name, e.g. Europe/Paris)") from None
+        return value
 
 
 class LimitsPatch(_Strict):
     """A user's own limits (absent or null: the deployment's; 0: off for this user)."""
 
-    activeRuns: int | None = Field(default=None, ge=0, le=10_000)
-    activeSessions: int | None = Field(default=None, ge=0, le=10_000)
-    dailyTokens: int | None = Field(default=None, ge=0, le=10**12)
+    activeRuns: Annotated[int, Strict(), Field(ge=0, le=10_000), INTEGRAL] | None = None
+    activeSessions: Annotated[int, Strict(), Field(ge=0, le=10_000), INTEGRAL] | None = None
+    dailyTokens: Annotated[int, Strict(), Field(ge=0, le=10**12), INTEGRAL] | None = None
     dailyBudgetUsd: float | None = Field(default=None, ge=0, le=1_000_000, description=(
         "the user's money cap per UTC day (docs/budgets.md); needs BUDGET_USER_DAILY_USD on"))
     monthlyBudgetUsd: float | None = Field(default=None, ge=0, le=1_000_000, description=(

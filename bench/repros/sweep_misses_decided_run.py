@@ -12,26 +12,19 @@ Exits 1 when the run is left stranded.
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 
-from bench.chaos import SCENARIO_MARK, Chaos, Crash, CrashPlan, RoutedDispatcher, scenario_model
+from bench.chaos import Crash, CrashPlan
 from bench.invariants import settled
-from bench.scenario import bench_settings
+from bench.repros import scene
 from shared.agent.approvals import decide
-from shared.api import ApproveRequest, RunRequest
-from shared.models.scripted import FunctionModel
-from shared.runtime import Runtime
-from shared.state.sqlite_docstore import SqliteDocStore
+from shared.api import ApproveRequest
 
 
 def main() -> int:
-    store = SqliteDocStore(tempfile.mkdtemp() + "/state.sqlite3")
-    chaos = Chaos(store)
-    dispatcher = RoutedDispatcher()
-    rt = Runtime(bench_settings(lease_ttl_s=0.2), store=chaos.store, model=FunctionModel(scenario_model),
-                 dispatcher=dispatcher, registry=chaos.registry())
-    started = rt.agent.start("alice", RunRequest(prompt=f"go {SCENARIO_MARK}single t1"))
+    at = scene(lease_ttl_s=0.2)
+    rt, chaos, dispatcher = at.rt, at.chaos, at.dispatcher
+    started = at.start_single()
     result = rt.agent.run(rt.agent.context(started))
     assert result.approval is not None
     decide(rt.services, dispatcher, "alice", ApproveRequest(approvalId=result.approval.id, decision="approve"))

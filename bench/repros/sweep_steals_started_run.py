@@ -15,24 +15,15 @@ Exits 1 while a sweep can take over a run between its start and its first commit
 from __future__ import annotations
 
 import sys
-import tempfile
 
-from bench.chaos import SCENARIO_MARK, Chaos, RoutedDispatcher, scenario_model
-from bench.scenario import bench_settings
-from shared.api import RunRequest
-from shared.models.scripted import FunctionModel
-from shared.runtime import Runtime
+from bench.repros import scene
 from shared.state.docstore import PreconditionFailed
-from shared.state.sqlite_docstore import SqliteDocStore
 
 
 def main() -> int:
-    store = SqliteDocStore(tempfile.mkdtemp() + "/state.sqlite3")
-    chaos = Chaos(store)
-    dispatcher = RoutedDispatcher()
-    rt = Runtime(bench_settings(lease_ttl_s=30.0), store=chaos.store, model=FunctionModel(scenario_model),
-                 dispatcher=dispatcher, registry=chaos.registry())
-    started = rt.agent.start("alice", RunRequest(prompt=f"go {SCENARIO_MARK}single t1"))
+    at = scene(lease_ttl_s=30.0)
+    rt = at.rt
+    started = at.start_single()
     run = started.outcome.snapshot.run
     print(f"started {run.run_id}: status={run.status} lease={run.lease} leaseExpiresAt={run.lease_expires_at}")
     # The periodic sweep fires while the starting invocation waits for its first model answer.

@@ -10,7 +10,7 @@ from pydantic import Field
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Write
 from shared.state.pages import Page, as_records, read_page
-from shared.state.record_base import SCHEMA_VERSION, Record, now
+from shared.state.record_base import SCHEMA_VERSION, Record, finite, now
 
 log = logging.getLogger("agent_runtime.state")
 
@@ -74,7 +74,8 @@ class DeliveriesRepo:
         """Ids of deliveries in ``status`` whose next attempt is due before ``before``."""
         docs = self.store.query(Query(paths.deliveries(), where=(("status", status),), order_by="nextAttemptAt",
                                       limit=limit))
-        return [d.id for d in docs if float(d.data.get("nextAttemptAt", 0)) <= before]
+        # a value that is not a number (corrupt) is never due: the sweep goes on with the others
+        return [d.id for d in docs if (at := finite(d.data.get("nextAttemptAt", 0))) is not None and at <= before]
 
     def page_for_target(self, uid: str, target: str, limit: int, cursor: str | None = None) -> Page[DeliveryRecord]:
         """One page of ``uid``'s deliveries listed under ``target``, newest first, after ``cursor``."""

@@ -20,7 +20,7 @@ from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Guard, Slot, commit_guarded
 from shared.state.pages import Page, after, as_records, merged, page_of, read_page
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
-from shared.state.record_base import events_of
+from shared.state.record_base import events_of, finite
 from shared.state.records import (
     ActionRecord,
     ApprovalRecord,
@@ -313,7 +313,8 @@ class RunsRepo:
         """Ids of runs in ``status`` whose lease expired before ``before`` (recovery candidates)."""
         docs = self.store.query(Query(paths.runs(), where=(("status", status),), order_by="leaseExpiresAt",
                                       limit=limit))
-        return [d.id for d in docs if float(d.data.get("leaseExpiresAt", 0)) < before]
+        # a value that is not a number (corrupt) is no candidate: the sweep goes on with the others
+        return [d.id for d in docs if (at := finite(d.data.get("leaseExpiresAt", 0))) is not None and at < before]
 
     def used_idempotency_key(self, uid: str, key: str) -> bool:
         """Whether ``uid`` started a run with this Idempotency-Key less than

@@ -14,7 +14,7 @@ from shared.errors import Conflict
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
-from shared.state.records import RunRecord
+from shared.state.records import RunRecord, RunResult
 from tests.agent.conftest import MakeRuntime
 from tests.agent.test_approvals import Ledger, runtime
 from tests.agent.test_loop import start_and_drive
@@ -93,14 +93,21 @@ def test_reject_is_the_default_and_a_queue_holds_the_thread(make_runtime: MakeRu
         rt.agent.start("alice", RunRequest(prompt="three", threadId="q2"))
 
 
+def paused_on_a_note(make_runtime: MakeRuntime, prompt: str, body: str, thread: str
+                     ) -> tuple[Runtime, Echo, Ledger, RunResult]:
+    """A run on ``thread`` whose ``prompt`` sends Bob a note (``body``): paused for approval."""
+    ledger = Ledger()
+    echo = Echo({prompt: calls_turn(call("send_note", {"to": "bob", "body": body}))})
+    rt = runtime(make_runtime, FunctionModel(echo), ledger)
+    first, _ = start_and_drive(rt, prompt, threadId=thread)
+    assert first.status == "awaiting_confirmation"
+    return rt, echo, ledger, first
+
+
 def test_approval_wait_holds_the_queue(make_runtime: MakeRuntime) -> None:
     from tests.agent.test_approvals import approve
 
-    ledger = Ledger()
-    echo = Echo({"send": calls_turn(call("send_note", {"to": "bob", "body": "hi"}))})
-    rt = runtime(make_runtime, FunctionModel(echo), ledger)
-    first, _ = start_and_drive(rt, "send", threadId="q3")
-    assert first.status == "awaiting_confirmation"
+    rt, _, ledger, first = paused_on_a_note(make_runtime, "send", "hi", "q3")
     second = rt.agent.start("alice", RunRequest(prompt="next", threadId="q3", multitaskStrategy="enqueue"))
     deliver(rt)
     assert run_of(rt, second.outcome.snapshot.run.run_id).status == "queued"
@@ -151,11 +158,7 @@ def test_interrupt_stops_the_active_run_at_its_next_step_keeping_its_side_effect
 
 
 def test_supersede_is_rollback_and_the_abandoned_prompt_never_leaks(make_runtime: MakeRuntime) -> None:
-    ledger = Ledger()
-    echo = Echo({"I like jazz": calls_turn(call("send_note", {"to": "bob", "body": "jazz"}))})
-    rt = runtime(make_runtime, FunctionModel(echo), ledger)
-    first, _ = start_and_drive(rt, "I like jazz", threadId="q5")
-    assert first.status == "awaiting_confirmation"
+    rt, echo, ledger, first = paused_on_a_note(make_runtime, "I like jazz", "jazz", "q5")
     second, _ = start_and_drive(rt, "what do you remember?", threadId="q5", supersede=True)
     assert second.status == "completed"
     assert all("jazz" not in t for t in texts(echo.requests[-1]))

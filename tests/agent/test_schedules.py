@@ -175,7 +175,14 @@ def test_a_session_template_over_http(make_runtime: MakeRuntime) -> None:
         extra = client.put("/api/agent/schedules/weekly", headers=alice, json={
             "cron": "0 8 * * 1", "session": {"prompt": "Plan my week", "deadline": "2030-01-01T00:00:00Z"}})
         assert extra.status_code == 400  # a template has ttlS, not an absolute deadline
+        as_text = client.put("/api/agent/schedules/weekly", headers=alice, json={
+            "cron": "0 8 * * 1", "session": {"prompt": "Plan my week", "ttlS": "7200"}})
+        assert as_text.status_code == 400  # the document's integer, not a string of digits
         got = client.get("/api/agent/schedules/weekly", headers=alice).get_json()
         assert got["session"]["ttlS"] == 3600  # the refused PUTs changed nothing
+        whole = client.put("/api/agent/schedules/weekly", headers=alice, json={
+            "cron": "0 8 * * 1", "session": {"prompt": "Plan my week", "ttlS": 7200.0}})
+        assert whole.status_code == 200, whole.get_json()  # JSON Schema's integer: 7200.0 is one
+        assert whole.get_json()["session"]["ttlS"] == 7200
     finally:
         set_runtime(None)

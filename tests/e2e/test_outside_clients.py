@@ -122,3 +122,23 @@ def test_the_goals_agents_user_and_session_ids_are_never_document_paths(runtime:
                                                             "message": "I want to learn Kotlin."})
     assert ok.status_code == 200, ok.get_data(as_text=True)[:300]
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def test_the_admin_api_checks_what_its_document_says(runtime: None, client: FlaskClient) -> None:
+    """The mail allowlist's address pattern was in the schema only ("not-an-email" was stored, and
+    a delegated user may mail allowlisted addresses without approval); an unknown time zone was
+    stored; ``activeRuns: 2.0`` (an integer as JSON Schema reads one) was refused."""
+    for body, field in [({"profile": {"emailAllowlist": ["not-an-email"]}}, "profile.emailAllowlist.0"),
+                        ({"profile": {"emailAllowlist": ["ok@example.com", "a b@c"]}}, "profile.emailAllowlist.1"),
+                        ({"profile": {"timezone": "Mars/Olympus"}}, "profile.timezone"),
+                        ({"limits": {"activeRuns": 2.5}}, "limits.activeRuns")]:
+        resp = client.patch("/api/admin/users/victim", headers=ADMIN, json=body)
+        assert resp.status_code == 400, (body, resp.get_data(as_text=True)[:300])
+        assert [e["field"] for e in resp.get_json()["error"]["details"]["errors"]] == [field]
+    resp = client.patch("/api/admin/users/victim", headers=ADMIN, data=json.dumps(
+        {"profile": {"emailAllowlist": ["ok@example.com"], "timezone": "Europe/Paris"},
+         "limits": {"activeRuns": 2.0, "dailyTokens": 1e6}}), content_type="application/json")
+    assert resp.status_code == 200, resp.get_data(as_text=True)[:300]
+    got = client.get("/api/admin/users/victim", headers=ADMIN).get_json()
+    assert got["profile"]["emailAllowlist"] == ["ok@example.com"] and got["profile"]["timezone"] == "Europe/Paris"
+    assert got["limits"]["activeRuns"] == 2 and got["limits"]["dailyTokens"] == 1_000_000

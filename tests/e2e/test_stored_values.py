@@ -250,3 +250,18 @@ def test_a_record_never_holds_a_time_or_number_it_could_not_answer(value: float)
         MemoryRecord.from_doc({"id": "m1", "text": "x", "createdAt": value}, "users/alice/memories/m1")
     assert refused.value.details["object"] == "users/alice/memories/m1"
     assert refused.value.message.startswith("users/alice/memories/m1 cannot be read as a MemoryRecord (createdAt")
+
+
+def test_the_sweeps_go_on_past_a_corrupt_document(docstore: DocStore) -> None:
+    """The recovery sweep (expired leases) and the delivery retries (due attempts) read one field of
+    each candidate: a corrupt one is no candidate, the others are still found."""
+    from shared.state.deliveries_repo import DeliveriesRepo
+    from shared.state.runs_repo import RunsRepo
+
+    runs = {"run_ok": 5.0, "run_zero": 0, "run_text": "garbage", "run_list": [1], "run_none": None}
+    docstore.commit([Write("set", f"runs/{rid}", {"runId": rid, "uid": "alice", "threadId": "t", "status": "planning",
+                                                  "leaseExpiresAt": at}) for rid, at in runs.items()]
+                    + [Write("set", f"deliveries/{did}", {"status": "retrying", "nextAttemptAt": at})
+                       for did, at in (("dlv_ok", 5.0), ("dlv_text", "soon"), ("dlv_map", {"a": 1}))])
+    assert sorted(RunsRepo(docstore).expired_leases("planning", time.time())) == ["run_ok", "run_zero"]
+    assert DeliveriesRepo(docstore).due("retrying", time.time(), 10) == ["dlv_ok"]

@@ -73,6 +73,10 @@ CONFIG: dict[str, Any] = {
         # which the document does not restate: the official TCK checks it (tests/a2a/test_tck.py).
         "include-path-regex": "^/(a2a|\\.well-known/)", "enabled": False}],
 }
+RUN_RULES = (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),
+             ("INVALID_REQUEST", "supersede is an alias of multitaskStrategy"),
+             ("WEBHOOK_SECRET_MISSING", "PUT /api/agent/webhooks/default first"))
+"""A run's rules between fields, the same on the stream (below)."""
 SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     # The goals plan's rules between fields (a task's start/end both or neither and in order, a
     # calendar event's end not before its start).
@@ -111,12 +115,8 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     # An Idempotency-Key the caller used before with another body (the stateful phase reuses keys);
     # supersede (rollback's alias) with another multitaskStrategy.
     # A run's own webhook needs the caller's webhook named default (its secret signs).
-    "POST /api/agent/run": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),
-                            ("INVALID_REQUEST", "supersede is an alias of multitaskStrategy"),
-                            ("WEBHOOK_SECRET_MISSING", "PUT /api/agent/webhooks/default first")),
-    "POST /api/agent/run/stream": (("IDEMPOTENCY_KEY_REUSED", "was used with a different request body"),
-                                   ("INVALID_REQUEST", "supersede is an alias of multitaskStrategy"),
-                                   ("WEBHOOK_SECRET_MISSING", "PUT /api/agent/webhooks/default first")),
+    "POST /api/agent/run": RUN_RULES,
+    "POST /api/agent/run/stream": RUN_RULES,
     # A cron expression, an IANA time zone (docs/run-control.md); at most 20 schedules and webhooks.
     "PUT /api/agent/schedules/{name}": (("INVALID_CRON", ""), ("INVALID_TIMEZONE", "unknown time zone"),
                                         ("TOO_MANY_SCHEDULES", "at most 20 schedules per user")),

@@ -174,7 +174,8 @@ def test_the_routes_list_and_destroy_only_the_callers_workspaces(client: Any, sa
     listed = client.get("/api/agent/containers", headers=alice).get_json()
     (mine,) = listed["containers"]
     assert mine["group"] == "g" and mine["createdAt"].endswith("Z")
-    assert client.get("/api/agent/containers", headers=bob).get_json() == {"ok": True, "containers": []}
+    assert client.get("/api/agent/containers", headers=bob).get_json() == {"ok": True, "containers": [],
+                                                                          "nextCursor": None}
     other = client.delete(f"/api/agent/containers/{mine['containerId']}", headers=bob)
     assert other.status_code == 404 and other.get_json()["error"]["code"] == "WORKSPACE_NOT_FOUND"
     gone = client.delete(f"/api/agent/containers/{mine['containerId']}", headers=alice)
@@ -182,7 +183,7 @@ def test_the_routes_list_and_destroy_only_the_callers_workspaces(client: Any, sa
                                                            "destroyed": True}
     assert client.get("/api/agent/containers", headers=alice).get_json()["containers"] == []
     assert client.delete(f"/api/agent/containers/{mine['containerId']}", headers=alice).status_code == 404
-    assert client.get("/api/agent/containers?limit=3", headers=alice).status_code == 400
+    assert client.get("/api/agent/containers?limt=3", headers=alice).status_code == 400  # a typo: INVALID_QUERY
 
 
 def test_a_workspaces_files_are_readable_by_its_owner_only(client: Any, sandbox: SandboxProcess) -> None:
