@@ -30,6 +30,7 @@ from shared.auth import LocalAuthenticator
 from shared.config import Settings
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.plans import sessions as engine
+from shared.plans import unit
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore
 from shared.state.records import UserRecord
@@ -198,7 +199,7 @@ def report(rt: Runtime, faults: Faults, sessions: list[tuple[str, float]], round
         versions = [v.version for v in rt.sessions.plan_versions(sid)]
         if versions != sorted(set(versions)):
             violations.append(f"{sid}: plan versions {versions}")
-        for task in rt.sessions.tasks(sid):
+        for task in unit.read(rt.sessions, rt.runs, session).tasks:
             steps = rt.sessions.react(sid, task.id)
             ns = [s.n for s in steps]
             if ns != list(range(1, len(ns) + 1)):

@@ -31,6 +31,7 @@ from shared.config import Settings
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.durable.messages import WorkMessage
 from shared.plans import sessions as engine
+from shared.plans import unit
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore
 
@@ -77,7 +78,7 @@ def per_act(inner: DocStore) -> dict[str, Any]:
     session, _ = rt.sessions.get_for("bench", sid)
     if session.status != "completed":
         raise RuntimeError(f"bench session ended {session.status}")
-    acts = sum(t.acts for t in rt.sessions.tasks(sid))
+    acts = sum(t.acts for t in unit.read(rt.sessions, rt.runs, session).tasks)
     return {"tasks": TASKS, "acts": acts, "invocations": invocations,
             "ms_per_act": round(wall / acts * 1000, 3), "cpu_ms_per_act": round(cpu / acts * 1000, 3),
             "commits_per_act": round(delta["commits"] / acts, 3),

@@ -44,6 +44,7 @@ from shared.auth import LocalAuthenticator
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
+from shared.plans import unit
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.tools.context import ToolContext
@@ -235,7 +236,7 @@ def _plans(client: Any, rt: Runtime, store: InstrumentedStore, calls: Calls,
     session, _ = rt.sessions.get_for(UID, sid)
     if session.status != "completed":
         raise RuntimeError(f"plan session ended {session.status}")
-    acts = sum(t.acts for t in rt.sessions.tasks(sid))
+    acts = sum(t.acts for t in unit.read(rt.sessions, rt.runs, session).tasks)
     return {"plan_session_start": {"round_trips_to_first_model_call": start, "trips": trips[:start]},
             "plan_act": {"round_trips_per_act": round(total / acts, 3), "acts": acts,
                          "note": "an act = model call + tool (or the task's end) + reflection; includes claims, "

@@ -47,6 +47,8 @@ refined_links = {**session_links, "confirmSession": {
     "requestBody": {"planVersion": "$response.body#/plan/version"}}}
 view_links = {
     **session_links,
+    "getSessionRun": {"operationId": "getRun", "description": "the session's unit of work (its run, from creation)",
+                      "parameters": {"runId": "$response.body#/runId"}},
     "approvePending": _decide("/pendingApprovals/0/approvalId", "approve", "when the session's run waits for approval"),
     "rejectPending": _decide("/pendingApprovals/0/approvalId", "reject", "when the session's run waits for approval"),
 }

@@ -117,7 +117,7 @@ class Runtime:
         def build() -> SessionsRepo:
             from shared.state.sessions_repo import SessionsRepo
 
-            return SessionsRepo(self.store, event_retention_s=self.settings.event_retention_s)
+            return SessionsRepo(self.store)
 
         return self._once("_sessions", build)
 

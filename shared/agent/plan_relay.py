@@ -3,7 +3,9 @@
 While a run waits on the plan its ``agent_create_plan`` / ``agent_execute_plan`` started, the plan's
 progress events are shown as events of the run: ``step_start``, ``executor_act``,
 ``executor_observe``, ``approval_required``, ``plan_updated``, ``step_complete`` — the same events,
-by the same names, as in the log of the plan's own run (which executes it). They are derived, never
+by the same names, as in the log of the plan's own run from its execution on (that run's log begins
+with the planning, which the chat run reported itself: what it relays follows the plan's
+``plan_status executing``). They are derived, never
 copied by hand: the n-th of them in the plan run's (append-only) log is the chat run's event
 ``lastSeq + n``. Readers (the live stream, ``GET .../events``) derive them while the run waits;
 when the plan ends, the resumed run persists exactly the same events with the same ``seq`` before
@@ -41,12 +43,19 @@ def relayed_events(sessions: SessionsRepo, runs: RunsRepo, plan_id: str) -> list
     if got is None or got[0].run_id is None:
         return []
     out: list[RunEvent] = []
+    executing = False
     for ev in runs.list_events(got[0].run_id):
-        if ev.get("type") in RELAYED:
+        executing = executing or _executing(ev)
+        if executing and ev.get("type") in RELAYED:
             event = _EVENT.validate_python(ev)
             event.seq = 0
             out.append(event)
     return out
+
+
+def _executing(ev: dict[str, Any]) -> bool:
+    """The plan run's event that starts its execution (what comes before it is its planning)."""
+    return ev.get("type") == "plan_status" and ev.get("status") == "executing"
 
 
 class RelayCursor:
@@ -59,6 +68,7 @@ class RelayCursor:
         self.sessions, self.runs = sessions, runs
         self._plan: tuple[str, str] | None = None  # (planId, the run executing it)
         self._read = 0
+        self._executing = False
         self._relayed: list[dict[str, Any]] = []
 
     def pending(self, run: RunRecord) -> list[dict[str, Any]]:
@@ -69,9 +79,10 @@ class RelayCursor:
             got = self.sessions.get(plan_id)
             if got is None or got[0].run_id is None:
                 return []
-            self._plan, self._read, self._relayed = (plan_id, got[0].run_id), 0, []
+            self._plan, self._read, self._executing, self._relayed = (plan_id, got[0].run_id), 0, False, []
         for ev in self.runs.list_events(self._plan[1], after=self._read):
             self._read = int(ev["seq"])
-            if ev.get("type") in RELAYED:
+            self._executing = self._executing or _executing(ev)
+            if self._executing and ev.get("type") in RELAYED:
                 self._relayed.append({k: v for k, v in ev.items() if k != "seq"})
         return [{"seq": run.last_seq + i, **ev} for i, ev in enumerate(self._relayed, start=1)]

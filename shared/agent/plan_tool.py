@@ -161,7 +161,9 @@ class PlanTools:
         session = got[0]
         if not session.terminal:
             return VirtualOutcome(waiting=True)
-        tasks = self.sessions.tasks(sid)
+        from shared.plans import unit
+
+        tasks = unit.read(self.sessions, ctx.services.runs, session).tasks
         return VirtualOutcome(result={
             "status": session.status, "planId": sid,
             "insights": [f"{t.title}: {t.summary or t.status}" for t in tasks if t.status != "obsolete"],

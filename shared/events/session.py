@@ -1,14 +1,15 @@
 """A plan session's events in the session's words: the NDJSON of
 ``GET /api/agent/sessions/{id}/events`` (docs/event-protocol.md, "Plan sessions").
 
-There is one vocabulary, the run events (``RunEvent``): a session's events are the events of the
-run that executes it (``PlanRunEvent``s, with the run's ``usage`` and ``error``). The session's
+There is one vocabulary, the run events (``RunEvent``): a session's events are the events of its
+run, from its planning on (``PlanRunEvent``s, with the run's ``usage`` and ``error``). The session's
 pinned wire words (``task_start``, ``act``, ``status``, ...) are produced here, by one mapping
 applied at the HTTP edge (``as_session_event``), and the wire models the OpenAPI document describes
 (``SessionEvent``) are derived from the run events by the same mapping, so the two cannot disagree.
 A plan event added to ``RunEvent`` is a session event under its own name without touching this
-module. Events of sessions stored before confirmation (``sessions/{id}/events``) were written in
-the session's words by the same mapping and are served as stored.
+module. The own events of sessions stored by earlier versions before confirmation
+(``sessions/{id}/events``) were written in the session's words by the same mapping and are served
+as stored.
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ class SessionView(ResponseBody):
     tools: list[str] | None = None
     plan: Plan
     currentTaskId: str | None = None
-    runId: str | None = Field(default=None, description="the run that executes the session (once confirmed)")
+    runId: str | None = Field(default=None, description="the session's unit of work (its run), from its creation")
     cancelRequested: bool = Field(description="true after any accepted cancel (before or during execution)")
     cancelReason: str | None = None
     pendingApprovals: list[Approval]

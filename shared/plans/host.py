@@ -1,14 +1,15 @@
 """The ``plan`` host: a confirmed session's tasks, each run as a ReAct loop on the kernel.
 
-The session's execution is one unit of work (``runs/{runId}``, host ``plan``). Each loop step is
+A session is one unit of work (``runs/{runId}``, host ``plan``, from its creation: planning is its
+first step, ``plans/unit.py``); this host drives its execution. Each loop step is
 Reason + Act (the model's text, then one tool call, under the same policy and approvals as chat
 runs); Observe is the tool's answer; every act is followed by this host's own loop step
 (``after_step``): the Reflect call (structured: task complete / failed / plan modifications) and
-what it means. The step's commit holds the ``{reason, action, observation}`` triplet (one document
-per act), the reflection's plan changes (a new plan version), task statuses and the session's
-events. A text answer without a tool call ends the task. The host state (``PlanRunState``: current
-task, plan, event sequence) lives in the run document, so it commits atomically with each step
-and a crash anywhere is recovered from the store alone.
+what it means. The step's commit holds the ``{reason, action, observation}`` triplet (one
+document per act), the reflection's plan changes (a new plan version) and the session's events. A
+text answer without a tool call ends the task. The host state (``PlanRunState``: the tasks, kept
+only here, the current one and the plan version) lives in the run document, so it commits
+atomically with each step and a crash anywhere is recovered from the store alone.
 
 Stops: the user cancelled or the session deadline passed (checked before every act; every model
 and tool call gets at most the time left) end the session ``cancelled`` / ``deadline_exceeded``;
@@ -54,7 +55,6 @@ from shared.plans.parent import wake_parent
 from shared.plans.plan_state import KIND, ended_mode, plan_state, task_turn
 from shared.plans.reflect import max_cost as reflect_max_cost
 from shared.plans.reflect import reflect
-from shared.plans.session_sync import SessionSync
 from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanTask, SessionResult, SessionStatus, TaskStatus
 from shared.state.plan_tasks import OPEN_TASK_STATUSES
@@ -70,15 +70,14 @@ RUN_END: dict[str, stops.FailedStatus] = {"deadline_exceeded": "deadline_exceede
 
 
 class PlanHost(Host):
-    """Wires the parts (``react``: act records, ``reflect``, ``plan_edits``, ``parent``: wake-up,
-    ``session_sync``) into the loop's hooks and stops; it decides what a reflection means for the task."""
+    """Wires the parts (``react``: act records, ``reflect``, ``plan_edits``, ``parent``: wake-up)
+    into the loop's hooks and stops; it decides what a reflection means for the task."""
 
     kind = KIND
     operation_type = "executor"
 
     def __init__(self, sessions: SessionsRepo) -> None:
         self.sessions = sessions
-        self.sync = SessionSync(sessions)
 
     # ---- budget ------------------------------------------------------------------------------
     def budget(self, settings: Settings) -> Budget:
@@ -155,7 +154,7 @@ class PlanHost(Host):
         task = state.current
         if task is None:
             return NextStepFailed(FailureCode.INCONSISTENT_STATE, "no current task")
-        react.record(ctx, self.sync, state.session_id, task, reason, acts)
+        react.record(ctx, self.sessions, state.session_id, task, reason, acts)
         reflection = reflect(ctx, state, task, acts[-1])
         tasks = [task if t.id == task.id else t for t in state.tasks]
         return self._settle(ctx, state, tasks, task, reflection, task_done)
@@ -182,31 +181,26 @@ class PlanHost(Host):
             state.tasks = tasks
             return NextStepFailed(FailureCode.PLAN_TOO_LARGE,
                                   f"the plan would exceed {settings.plan_max_tasks} tasks (PLAN_MAX_TASKS)")
-        plan_edits.record_version(ctx, self.sync, state, tasks, changes, summary, task.id)
+        plan_edits.record_version(ctx, self.sessions, state, tasks, changes, summary)
         current = next(t for t in tasks if t.id == task.id)
         if failed:
             current.status, current.summary = "failed", summary
             state.tasks = tasks
-            ctx.write(self.sessions.task_write(state.session_id, current))
             return NextStepFailed(FailureCode.TASK_FAILED, f"task {current.id} failed: {summary}"[:1000])
         if ended is not None:
             if ended == "rejected":
                 why = "the user rejected: " + "; ".join(current.rejected_acts)
                 summary = f"{why} ({summary})" if summary else why
             current.status, current.summary = ended, summary[:1000]
-            ctx.write(self.sessions.task_write(state.session_id, current))
             ctx.emit(StepCompleteEvent(planId=state.session_id, stepId=current.id, status=ended,
                                        summary=summary[:1000]))
             state.tasks = tasks
-            nxt = plan_edits.start_next(ctx, self.sync, state)
-            self.sync.fields(ctx)
+            nxt = plan_edits.start_next(ctx, state)
             if nxt is None:
                 state.finished = True
                 return NextStepFinalOutput("every task of the plan is completed")
             return None
-        ctx.write(self.sessions.task_write(state.session_id, current))
         state.tasks = tasks
-        self.sync.fields(ctx)
         return None
 
     # ---- stops -------------------------------------------------------------------------------
@@ -218,7 +212,6 @@ class PlanHost(Host):
                                                approvalId=approval.approval_id, toolName=approval.tool,
                                                preview=approval.preview, reason=approval.reason,
                                                approval=approval))
-        self.sync.fields(ctx)
         ids = _announce(ctx, "session.awaiting_approval") if any(a.approval_id for a in outcome.waiting) else []
         stops.pause(ctx, outcome)
         _published(ctx, ids)
@@ -229,7 +222,6 @@ class PlanHost(Host):
         task = state.current
         if task is not None and status == "failed" and task.status == "in_progress":
             task.status, task.summary = "failed", message
-            ctx.write(self.sessions.task_write(state.session_id, task))
             state.tasks = [task if t.id == task.id else t for t in state.tasks]
             ctx.emit(StepCompleteEvent(planId=state.session_id, stepId=task.id, status="failed",
                                        summary=message[:1000]))
@@ -238,7 +230,6 @@ class PlanHost(Host):
                 if t.status in OPEN_TASK_STATUSES:
                     was = t.status
                     t.status = "cancelled"
-                    ctx.write(self.sessions.task_write(state.session_id, t))
                     if was == "in_progress":
                         ctx.emit(StepCompleteEvent(planId=state.session_id, stepId=t.id, status="cancelled",
                                                    summary=message[:1000]))
@@ -252,7 +243,7 @@ class PlanHost(Host):
         extra: dict[str, Any] = {"status": status, "result": result.to_doc()}
         if code is not None:
             extra["error"] = RunError(code=code, message=message).to_doc()
-        self.sync.fields(ctx, **extra)
+        ctx.write(self.sessions.update_write(sid, extra))  # the index's status (its list and the sweep query it)
         ctx.run.mode = ended_mode(ctx.run)
         entry = wake_parent(ctx)
         ids = _announce(ctx, f"session.{status}",  # type: ignore[arg-type]  # the five ends, all SessionEventType

@@ -8,9 +8,9 @@ from shared.loop.context import RunContext
 from shared.plan_views import plan_body
 from shared.plans import planner
 from shared.plans.plan_state import task_turn
-from shared.plans.session_sync import SessionSync
 from shared.state.host_states import PlanRunState
 from shared.state.plan_records import PlanChange, PlanTask, PlanVersionRecord
+from shared.state.sessions_repo import SessionsRepo
 
 
 def modify(tasks: list[PlanTask], mods: list[planner.Modification], version: int
@@ -50,17 +50,16 @@ def live_count(tasks: list[PlanTask]) -> int:
     return len([t for t in tasks if t.status != "obsolete"])
 
 
-def record_version(ctx: RunContext, sync: SessionSync, state: PlanRunState, tasks: list[PlanTask],
-                   changes: list[PlanChange], reason: str, current_id: str) -> None:
-    """Queue a new plan version for ``changes`` (only refused ones: an event, the plan stays)."""
+def record_version(ctx: RunContext, sessions: SessionsRepo, state: PlanRunState, tasks: list[PlanTask],
+                   changes: list[PlanChange], reason: str) -> None:
+    """Queue a new plan version for ``changes`` (only refused ones: an event, the plan stays). The
+    session's index gets the new ``planVersion`` (its list shows it)."""
     if any(c.op in ("add", "modify", "obsolete") for c in changes):
         state.plan_version += 1
         version = state.plan_version
-        for t in tasks:  # orders may have moved: the task documents follow the new version
-            if t.id != current_id:
-                ctx.write(sync.sessions.task_write(state.session_id, t))
-        ctx.write(sync.sessions.plan_write(state.session_id, PlanVersionRecord(
-            version=version, tasks=tasks, changes=changes, reason=reason)))
+        ctx.write(sessions.plan_write(state.session_id, PlanVersionRecord(
+            version=version, tasks=tasks, changes=changes, reason=reason)),
+                  sessions.update_write(state.session_id, {"planVersion": version}))
         ctx.emit(RunPlanUpdatedEvent(planId=state.session_id, plan=plan_body(version, tasks), changes=changes,
                                      reason=reason))
     elif changes:
@@ -68,7 +67,7 @@ def record_version(ctx: RunContext, sync: SessionSync, state: PlanRunState, task
                                      changes=changes, reason="refused"))
 
 
-def start_next(ctx: RunContext, sync: SessionSync, state: PlanRunState) -> PlanTask | None:
+def start_next(ctx: RunContext, state: PlanRunState) -> PlanTask | None:
     """Start the first pending task (its turn, record and event); None when none is left."""
     tasks = state.tasks
     pending = [t for t in tasks if t.status == "pending"]
@@ -78,7 +77,6 @@ def start_next(ctx: RunContext, sync: SessionSync, state: PlanRunState) -> PlanT
     nxt = pending[0]
     nxt.status = "in_progress"
     state.task_id = nxt.id
-    ctx.write(sync.sessions.task_write(state.session_id, nxt))
     live = [t for t in tasks if t.status != "obsolete"]
     index = next(i for i, t in enumerate(live) if t.id == nxt.id)
     ctx.add_turn(task_turn(nxt, index, len(live)))

@@ -8,9 +8,9 @@ from typing import Any
 
 from shared.events.plan import ExecutorActEvent, ExecutorObserveEvent, ExecutorReasonEvent
 from shared.loop.context import RunContext
-from shared.plans.session_sync import SessionSync
 from shared.state.plan_records import PlanTask, ReactStep
 from shared.state.records import ActOutcome
+from shared.state.sessions_repo import SessionsRepo
 
 TASK_DONE = "task_done"
 """The action of a text answer without a tool call: it ends the task."""
@@ -62,7 +62,7 @@ def task_done(text: str) -> Act:
     return Act(tool=TASK_DONE, outcome="done", observation={"text": text})
 
 
-def record(ctx: RunContext, sync: SessionSync, session_id: str, task: PlanTask, reason: str,
+def record(ctx: RunContext, sessions: SessionsRepo, session_id: str, task: PlanTask, reason: str,
            acts: list[Act]) -> None:
     """Count the task's acts and queue their events and ``{reason, action, observation}`` triplets."""
     if reason:
@@ -75,7 +75,7 @@ def record(ctx: RunContext, sync: SessionSync, session_id: str, task: PlanTask, 
                 task.rejected_acts.append((act.preview or act.tool)[:200])
             ctx.emit(ExecutorObserveEvent(planId=session_id, stepId=task.id, toolName=act.tool,
                                           outcome=act.outcome, observation=bounded(act.observation)))
-        ctx.write(sync.sessions.react_write(session_id, ReactStep(
+        ctx.write(sessions.react_write(session_id, ReactStep(
             n=task.acts, task_id=task.id, reason=reason, action=act.action(), observation=bounded(act.observation),
             outcome=act.outcome)))
 

@@ -16,14 +16,12 @@ from shared.errors import Conflict, InvalidInput
 from shared.events import event_to_doc
 from shared.events.plan import (
     PlanResultEvent,
-    PlanRunEvent,
     PlanStatusEvent,
     RunPlanUpdatedEvent,
     StepCompleteEvent,
     StepStartEvent,
 )
 from shared.events.run import RunEvent
-from shared.events.session import as_session_event
 from shared.failures import FailureCode
 from shared.formats import rfc3339_datetime
 from shared.ids import new_id
@@ -31,8 +29,8 @@ from shared.loop import stops
 from shared.loop.context import Services
 from shared.models.base import Model, Part, Turn
 from shared.plan_views import SessionResultView, plan_body
-from shared.plans import planner
-from shared.plans.plan_state import KIND, ended_mode, task_turn
+from shared.plans import planner, unit
+from shared.plans.plan_state import ended_mode, task_turn
 from shared.state.batched_reads import BatchedReads
 from shared.state.docstore import Write
 from shared.state.host_states import PlanRunState
@@ -41,6 +39,7 @@ from shared.state.plan_records import PlanTask, PlanVersionRecord, SessionRecord
 from shared.state.plan_tasks import OPEN_TASK_STATUSES
 from shared.state.records import RunError, RunRecord
 from shared.state.sessions_repo import SessionsRepo
+from shared.state.transitions import move_run
 from shared.usage.budget import CappedModel
 from shared.usage.meter import MeteredCall, MeteredModel
 
@@ -126,29 +125,22 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
     plan = answer.value
     session.status, session.plan_version = "awaiting_confirmation", 1
     sid = session.session_id
-    events = [PlanStatusEvent(planId=sid, status="planning"),
-              RunPlanUpdatedEvent(planId=sid, plan=plan_body(1, plan.tasks), changes=plan.changes, reason=plan.summary),
-              PlanStatusEvent(planId=sid, status="awaiting_confirmation")]
-    writes = [sessions.plan_write(session.session_id, PlanVersionRecord(version=1, tasks=plan.tasks,
-                                                                        changes=plan.changes, reason=plan.summary)),
-              *(sessions.task_write(session.session_id, t) for t in plan.tasks)]
-    for i, ev in enumerate(events, start=1):
-        ev.seq = i
-        writes.append(sessions.event_write(session.session_id, own_event(ev)))
-    session.last_seq = len(events)
+    # Planning is the first step of the session's unit of work: its run is created with the plan.
+    change = unit.created(unit.new_run(services, session, plan.tasks, "awaiting_confirmation"))
+    session.run_id = change.run.run_id
+    change.emit(PlanStatusEvent(planId=sid, status="planning"),
+                RunPlanUpdatedEvent(planId=sid, plan=plan_body(1, plan.tasks), changes=plan.changes,
+                                    reason=plan.summary),
+                PlanStatusEvent(planId=sid, status="awaiting_confirmation"))
+    writes = [sessions.plan_write(sid, PlanVersionRecord(version=1, tasks=plan.tasks, changes=plan.changes,
+                                                         reason=plan.summary)),
+              *change.writes(services, sessions)]
     hooks, ids = _announced(services, session, "session.awaiting_confirmation")
     sessions.create(session, writes + hooks + (extra_writes or []), slot=slot)
     published(services.outbox, ids)
-    log.info("session planned", extra={"fields": {"sessionId": session.session_id, "tasks": len(plan.tasks)}})
+    log.info("session planned", extra={"fields": {"sessionId": sid, "runId": session.run_id,
+                                                  "tasks": len(plan.tasks)}})
     return PlanOutcome(session, plan.tasks)
-
-
-def own_event(ev: PlanRunEvent) -> dict[str, Any]:
-    """An event of a session not confirmed yet, in its own log (``sessions/{id}/events``): the run
-    event, stored in the session's words by the one mapping (as a confirmed session's are shown)."""
-    doc = as_session_event(event_to_doc(ev))
-    assert doc is not None
-    return doc
 
 
 def _announced(services: Services, session: SessionRecord, event: SessionEventType,
@@ -162,13 +154,16 @@ def _announced(services: Services, session: SessionRecord, event: SessionEventTy
 
 def _failed(services: Services, sessions: SessionsRepo, session: SessionRecord, code: FailureCode,
             message: str, extra_writes: list[Write] | None = None) -> PlanOutcome:
+    """A session whose plan could not be made: created ``failed``, with its run (planning, its one
+    step, failed) and that run's log (``plan_status failed``)."""
     session.status, session.error = "failed", RunError(code=code, message=message)
     session.result = SessionResult(status="failed")
-    events = [PlanStatusEvent(planId=session.session_id, status="failed")]
-    events[0].seq = session.last_seq = 1
+    change = unit.created(unit.new_run(services, session, [], "failed"))
+    change.run.error, change.run.mode = session.error, "assistant_text"
+    session.run_id = change.run.run_id
+    change.emit(PlanStatusEvent(planId=session.session_id, status="failed"))
     hooks, ids = _announced(services, session, "session.failed")
-    sessions.create(session, [sessions.event_write(session.session_id, own_event(events[0])), *hooks,
-                              *(extra_writes or [])])
+    sessions.create(session, [*change.writes(services, sessions), *hooks, *(extra_writes or [])])
     published(services.outbox, ids)
     log.warning("session planning failed: %s", code, extra={"fields": {"sessionId": session.session_id}})
     return PlanOutcome(session, [])
@@ -184,8 +179,10 @@ def _require(session: SessionRecord, status: str) -> None:
 def refine_plan(services: Services, sessions: SessionsRepo, uid: str, session_id: str, message: str) -> PlanOutcome:
     session, token = sessions.get_for(uid, session_id)
     _require(session, "awaiting_confirmation")
-    current = sessions.tasks(session_id)
-    version = session.plan_version + 1
+    change = unit.unit_for(services, sessions, session)
+    state = change.state
+    current = state.tasks
+    version = state.plan_version + 1
     answer = planner.refine(_model(services, uid, session_id, "plan_generation"), session.prompt, current, message,
                             version, max_tasks=services.settings.plan_max_tasks,
                             timeout_s=min(services.settings.run_deadline_s, max(1.0, session.deadline - time.time())))
@@ -193,58 +190,48 @@ def refine_plan(services: Services, sessions: SessionsRepo, uid: str, session_id
         raise Conflict("the model's revised plan did not validate after one repair; the plan is unchanged: "
                        + "; ".join(answer.problems[:5]), code="MALFORMED_PLAN")
     plan = answer.value
-    session.plan_version = version
     kept = {t.id for t in plan.tasks}
-    writes = [sessions.plan_write(session_id, PlanVersionRecord(version=version, tasks=plan.tasks,
-                                                                changes=plan.changes, reason=plan.summary)),
-              *(sessions.task_write(session_id, t) for t in plan.tasks),
-              *(sessions.task_write(session_id, t.model_copy(update={"status": "obsolete"}))
-                for t in current if t.id not in kept)]
-    event = RunPlanUpdatedEvent(planId=session_id, plan=plan_body(version, plan.tasks), changes=plan.changes,
-                                reason=plan.summary)
-    session.last_seq += 1
-    event.seq = session.last_seq
-    writes.append(sessions.event_write(session_id, own_event(event)))
-    sessions.commit(session, token, writes)
+    dropped = [t.model_copy(update={"status": "obsolete"}) for t in current if t.id not in kept]
+    state.tasks = sorted([*plan.tasks, *dropped], key=lambda t: t.order)  # dropped ones stay, marked obsolete
+    state.plan_version = session.plan_version = version
+    change.emit(RunPlanUpdatedEvent(planId=session_id, plan=plan_body(version, plan.tasks), changes=plan.changes,
+                                    reason=plan.summary))
+    sessions.commit(session, token, [
+        sessions.plan_write(session_id, PlanVersionRecord(version=version, tasks=plan.tasks, changes=plan.changes,
+                                                          reason=plan.summary)),
+        *change.writes(services, sessions)])
     return PlanOutcome(session, plan.tasks)
 
 
 def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: str, plan_version: int, *,
             parent: tuple[str, str] | None = None) -> SessionRecord:
-    """Lock in the plan the user saw (``planVersion``) and start executing it (a ``continue``
-    message to the session's execution unit, recorded in the same commit)."""
+    """Lock in the plan the user saw (``planVersion``) and start executing it: the session's run
+    moves on to its execution (a ``continue`` message, recorded in the same commit)."""
     session, token = sessions.get_for(uid, session_id)
     _require(session, "awaiting_confirmation")
-    if plan_version != session.plan_version:
-        raise Conflict(f"the plan is at version {session.plan_version}, not {plan_version}",
-                       code="PLAN_VERSION_MISMATCH", details={"planVersion": session.plan_version})
-    tasks = [t for t in sessions.tasks(session_id) if t.status != "obsolete"]
-    first = tasks[0].model_copy(update={"status": "in_progress"})
-    tasks[0] = first
-    run_id = new_id("run")
-    session.status, session.run_id, session.current_task_id = "executing", run_id, first.id
-    # From here the session's events are its run's (a session's view reads them from there).
-    status = PlanStatusEvent(planId=session_id, status="executing", seq=1)
-    start = StepStartEvent(planId=session_id, stepId=first.id, title=first.title, index=1, total=len(tasks), seq=2)
-    run = RunRecord(run_id=run_id, uid=uid, thread_id="", status="planning", host=KIND, last_seq=2,
-                    budget_usd=session.budget_usd,
-                    model=services.model_factory().name,
-                    max_steps=services.settings.plan_max_acts_per_task * services.settings.plan_max_tasks * 2,
-                    system_instruction=planner.ACT_INSTRUCTION.format(objective=session.prompt[:4000]),
-                    host_state=PlanRunState(session_id=session_id, objective=session.prompt, deadline=session.deadline,
-                                            tools=session.tools, tasks=tasks, task_id=first.id,
-                                            plan_version=session.plan_version,
-                                            parent_run_id=parent[0] if parent else None,
-                                            parent_action_id=parent[1] if parent else None))
+    change = unit.unit_for(services, sessions, session)
+    state, run = change.state, change.run
+    if plan_version != state.plan_version:
+        raise Conflict(f"the plan is at version {state.plan_version}, not {plan_version}",
+                       code="PLAN_VERSION_MISMATCH", details={"planVersion": state.plan_version})
+    live = [t for t in state.tasks if t.status != "obsolete"]
+    first = live[0]
+    first.status = "in_progress"
+    state.task_id = first.id
+    state.parent_run_id, state.parent_action_id = parent if parent else (None, None)
+    session.status = "executing"
+    move_run(run, "planning")
+    change.emit(PlanStatusEvent(planId=session_id, status="executing"),
+                StepStartEvent(planId=session_id, stepId=first.id, title=first.title, index=1, total=len(live)))
     opening = Turn(role="user", parts=[Part(text=f"Objective: {session.prompt}")])
-    turns = [Turn(role="user", parts=[*opening.parts, *task_turn(first, 0, len(tasks)).parts])]
-    entry = f"{CONTINUE}-{run_id}-{0:05d}"
-    writes = [*services.runs.unit_writes(run, turns=turns, events=[event_to_doc(status), event_to_doc(start)]),
-              sessions.task_write(session_id, first),
-              services.outbox.record(WorkMessage(kind=CONTINUE, unitId=run_id, uid=uid), entry)]
-    sessions.commit(session, token, writes)
+    turns = [Turn(role="user", parts=[*opening.parts, *task_turn(first, 0, len(live)).parts])]
+    entry = f"{CONTINUE}-{run.run_id}-{0:05d}"
+    sessions.commit(session, token, [
+        *change.writes(services, sessions, turns),
+        services.outbox.record(WorkMessage(kind=CONTINUE, unitId=run.run_id, uid=uid), entry)])
     services.outbox.deliver(entry)
-    log.info("session confirmed", extra={"fields": {"sessionId": session_id, "runId": run_id, "tasks": len(tasks)}})
+    log.info("session confirmed", extra={"fields": {"sessionId": session_id, "runId": run.run_id,
+                                                    "tasks": len(live)}})
     return session
 
 
@@ -261,22 +248,34 @@ def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str
         raise Conflict(f"session {session_id} already ended ({session.status})", code="SESSION_ENDED",
                        details={"status": session.status})
     if session.status in ("planning", "awaiting_confirmation"):
-        session.status, session.result = "cancelled", SessionResult(status="cancelled")
         session.cancel_requested, session.cancel_reason = True, reason
-        session.last_seq += 1
-        ev = PlanStatusEvent(planId=session_id, status="cancelled", seq=session.last_seq)
-        open_tasks = [t.model_copy(update={"status": "cancelled"}) for t in sessions.tasks(session_id)
-                      if t.status in OPEN_TASK_STATUSES]
-        hooks, ids = _announced(services, session, "session.cancelled", PAUSED_END["cancelled"])
-        sessions.commit(session, token, [sessions.event_write(session_id, own_event(ev)),
-                                         *(sessions.task_write(session_id, t) for t in open_tasks), *hooks])
-        published(services.outbox, ids)
+        _end_before_execution(services, sessions, session, token, "cancelled", PAUSED_END["cancelled"])
         return session
     sessions.request_cancel(session_id, reason)
     session.cancel_requested, session.cancel_reason = True, reason
     if session.run_id and end_paused(services, sessions, session, session.run_id, "cancelled"):
         session.status = "cancelled"
     return session
+
+
+def _end_before_execution(services: Services, sessions: SessionsRepo, session: SessionRecord, token: str,
+                          status: Literal["cancelled", "deadline_exceeded"], error: RunError) -> None:
+    """End a session that was not confirmed: its run ends with its status (its open tasks
+    ``cancelled`` on a cancel), a ``plan_status`` event closes its log, in one commit."""
+    change = unit.unit_for(services, sessions, session)
+    run = change.run
+    if status == "cancelled":
+        for task in change.state.tasks:
+            if task.status in OPEN_TASK_STATUSES:
+                task.status = "cancelled"
+    move_run(run, status)
+    run.error, run.mode = error, ended_mode(run)
+    session.status, session.result = status, SessionResult(status=status)
+    change.emit(PlanStatusEvent(planId=session.session_id, status=status))
+    hooks, ids = _announced(services, session, "session.cancelled" if status == "cancelled"
+                            else "session.deadline_exceeded", error)
+    sessions.commit(session, token, [*change.writes(services, sessions), *hooks])
+    published(services.outbox, ids)
 
 
 PAUSED_END: dict[str, RunError] = {
@@ -317,7 +316,6 @@ def end_paused(services: Services, sessions: SessionsRepo, session: SessionRecor
                                    "session.cancelled" if reason == "cancelled" else "session.deadline_exceeded",
                                    sid, run_id=run_id, error=PAUSED_END[reason].to_doc())
     ended = sessions.end_paused(session, run_id, closing, reason=reason, error=PAUSED_END[reason],
-                                open_tasks_end="cancelled" if reason == "cancelled" else None,
                                 fail=fail, event_write=services.runs.event_write,
                                 audit_write=services.runs.audit_write, extra=hooks)
     if ended:
@@ -342,8 +340,8 @@ def execute_plan(services: Services, sessions: SessionsRepo, uid: str, session_i
         session, _ = sessions.get_for(uid, session_id)
     from shared.plans.views import action_log
 
-    return SessionResult(status=session.status,
-                         log=action_log(sessions, session_id, sessions.tasks(session_id)) if session.terminal else [])
+    tasks = unit.read(sessions, services.runs, session).tasks if session.terminal else []
+    return SessionResult(status=session.status, log=action_log(sessions, session_id, tasks))
 
 
 def end_past_deadline(services: Services, sessions: SessionsRepo, limit: int = 50) -> int:
@@ -360,15 +358,11 @@ def end_past_deadline(services: Services, sessions: SessionsRepo, limit: int = 5
             if got is None:
                 continue
             session, token = got
-            ev = PlanStatusEvent(planId=session.session_id, status="deadline_exceeded",
-                                    seq=session.last_seq + 1)
             try:
                 if session.status == "awaiting_confirmation":
-                    session.status, session.last_seq = "deadline_exceeded", session.last_seq + 1
-                    session.result = SessionResult(status="deadline_exceeded")
                     session.error = RunError(code=FailureCode.DEADLINE_EXCEEDED,
                                              message="the deadline passed before the plan was confirmed")
-                    sessions.commit(session, token, [sessions.event_write(session.session_id, own_event(ev))])
+                    _end_before_execution(services, sessions, session, token, "deadline_exceeded", session.error)
                     ended += 1
                 elif session.run_id and end_paused(services, sessions, session, session.run_id, "deadline_exceeded"):
                     ended += 1

@@ -1,5 +1,7 @@
 """What the API shows of a session: the plan with every task's ReAct history, plan versions with
-what changed and why, pending approvals, usage, and when ended the result with its action log."""
+what changed and why, pending approvals, usage, and when ended the result with its action log.
+Read from its index (``sessions/{id}``) and its unit of work (its run: tasks, current task, plan
+version; ``plans/unit.py``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from shared.plan_views import (
     SessionResultView,
     plan_body,
 )
+from shared.plans import unit
 from shared.plans.contracts import SessionCreated, SessionView
 from shared.state.plan_records import (
     LogEntry,
@@ -60,14 +63,14 @@ def _version(v: PlanVersionRecord) -> PlanVersionView:
                                     for c in v.changes])
 
 
-def whole_plan(sessions: SessionsRepo, session: SessionRecord, tasks: list[PlanTask]) -> Plan:
+def whole_plan(sessions: SessionsRepo, session: SessionRecord, tasks: list[PlanTask], version: int) -> Plan:
     """The plan as the session view shows it: every task (obsolete ones too, marked) with its
     ReAct history, and every version with what changed and why."""
     sid = session.session_id
     views = [PlanTaskView(taskId=t.id, title=t.title, description=t.description, status=t.status, acts=t.acts,
                           summary=t.summary, history=[_step(s) for s in sessions.react(sid, t.id)])
              for t in tasks]
-    return Plan(version=session.plan_version, tasks=views,
+    return Plan(version=version, tasks=views,
                 versions=[_version(v) for v in sessions.plan_versions(sid)])
 
 
@@ -83,11 +86,11 @@ def session_usage(ledger: UsageRepo, session: SessionRecord) -> tuple[Usage, flo
 
 
 def session_view(sessions: SessionsRepo, runs: RunsRepo, ledger: UsageRepo, session: SessionRecord) -> SessionView:
-    tasks = sessions.tasks(session.session_id)
+    of = unit.read(sessions, runs, session)
+    tasks, run = of.tasks, of.run
     pending: list[Approval] = []
-    snap = runs.get_run(session.run_id) if session.run_id else None
-    if snap is not None and not session.terminal and snap.run.status == "awaiting_confirmation":
-        for approval_id in snap.run.pending_approval_ids:
+    if run is not None and not session.terminal and run.status == "awaiting_confirmation":
+        for approval_id in run.pending_approval_ids:
             got = runs.get_approval(session.uid, approval_id)
             if got is not None and got[0].status == "pending":
                 pending.append(Approval.of(got[0], session_id=session.session_id))
@@ -99,9 +102,9 @@ def session_view(sessions: SessionsRepo, runs: RunsRepo, ledger: UsageRepo, sess
             for e in action_log(sessions, session.session_id, tasks)])
     return SessionView(sessionId=session.session_id, status=session.status, prompt=session.prompt,
                        deadline=session.deadline, repoUrl=session.repo_url, tools=session.tools,
-                       plan=whole_plan(sessions, session, tasks), currentTaskId=session.current_task_id,
+                       plan=whole_plan(sessions, session, tasks, of.plan_version), currentTaskId=of.task_id,
                        runId=session.run_id, cancelRequested=session.cancel_requested,
                        cancelReason=session.cancel_reason, pendingApprovals=pending, usage=usage, costUsd=cost,
-                       budgetUsd=snap.run.budget_usd if snap is not None else session.budget_usd,
+                       budgetUsd=run.budget_usd if run is not None else session.budget_usd,
                        error=session.error.to_doc() if session.error else None, result=result,
                        createdAt=session.created_at, updatedAt=session.updated_at)

@@ -194,10 +194,6 @@ def session_tasks(session_id: str) -> str:
     return f"sessions/{session_id}/tasks"
 
 
-def session_task(session_id: str, task_id: str) -> str:
-    return f"sessions/{session_id}/tasks/{task_id}"
-
-
 def task_react(session_id: str, task_id: str) -> str:
     return f"sessions/{session_id}/tasks/{task_id}/react"
 
@@ -208,10 +204,6 @@ def task_react_step(session_id: str, task_id: str, n: int) -> str:
 
 def session_events(session_id: str) -> str:
     return f"sessions/{session_id}/events"
-
-
-def session_event(session_id: str, seq: int) -> str:
-    return f"sessions/{session_id}/events/{seq:08d}"
 
 
 def templates(uid: str) -> str:

@@ -1,10 +1,12 @@
-"""Plan sessions (seed 004): the session, its plan versions, its tasks and their ReAct history.
+"""Plan sessions (seed 004): the session's index, its plan versions and its tasks' ReAct history.
 
-Layout (docs/firestore-layout.md): ``sessions/{sessionId}`` (small, updated in place),
-``sessions/{id}/plans/{version}`` (one document per plan version: the task list and what changed
-and why), ``sessions/{id}/tasks/{taskId}`` (each task's current status), ``sessions/{id}/tasks/
-{taskId}/react/{n}`` (one ``{reason, action, observation}`` triplet per act) and
-``sessions/{id}/events/{seq}``. Nothing grows inside one document.
+Layout (docs/firestore-layout.md): ``sessions/{sessionId}`` (the index of the session: owner,
+prompt, deadline, its run, its status; small, updated in place), ``sessions/{id}/plans/{version}``
+(one document per plan version: the task list and what changed and why) and ``sessions/{id}/tasks/
+{taskId}/react/{n}`` (one ``{reason, action, observation}`` triplet per act). The tasks as they are
+now, the session's log and its counter are its run's (``runs/{runId}``, host ``plan``). Sessions
+stored by earlier versions also have ``sessions/{id}/tasks/{taskId}`` and ``sessions/{id}/events``
+(read, never written). Nothing grows inside one document.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from pydantic import Field
 from shared.state.plan_tasks import PlanTask as PlanTask
 from shared.state.plan_tasks import TaskStatus as TaskStatus
 from shared.state.records import SCHEMA_VERSION, ActOutcome, Record, RunError, now
-from shared.token_usage import Usage
 
 SessionStatus = Literal["planning", "awaiting_confirmation", "executing", "completed", "rejected", "failed",
                         "deadline_exceeded", "cancelled"]
@@ -101,15 +102,17 @@ class SessionRecord(Record):
     budget_usd: float | None = None
     """``budgetUsd``: the money budget its execution run starts with (docs/budgets.md)."""
     plan_version: int = 0
-    current_task_id: str | None = None
+    """The plan's version, kept in this index for the sessions list (written when a version is
+    made; the run's state is where the plan is)."""
     run_id: str | None = None
-    """The execution unit (``runs/{runId}``, host ``plan``) once confirmed."""
+    """The session's unit of work (``runs/{runId}``, host ``plan``), from its creation (sessions an
+    earlier version stored before confirmation have none until they are changed)."""
     cancel_requested: bool = False
     cancel_reason: str | None = None
     """What the user gave as the reason when cancelling (``POST .../cancel {"reason"}``)."""
     last_seq: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float = 0.0
+    """Sessions stored by earlier versions only: the end of their own log before confirmation
+    (``sessions/{id}/events``); 0 for sessions made since (their one log is their run's)."""
     error: RunError | None = None
     result: SessionResult | None = None
     created_at: float = Field(default_factory=now)

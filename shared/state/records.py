@@ -226,8 +226,9 @@ class RunResult(Record):
 
 
 def waits_on_child(run: RunRecord) -> bool:
-    """A pause that asks nobody: the run waits on a unit it started (its plan), not on a decision."""
-    return run.status == "awaiting_confirmation" and not run.pending_approval_ids
+    """A pause that asks nobody: the run waits on a unit it started (its plan), not on a decision.
+    (A plan's own run starts none: paused without approvals it waits for its plan's confirmation.)"""
+    return run.status == "awaiting_confirmation" and not run.pending_approval_ids and run.host != "plan"
 
 
 def reported_status(run: RunRecord) -> RunStatus:

@@ -1,4 +1,10 @@
-"""Plan sessions: reads, the writes hosts and routes commit, and conditional session commits."""
+"""Plan sessions: reads, the writes hosts and routes commit, and conditional session commits.
+
+A session is one unit of work: ``sessions/{id}`` is its index (owner, prompt, deadline, ``runId``,
+``status`` and ``planVersion`` for the list and the sweep, what the user asked: cancel, reason) and
+``runs/{runId}`` (host ``plan``, from creation) its record of truth: its tasks (``hostState``), its
+one log and counter. ``legacy_tasks`` and ``legacy_events`` read what sessions stored by earlier
+versions kept beside it (docs/plan-sessions.md, "Layout")."""
 
 from __future__ import annotations
 
@@ -9,12 +15,10 @@ from typing import Any, Literal
 from shared.errors import Conflict, NotFound, PreconditionFailed
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Transaction, Write
-from shared.state.host_states import PlanRunState
 from shared.state.limits_repo import Slot
 from shared.state.pages import Page, as_records, read_page
 from shared.state.paused_runs import FailPaused, close_paused
-from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord, TaskStatus
-from shared.state.plan_tasks import OPEN_TASK_STATUSES
+from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord
 from shared.state.record_base import events_of
 from shared.state.records import AuditRecord, RunError, RunRecord, now
 
@@ -24,9 +28,8 @@ log = logging.getLogger("agent_runtime.state")
 
 
 class SessionsRepo:
-    def __init__(self, store: DocStore, *, event_retention_s: float = 30 * 86400.0) -> None:
+    def __init__(self, store: DocStore) -> None:
         self.store = store
-        self.event_retention_s = event_retention_s
 
     # ---- reads -------------------------------------------------------------------------------
     def get(self, session_id: str) -> tuple[SessionRecord, str] | None:
@@ -40,7 +43,9 @@ class SessionsRepo:
             raise NotFound(f"session {session_id} not found", code="SESSION_NOT_FOUND")
         return got
 
-    def tasks(self, session_id: str) -> list[PlanTask]:
+    def legacy_tasks(self, session_id: str) -> list[PlanTask]:
+        """The task documents of a session stored by an earlier version (``sessions/{id}/tasks``;
+        a session made since keeps its tasks once, in its run's ``hostState``)."""
         docs = self.store.query(Query(paths.session_tasks(session_id)))
         return sorted((PlanTask.from_doc(d.data, d.path) for d in docs), key=lambda t: t.order)
 
@@ -52,7 +57,8 @@ class SessionsRepo:
         docs = self.store.query(Query(paths.session_plans(session_id)))
         return [PlanVersionRecord.from_doc(d.data, d.path) for d in docs]
 
-    def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+    def legacy_events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+        """The session's own log of an earlier version (``sessions/{id}/events``, 1..``lastSeq``)."""
         start = f"{after:08d}" if after > 0 else None
         docs = self.store.query(Query(paths.session_events(session_id), start_after=start))
         return [ev for d in docs for ev in events_of(d, after, frozenset({EXPIRE_AT}))]
@@ -83,11 +89,6 @@ class SessionsRepo:
         return Write("update", paths.session(session_id), {**fields, "updatedAt": now()})
 
     @staticmethod
-    def task_write(session_id: str, task: PlanTask) -> Write:
-        task.updated_at = now()
-        return Write("set", paths.session_task(session_id, task.id), task.to_doc())
-
-    @staticmethod
     def plan_write(session_id: str, plan: PlanVersionRecord) -> Write:
         return Write("create", paths.session_plan(session_id, plan.version), plan.to_doc())
 
@@ -95,9 +96,12 @@ class SessionsRepo:
     def react_write(session_id: str, step: ReactStep) -> Write:
         return Write("create", paths.task_react_step(session_id, step.task_id, step.n), step.to_doc())
 
-    def event_write(self, session_id: str, event: dict[str, Any]) -> Write:
-        return Write("create", paths.session_event(session_id, int(event["seq"])),
-                     {**event, EXPIRE_AT: now() + self.event_retention_s})
+    @staticmethod
+    def unit_write(run: RunRecord, token: str) -> Write:
+        """The session's run (its unit of work) written whole if it is still as read (``token``):
+        the plan's steps before its execution (a refinement, the confirmation, an end)."""
+        run.updated_at = now()
+        return Write("set", paths.run(run.run_id), run.to_doc(), if_token=token)
 
     def request_cancel(self, session_id: str, reason: str | None = None) -> None:
         fields: dict[str, Any] = {"cancelRequested": True}
@@ -107,17 +111,16 @@ class SessionsRepo:
 
     def end_paused(self, session: SessionRecord, run_id: str, closing: list[dict[str, Any]], *,
                    reason: Literal["cancelled", "deadline_exceeded"], error: RunError, fail: FailPaused,
-                   open_tasks_end: TaskStatus | None = None,
                    event_write: Callable[[str, dict[str, Any]], Write],
                    audit_write: Callable[[AuditRecord], Write], extra: Sequence[Write] = ()) -> bool:
         """A session whose execution waits for approvals ends now (``cancelled`` by the user, or
         ``deadline_exceeded`` found by the sweep): its open approvals are rejected, its run is ended
         by ``fail`` (the loop's stop), the session records ``error``, in one transaction. False when
-        the run is not paused (it then stops by itself before its next act). ``open_tasks_end``: the
-        status the tasks still pending or in progress end with (the caller's decision; None: left as
-        they are). ``closing``: the events that close the session, appended to the run's log (the
-        session's events are its run's), filled and numbered by ``fail`` after the run's own closing
-        event. ``extra``: more writes of the same transaction (its webhook deliveries)."""
+        the run is not paused (it then stops by itself before its next act). ``fail`` also ends the
+        tasks in the run's state (the one place they are kept). ``closing``: the events that close
+        the session, appended to the run's log (the session's events are its run's), filled and
+        numbered by ``fail`` after the run's own closing event. ``extra``: more writes of the same
+        transaction (its webhook deliveries)."""
 
         def txn(t: Transaction) -> bool:
             doc = t.get(paths.run(run_id))
@@ -126,18 +129,12 @@ class SessionsRepo:
             run = RunRecord.from_doc(doc.data, doc.path)
             if run.status != "awaiting_confirmation":
                 return False
-            before = run.host_state.model_copy(deep=True)  # ``fail`` may close the tasks of the state
             close_paused(t, run, doc.token, run_id, reason, fail=fail, event_write=event_write,
                          audit_write=audit_write)
             t.write(self.update_write(session.session_id, {
                 "status": reason, "result": {"status": reason, "log": []}, "error": error.to_doc()}))
             for event in closing:
                 t.write(event_write(run_id, event))
-            if open_tasks_end is not None and isinstance(before, PlanRunState):
-                for task in before.tasks:
-                    if task.status in OPEN_TASK_STATUSES:
-                        t.write(self.task_write(session.session_id,
-                                                task.model_copy(update={"status": open_tasks_end})))
             for write in extra:
                 t.write(write)
             return True
@@ -160,8 +157,9 @@ class SessionsRepo:
             raise
 
     def commit(self, session: SessionRecord, token: str, writes: Sequence[Write] = ()) -> str:
-        """Write ``session`` whole with ``writes`` if it is still as read (else 409 ``SESSION_BUSY``:
-        another request changed it meanwhile; nothing was written)."""
+        """Write ``session`` whole with ``writes`` if it is still as read, and every conditional
+        write of ``writes`` too (its run: ``unit_write``) (else 409 ``SESSION_BUSY``: another
+        request changed it meanwhile; nothing was written)."""
         session.updated_at = now()
         try:
             return self.store.commit([Write("set", paths.session(session.session_id), session.to_doc(),

@@ -91,7 +91,9 @@ def test_a_session_template_creates_one_plan_session_per_occurrence(make_runtime
     assert {s.prompt for s in sessions} == {"Summarise my notes"}
     assert {s.tools and tuple(s.tools) for s in sessions} == {("search_memory",)}
     assert all(s.deadline - s.created_at == pytest.approx(7200, abs=5) for s in sessions)
-    assert rt.runs.list_runs_for("alice", 100) == []  # no chat run: plan sessions only
+    runs = rt.runs.list_runs_for("alice", 100)  # no chat run: the plan sessions' own (issue 27)
+    assert sorted(r.run_id for r in runs) == sorted(s.run_id or "" for s in sessions)
+    assert {(r.host, r.status) for r in runs} == {("plan", "awaiting_confirmation")}
     assert rt.services.outbox.repo.all() == []
     rt.router.handle(tick_message(START + 7 * HOUR))  # the user's limit on active sessions: refused
     pump(rt)

@@ -43,11 +43,13 @@ from shared.runtime import Runtime
 from tests.serving import served
 
 KEY = base64.b64encode(bytes(range(32))).decode()
-SEED = 20261126
+SEED = 20261130
 """Any fixed seed is as good as another, but which chains the stateful phase explores follows the
-document: when issue 31 added fields (the deployment's MCP servers, error classes) 20261123 no
-longer reached a confirm with a real plan version (its chains cancelled first); 20261126 reaches
-10 (and approve 9 times)."""
+document and the answers: when issue 31 added fields (the deployment's MCP servers, error classes)
+20261123 no longer reached a confirm with a real plan version (its chains cancelled first); when
+issue 27 gave a session its run from creation (runs lists and session views changed) 20261126 no
+longer reached ``GET /api/agent/runs/{runId}`` 200 nor a confirm 202 (20261127 and 20261128 missed
+others); 20261130 reaches every chain the test asks for."""
 CONFIG: dict[str, Any] = {
     "seed": SEED,
     "request-timeout": 30,

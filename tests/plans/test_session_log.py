@@ -1,8 +1,9 @@
-"""Issue 22: one event log and one sequence counter per unit. A plan session's execution writes its
-events into the log of the run that executes it (with the run's other events, numbered by the run);
-the session's own log holds only what happened before it was confirmed; the session's view
-(``GET .../sessions/{id}/events``) reads the run's log in the session's words, and a chat run's
-relay shows the same events of that log."""
+"""Issues 22 and 27: one event log and one sequence counter per unit. A plan session is one unit of
+work from its creation: its planning and its execution write their events into the log of its run
+(with the run's other events, numbered by the run); the session's view (``GET .../sessions/{id}/events``)
+reads the run's log in the session's words, and a chat run's relay shows the same events of that
+log from the execution on. Sessions stored by earlier versions (an own log before confirmation)
+read as before (tests/plans/test_old_layout.py)."""
 
 from __future__ import annotations
 
@@ -46,26 +47,29 @@ def test_a_sessions_execution_events_are_its_runs_and_the_view_reads_them_there(
                                                                                client: FlaskClient) -> None:
     rt = make_rt(Script(acts={"Read the notes": [("search_memory", {"query": "notes"})]}))
     sid, run_id = _confirmed_and_run(rt, client)
-    own = rt.sessions.events(sid)
-    # Before confirmation only: planning, the first plan, waiting for confirmation.
-    assert [(e["seq"], e["type"], e.get("status")) for e in own] == [
-        (1, "status", "planning"), (2, "plan_updated", None), (3, "status", "awaiting_confirmation")]
+    assert rt.sessions.legacy_events(sid) == []  # no second log
     session, _ = rt.sessions.get_for("alice", sid)
-    assert session.last_seq == 3  # the session's own counter stopped at confirmation
+    assert session.last_seq == 0  # no second counter
     run_log = rt.runs.list_events(run_id)
     snap = rt.runs.get_run(run_id)
     assert snap is not None and [e["seq"] for e in run_log] == list(range(1, snap.run.last_seq + 1))
     kinds = [e["type"] for e in run_log]
-    assert kinds[:2] == ["plan_status", "step_start"] and kinds[-2:] == ["plan_status", "plan_result"]
+    # Planning is the unit's first step: the plan, waiting for confirmation, then the execution.
+    assert [(e["type"], e.get("status")) for e in run_log[:5]] == [
+        ("plan_status", "planning"), ("plan_updated", None), ("plan_status", "awaiting_confirmation"),
+        ("plan_status", "executing"), ("step_start", None)]
+    assert kinds[-2:] == ["plan_status", "plan_result"]
     assert {"executor_reason", "executor_act", "executor_observe", "executor_reflect", "step_complete",
             "tool_call", "tool_result", "status", "usage"} <= set(kinds)
-    # The view: the own events, then the run's in the session's words, numbered on.
+    # The view: the run's events in the session's words, numbered 1, 2, ...
     view = events(client, sid)
     assert [e["seq"] for e in view] == list(range(1, len(view) + 1))
-    assert view[:3] == own
     mapped = [m for m in (as_session_event(e) for e in run_log) if m is not None]
-    assert [_without_seq(e) for e in view[3:]] == [_without_seq(m) for m in mapped]
-    assert [e["type"] for e in view[3:5]] == ["status", "task_start"] and view[-1]["type"] == "result"
+    assert [_without_seq(e) for e in view] == [_without_seq(m) for m in mapped]
+    assert [(e["type"], e.get("status")) for e in view[:5]] == [
+        ("status", "planning"), ("plan_updated", None), ("status", "awaiting_confirmation"), ("status", "executing"),
+        ("task_start", None)]
+    assert view[-1]["type"] == "result"
     assert not {"tool_call", "tool_result", "executor_act", "step_start", "plan_status"} & {e["type"] for e in view}
     # Reading on from any point gives the rest, same numbers.
     assert events(client, sid, after=4) == view[4:]
@@ -88,8 +92,10 @@ def test_a_chat_runs_relay_shows_the_plan_runs_own_events(store: DocStore, clien
     session, _ = rt.sessions.get_for("alice", created["planId"])
     assert session.run_id is not None
     plan_log = rt.runs.list_events(session.run_id)
+    start = next(i for i, e in enumerate(plan_log) if e["type"] == "plan_status" and e["status"] == "executing")
+    assert [e["type"] for e in plan_log[:start]] == ["plan_status", "plan_updated", "plan_status"]  # its planning
     relayed = [_without_seq(e) for e in chat_log if e["type"] in RELAYED]
-    assert relayed == [_without_seq(e) for e in plan_log if e["type"] in RELAYED]
+    assert relayed == [_without_seq(e) for e in plan_log[start:] if e["type"] in RELAYED]  # from its execution on
     assert [e["type"] for e in relayed].count("step_complete") == 3
     assert [e["seq"] for e in chat_log] == list(range(1, len(chat_log) + 1))
 

@@ -168,14 +168,14 @@ def test_every_terminal_path_tells_one_truth(make_rt: MakeRuntime, client: Flask
     usage, cost = ledger_usage(rt, *units)
     assert Usage.model_validate(session["usage"]) == usage and session["costUsd"] == cost
     assert usage.requests >= 1  # the planning call at least
-    if not path.executed:
-        assert session.get("runId") is None
-        return
-    run_id = session["runId"]
+    run_id = session["runId"]  # its unit of work, from its creation (planning is its first step)
     [listed] = [r for r in client.get("/api/agent/runs", headers=ALICE).get_json()["runs"] if r["runId"] == run_id]
     one = client.get(f"/api/agent/runs/{run_id}", headers=ALICE).get_json()
     assert listed["status"] == one["status"] == path.status  # the run agrees with its session
     assert listed["sessionId"] == sid and listed["mode"] != "requires_approval"
+    if not path.executed:
+        assert [e["type"] for e in evs] == ["status", "plan_updated", "status", "status"]
+        return
     assert [e["result"]["status"] for e in evs if e["type"] == "result"] == [path.status]
     closing = [e for e in evs if e["type"] == "task_complete" and e["status"] == "cancelled"]
     if path.cancelled_task:
