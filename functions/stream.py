@@ -27,9 +27,10 @@ def stream(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
         # Start (and validate, claim the thread) before the first byte, so refusals are plain 4xx JSON.
         events = stream_run(rt.agent, uid, body, idempotency_key=idempotency_key(request),
                             sessions=lambda: rt.sessions, deferred=deferred)
-    if wants_sse(request):
-        return sse_response(events)
-    return ndjson_response(ndjson(ev) for ev in events)
+    resp = sse_response(events) if wants_sse(request) else ndjson_response(ndjson(ev) for ev in events)
+    if events.replayed:
+        resp.headers["Idempotent-Replayed"] = "true"
+    return resp
 
 
 def agui(request: flask.Request, path: Mapping[str, str]) -> flask.Response:

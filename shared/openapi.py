@@ -43,11 +43,12 @@ LIMIT_CODES: dict[str, tuple[str, ...]] = {
     "createSession": ("TOO_MANY_ACTIVE_SESSIONS", "DAILY_TOKEN_LIMIT", "BUDGET_EXCEEDED"),
     "refineSession": ("DAILY_TOKEN_LIMIT", "BUDGET_EXCEEDED"),
     "confirmSession": ("DAILY_TOKEN_LIMIT",),
+    "goals": ("BUDGET_EXCEEDED",),  # public (IAM): no request limit, but a user's money caps (docs/budgets.md)
 }
 
 
-def _too_many_requests(operation_id: str) -> dict[str, Any]:
-    codes = ", ".join(("RATE_LIMITED", *LIMIT_CODES.get(operation_id, ())))
+def _too_many_requests(operation_id: str, *, rate_limited: bool = True) -> dict[str, Any]:
+    codes = ", ".join((*(("RATE_LIMITED",) if rate_limited else ()), *LIMIT_CODES.get(operation_id, ())))
     return {"description": f"a per-user limit refused the request ({codes}); nothing was created",
             "headers": {"Retry-After": {"description": "seconds until a retry may succeed",
                                         "required": True, "schema": {"type": "integer", "minimum": 1}}},
@@ -252,6 +253,8 @@ def _operation(route: routes.Route, parameters: dict[str, list[dict[str, Any]]])
     op["responses"] = {**responses, **_errors(*sorted(errors)), **_errors(500)}
     if not route.public:  # every authenticated route counts against the request limit
         op["responses"]["429"] = _too_many_requests(route.operation_id)
+    elif route.operation_id in LIMIT_CODES:
+        op["responses"]["429"] = _too_many_requests(route.operation_id, rate_limited=False)
     return op
 
 

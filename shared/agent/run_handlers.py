@@ -39,19 +39,32 @@ def cancel_run(service: AgentService, uid: str, run_id: str, *, reason: str | No
     return cancel(service.services, uid, run_id, reason=reason)
 
 
+class RunStream(Iterator[dict[str, Any]]):
+    """A run's event stream, and whether it replays an earlier run (a repeated Idempotency-Key:
+    the edge answers ``Idempotent-Replayed: true``, as the non-streaming route does)."""
+
+    def __init__(self, events: Iterator[dict[str, Any]], *, replayed: bool) -> None:
+        self._events = events
+        self.replayed = replayed
+
+    def __next__(self) -> dict[str, Any]:
+        return next(self._events)
+
+
 def stream_run(service: AgentService, uid: str, request: RunRequest, *, idempotency_key: str | None = None,
                sessions: Callable[[], SessionsRepo] | None = None,
-               deferred: DeferredRequest | None = None) -> Iterator[dict[str, Any]]:
+               deferred: DeferredRequest | None = None) -> RunStream:
     """Start a run (errors raise here, before streaming) and return its live event stream; a
     repeated Idempotency-Key replays the earlier run's events, following it until it stops, and a
     queued run's events are followed the same way (``status: queued``, then the run as it runs).
     ``sessions``: where the plans a run starts are read, to relay their events on its stream.
     ``deferred``: as :func:`run_to_stop`'s."""
     started = service.start(uid, request, idempotency_key=idempotency_key, deferred=deferred)
+    replayed = not started.outcome.created
     if started.outcome.queued:  # its stream starts when it does
-        return follow_queued(service.services.runs, started.outcome.snapshot.run.run_id, sessions=sessions,
-                             max_wait_s=service.services.settings.follow_max_wait_s)
-    if not started.outcome.created:
-        return replay_events(service.services.runs, started.outcome.snapshot.run.run_id, 0, follow=True,
-                             sessions=sessions)
-    return live_events(service.context(started), started.first_events, sessions)
+        return RunStream(follow_queued(service.services.runs, started.outcome.snapshot.run.run_id, sessions=sessions,
+                                       max_wait_s=service.services.settings.follow_max_wait_s), replayed=replayed)
+    if replayed:
+        return RunStream(replay_events(service.services.runs, started.outcome.snapshot.run.run_id, 0, follow=True,
+                                       sessions=sessions), replayed=True)
+    return RunStream(live_events(service.context(started), started.first_events, sessions), replayed=False)

@@ -3,7 +3,9 @@
 Model failures become API errors here (the entry point only renders): 503 when a retry may help
 (timeouts, 429, 5xx), 502 otherwise. An invalid *answer* is not an error: the workflow replies
 that the plan could not be updated. Every model call is metered into the usage ledger (the
-request's ``userId``; ``backend:goals`` when the backend sent none).
+request's ``userId``; ``backend:goals`` when the backend sent none) and, for a request with a
+``userId`` while the deployment has money caps, first reserved against that user's caps
+(docs/budgets.md): reached, 429 ``BUDGET_EXCEEDED`` before the call.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from shared.ids import new_id
 from shared.models.base import Model
 
 if TYPE_CHECKING:
+    from shared.state.budget_repo import BudgetRepo
     from shared.state.records import UsageEntry
 
 ANONYMOUS_UID = "backend:goals"
@@ -46,6 +49,18 @@ def metered(model: Model, request: GoalsRequest, settings: Settings,
                        unit_id=request.sessionId or new_id("goals"), component=GOALS_PLANNER,
                        operation_type="goals_plan")
     return MeteredModel(model, call, settings, sink)
+
+
+def capped(model: Model, request: GoalsRequest, settings: Settings, budgets: Callable[[], BudgetRepo]) -> Model:
+    """``model`` with every call first reserved against the money caps of the request's user
+    (``CappedModel``: 429 ``BUDGET_EXCEEDED`` before the call when a cap has no room). A request
+    without ``userId`` is the backend's own (``backend:goals``), not a user's: not capped. With the
+    deployment's caps off nothing is read (``budgets`` is not even built)."""
+    if request.userId is None or not (settings.budget_user_daily_usd or settings.budget_user_monthly_usd):
+        return model
+    from shared.usage.budget import CappedModel
+
+    return CappedModel(model, budgets(), settings, request.userId, new_id)
 
 
 def run_goals(request: GoalsRequest, model: Model, settings: Settings) -> GoalsResponse:

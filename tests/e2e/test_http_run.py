@@ -189,15 +189,19 @@ def test_second_run_while_the_first_is_in_progress_is_409_run_active(install: In
 
 
 def test_idempotency_key_header_returns_the_same_run(install: Install, client: FlaskClient) -> None:
-    model = ScriptedModel([text_turn("once")])
+    model = ScriptedModel([text_turn("once"), text_turn("a fresh key: a new run")])
     install(model)
     h = {**ALICE, "Idempotency-Key": "abc-123"}
     first = client.post("/api/agent/run", json={"prompt": "x"}, headers=h)
     second = client.post("/api/agent/run", json={"prompt": "x"}, headers=h)
     assert first.get_json() == second.get_json()
     assert second.headers.get("Idempotent-Replayed") == "true"
-    streamed = ndjson(client.post("/api/agent/run/stream", json={"prompt": "x"}, headers=h).data)
+    replay = client.post("/api/agent/run/stream", json={"prompt": "x"}, headers=h)
+    assert replay.headers.get("Idempotent-Replayed") == "true"  # the stream says so too (README)
+    streamed = ndjson(replay.data)
     assert streamed[-1]["result"]["runId"] == first.get_json()["runId"]
+    fresh = client.post("/api/agent/run/stream", json={"prompt": "x"}, headers={**ALICE, "Idempotency-Key": "abc-124"})
+    assert "Idempotent-Replayed" not in fresh.headers
     bad = client.post("/api/agent/run", json={"prompt": "x"}, headers={**ALICE, "Idempotency-Key": "é" * 3})
     assert bad.status_code == 400
     model.assert_complete()

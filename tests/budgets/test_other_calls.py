@@ -1,0 +1,74 @@
+"""The model calls made outside a unit's loop are reserved against the user's money caps too
+(docs/budgets.md, "Other model calls"), on both stores: the goals planner (``POST /agent/run``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from functions_framework import create_app
+
+from shared.config import Settings
+from shared.models.factory import clear_model_cache
+from shared.openapi import build_openapi
+from shared.runtime import Runtime, set_runtime
+from shared.state import paths
+from shared.state.docstore import DocStore
+from tests.e2e.test_openapi import check
+from tests.fakes.fake_gemini import FakeGemini, Reply
+from tests.fakes.fake_gemini import text as text_part
+from tests.goals.plans import milestone, new_plan_answer
+
+
+def goals_app(docstore: DocStore, gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch, daily_usd: float) -> Runtime:
+    """The goals function's runtime on ``docstore`` (the function reads its settings from the environment)."""
+    for key, value in {**gemini.env(), "MODEL_MAX_RETRIES": "0", "BUDGET_USER_DAILY_USD": str(daily_usd)}.items():
+        monkeypatch.setenv(key, value)
+    clear_model_cache()
+    rt = Runtime(Settings.from_env(), store=docstore)
+    set_runtime(rt)
+    return rt
+
+
+def plan_reply() -> Reply:
+    return Reply([text_part(json.dumps(new_plan_answer("Run a marathon", milestone("Train", "Run 5 km"))))],
+                 model_version="gemini-3-flash-preview")  # priced: the ledger costs it
+
+
+def test_the_goals_planner_is_reserved_against_the_users_caps(
+        docstore: DocStore, fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> None:
+    gemini = fake_gemini
+    body = {"userId": "alice", "sessionId": "sess_1", "message": "I want to run a marathon."}
+    try:
+        # $0.01 a day: less than one call's maximum (8192 output tokens at $3 per million).
+        rt = goals_app(docstore, gemini, monkeypatch, 0.01)
+        client = create_app("goals", "main.py", "http").test_client()
+        gemini.push(plan_reply())
+        refused = client.post("/agent/run", json=body)
+        assert refused.status_code == 429, refused.get_json()
+        error = refused.get_json()["error"]
+        assert error["code"] == "BUDGET_EXCEEDED" and error["details"]["scope"] == "user_day"
+        assert int(refused.headers["Retry-After"]) == error["details"]["retryAfterS"] >= 1
+        check(build_openapi(), "/agent/run", "post", refused)  # the 429 is documented
+        assert gemini.requests == []  # refused before the model was called
+        assert rt.usage.for_unit("alice", "sess_1") == []
+
+        # The backend's own requests (no userId) are not a user's: not capped.
+        anonymous = client.post("/agent/run", json={k: v for k, v in body.items() if k != "userId"})
+        assert anonymous.status_code == 200, anonymous.get_json()
+        assert len(gemini.requests) == 1
+
+        # With room, the call is made, counted, and its reservation released.
+        rt = goals_app(docstore, gemini, monkeypatch, 1.0)
+        gemini.push(plan_reply())
+        made = client.post("/agent/run", json=body)
+        assert made.status_code == 200, made.get_json()
+        assert len(gemini.requests) == 2
+        spent_day, _ = rt.services.budgets.spent("alice")
+        entries = rt.usage.for_unit("alice", "sess_1")
+        assert entries and spent_day == sum(e.cost_usd for e in entries) > 0
+        budget = docstore.get(paths.limit("alice", "budget"))
+        assert budget is not None and budget.data["reserved"] == {}
+    finally:
+        set_runtime(None)
+        clear_model_cache()
