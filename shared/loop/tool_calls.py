@@ -148,7 +148,8 @@ def tool_context(ctx: RunContext, action: ActionRecord) -> ToolContext:
     s = ctx.services
     return ToolContext(uid=ctx.run.uid, run_id=ctx.run.run_id, action_id=action.action_id, users=s.users,
                        settings=s.settings, connectors=s.connectors() if s.connectors else None,
-                       usage=s.usage.record, model=s.model_factory, deadline=ctx.deadline)
+                       usage=s.usage.record, model=s.model_factory, budgets=lambda: s.budgets,
+                       deadline=ctx.deadline)
 
 
 def execute_action(ctx: RunContext, action: ActionRecord) -> None:

@@ -162,6 +162,7 @@ class GeminiModel:
             config = types.GenerateContentConfig(
                 system_instruction=SEARCH_INSTRUCTION,
                 tools=[types.Tool(google_search=types.GoogleSearch())],
+                max_output_tokens=self._settings.model_max_output_tokens,  # its maximum cost (docs/budgets.md)
                 http_options=types.HttpOptions(
                     timeout=max(1, math.ceil(min(self._settings.model_timeout_s, remaining) * 1000))))
             try:

@@ -13,6 +13,7 @@ from shared.state.users_repo import UsersRepo
 
 if TYPE_CHECKING:
     from shared.projects.service import ProjectsService
+    from shared.state.budget_repo import BudgetRepo
     from shared.state.records import UsageEntry
 
 
@@ -31,6 +32,9 @@ class ToolContext:
     ledger; ``None``: not recorded (unit tests)."""
     model: Callable[[], Any] | None = None
     """The process's model, built on first use (``google_web_search`` asks it for a grounded answer)."""
+    budgets: Callable[[], BudgetRepo] | None = None
+    """The users' money budgets: a tool that calls a model itself reserves the call against the
+    user's caps first (docs/budgets.md); ``None``: not checked (unit tests)."""
     deadline: float | None = None
     """``time.monotonic()`` value after which the caller's time is spent; tools bound their own
     timeouts by :meth:`time_left` so no call outlives it."""

@@ -6,7 +6,8 @@
   are returned in windows of ``MAX_TEXT_CHARS`` characters (``offset`` reads on).
 - ``google_web_search(query)`` is one model call with Gemini's built-in Google Search grounding:
   the answer and the pages it rests on. The call is recorded in the usage ledger (component
-  ``web_search``, operation type ``executor``) through ``ctx.usage``.
+  ``web_search``, operation type ``executor``) through ``ctx.usage`` and, while the deployment has
+  money caps, first reserved at its maximum against the user's caps (no room: not made, told).
 
 Every refusal or failure is a ``ToolError``: the model is told why and can try something else.
 """
@@ -14,11 +15,12 @@ Every refusal or failure is a ``ToolError``: the model is told why and can try s
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import core_schema
 
-from shared.errors import ToolError
+from shared.errors import LimitExceeded, ToolError
 from shared.tools.constrained import Constrained as _Constrained
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
@@ -102,12 +104,17 @@ def register(registry: ToolRegistry) -> None:
             raise ToolError("google_web_search: no time is left for a search")
         call = MeteredCall(uid=ctx.uid, unit_kind=ctx.unit_kind, unit_id=ctx.run_id, component=WEB_SEARCH,
                            operation_type="executor")
-        metered = metered_search(model, query, call, ctx.settings, timeout_s=budget)
-        if ctx.usage is not None:
-            try:
-                ctx.usage(metered.entry)
-            except Exception:  # metering must never break the tool
-                log.exception("usage entry could not be recorded", extra={"fields": {"unitId": ctx.run_id}})
+        reservation = _reserve(ctx, model.name, query)
+        try:
+            metered = metered_search(model, query, call, ctx.settings, timeout_s=budget)
+            if ctx.usage is not None:
+                try:
+                    ctx.usage(metered.entry)
+                except Exception:  # metering must never break the tool
+                    log.exception("usage entry could not be recorded", extra={"fields": {"unitId": ctx.run_id}})
+        finally:
+            if reservation is not None:
+                reservation()
         if metered.error is not None:
             raise ToolError(f"google_web_search failed: {metered.error}")
         answer = metered.answer
@@ -121,6 +128,26 @@ def register(registry: ToolRegistry) -> None:
         elif not answer.sources:
             out["note"] = "the answer came without sources (Google Search found nothing to ground it on)"
         return out
+
+
+def _reserve(ctx: ToolContext, model: str, query: str) -> Callable[[], None] | None:
+    """Reserve the search's maximum cost against the user's money caps (docs/budgets.md, "Other
+    model calls"); returns its release, or None when the deployment has no cap. No room: a
+    ``ToolError`` telling the model the search was not made and why (the run's next model call
+    meets the same cap, its maximum being at least the search's, and pauses for a budget approval)."""
+    s = ctx.settings
+    if ctx.budgets is None or (not s.budget_user_daily_usd and not s.budget_user_monthly_usd):
+        return None
+    from shared.ids import new_id
+    from shared.usage.budget import reserve_or_refuse, search_max_cost
+
+    budgets = ctx.budgets()
+    try:
+        call_id = reserve_or_refuse(budgets, s, ctx.uid, search_max_cost(s, model, query), new_id,
+                                    "The search was not made.")
+    except LimitExceeded as exc:
+        raise ToolError(f"google_web_search: {exc.code}: {exc.message}") from exc
+    return lambda: budgets.release(ctx.uid, call_id)
 
 
 __all__ = ["SearchTerms", "Url", "register"]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 from shared.config import Settings
 from shared.errors import LimitExceeded
-from shared.models.base import DeltaSink, Model, ModelRequest, ModelResponse
+from shared.models.base import DeltaSink, Model, ModelRequest, ModelResponse, Part, Turn
 
 if TYPE_CHECKING:
     from shared.state.budget_repo import BudgetRepo
@@ -114,20 +114,42 @@ class CappedModel:
         s = self.settings
         if not s.budget_user_daily_usd and not s.budget_user_monthly_usd:
             return self.inner.generate(request, on_delta)
-        max_usd = call_max_cost(s, self.inner.name, request)
-        call_id = self.new_id("bud")
-        reached = self.budgets.reserve(self.uid, call_id, max_usd, daily_usd=s.budget_user_daily_usd,
-                                       monthly_usd=s.budget_user_monthly_usd, ttl_s=s.model_timeout_s + s.lease_ttl_s)
-        if reached is not None:
-            over = Overrun(reached.scope, reached.cap_usd, reached.spent_usd, max_usd)
-            raise LimitExceeded(f"{over.situation()} Nothing was started.",
-                                code="BUDGET_EXCEEDED", retry_after_s=retry_after(reached.scope, self.budgets.clock()),
-                                details={"scope": over.scope, "limitUsd": over.limit_usd, "spentUsd": over.spent_usd,
-                                         "callMaxUsd": over.call_max_usd})
+        call_id = reserve_or_refuse(self.budgets, s, self.uid, call_max_cost(s, self.inner.name, request),
+                                    self.new_id, "Nothing was started.")
         try:
             return self.inner.generate(request, on_delta)
         finally:
             self.budgets.release(self.uid, call_id)
+
+
+def reserve_or_refuse(budgets: BudgetRepo, settings: Settings, uid: str, max_usd: float,
+                      new_id: Callable[[str], str], consequence: str) -> str:
+    """Reserve ``max_usd`` against ``uid``'s caps (the deployment's must be on) and return the
+    reservation's id (release it once the call's ledger entry is committed); a cap without room:
+    ``LimitExceeded`` ``BUDGET_EXCEEDED`` (429) naming it, ``consequence`` ending its message."""
+    call_id = new_id("bud")
+    reached = budgets.reserve(uid, call_id, max_usd, daily_usd=settings.budget_user_daily_usd,
+                              monthly_usd=settings.budget_user_monthly_usd,
+                              ttl_s=settings.model_timeout_s + settings.lease_ttl_s)
+    if reached is None:
+        return call_id
+    over = Overrun(reached.scope, reached.cap_usd, reached.spent_usd, max_usd)
+    raise LimitExceeded(f"{over.situation()} {consequence}",
+                        code="BUDGET_EXCEEDED", retry_after_s=retry_after(reached.scope, budgets.clock()),
+                        details={"scope": over.scope, "limitUsd": over.limit_usd, "spentUsd": over.spent_usd,
+                                 "callMaxUsd": over.call_max_usd})
+
+
+SEARCH_PROMPT_CHARS = 1_000
+"""What a grounded search sends besides the query (its system instruction: about 200 characters)."""
+
+
+def search_max_cost(settings: Settings, model: str, query: str) -> float:
+    """The most one grounded search (``google_web_search``) of ``query`` can cost: its prompt, and
+    ``MODEL_MAX_OUTPUT_TOKENS`` (sent to Gemini as its ``maxOutputTokens``, like the loop's calls)."""
+    request = ModelRequest(system_instruction="x" * SEARCH_PROMPT_CHARS,
+                           turns=[Turn(role="user", parts=[Part(text=query)])])
+    return call_max_cost(settings, model, request)
 
 
 def retry_after(scope: Scope, at: float) -> float:

@@ -72,3 +72,53 @@ def test_the_goals_planner_is_reserved_against_the_users_caps(
     finally:
         set_runtime(None)
         clear_model_cache()
+
+
+def test_a_runs_web_search_is_reserved_against_the_users_caps(docstore: DocStore, fake_gemini: FakeGemini) -> None:
+    """``google_web_search`` inside a run: with no room left under alice's daily cap (another call of
+    hers holds it), the search is not made and the model is told why; the run's next model call
+    meets the same cap and pauses for a budget approval. With room, it is made and released."""
+    from shared.durable.dispatcher import RecordingDispatcher
+    from shared.models.gemini import GeminiModel
+    from shared.state.records import UserRecord
+    from tests.budgets.test_plan_budgets import take_the_room_left
+    from tests.connectors.loop_support import start
+    from tests.fakes.fake_gemini import Received, call
+
+    searches: list[str] = []
+
+    def answer(received: Received) -> Reply:
+        if received.google_search:
+            searches.append("made")
+            # bounded like the loop's calls, so its reserved maximum holds
+            assert received.body["generationConfig"]["maxOutputTokens"] == settings.model_max_output_tokens
+            return Reply.text("Python 3.14 came out in October 2025.")
+        told = [p["functionResponse"]["response"] for p in received.body["contents"][-1]["parts"]
+                if "functionResponse" in p]
+        if told:
+            return Reply.text(f"told: {json.dumps(told[0])}")
+        if crowded:
+            take_the_room_left(rt)  # meanwhile, another call of alice's holds all the room left
+        return Reply([call("google_web_search", {"query": "python 3.14 release date"})])
+
+    fake_gemini.handler = answer
+    settings = fake_gemini.settings(Settings(state_backend="sqlite", auth_mode="local", dispatcher="none",
+                                             run_deadline_s=30.0, budget_user_daily_usd=1.0))
+    with GeminiModel(settings) as model:
+        rt = Runtime(settings, store=docstore, model=model, dispatcher=RecordingDispatcher())
+        rt.users.put_user(UserRecord(uid="alice", trust_level="supervised"))
+        crowded = False
+        made = start(rt, "When was Python 3.14 released?")
+        assert made.status == "completed", made
+        assert searches == ["made"]
+        budget = docstore.get(paths.limit("alice", "budget"))
+        assert budget is not None and budget.data["reserved"] == {}  # reserved, then released
+
+        crowded = True
+        result = start(rt, "When was Python 3.14 released?")
+    assert searches == ["made"]  # the second search was not made
+    search, pause = rt.runs.list_actions(result.run_id)
+    assert (search.tool, search.outcome) == ("google_web_search", "error")
+    assert "google_web_search: BUDGET_EXCEEDED: your daily budget" in str(search.error), search.error
+    assert result.status == "awaiting_confirmation"
+    assert pause.tool == "budget_increase" and pause.args["scope"] == "user_day"
