@@ -30,6 +30,7 @@ from shared.loop.context import Services
 from shared.loop.outcomes import NextStepFailed
 from shared.models.base import Part
 from shared.state.docstore import Write
+from shared.state.host_states import PlanRunState
 from shared.state.records import MessageRecord, RunError, RunRecord, RunResult, now
 from shared.state.thread_queue import DEQUEUE_PREFIX, QueuedLaunch, ThreadQueue, dequeue_entry_id
 from shared.state.transitions import move_run
@@ -159,6 +160,19 @@ def _cancelled(run: RunRecord, reason: str | None) -> dict[str, Any]:
     return event_to_doc(ErrorEvent(seq=run.last_seq, error=run.error.message, code=FailureCode.CANCELLED))
 
 
+def _cancel_session(services: Services, uid: str, run: RunRecord, session_id: str,
+                    reason: str | None) -> tuple[RunRecord, bool]:
+    """The run of a plan session is the session's unit of work: a cancel through the runs route is
+    the session's cancel (``POST /api/agent/sessions/{id}/cancel``), so both end ``cancelled``
+    together: at once before execution or while it waits for approvals, else before its next act."""
+    from shared.plans import sessions as engine
+    from shared.state.sessions_repo import SessionsRepo
+
+    session = engine.cancel(services, SessionsRepo(services.runs.store), uid, session_id, reason=reason)
+    now_run = services.runs.get_run_for(uid, run.run_id).run
+    return now_run, not now_run.terminal and session.cancel_requested
+
+
 def cancel_run(services: Services, uid: str, run_id: str, *, reason: str | None = None) -> tuple[RunRecord, bool]:
     """Cancel ``uid``'s run: a queued one leaves its queue at once (failed ``CANCELLED``); an active
     one stops at its next step boundary (``cancelling`` = True); a paused one is closed now. A run
@@ -178,6 +192,8 @@ def cancel_run(services: Services, uid: str, run_id: str, *, reason: str | None 
             return run, False
         raise Conflict(f"run {run_id} already ended ({run.status})", code="RUN_ENDED",
                        details={"runId": run_id, "status": run.status})
+    if isinstance(run.host_state, PlanRunState):  # a plan session's run: cancelling it cancels the session
+        return _cancel_session(services, uid, run, run.host_state.session_id, reason)
     if run.status == "awaiting_confirmation" and run.pending_approval_ids and services.runs.cancel_paused(
             run_id, stops.close_paused):
         publish_next(services, run)

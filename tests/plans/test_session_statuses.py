@@ -103,6 +103,35 @@ def cancelled_while_awaiting_approval(rt: Runtime, client: FlaskClient) -> str:
     return sid
 
 
+def cancel_its_run(client: FlaskClient, sid: str) -> None:
+    """The session's run cancelled through the runs route (a dashboard built on runs): the same
+    cancel as the session's."""
+    run_id = view(client, sid)["runId"]
+    resp = client.post(f"/api/agent/runs/{run_id}/cancel", json={"reason": "changed my mind"}, headers=ALICE)
+    assert resp.status_code == 202, resp.get_json()
+
+
+def run_cancelled_before_execution(rt: Runtime, client: FlaskClient) -> str:
+    sid = create(client)["sessionId"]
+    cancel_its_run(client, sid)
+    return sid
+
+
+def run_cancelled_during_execution(rt: Runtime, client: FlaskClient) -> str:
+    sid = create(client)["sessionId"]
+    confirm(client, sid)
+    cancel_its_run(client, sid)
+    deliver(rt)
+    return sid
+
+
+def run_cancelled_while_awaiting_approval(rt: Runtime, client: FlaskClient) -> str:
+    sid = completed(rt, client)
+    pending_approval(client, sid)
+    cancel_its_run(client, sid)
+    return sid
+
+
 def rejected(rt: Runtime, client: FlaskClient) -> str:
     sid = completed(rt, client)
     client.post("/api/agent/approve", json={"approvalId": pending_approval(client, sid), "decision": "reject"},
@@ -138,6 +167,11 @@ PATHS = {
     "cancelled_while_awaiting_approval": Path(cancelled_while_awaiting_approval, SIDE_EFFECT, "cancelled",
                                               cancelled_task=True, closed_approval="cancelled"),
     "rejected": Path(rejected, SIDE_EFFECT, "rejected", closed_approval="rejected"),
+    "run_cancelled_before_execution": Path(run_cancelled_before_execution, READ_ONLY, "cancelled", executed=False),
+    "run_cancelled_during_execution": Path(run_cancelled_during_execution, READ_ONLY, "cancelled",
+                                           cancelled_task=True),
+    "run_cancelled_while_awaiting_approval": Path(run_cancelled_while_awaiting_approval, SIDE_EFFECT, "cancelled",
+                                                  cancelled_task=True, closed_approval="cancelled"),
 }
 
 
