@@ -39,7 +39,7 @@ from hostagent.session_log import SessionLog
 from hostagent.transport import Transport
 from hostagent.understanding import MAX_UNHELPFUL_ANSWERS, Contact, Understanding, read, topic_of, understand
 from hostagent.verifier import Verifier
-from shared.errors import ModelError
+from shared.errors import LimitExceeded, ModelError
 
 Outcome = Literal["completed", "blocked", "cancelled", "ended", "internal_error", "protocol_error", "connection_lost",
                   "timeout", "no_answer"]
@@ -199,6 +199,12 @@ class HostAgent:
     async def _plan(self, context: Any) -> NavigationPlan | None:
         try:
             plan = await self.planner.plan(context, self.memory)
+        except LimitExceeded as exc:  # the user's money cap has no room for the planner's call (docs/budgets.md)
+            self.log.write("error", "plan", code=exc.code, reason=exc.message)
+            why = f"{exc.code}: {exc.message}"
+            plan = self._blocked_plan(why, "the user's money budget is reached")
+            await self.executor.message(plan, plan.nextAction)
+            raise await self._end("blocked", f"blocked: {why}") from exc
         except (PlannerError, ModelError) as exc:
             code = getattr(exc, "code", None) or "PLANNER_FAILED"
             self.log.write("error", "plan", code=code if isinstance(code, str) else "PLANNER_FAILED",

@@ -25,7 +25,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
 from hostagent.agent import AgentConfig, HostAgent, SessionResult
@@ -36,6 +36,10 @@ from hostagent.understanding import Contact
 from shared.config import Settings
 from shared.errors import ConfigurationError
 from shared.logs import configure_logging, log_context
+
+if TYPE_CHECKING:
+    from shared.models.base import Model
+    from shared.state.docstore import DocStore
 
 log = logging.getLogger("agent_runtime.hostagent")
 USAGE_ERROR = 2
@@ -97,7 +101,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def build_planner(kind: str, *, uid: str = "backend:host-agent", unit_id: str = "host-session") -> Planner:
+def build_planner(kind: str, *, uid: str = "backend:host-agent", unit_id: str = "host-session",
+                  store: DocStore | None = None) -> Planner:
+    """The planner of ``kind``; the LLM planner's calls go to ``uid``'s usage ledger in ``store``
+    (default: the configured one) and, for a user's uid while the deployment has money caps, are
+    first reserved against that user's caps (docs/budgets.md; reached: the session stops ``blocked``
+    with ``BUDGET_EXCEEDED`` before the call). The default ``backend:…`` owner is no user's: not capped."""
     if kind == "rules":
         return RulesPlanner()
     from hostagent.llm_planner import build_llm_planner
@@ -110,10 +119,17 @@ def build_planner(kind: str, *, uid: str = "backend:host-agent", unit_id: str = 
     if not (settings.gemini_api_key or settings.gemini_use_vertex):
         raise ConfigurationError("--planner llm needs GEMINI_API_KEY (or GEMINI_USE_VERTEX=true)")
     # Every planner call goes to the usage ledger of the configured store (STATE_BACKEND).
-    ledger = UsageRepo(create_docstore(settings))
+    docstore = store if store is not None else create_docstore(settings)
+    ledger = UsageRepo(docstore)
     call = MeteredCall(uid=uid, unit_kind="host_session", unit_id=unit_id, component="host_planner",
                        operation_type="host_planner")
-    model = MeteredModel(create_model(settings), call, settings, ledger.record)
+    model: Model = MeteredModel(create_model(settings), call, settings, ledger.record)
+    if ":" not in uid and (settings.budget_user_daily_usd or settings.budget_user_monthly_usd):
+        from shared.ids import new_id
+        from shared.state.budget_repo import BudgetRepo
+        from shared.usage.budget import CappedModel
+
+        model = CappedModel(model, BudgetRepo(docstore), settings, uid, new_id)
     return build_llm_planner(model, timeout_s=settings.model_timeout_s)
 
 

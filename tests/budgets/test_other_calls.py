@@ -1,9 +1,11 @@
 """The model calls made outside a unit's loop are reserved against the user's money caps too
-(docs/budgets.md, "Other model calls"), on both stores: the goals planner (``POST /agent/run``)."""
+(docs/budgets.md, "Other model calls"), on both stores: the goals planner (``POST /agent/run``),
+the ``google_web_search`` tool in a run, the host agent's LLM planner."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from functions_framework import create_app
@@ -20,8 +22,9 @@ from tests.fakes.fake_gemini import text as text_part
 from tests.goals.plans import milestone, new_plan_answer
 
 
-def goals_app(docstore: DocStore, gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch, daily_usd: float) -> Runtime:
-    """The goals function's runtime on ``docstore`` (the function reads its settings from the environment)."""
+def env_runtime(docstore: DocStore, gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch, daily_usd: float) -> Runtime:
+    """A runtime on ``docstore``, the environment pointing at ``gemini`` with a daily cap (the goals function
+    and the host agent read their settings from the environment)."""
     for key, value in {**gemini.env(), "MODEL_MAX_RETRIES": "0", "BUDGET_USER_DAILY_USD": str(daily_usd)}.items():
         monkeypatch.setenv(key, value)
     clear_model_cache()
@@ -41,7 +44,7 @@ def test_the_goals_planner_is_reserved_against_the_users_caps(
     body = {"userId": "alice", "sessionId": "sess_1", "message": "I want to run a marathon."}
     try:
         # $0.01 a day: less than one call's maximum (8192 output tokens at $3 per million).
-        rt = goals_app(docstore, gemini, monkeypatch, 0.01)
+        rt = env_runtime(docstore, gemini, monkeypatch, 0.01)
         client = create_app("goals", "main.py", "http").test_client()
         gemini.push(plan_reply())
         refused = client.post("/agent/run", json=body)
@@ -59,7 +62,7 @@ def test_the_goals_planner_is_reserved_against_the_users_caps(
         assert len(gemini.requests) == 1
 
         # With room, the call is made, counted, and its reservation released.
-        rt = goals_app(docstore, gemini, monkeypatch, 1.0)
+        rt = env_runtime(docstore, gemini, monkeypatch, 1.0)
         gemini.push(plan_reply())
         made = client.post("/agent/run", json=body)
         assert made.status_code == 200, made.get_json()
@@ -122,3 +125,39 @@ def test_a_runs_web_search_is_reserved_against_the_users_caps(docstore: DocStore
     assert "google_web_search: BUDGET_EXCEEDED: your daily budget" in str(search.error), search.error
     assert result.status == "awaiting_confirmation"
     assert pause.tool == "budget_increase" and pause.args["scope"] == "user_day"
+
+
+def test_the_host_agents_planner_is_reserved_against_the_users_caps(
+        docstore: DocStore, fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The host agent's LLM planner (``--planner llm --uid alice``): no room under alice's cap, the
+    session stops ``blocked`` with ``BUDGET_EXCEEDED`` before any model call, telling the user why;
+    with room, every call is made, counted and released. The backend's own uid is not capped."""
+    from hostagent.cli import build_planner
+    from tests.hostagent.support import GOAL, run
+    from tests.hostagent.test_llm_planner import _context_of, _first_user_texts, booking_brain
+
+    fake_gemini.handler = lambda r: Reply([text_part(json.dumps(booking_brain(_context_of(_first_user_texts(r)))))],
+                                          model_version="gemini-3-flash-preview")
+    try:
+        env_runtime(docstore, fake_gemini, monkeypatch, 0.01)  # less than one call's maximum
+        refused = run(tmp_path / "refused", goal=GOAL, planner=build_planner("llm", uid="alice", store=docstore))
+        assert refused.result.outcome == "blocked" and "BUDGET_EXCEEDED" in refused.result.reason
+        assert fake_gemini.requests == []  # stopped before the model was called
+        [said] = [r for r in refused.logged("recovery") if r.get("code") == "BLOCKED"]
+        assert "daily budget" in said["reason"]
+
+        made = run(tmp_path / "backend", goal=GOAL, planner=build_planner("llm", uid="backend:host-agent",
+                                                                          unit_id="s0", store=docstore))
+        assert made.result.outcome == "completed" and len(fake_gemini.requests) == 7
+
+        rt = env_runtime(docstore, fake_gemini, monkeypatch, 1.0)
+        made = run(tmp_path / "made", goal=GOAL, planner=build_planner("llm", uid="alice", unit_id="s1",
+                                                                       store=docstore))
+        assert made.result.outcome == "completed" and len(fake_gemini.requests) == 14
+        entries = rt.usage.for_unit("alice", "s1")
+        assert len(entries) == 7 and rt.services.budgets.spent("alice")[0] == sum(e.cost_usd for e in entries) > 0
+        budget = docstore.get(paths.limit("alice", "budget"))
+        assert budget is not None and budget.data["reserved"] == {}
+    finally:
+        set_runtime(None)
+        clear_model_cache()

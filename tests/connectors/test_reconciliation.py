@@ -39,10 +39,11 @@ UID = "alice"
 REPO = "octo-org/hello-world"
 
 
-AFTER_SIDE_EFFECT = ("before", 3)
-"""A resume's commits: 1 claims the run, 2 claims the action (then the tool runs), 3 records the
-result. Dying before commit 3 applies: the side effect happened, nothing recorded it."""
-BEFORE_SIDE_EFFECT = ("after", 2)
+AFTER_SIDE_EFFECT = ("before", 2)
+"""A resume's commits: 1 claims the run and the approved action together (issue 33; then the tool
+runs), 2 records the result. Dying before commit 2 applies: the side effect happened, nothing
+recorded it."""
+BEFORE_SIDE_EFFECT = ("after", 1)
 """Dying right after the action's claim applied: the tool never ran."""
 
 
