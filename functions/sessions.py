@@ -18,7 +18,15 @@ import flask
 from functions.common import caller
 from shared.ndjson import ndjson
 from shared.query import params, resume_after
-from shared.web import SSE_RETRY_MS, json_response, ndjson_response, read_json_body, sse_response, wants_sse
+from shared.web import (
+    SSE_RETRY_MS,
+    idempotency_key,
+    json_response,
+    ndjson_response,
+    read_json_body,
+    sse_response,
+    wants_sse,
+)
 
 
 def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
@@ -33,8 +41,10 @@ def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Res
     from shared import session_handlers as api
 
     rt, uid = caller(request)
-    created = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes))
-    return json_response(created.to_json(), status=201 if created.ok else 200)
+    created, replayed = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes),
+                                   idempotency_key=idempotency_key(request))
+    return json_response(created.to_json(), status=201 if created.ok else 200,
+                         headers={"Idempotent-Replayed": "true"} if replayed else None)
 
 
 def get_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:

@@ -179,8 +179,12 @@ def _parameters() -> dict[str, list[dict[str, Any]]]:
     agui_resume = {**last_event_id, "schema": {"type": "string", "pattern": "^[0-9]+:[0-9]+:[0-9]+$"},
                    "description": "the id of the last AG-UI event read: the same input again reads on after it "
                                   "(nothing is started or decided again)"}
-    return {"run": [idem], "stream": [idem], "getRunEvents": [last_event_id], "getSessionEvents": [last_event_id],
-            "agui": [idem, agui_resume]}
+    session_idem = {**idem, "description": "1-255 visible ASCII characters, the caller's own. A repeat with the same "
+                    "body returns the session it created (header Idempotent-Replayed: true; nothing is planned "
+                    "again) for as long as that session is stored; with another body it is a 422 "
+                    "IDEMPOTENCY_KEY_REUSED."}
+    return {"run": [idem], "stream": [idem], "createSession": [session_idem], "getRunEvents": [last_event_id],
+            "getSessionEvents": [last_event_id], "agui": [idem, agui_resume]}
 
 
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {"provider": {"type": "string", "enum": list(PROVIDERS)},

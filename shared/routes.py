@@ -308,7 +308,7 @@ ROUTES: tuple[Route, ...] = (
                          model="shared.plans.contracts:SessionCreated"),
                    Reply(200, "planning failed (ok false, status failed, error)",
                          model="shared.plans.contracts:SessionCreated")),
-          errors=(400, 401, 413, 415)),
+          errors=(400, 401, 413, 415, 422)),
     Route("GET", "/api/agent/sessions/{sessionId}", "getSession", "sessions", "functions.sessions:get_session",
           replies=(Reply(200, "the session: plan, tasks with their ReAct history, plan versions, pending approvals, "
                               "usage, result", model="shared.plans.contracts:SessionView"),), errors=(401, 404)),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
+from shared.errors import Unprocessable
 from shared.plan_views import Plan, plan_body
 from shared.plans import sessions as engine
+from shared.plans import unit
 from shared.plans.contracts import (
     CancelRequest,
     ConfirmRequest,
@@ -19,6 +22,7 @@ from shared.plans.contracts import (
 )
 from shared.plans.views import created, session_view
 from shared.responses import ResponseBody
+from shared.state.docstore import PreconditionFailed
 from shared.state.plan_records import SessionStatus
 from shared.web import parse_model
 
@@ -36,8 +40,34 @@ class RefineResponse(ResponseBody):
     plan: Plan
 
 
-def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
+def keyed_session_id(uid: str, idempotency_key: str) -> str:
+    """The session an ``Idempotency-Key`` names: the caller's own (another user's key of the same
+    name is another session), so a repeat finds it with one read and a race creates it once."""
+    return "ses_" + hashlib.sha256(f"{uid}\n{idempotency_key}".encode()).hexdigest()[:32]
+
+
+def _replayed(rt: Runtime, uid: str, session_id: str, fingerprint: str) -> SessionCreated | None:
+    """The session a repeated key created (as it is now), or None; another body is a 422."""
+    got = rt.sessions.get(session_id)
+    if got is None or got[0].uid != uid:
+        return None
+    session = got[0]
+    if session.request_fingerprint and session.request_fingerprint != fingerprint:
+        raise Unprocessable("this Idempotency-Key was used with a different request body; use a new key for a "
+                            "new session", code="IDEMPOTENCY_KEY_REUSED", details={"sessionId": session_id})
+    return created(session, unit.read(rt.sessions, rt.runs, session).tasks)
+
+
+def create(rt: Runtime, uid: str, body: Any, idempotency_key: str | None = None) -> tuple[SessionCreated, bool]:
+    """A new session and its proposed plan, and whether it was one a repeated Idempotency-Key had
+    created already (nothing is planned again then)."""
     req = parse_model(CreateSessionRequest, body)
+    session_id = fingerprint = None
+    if idempotency_key:
+        session_id, fingerprint = keyed_session_id(uid, idempotency_key), req.fingerprint()
+        replay = _replayed(rt, uid, session_id, fingerprint)
+        if replay is not None:
+            return replay, True
     # The documents of both limit checks in one round trip (issue 33).
     batch = rt.limits.read_for_start(uid, "sessions")
     rt.limits.check_daily_tokens(uid, batch=batch)  # new model work: before the planning call (docs/limits.md)
@@ -49,10 +79,17 @@ def create(rt: Runtime, uid: str, body: Any) -> SessionCreated:
         from shared.plans.repo_context import repo_context
 
         context = repo_context(services.connectors() if services.connectors else None, uid, req.repoUrl)
-    outcome = engine.start_planning(services, rt.sessions, uid, req.prompt, deadline=deadline, repo_url=req.repoUrl,
-                                    tools=tools, repo_context=context, keep_workspaces=req.keepWorkspaces,
-                                    batch=batch, budget_usd=req.budgetUsd)
-    return created(outcome.session, outcome.tasks)
+    try:
+        outcome = engine.start_planning(services, rt.sessions, uid, req.prompt, deadline=deadline,
+                                        repo_url=req.repoUrl, tools=tools, repo_context=context,
+                                        keep_workspaces=req.keepWorkspaces, batch=batch, budget_usd=req.budgetUsd,
+                                        session_id=session_id, request_fingerprint=fingerprint)
+    except PreconditionFailed:
+        # The same key's other request created it meanwhile (a client's retry racing the first).
+        if session_id is None or fingerprint is None or (replay := _replayed(rt, uid, session_id, fingerprint)) is None:
+            raise
+        return replay, True
+    return created(outcome.session, outcome.tasks), False
 
 
 def list_sessions(rt: Runtime, uid: str, limit: int, cursor: str | None = None) -> SessionsList:

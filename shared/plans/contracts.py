@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
@@ -44,6 +45,10 @@ class CreateSessionRequest(_Strict):
                                                 "pauses with a budget approval (docs/budgets.md)")
 
     _prompt = field_validator("prompt")(_not_blank)
+
+    def fingerprint(self) -> str:
+        """What an ``Idempotency-Key`` is bound to: a digest of the request as validated."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
 
 
 class RefineRequest(_Strict):

@@ -94,17 +94,19 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                    repo_context: str | None = None, session_id: str | None = None,
                    guidance: str | None = None, keep_workspaces: bool = False,
                    batch: BatchedReads | None = None, budget_usd: float | None = None,
-                   extra_writes: list[Write] | None = None) -> PlanOutcome:
+                   extra_writes: list[Write] | None = None, request_fingerprint: str | None = None) -> PlanOutcome:
     """Create a session and propose its plan (``awaiting_confirmation``); a plan the model cannot
     produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``). Every session
     counts against the user's active sessions (``LIMIT_ACTIVE_SESSIONS``, also one a chat run
     starts): 429 ``TOO_MANY_ACTIVE_SESSIONS`` before the planning call, and at the creating commit
     for a race lost meanwhile; nothing of the session is written then. ``batch``: the slot's
     documents as read with the start's others (``Limits.read_for_start``). ``extra_writes``: more
-    writes of the creating commit (a schedule's occurrence)."""
+    writes of the creating commit (a schedule's occurrence). ``session_id`` given (a schedule's
+    occurrence, an Idempotency-Key): the creating commit fails ``PreconditionFailed`` when it exists.
+    ``request_fingerprint``: kept on the session for a repeated Idempotency-Key."""
     session = SessionRecord(session_id=session_id or new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
                             repo_url=repo_url, tools=tools, keep_workspaces=keep_workspaces,
-                            budget_usd=budget_usd)
+                            budget_usd=budget_usd, request_fingerprint=request_fingerprint)
     slot = services.limits.slot(uid, "sessions", batch=batch) if services.limits is not None else None
     if slot is not None:
         slot.check()  # the planning call costs tokens: refuse before it when there is no room

@@ -109,6 +109,9 @@ class SessionRecord(Record):
     earlier version stored before confirmation have none until they are changed)."""
     cancel_requested: bool = False
     cancel_reason: str | None = None
+    request_fingerprint: str | None = None
+    """Created with an ``Idempotency-Key``: the digest of its request (a repeat with another body is
+    a 422 ``IDEMPOTENCY_KEY_REUSED``); None otherwise."""
     """What the user gave as the reason when cancelling (``POST .../cancel {"reason"}``)."""
     last_seq: int = 0
     """Sessions stored by earlier versions only: the end of their own log before confirmation

@@ -83,10 +83,12 @@ SEMANTIC_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "POST /agent/run": (("INVALID_REQUEST", "start and end must be given together"),
                         ("INVALID_REQUEST", "end must be after start"),
                         ("INVALID_REQUEST", "end must not be before start")),
-    # A deadline in the future within PLAN_MAX_DEADLINE_S; tools this deployment registers.
+    # A deadline in the future within PLAN_MAX_DEADLINE_S; tools this deployment registers; an
+    # Idempotency-Key the caller used before with another body (the stateful phase reuses keys).
     "POST /api/agent/sessions": (("INVALID_DEADLINE", "deadline is in the past"),
                                  ("INVALID_DEADLINE", "s away (PLAN_MAX_DEADLINE_S)"),
-                                 ("UNKNOWN_TOOLS", "unknown tool names")),
+                                 ("UNKNOWN_TOOLS", "unknown tool names"),
+                                 ("IDEMPOTENCY_KEY_REUSED", "was used with a different request body")),
     # A user's MCP servers are at most 20.
     "POST /api/integrations/mcp/{name}": (("TOO_MANY_MCP_SERVERS", "at most 20 MCP servers per user"),),
     # from before to, at most 93 days apart.

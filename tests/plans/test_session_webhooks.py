@@ -30,6 +30,10 @@ EXPECTED = {
     "cancelled_while_awaiting_approval": ["awaiting_confirmation", "awaiting_approval", "cancelled"],
     "rejected": ["awaiting_confirmation", "awaiting_approval", "rejected"],
 }
+# Cancelling the session's run is the session's cancel: the same deliveries.
+EXPECTED.update({f"run_{name}": EXPECTED[name] for name in ("cancelled_before_execution",
+                                                            "cancelled_during_execution",
+                                                            "cancelled_while_awaiting_approval")})
 
 
 @pytest.fixture
