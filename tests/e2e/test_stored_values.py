@@ -387,3 +387,20 @@ def test_no_stored_value_makes_a_write_or_an_a2a_read_fail(api: Api, docstore: D
                 docstore.commit([Write("set", p, _keeping_expiry(variant, originals[p])) for p in paths])
             problems += probe_writes(api, ids, f"{collection} {name}")
     assert problems == [], "\n".join(problems[:60]) + f"\n({len(problems)} problems)"
+
+
+def test_an_unreadable_a2a_task_is_named_and_left_out_of_the_list(api: Api, docstore: DocStore) -> None:
+    """A corrupt task document through both A2A bindings: reading it is a clear refusal naming it
+    (JSON-RPC -32600 / HTTP 400, ``STORED_VALUE_INVALID: <path>``), never an internal error; the
+    list leaves it out and still answers the others."""
+    corrupt, fine = _a2a_task(api), _a2a_task(api)
+    path = f"users/alice/a2aTasks/{corrupt}"
+    docstore.commit([Write("set", path, {"taskId": 42, "history": {"not": "a list"}})])
+    rest = api.client.get(f"/a2a/tasks/{corrupt}", headers=A2A)
+    assert rest.status_code == 400 and f"STORED_VALUE_INVALID: {path}" in rest.get_data(as_text=True), rest.get_data()
+    got = api.client.post("/a2a", headers=A2A, json={"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+                                                     "params": {"id": corrupt}}).get_json()
+    assert got["error"]["code"] == -32600 and got["error"]["message"].startswith(f"STORED_VALUE_INVALID: {path}"), got
+    listed = api.client.post("/a2a", headers=A2A, json={"jsonrpc": "2.0", "id": 2, "method": "ListTasks",
+                                                        "params": {}}).get_json()
+    assert [t["id"] for t in listed["result"]["tasks"]] == [fine], listed
