@@ -66,6 +66,12 @@ class A2aTasksRepo:
         doc = self.store.get(paths.a2a_task(uid, task_id))
         return None if doc is None else task_data(doc)
 
+    def readable(self, uid: str, task_id: str) -> dict[str, Any] | None:
+        """:meth:`get`, but an unreadable task document is ``None`` (logged): for the run's own
+        bookkeeping (push notifications at a stop), which a corrupt task must not make fail."""
+        doc = self.store.get(paths.a2a_task(uid, task_id)) if task_id and "/" not in task_id else None
+        return None if doc is None else pages.tolerant(task_data, log)(doc)
+
     def create_write(self, uid: str, task_id: str, *, context_id: str, thread_id: str,
                      message: dict[str, Any]) -> Write:
         """The task's document, written in the same commit as nothing else: the run is created first

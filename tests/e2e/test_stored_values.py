@@ -404,3 +404,7 @@ def test_an_unreadable_a2a_task_is_named_and_left_out_of_the_list(api: Api, docs
     listed = api.client.post("/a2a", headers=A2A, json={"jsonrpc": "2.0", "id": 2, "method": "ListTasks",
                                                         "params": {}}).get_json()
     assert [t["id"] for t in listed["result"]["tasks"]] == [fine], listed
+    # the run itself still ends (its push notifications read the task: an unreadable one has none)
+    run = api.client.get(f"/api/agent/runs/{corrupt}", headers=ALICE).get_json()
+    assert run["status"] == "awaiting_confirmation", run
+    assert matrix._approve_until_done(api, {**run, **run["result"]})["status"] == "completed"
