@@ -6,12 +6,16 @@
 is the larger of that raise and the user's own cap (``users/{uid}.limits.dailyBudgetUsd`` /
 ``monthlyBudgetUsd``, set by the admin API; 0: off for the user) or else the configured
 ``BUDGET_USER_DAILY_USD`` / ``BUDGET_USER_MONTHLY_USD``; a cap the deployment turned off (0) is off
-for everyone and costs nothing. What was spent is the ledger's: the counters
-``usageDays/{day}.costMicroUsd`` and ``usageMonths/{month}.costMicroUsd``, incremented in the same
-commit as each ledger entry (``usage_repo.entry_writes``). The periods are UTC days and months of
-the repository's ``clock`` (tests move it).
+for everyone and costs nothing. What was spent is the ledger's: the day counters
+``usageDays/{day}.costMicroUsd``, incremented in the same commit as each ledger entry
+(``usage_repo.entry_writes``); the month's is the sum of its days' counters, read in one
+``get_many`` (at most 31 documents, one round trip; only when a monthly cap is configured). A
+month counter ``usageMonths/{month}`` written by earlier code (issue 30 to issue 33's third session)
+is read beside them and counts when larger (it was moved with the same days' counters, so it never
+is unless day counters were lost). The periods are UTC days and months of the repository's
+``clock`` (tests move it).
 
-:meth:`BudgetRepo.reserve` reads this document first, then the two counters, and adds the call
+:meth:`BudgetRepo.reserve` reads this document first, then the counters, and adds the call
 with a write conditioned on the document as read: a concurrent reservation makes it read again,
 so the check and the reservation are one atomic step (optimistic, like the active-run slots of
 ``limits_repo``: no transaction holds the per-user document while the model answers). A call's
@@ -25,7 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
 from shared.errors import PreconditionFailed, TransactionContention
@@ -60,6 +64,21 @@ def day_and_month(at: float) -> tuple[str, str]:
 
 def _micro(doc: Doc | None) -> int:
     return field_count(doc.data if doc is not None else None, "costMicroUsd")
+
+
+def month_paths(uid: str, day: str) -> list[str]:
+    """What the month of ``day`` spent up to it is read from: its days' counters from the 1st to
+    ``day``, then the month's old counter (written before issue 33's third session, if any)."""
+    first = date.fromisoformat(day[:7] + "-01")
+    days = [(first + timedelta(days=n)).isoformat() for n in range(int(day[8:10]))]
+    return [*(paths.usage_day(uid, d) for d in days), paths.usage_month(uid, day[:7])]
+
+
+def month_micro(docs: list[Doc | None]) -> int:
+    """The month's spend from the documents of :func:`month_paths` (in that order): the sum of its
+    days' counters, or the old month counter when larger."""
+    *days, legacy = docs
+    return max(sum(_micro(d) for d in days), _micro(legacy))
 
 
 def _caps(doc: Doc | None, field: str) -> dict[str, float]:
@@ -108,9 +127,9 @@ class BudgetRepo:
 
     def spent(self, uid: str) -> tuple[float, float]:
         """What the user spent on the current UTC day and month, in USD."""
-        day, month = day_and_month(self.clock())
-        day_doc, month_doc = self.store.get_many([paths.usage_day(uid, day), paths.usage_month(uid, month)])
-        return _micro(day_doc) / MICRO, _micro(month_doc) / MICRO
+        day, _month = day_and_month(self.clock())
+        docs = self.store.get_many(month_paths(uid, day))  # today's counter is the last day's
+        return _micro(docs[-2]) / MICRO, month_micro(docs) / MICRO
 
     def caps(self, uid: str, daily_usd: float, monthly_usd: float) -> tuple[float, float]:
         """The user's daily and monthly caps now (0: none): their own or the configured ones, or
@@ -130,12 +149,15 @@ class BudgetRepo:
             at = self.clock()
             day, month = day_and_month(at)
             doc = self.store.get(path)  # first: a reservation released meanwhile is in the counters read next
-            day_doc, month_doc, user = self.store.get_many(
-                [paths.usage_day(uid, day), paths.usage_month(uid, month), paths.user(uid)])
+            # The user, then today's counter, or the month's counters (today's the last day's) when capped.
+            counters = month_paths(uid, day) if monthly_usd else [paths.usage_day(uid, day)]
+            user, *docs = self.store.get_many([paths.user(uid), *counters])
+            day_micro = _micro(docs[-2] if monthly_usd else docs[-1])
             live = _reserved(doc, at, ttl_s)
             held = sum(r["usd"] for r in live.values())
             periods: tuple[tuple[CapScope, float, str, int], ...] = (
-                ("user_day", daily_usd, day, _micro(day_doc)), ("user_month", monthly_usd, month, _micro(month_doc)))
+                ("user_day", daily_usd, day, day_micro),
+                ("user_month", monthly_usd, month, month_micro(docs) if monthly_usd else 0))
             for scope, configured, period, spent in periods:
                 cap = _cap(user, doc, scope, period, configured)
                 if cap and spent / MICRO + held + usd > cap:

@@ -36,16 +36,15 @@ class UsageRepo:
         self.store = store
 
     @staticmethod
-    def entry_writes(entry: UsageEntry) -> tuple[Write, Write, Write]:
+    def entry_writes(entry: UsageEntry) -> tuple[Write, Write]:
         """The entry (``create``: written once, so a replayed commit cannot count a call twice) and
-        the increments of its day's and month's counters (``costMicroUsd``: the money budgets,
-        docs/budgets.md); all belong in the same commit."""
+        the increment of its day's counter (``costMicroUsd`` too: the money budgets, whose month is
+        the sum of its days, docs/budgets.md); both belong in the same commit."""
         day = entry.day or datetime.fromtimestamp(entry.at, UTC).date().isoformat()
         micro = round(entry.cost_usd * 1_000_000)
         return (Write("create", paths.usage_entry(entry.uid, entry.entry_id), entry.to_doc()),
                 Write("increment", paths.usage_day(entry.uid, day),
-                      {"tokens": entry.tokens, "calls": 1, "costMicroUsd": micro}),
-                Write("increment", paths.usage_month(entry.uid, day[:7]), {"calls": 1, "costMicroUsd": micro}))
+                      {"tokens": entry.tokens, "calls": 1, "costMicroUsd": micro}))
 
     def record(self, entry: UsageEntry) -> None:
         """Write one entry on its own (callers outside a unit's commit, e.g. the goals planner)."""

@@ -207,6 +207,8 @@ def test_export_then_erasure_leaves_nothing_of_the_user(api: Api, docstore: DocS
         Write("create", "threads/old", ThreadRecord(thread_id="old", uid="alice").to_doc()),
         Write("create", "threads/old/messages/m1", {"id": "m1", "role": "user", "text": SECRET, "createdAt": at}),
         Write("set", "users/alice", {"uid": "alice", "trustLevel": "supervised", "profile": {"about": SECRET}}),
+        # a month counter written before issue 33's third session (no longer written; still erased)
+        Write("set", "users/alice/usageMonths/2026-10", {"calls": 1, "costMicroUsd": 5}),
     ])
     client.post("/api/agent/run", json={"prompt": "remember bob things"}, headers=BOB)  # bob's must survive
 

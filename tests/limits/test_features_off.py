@@ -29,11 +29,13 @@ OFF_ROUND_TRIPS: dict[str, tuple[int, float, int]] = {
     "mcp": (0, 0.0, 0),  # free since issue 33's session 2: the user's stamps say they have no MCP server
     "agui": (0, 0.0, 0),
 }
-OFF_DOCUMENTS_WRITTEN = {"budgets": 4}  # NOT free: the month's money counter, one per model call (4 here)
+OFF_DOCUMENTS_WRITTEN: dict[str, int] = {}  # budgets free since issue 33's third session: no month counter (the
+# month's spend is the sum of its days' counters); it wrote one per model call before
 DOCUMENTS_PER_TOOL_STEP = {"actions": 1.0, "audit": 1.0, "events": 1.0, "runs": 1.0, "turns": 1.0, "usage": 1.0,
-                           "usageDays": 1.0, "usageMonths": 1.0}
-"""8 documents per tool step (target 4: not met; 7 when the issue was filed, + the month's counter of
-the money budgets, issue 30). Reads per step: 0 (1 before issue 33's session 2: run control's thread read)."""
+                           "usageDays": 1.0}
+"""7 documents per tool step (target 4: not met; 7 when the issue was filed, 8 with the month's counter
+of the money budgets, issue 30, until issue 33's third session). Reads per step: 0 (1 before issue
+33's session 2: run control's thread read)."""
 
 
 def _off(store: DocStore) -> Run:
