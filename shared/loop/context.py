@@ -164,6 +164,8 @@ class RunContext:
     queries are skipped for collections known empty; a 0 learned is recorded by the next commit."""
     approvals: dict[str, ApprovalRecord] = field(default_factory=dict)
     """The approvals this invocation asked for, by id (what its pause shows)."""
+    read_approvals: dict[str, ApprovalRecord | None] = field(default_factory=dict)
+    """Approvals an earlier invocation asked for, read back by :meth:`approval_record` (None: gone)."""
     _registry: ToolRegistry | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -242,17 +244,23 @@ class RunContext:
         self.approvals[approval.approval_id] = approval
         self.write(self.services.runs.approval_write(approval))
 
+    def approval_record(self, action: ActionRecord) -> ApprovalRecord | None:
+        """The approval ``action`` waits for: as this invocation asked for it, or an earlier one's
+        (a pause re-entered on recovery) read back once. None without one (or when it is gone)."""
+        if not action.approval_id:
+            return None
+        if action.approval_id not in self.approvals and action.approval_id not in self.read_approvals:
+            got = self.services.runs.get_approval(self.run.uid, action.approval_id)
+            self.read_approvals[action.approval_id] = got[0] if got is not None else None
+        return self.approvals.get(action.approval_id) or self.read_approvals.get(action.approval_id)
+
     def waiting_approvals(self, actions: list[ActionRecord]) -> list[Approval]:
-        """The approvals ``actions`` wait for, as the API shows them: those this invocation asked
-        for as they were asked, an earlier one's (a pause re-entered on recovery) read back."""
+        """The approvals ``actions`` wait for, as the API shows them (:meth:`approval_record`)."""
         out: list[Approval] = []
         for action in actions:
             if not action.approval_id:
                 continue
-            record = self.approvals.get(action.approval_id)
-            if record is None:
-                got = self.services.runs.get_approval(self.run.uid, action.approval_id)
-                record = got[0] if got is not None else None
+            record = self.approval_record(action)
             out.append(Approval.of(record) if record is not None else Approval(
                 approval_id=action.approval_id, tool=action.tool, reason=action.policy_reason or "",
                 preview=action.tool, run_id=self.run.run_id))

@@ -88,9 +88,13 @@ def recover_runs(services: Services, limit: int) -> int:
 
 def close_expired_pauses(services: Services, limit: int) -> int:
     """The sweep closes runs whose open approvals all expired (a plan session's run too: its host
-    state names the session, which ends ``deadline_exceeded`` or stays for the deadline sweep)."""
+    state names the session, which ends ``deadline_exceeded`` or stays for the deadline sweep).
+    Only pauses that asked someone are queried (``pauseExpiresAt``, earliest first): plans waiting
+    for their confirmation, however many, never crowd them out. Runs paused before that field
+    existed come from the legacy pass."""
     closed = 0
-    for run_id in services.runs.awaiting(limit):
+    at = time.time()
+    for run_id in [*services.runs.expired_pauses(at, limit), *services.runs.legacy_pauses(limit)]:
         try:
             closed += services.runs.close_expired_pause(run_id, stops.close_paused)
         except Exception:
@@ -264,8 +268,7 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
             # the call was decided.
             ctx.emit(ToolResultEvent(toolName=action.tool, actionId=action.action_id, status="rejected",
                                      error=action.error))
-    ctx.run.pending_turn = None
-    ctx.run.pending_approval_ids = []
+    ctx.run.pending_turn, ctx.run.pending_approval_ids, ctx.run.pause_expires_at = None, [], None
     move_run(ctx.run, "planning")
     ctx.add_turn(responses_turn(calls, turn_actions))
     outcome = host_step(ctx, NextStepRunAgain(outcomes(turn_actions)))

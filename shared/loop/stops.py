@@ -70,6 +70,9 @@ def pause(ctx: RunContext, outcome: NextStepInterruption, *, result: RunResult |
     run.mode = "requires_approval" if outcome.approval_ids else "executing_plan"
     run.pending_turn = outcome.turn_index
     run.pending_approval_ids = outcome.approval_ids
+    # The sweep's query key: only a pause asking someone can expire (a plan's confirmation cannot).
+    expiries = [r.expires_at for a in outcome.waiting if (r := ctx.approval_record(a)) is not None]
+    run.pause_expires_at = max(expiries) if expiries else None
     run.result = result
     ctx.emit(UsageEvent(usage=run.usage))
     if result is not None and announce:

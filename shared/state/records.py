@@ -288,6 +288,11 @@ class RunRecord(Record):
     lease_expires_at: float = 0.0
     """Top-level copy of ``lease.expiresAt`` (0 without a lease) so recovery can query by it."""
     pending_approval_ids: list[str] = Field(default_factory=list)
+    pause_expires_at: float | None = None
+    """While paused for approvals: when the last of them expires (their latest ``expiresAt``), so the
+    sweep's query returns only pauses that can expire, the earliest first. None (absent) when no
+    person is asked: a plan waiting for its confirmation, a chat run waiting on its plan, or a run
+    paused before the field existed (the sweep's legacy pass, ``RunsRepo.legacy_pauses``)."""
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
     idempotency_key: str | None = None

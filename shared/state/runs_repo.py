@@ -501,11 +501,23 @@ class RunsRepo:
         tokens = self.store.commit(self.unit_writes(run, turns=turns, events=events))
         return RunSnapshot(run, tokens[0])
 
-    def awaiting(self, limit: int = 50) -> list[str]:
-        """Ids of runs paused for approval, longest-waiting first (the sweep closes expired pauses)."""
+    def expired_pauses(self, before: float, limit: int = 50) -> list[str]:
+        """Ids of runs paused for approvals that all expired before ``before`` (``pauseExpiresAt``),
+        the earliest first: the sweep closes them. A run awaiting confirmation without anyone asked
+        (a plan waiting for its confirmation) has no ``pauseExpiresAt``, so the query skips it."""
+        docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
+                                      order_by="pauseExpiresAt", limit=limit))
+        # a value that is not a number (corrupt) is no candidate: the sweep goes on with the others
+        return [d.id for d in docs if (at := finite(d.data.get("pauseExpiresAt"))) is not None and at < before]
+
+    def legacy_pauses(self, limit: int = 50) -> list[str]:
+        """Ids of runs paused for approval before ``pauseExpiresAt`` existed (issue 27c), longest
+        waiting first: the sweep checks whether their approvals expired. Runs paused since carry the
+        field (or ask nobody) and are left out. Every such run ends within ``APPROVAL_TTL_S`` of its
+        pause (plus a sweep) after a deployment, after which this pass finds none and may go."""
         docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
                                       order_by="updatedAt", limit=limit))
-        return [d.id for d in docs]
+        return [d.id for d in docs if "pauseExpiresAt" not in d.data and d.data.get("pendingApprovalIds")]
 
     def waiting_for_people(self, limit: int) -> list[tuple[int, float]]:
         """Of the runs paused for a person's decision (at most ``limit``, longest waiting first): how

@@ -773,6 +773,38 @@ def test_the_sweep_closes_a_pause_whose_approvals_all_expired(make_runtime: Make
     assert ledger.calls == []
 
 
+def test_a_pause_records_when_its_approvals_expire_and_a_resume_clears_it(make_runtime: MakeRuntime) -> None:
+    """``pauseExpiresAt`` (the sweep's query key) is the pause's approval expiry, and gone once the
+    run goes on: a later pause that asks nobody is not a candidate."""
+    ledger = Ledger()
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."))
+    got = rt.runs.get_approval("alice", result.approval.id)
+    doc = rt.store.get(paths.run(result.run_id))
+    assert got is not None and doc is not None and doc.data["pauseExpiresAt"] == got[0].expires_at
+    approve(rt, result.approval.id)
+    deliver_all(rt)
+    done = rt.store.get(paths.run(result.run_id))
+    assert done is not None and done.data["status"] == "completed" and "pauseExpiresAt" not in done.data
+
+
+def test_the_sweep_closes_a_pause_stored_before_pause_expires_at_existed(make_runtime: MakeRuntime) -> None:
+    """A run paused by an older runtime has no ``pauseExpiresAt``: the sweep's legacy pass still
+    closes it once its approvals expired."""
+    ledger = Ledger()
+    rt = runtime(make_runtime, ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"}))]), ledger,
+                 approval_ttl_s=SHORT_TTL_S)
+    first, _ = start_and_drive(rt, "send", threadId="t13")
+    doc = rt.store.get(paths.run(first.run_id))
+    assert doc is not None and "pauseExpiresAt" in doc.data
+    rt.store.commit([Write("set", doc.path, {k: v for k, v in doc.data.items() if k != "pauseExpiresAt"})])
+    assert rt.router.sweep()["recovered"] == 0  # within the TTL
+    sleep_past_expiry(rt, first.approval.id)
+    assert rt.router.sweep()["recovered"] == 1
+    old = rt.runs.get_run(first.run_id)
+    assert old is not None and old.run.error is not None and old.run.error.code == "APPROVAL_EXPIRED"
+    assert rt.router.sweep()["recovered"] == 0
+
+
 def test_a_sweep_never_takes_over_a_run_that_is_just_starting(make_runtime: MakeRuntime) -> None:
     """The starting invocation holds the run's lease from its first write: a sweep during its
     first model call leaves it alone, and the model is called once per step."""

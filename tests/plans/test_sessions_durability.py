@@ -158,6 +158,29 @@ def test_the_sweep_ends_sessions_waiting_past_their_deadline(make_rt: MakeRuntim
     assert rt.users.list_memories("alice") == []
 
 
+def test_unconfirmed_plans_never_crowd_an_expired_pause_out_of_the_sweep(make_rt: MakeRuntime,
+                                                                          client: FlaskClient) -> None:
+    """A plan session's run awaits its confirmation from creation; more of them than the sweep takes
+    at once (50), all older than a chat run's expired pause, still let one sweep close that pause
+    (its query is by ``pauseExpiresAt``, which only a pause asking someone has)."""
+    rt = make_rt(Script(acts={"": [("save_memory", {"text": "x"})]}), approval_ttl_s=2.0, limit_active_sessions=0,
+                 limit_requests_per_minute=0)
+    sessions = [create(client)["sessionId"] for _ in range(60)]
+    resp = client.post("/api/agent/run", json={"prompt": "remember x", "threadId": "t-sweep"}, headers=ALICE)
+    assert resp.status_code == 200, resp.get_json()
+    chat = resp.get_json()
+    assert chat["status"] == "awaiting_confirmation"
+    [approval] = chat["approvals"]
+    got = rt.runs.get_approval("alice", approval["approvalId"])
+    assert got is not None
+    time.sleep(max(0.0, got[0].expires_at - time.time()) + 0.05)
+    assert rt.router.sweep()["recovered"] == 1
+    closed = rt.runs.get_run(chat["runId"])
+    assert closed is not None and closed.run.error is not None and closed.run.error.code == "APPROVAL_EXPIRED"
+    assert {view(client, sid)["status"] for sid in sessions} == {"awaiting_confirmation"}  # untouched
+    assert rt.users.list_memories("alice") == []
+
+
 class Crash(BaseException):
     """A process dying mid-invocation (not an ``Exception``: nothing in the runtime catches it)."""
 
