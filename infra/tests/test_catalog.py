@@ -17,9 +17,16 @@ from harness import REPO, STACKS, deploy, stack_config
 
 
 def defined_functions(module: str) -> set[str]:
-    """Names of the functions defined at the top of ``module`` (a file under the repository)."""
+    """Names of the functions defined at the top of ``module`` (a file under the repository): by
+    ``def``, or bound there from a factory (``get_x, put_x = routes_for(...)``)."""
     tree = ast.parse((REPO / Path(*module.split("."))).with_suffix(".py").read_text())
-    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                elts = target.elts if isinstance(target, ast.Tuple) else [target]
+                names.update(e.id for e in elts if isinstance(e, ast.Name))
+    return names
 
 
 def test_catalog_is_exactly_the_route_tables_functions() -> None:
@@ -48,8 +55,9 @@ def test_every_entry_point_is_a_function_module() -> None:
 
 def test_an_http_functions_description_lists_its_routes() -> None:
     runs = next(s for s in CATALOG if s.name == "runs")
-    assert runs.route == ("GET /api/agent/runs, GET /api/agent/runs/{runId}, GET /api/agent/runs/{runId}/events, "
-                          "GET /api/agent/approvals, DELETE /api/agent/runs/{runId}")
+    assert runs.route == ("GET /api/agent/runs, GET /api/agent/runs/{runId}, GET /api/agent/runs/{runId}/trace, "
+                          "GET /api/agent/runs/{runId}/events, GET /api/agent/approvals, "
+                          "DELETE /api/agent/runs/{runId}")
 
 
 def test_a_function_added_to_the_table_is_in_the_catalog() -> None:

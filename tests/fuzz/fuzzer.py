@@ -234,8 +234,9 @@ def _keep_failure(ctx: schemathesis.HookContext, failure: Failure, case: schemat
     return not (broken and all(any(code == c and text in message for c, text in rules) for code, message in broken))
 
 
-def run_fuzzer(base_url: str) -> Outcome:
-    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=schemathesis.Config.from_dict(CONFIG))
+def run_fuzzer(base_url: str, seed: int = SEED) -> Outcome:
+    config = schemathesis.Config.from_dict({**CONFIG, "seed": seed})
+    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=config)
     schema.hook("filter_failure")(_keep_failure)
     findings: list[Finding] = []
     errors: list[str] = []
@@ -274,9 +275,12 @@ def run_fuzzer(base_url: str) -> Outcome:
 
 
 def main() -> None:
-    """Serve, fuzz, and print the outcome as one JSON line (read by ``test_openapi_fuzz``)."""
+    """Serve, fuzz, and print the outcome as one JSON line (read by ``test_openapi_fuzz``);
+    ``--seed N`` walks with another seed than :data:`SEED`."""
+    args = sys.argv[1:]
+    seed = int(args[args.index("--seed") + 1]) if "--seed" in args else SEED
     with tempfile.TemporaryDirectory() as tmp, dev_server(Path(tmp)) as url:
-        outcome = run_fuzzer(url)
+        outcome = run_fuzzer(url, seed)
     print(json.dumps({
         "findings": [asdict(f) | {"text": str(f)} for f in outcome.findings],
         "errors": outcome.errors, "stop_reason": outcome.stop_reason,
