@@ -87,6 +87,12 @@ def _domain_errors(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
+async def _off(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a worker thread, our refusals (a stored value that cannot be read too) in
+    A2A's words."""
+    return await asyncio.to_thread(_domain_errors(fn), *args)
+
+
 Decision = Literal["approve", "reject"]
 
 
@@ -178,7 +184,7 @@ class RuntimeRequestHandler(RequestHandler):
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
         validate_history_length(params)
-        task = await asyncio.to_thread(self._task, uid_of(context), params.id)
+        task = await _off(self._task, uid_of(context), params.id)
         return apply_history_length(task, params)
 
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
@@ -192,7 +198,7 @@ class RuntimeRequestHandler(RequestHandler):
                 before = float(params.page_token)
             except ValueError:
                 raise a2a_errors.InvalidParamsError(message="pageToken is not one this server gave") from None
-        return await asyncio.to_thread(self._list, uid_of(context), params, size, before)
+        return await _off(self._list, uid_of(context), params, size, before)
 
     def _list(self, uid: str, params: pb.ListTasksRequest, size: int, before: float | None) -> pb.ListTasksResponse:
         rt = self._rt()
@@ -203,12 +209,14 @@ class RuntimeRequestHandler(RequestHandler):
         after = params.status_timestamp_after.ToDatetime().timestamp() if params.HasField("status_timestamp_after") \
             else None
         out = pb.ListTasksResponse(page_size=size)
+        from shared.state import pages
         from shared.state.records import RunRecord
 
+        read_run = pages.as_records(RunRecord, log)
         for doc, run_doc in zip(docs, runs, strict=True):
-            if run_doc is None:
+            run = None if run_doc is None else read_run(run_doc)
+            if run is None:
                 continue
-            run = RunRecord.from_doc(run_doc.data, run_doc.path)
             if convert.replied_directly(doc):
                 continue
             auth = self._auth_of(uid)(run.result) if convert.state_of(run) in convert.INTERRUPTED else []
@@ -324,28 +332,28 @@ class RuntimeRequestHandler(RequestHandler):
         self._check(params)
         uid = uid_of(context)
         if params.message.task_id:
-            doc, run = await asyncio.to_thread(self._answer, uid, params.message)
+            doc, run = await _off(self._answer, uid, params.message)
             if params.configuration.return_immediately:
-                task = await asyncio.to_thread(self._task_of, uid, doc, run)
+                task = await _off(self._task_of, uid, doc, run)
                 return apply_history_length(task, params.configuration)
-            task = await asyncio.to_thread(self._wait, uid, doc, run.last_seq)
+            task = await _off(self._wait, uid, doc, run.last_seq)
             return apply_history_length(task, params.configuration)
-        started, doc = await asyncio.to_thread(self._start, uid, params.message)
+        started, doc = await _off(self._start, uid, params.message)
         task_id = str(doc["taskId"])
         if params.configuration.HasField("task_push_notification_config"):
-            await asyncio.to_thread(self._put_push, uid, task_id, params.configuration.task_push_notification_config)
+            await _off(self._put_push, uid, task_id, params.configuration.task_push_notification_config)
         if params.configuration.return_immediately:
             # The run goes on in this instance; were it stopped, the sweep takes the run over.
             threading.Thread(target=self._drive, args=(started,), daemon=True, name=f"a2a-{task_id}").start()
-            first = await asyncio.to_thread(self._task, uid, task_id)
+            first = await _off(self._task, uid, task_id)
             return apply_history_length(first, params.configuration)
-        await asyncio.to_thread(self._drive, started)
-        doc, run = await asyncio.to_thread(self._load_run, uid, task_id)
+        await _off(self._drive, started)
+        doc, run = await _off(self._load_run, uid, task_id)
         if convert.answered_directly(run) and not params.configuration.HasField("task_push_notification_config"):
             # The caller waited and the run's first stop is a direct answer: a message, no task.
-            await asyncio.to_thread(self.tasks.mark_replied, uid, task_id)
+            await _off(self.tasks.mark_replied, uid, task_id)
             return convert.reply_message(doc, run)
-        task = await asyncio.to_thread(self._task_of, uid, doc, run)
+        task = await _off(self._task_of, uid, doc, run)
         return apply_history_length(task, params.configuration)
 
     async def on_message_send_stream(self, params: pb.SendMessageRequest,
@@ -353,19 +361,19 @@ class RuntimeRequestHandler(RequestHandler):
         self._check(params)
         uid = uid_of(context)
         if params.message.task_id:
-            doc, run = await asyncio.to_thread(self._answer, uid, params.message)
-            first = await asyncio.to_thread(self._task_of, uid, doc, run)
+            doc, run = await _off(self._answer, uid, params.message)
+            first = await _off(self._task_of, uid, doc, run)
             yield apply_history_length(first, params.configuration)
             async for event in _relay(convert.stream_events(
                     doc, self._follow(uid, str(doc["taskId"]), run.last_seq, STREAM_S), self._blob(run.run_id),
                     self._auth_of(uid))):
                 yield event
             return
-        started, doc = await asyncio.to_thread(self._start, uid, params.message)
+        started, doc = await _off(self._start, uid, params.message)
         task_id = str(doc["taskId"])
         if params.configuration.HasField("task_push_notification_config"):
-            await asyncio.to_thread(self._put_push, uid, task_id, params.configuration.task_push_notification_config)
-        first = await asyncio.to_thread(self._task, uid, task_id)
+            await _off(self._put_push, uid, task_id, params.configuration.task_push_notification_config)
+        first = await _off(self._task, uid, task_id)
         first.status.state = pb.TaskState.TASK_STATE_SUBMITTED
         yield apply_history_length(first, params.configuration)
         from shared.agent.streaming import live_events
@@ -395,8 +403,8 @@ class RuntimeRequestHandler(RequestHandler):
     async def on_subscribe_to_task(self, params: pb.SubscribeToTaskRequest,
                                    context: ServerCallContext) -> AsyncGenerator[Any, None]:
         uid = uid_of(context)
-        doc, run = await asyncio.to_thread(self._load, uid, params.id)
-        task = await asyncio.to_thread(self._task_of, uid, doc, run)
+        doc, run = await _off(self._load, uid, params.id)
+        task = await _off(self._task_of, uid, doc, run)
         if task.status.state in convert.TERMINAL:
             raise a2a_errors.UnsupportedOperationError(
                 message=f"task {params.id} is in terminal state {pb.TaskState.Name(task.status.state)}")
@@ -407,7 +415,7 @@ class RuntimeRequestHandler(RequestHandler):
 
     # ---- cancel ------------------------------------------------------------------------------
     async def on_cancel_task(self, params: pb.CancelTaskRequest, context: ServerCallContext) -> pb.Task | None:
-        return await asyncio.to_thread(self._cancel, uid_of(context), params.id)
+        return await _off(self._cancel, uid_of(context), params.id)
 
     def _cancel(self, uid: str, task_id: str) -> pb.Task:
         """The run's cancel (``run_queue.cancel_run``): a task waiting for input or queued ends now;
@@ -487,11 +495,11 @@ class RuntimeRequestHandler(RequestHandler):
 
     async def on_create_task_push_notification_config(self, params: pb.TaskPushNotificationConfig,
                                                       context: ServerCallContext) -> pb.TaskPushNotificationConfig:
-        return await asyncio.to_thread(self._put_push, uid_of(context), params.task_id, params)
+        return await _off(self._put_push, uid_of(context), params.task_id, params)
 
     async def on_get_task_push_notification_config(self, params: pb.GetTaskPushNotificationConfigRequest,
                                                    context: ServerCallContext) -> pb.TaskPushNotificationConfig:
-        configs = await asyncio.to_thread(self._push_configs, uid_of(context), params.task_id)
+        configs = await _off(self._push_configs, uid_of(context), params.task_id)
         for config in configs:
             if config.id == params.id:
                 return config
@@ -500,14 +508,14 @@ class RuntimeRequestHandler(RequestHandler):
     async def on_list_task_push_notification_configs(
             self, params: pb.ListTaskPushNotificationConfigsRequest,
             context: ServerCallContext) -> pb.ListTaskPushNotificationConfigsResponse:
-        configs = await asyncio.to_thread(self._push_configs, uid_of(context), params.task_id)
+        configs = await _off(self._push_configs, uid_of(context), params.task_id)
         return pb.ListTaskPushNotificationConfigsResponse(configs=configs)
 
     async def on_delete_task_push_notification_config(self, params: pb.DeleteTaskPushNotificationConfigRequest,
                                                       context: ServerCallContext) -> None:
         uid = uid_of(context)
-        await asyncio.to_thread(self._load, uid, params.task_id)
-        await asyncio.to_thread(self.tasks.delete_push_config, uid, params.task_id, params.id)
+        await _off(self._load, uid, params.task_id)
+        await _off(self.tasks.delete_push_config, uid, params.task_id, params.id)
 
     async def on_get_extended_agent_card(self, params: pb.GetExtendedAgentCardRequest,
                                          context: ServerCallContext) -> pb.AgentCard:

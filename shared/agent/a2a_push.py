@@ -46,7 +46,7 @@ def announce(ctx: RunContext, result: RunResult, deliverer: Deliverer) -> list[s
     from google.protobuf.json_format import MessageToDict
 
     tasks = A2aTasksRepo(ctx.services.runs.store)
-    doc = tasks.get(run.uid, run.run_id)
+    doc = tasks.readable(run.uid, run.run_id)
     configs = tasks.list_push_configs(run.uid, run.run_id) if doc is not None else []
     if doc is None or not configs:
         return []

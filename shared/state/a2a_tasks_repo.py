@@ -12,11 +12,14 @@ answered, never acted on twice), and the last push-notified state per configurat
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import Any
 
-from shared.state import paths
-from shared.state.docstore import DocStore, Query, Transaction, Write
-from shared.state.record_base import now
+from shared.state import pages, paths
+from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
+from shared.state.record_base import Record, now
+
+log = logging.getLogger("agent_runtime.a2a")
 
 MAX_HISTORY = 50
 """Messages a task keeps (the oldest are dropped first)."""
@@ -30,6 +33,28 @@ def config_doc_id(config_id: str) -> str:
     return hashlib.sha256(config_id.encode()).hexdigest()[:40]
 
 
+class A2aTaskRecord(Record):
+    """What a task document must hold to be read (issue 35: a corrupt one is refused naming it, not
+    a 500 in the A2A binding); the document itself is kept and answered as a dict."""
+
+    task_id: str
+    run_id: str
+    uid: str
+    context_id: str
+    thread_id: str
+    history: list[dict[str, Any]] = []
+    message_ids: list[str] = []
+    created_at: float
+    updated_at: float | None = None
+    replied_as_message: bool | None = None
+
+
+def task_data(doc: Doc) -> dict[str, Any]:
+    """The task document ``doc`` holds, checked (:class:`~shared.errors.StoredValueInvalid` naming it)."""
+    A2aTaskRecord.from_doc(doc.data, doc.path)
+    return doc.data
+
+
 class A2aTasksRepo:
     def __init__(self, store: DocStore) -> None:
         self.store = store
@@ -39,7 +64,13 @@ class A2aTasksRepo:
         if not task_id or "/" in task_id:
             return None
         doc = self.store.get(paths.a2a_task(uid, task_id))
-        return None if doc is None else doc.data
+        return None if doc is None else task_data(doc)
+
+    def readable(self, uid: str, task_id: str) -> dict[str, Any] | None:
+        """:meth:`get`, but an unreadable task document is ``None`` (logged): for the run's own
+        bookkeeping (push notifications at a stop), which a corrupt task must not make fail."""
+        doc = self.store.get(paths.a2a_task(uid, task_id)) if task_id and "/" not in task_id else None
+        return None if doc is None else pages.tolerant(task_data, log)(doc)
 
     def create_write(self, uid: str, task_id: str, *, context_id: str, thread_id: str,
                      message: dict[str, Any]) -> Write:
@@ -71,6 +102,7 @@ class A2aTasksRepo:
             doc = t.get(path)
             if doc is None:
                 return False
+            task_data(doc)
             seen = list(doc.data.get("messageIds") or [])
             if message_id and message_id in seen:
                 return False
@@ -89,8 +121,8 @@ class A2aTasksRepo:
                           descending=True, start_after=before, limit=limit)
         else:
             query = Query(paths.a2a_tasks(uid), order_by="createdAt", descending=True, start_after=before, limit=limit)
-        docs = self.store.query(query)
-        return [d.data for d in docs]
+        read = pages.tolerant(task_data, log)
+        return [data for d in self.store.query(query) if (data := read(d)) is not None]
 
     def mark_pushed(self, uid: str, task_id: str, config_doc: str, state: str) -> None:
         self.store.commit([Write("update", paths.a2a_push_config(uid, task_id, config_doc),

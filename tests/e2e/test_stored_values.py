@@ -12,6 +12,10 @@ extra fields, garbage strings, out-of-range numbers nested deep. After each, eve
 the table (lists and single objects) and the export are called: none answers a 500,
 every body is strict JSON (no ``NaN`` token), every list answers 200 (what cannot be read is left out
 and logged), and a single object that cannot be read answers 409 ``STORED_VALUE_INVALID`` naming it.
+A second test adds an A2A task and probes, after each overwrite, the A2A binding's task reads and
+cancel (JSON-RPC and REST) and the routes that read a stored object before changing it (approve,
+cancels, a plan session's refine/confirm/cancel, updates, every DELETE, the erasure): no 500, no
+JSON-RPC internal error, and the erasure still leaves nothing of the user.
 """
 
 from __future__ import annotations
@@ -265,3 +269,142 @@ def test_the_sweeps_go_on_past_a_corrupt_document(docstore: DocStore) -> None:
                        for did, at in (("dlv_ok", 5.0), ("dlv_text", "soon"), ("dlv_map", {"a": 1}))])
     assert sorted(RunsRepo(docstore).expired_leases("planning", time.time())) == ["run_ok", "run_zero"]
     assert DeliveriesRepo(docstore).due("retrying", time.time(), 10) == ["dlv_ok"]
+
+
+A2A = {**ALICE, "A2A-Version": "1.0"}
+WRITE_VARIANTS = ("wrong-types", "huge-nested", "all-missing")
+"""The hostile variants a write is probed with (the reads above take all of them)."""
+
+
+def _a2a_task(api: Api) -> str:
+    resp = api.client.post("/a2a/message:send", headers=A2A, json={"message": {
+        "role": "ROLE_USER", "messageId": "m-hostile", "parts": [{"text": "remember the A2A way"}]}})
+    assert resp.status_code == 200, resp.get_data()[:300]
+    body = resp.get_json()
+    return str(body["task"]["id"])
+
+
+def writes(ids: dict[str, str]) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """The requests that read a stored object before they change it: the A2A binding's task reads
+    and cancel, approve, cancels, a plan session's refine/confirm/cancel, updates of schedules,
+    webhooks and integrations, every DELETE of an object, and last the erasure."""
+    task, name = ids["taskId"], ids["name"]
+    rpc = "/a2a"
+    return [
+        ("POST", rpc, {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task}}),
+        ("POST", rpc, {"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {}}),
+        ("GET", f"/a2a/tasks/{task}", None),
+        ("GET", "/a2a/tasks", None),
+        ("GET", f"/a2a/tasks/{task}/pushNotificationConfigs", None),
+        ("POST", f"/a2a/tasks/{task}:cancel", None),
+        ("POST", rpc, {"jsonrpc": "2.0", "id": 3, "method": "CancelTask", "params": {"id": task}}),
+        ("POST", "/api/agent/approve", {"approvalId": ids["approvalId"], "decision": "approve"}),
+        ("POST", f"/api/agent/runs/{ids['runId']}/cancel", {"reason": "probe"}),
+        ("POST", f"/api/agent/sessions/{ids['sessionId']}/refine", {"message": "also pack"}),
+        ("POST", f"/api/agent/sessions/{ids['sessionId']}/confirm", {"planVersion": 1}),
+        ("POST", f"/api/agent/sessions/{ids['sessionId']}/cancel", {"reason": "probe"}),
+        ("PUT", f"/api/agent/schedules/{name}", {"cron": "0 9 * * *", "prompt": "brief"}),
+        ("PUT", f"/api/agent/webhooks/{name}", {"url": "http://127.0.0.1:9/x", "events": ["run.*"]}),
+        ("POST", f"/api/integrations/mcp/{name}", {"url": "http://127.0.0.1:9/m", "accessToken": "t"}),
+        ("POST", f"/api/integrations/a2a/{name}", {"url": "http://127.0.0.1:9/a", "accessToken": "t"}),
+        ("POST", "/api/integrations/google", {"accessToken": "ya29.y", "expiresAt": time.time() + 900}),
+        ("POST", "/api/integrations/slack", {"accessToken": "xoxp-y"}),
+        ("DELETE", f"/api/agent/runs/{ids['doneRunId']}", None),
+        ("DELETE", f"/api/agent/threads/{ids['threadId']}", None),
+        ("DELETE", f"/api/agent/memories/{ids['memoryId']}", None),
+        ("DELETE", f"/api/agent/containers/{ids['containerId']}", None),
+        ("DELETE", f"/api/agent/schedules/{name}", None),
+        ("DELETE", f"/api/agent/webhooks/{name}", None),
+        ("DELETE", f"/api/integrations/mcp/{name}", None),
+        ("DELETE", f"/api/integrations/a2a/{name}", None),
+        ("DELETE", "/api/integrations/google", None),
+        ("POST", "/api/agent/me/export", None),
+        ("DELETE", "/api/agent/me", None),
+    ]
+
+
+def probe_writes(api: Api, ids: dict[str, str], what: str) -> list[str]:
+    """What went wrong answering :func:`writes`: a 500, no strict JSON, a JSON-RPC internal error,
+    a 409 naming no object; and the erasure must erase (nothing of alice's is left to export)."""
+    problems: list[str] = []
+    for method, url, body in writes(ids):
+        headers = A2A if url.startswith("/a2a") else ALICE
+        try:
+            resp = api.client.open(url, method=method, json=body, headers=headers)
+            text = resp.get_data(as_text=True)
+            answer = _strict(text) if text.strip() else None
+        except Exception as exc:
+            problems.append(f"{what}: {method} {url} raised {type(exc).__name__}: {exc}")
+            continue
+        error = (answer or {}).get("error") if isinstance(answer, dict) else None
+        if resp.status_code == 503 and isinstance(error, dict) and error["code"] == "SANDBOX_NOT_CONFIGURED":
+            continue  # a workspace's delete: its record was read (no sandbox service here)
+        if resp.status_code >= 500:
+            problems.append(f"{what}: {method} {url} {resp.status_code} {text[:200]}")
+        elif isinstance(error, dict) and error.get("code") == -32603:
+            problems.append(f"{what}: {method} {url} JSON-RPC internal error {text[:200]}")
+        elif (resp.status_code == 409 and isinstance(error, dict) and error.get("code") == "STORED_VALUE_INVALID"
+              and not error["details"]["object"]):
+            problems.append(f"{what}: {method} {url} 409 naming nothing")
+    exported = api.client.post("/api/agent/me/export", headers=ALICE).get_json()
+    left = [p for p in exported.get("documents", {}) if p != "users/alice/limits/requests"]  # the export's own count
+    if left:
+        problems.append(f"{what}: DELETE /api/agent/me left {sorted(left)[:5]}")
+    return problems
+
+
+def test_no_stored_value_makes_a_write_or_an_a2a_read_fail(api: Api, docstore: DocStore) -> None:
+    """The same hostile documents (the A2A tasks too), probed with the requests that read a stored
+    object and then change it: none answers a 500 (or a JSON-RPC internal error); each answers a
+    clear 4xx or does its work, and the erasure still erases everything of the user."""
+    ids = _everything_of_alice(api)
+    ids["taskId"] = _a2a_task(api)
+    matrix.create_memory(api)
+    ids["memoryId"] = api.client.get("/api/agent/memories", headers=ALICE).get_json()["memories"][0]["memoryId"]
+    exported = api.client.post("/api/agent/me/export", headers=ALICE).get_json()["documents"]
+    originals = {p: d.data for p in exported if (d := docstore.get(p)) is not None}
+    by_collection: dict[str, list[str]] = {}
+    for path in originals:
+        by_collection.setdefault(path.rsplit("/", 2)[-2] if "/" in path else path, []).append(path)
+    assert "a2aTasks" in by_collection, sorted(by_collection)
+    variants = {k: VARIANTS[k] for k in WRITE_VARIANTS}
+    if isinstance(docstore, FirestoreDocStore):
+        variants = {"wrong-types": VARIANTS["wrong-types"], "nan": NON_FINITE["nan"]}
+
+    def restore() -> None:
+        items = sorted(originals.items())
+        for i in range(0, len(items), 400):
+            docstore.commit([Write("set", p, d) for p, d in items[i:i + 400]])
+
+    assert probe_writes(api, ids, "as created") == []
+    problems: list[str] = []
+    for collection, paths in sorted(by_collection.items()):
+        for name, variant in variants.items():
+            restore()
+            try:
+                docstore.commit([Write("set", p, variant(originals[p])) for p in paths])
+            except ValueError:
+                docstore.commit([Write("set", p, _keeping_expiry(variant, originals[p])) for p in paths])
+            problems += probe_writes(api, ids, f"{collection} {name}")
+    assert problems == [], "\n".join(problems[:60]) + f"\n({len(problems)} problems)"
+
+
+def test_an_unreadable_a2a_task_is_named_and_left_out_of_the_list(api: Api, docstore: DocStore) -> None:
+    """A corrupt task document through both A2A bindings: reading it is a clear refusal naming it
+    (JSON-RPC -32600 / HTTP 400, ``STORED_VALUE_INVALID: <path>``), never an internal error; the
+    list leaves it out and still answers the others."""
+    corrupt, fine = _a2a_task(api), _a2a_task(api)
+    path = f"users/alice/a2aTasks/{corrupt}"
+    docstore.commit([Write("set", path, {"taskId": 42, "history": {"not": "a list"}})])
+    rest = api.client.get(f"/a2a/tasks/{corrupt}", headers=A2A)
+    assert rest.status_code == 400 and f"STORED_VALUE_INVALID: {path}" in rest.get_data(as_text=True), rest.get_data()
+    got = api.client.post("/a2a", headers=A2A, json={"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+                                                     "params": {"id": corrupt}}).get_json()
+    assert got["error"]["code"] == -32600 and got["error"]["message"].startswith(f"STORED_VALUE_INVALID: {path}"), got
+    listed = api.client.post("/a2a", headers=A2A, json={"jsonrpc": "2.0", "id": 2, "method": "ListTasks",
+                                                        "params": {}}).get_json()
+    assert [t["id"] for t in listed["result"]["tasks"]] == [fine], listed
+    # the run itself still ends (its push notifications read the task: an unreadable one has none)
+    run = api.client.get(f"/api/agent/runs/{corrupt}", headers=ALICE).get_json()
+    assert run["status"] == "awaiting_confirmation", run
+    assert matrix._approve_until_done(api, {**run, **run["result"]})["status"] == "completed"
