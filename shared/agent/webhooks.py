@@ -235,6 +235,7 @@ class Webhooks:
                                 event_type, {"runId": run.run_id, "threadId": run.thread_id,
                                              "status": event_type.removeprefix("run."),
                                              "result": result.to_doc() if result is not None else None},
-                                subject=run.run_id, extra=own)
+                                subject=run.run_id, extra=own,
+                                stamped=None if ctx.stamps is None else (self.services.stamped, ctx.stamps))
         ctx.write(*writes)
         return ids

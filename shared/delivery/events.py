@@ -14,6 +14,7 @@ from shared.delivery.sender import published, recorded
 from shared.durable.outbox import Outbox
 from shared.state.deliveries_repo import DeliveriesRepo, DeliveryRecord
 from shared.state.docstore import DocStore, Write
+from shared.state.users_repo import StampedCache, Stamps
 from shared.state.webhooks_repo import WebhooksRepo
 from shared.wire import rfc3339
 
@@ -36,10 +37,15 @@ def subscribed(events: object, event_type: str) -> bool:
 
 def announced(store: DocStore, outbox: Outbox, new_id: Callable[[str], str], uid: str, event_type: str,
               data: dict[str, Any], *, subject: str | None,
-              extra: Sequence[Target] = ()) -> tuple[list[Write], list[str]]:
+              extra: Sequence[Target] = (), stamped: tuple[StampedCache, Stamps] | None = None
+              ) -> tuple[list[Write], list[str]]:
     """The writes recording ``event_type``'s deliveries (and their first attempts' outbox entries)
-    for the commit of the change; the delivery ids to publish after that commit."""
-    targets = [(name, str(doc.get("url")), name) for name, doc in WebhooksRepo(store).list(uid)
+    for the commit of the change; the delivery ids to publish after that commit. ``stamped``: the
+    user's stamps as the invocation read them and the process's cache (shared/state/users_repo.py):
+    no query when they say the user has no webhook, or when the cache holds their current list."""
+    repo = WebhooksRepo(store)
+    hooks = repo.list(uid) if stamped is None else stamped[0].read(stamped[1], "webhooks", lambda: repo.list(uid))
+    targets = [(name, str(doc.get("url")), name) for name, doc in hooks
                if subscribed(doc.get("events", []), event_type)]
     targets += extra
     if not targets:
@@ -47,13 +53,13 @@ def announced(store: DocStore, outbox: Outbox, new_id: Callable[[str], str], uid
     at = time.time()
     body = json.dumps({"type": event_type, "timestamp": rfc3339(at), "data": data},
                       ensure_ascii=False, separators=(",", ":"))
-    repo = DeliveriesRepo(store)
+    deliveries = DeliveriesRepo(store)
     writes: list[Write] = []
     ids: list[str] = []
     for target, url, secret_name in targets:
         record = DeliveryRecord(delivery_id=new_id("msg"), uid=uid, target=target, url=url, event_type=event_type,
                                 body=body, secret_name=secret_name, subject=subject, created_at=at)
-        writes += recorded(repo, outbox, record)
+        writes += recorded(deliveries, outbox, record)
         ids.append(record.delivery_id)
     return writes, ids
 

@@ -1,12 +1,14 @@
 """Users, their profile/trust level and their memories (``users/{uid}``, ``users/{uid}/memories``), and
 the version stamps of the user's collections a run's start reads (``users/{uid}/stamps/config``).
 
-Stamps (issue 33): a run needs the user's memories (its system instruction) and their own MCP servers and A2A agents
-(its tools): three queries, each a sequential round trip before the first model call, and for most
-users all three find nothing. The stamp document holds one number per collection (``memories``,
-``mcpServers``, ``a2aAgents``), moved by every write to the collection in that write's own commit
-(:func:`bump`: an increment, no read, never contended away). The start reads it with its other
-documents (one ``get_many``); then, for each collection:
+Stamps (issue 33): a run needs the user's memories (its system instruction) and their own MCP
+servers and A2A agents (its tools): three queries, each a sequential round trip before the first
+model call, and for most users all three find nothing; at its end it needs the user's webhooks
+(the deliveries of its ``run.*`` event), another query that usually finds nothing. The stamp
+document holds one number per collection (``memories``, ``mcpServers``, ``a2aAgents``,
+``webhooks``), moved by every write to the collection in that write's own commit (:func:`bump`: an
+increment, no read, never contended away). The start (and a resumed invocation) reads it with its
+other documents (one ``get_many``); then, for each collection:
 
 - ``0``: the collection is empty: no query;
 - ``n > 0``: written since; its query's result is kept in this process under ``(uid, collection,
@@ -36,7 +38,7 @@ from shared.state.records import MemoryRecord, UserRecord
 
 log = logging.getLogger("agent_runtime.state")
 
-StampKind = Literal["memories", "mcpServers", "a2aAgents"]
+StampKind = Literal["memories", "mcpServers", "a2aAgents", "webhooks"]
 T = TypeVar("T")
 
 

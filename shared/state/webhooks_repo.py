@@ -1,5 +1,7 @@
 """A user's webhooks: ``users/{uid}/webhooks/{name}`` (URL, events, the signing secret sealed like
-connector tokens). Names live in the user's namespace."""
+connector tokens). Names live in the user's namespace. Every write moves the user's ``webhooks``
+stamp in its own commit (shared/state/users_repo.py), so a run of a user with none makes no query
+at its end."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any
 
 from shared.state import paths
 from shared.state.docstore import DocStore, Query, Write
+from shared.state.users_repo import bump
 
 MAX_WEBHOOKS_PER_USER = 20
 
@@ -30,10 +33,10 @@ class WebhooksRepo:
         return [(doc.id, doc.data) for doc in docs]
 
     def put(self, uid: str, name: str, data: dict[str, Any]) -> None:
-        self.store.commit([Write("set", paths.webhook(uid, name), data)])
+        self.store.commit([Write("set", paths.webhook(uid, name), data), bump(uid, "webhooks")])
 
     def delete(self, uid: str, name: str) -> bool:
         path = paths.webhook(uid, name)
         existed = self.store.get(path) is not None
-        self.store.commit([Write("delete", path)])
+        self.store.commit([Write("delete", path), bump(uid, "webhooks")])
         return existed

@@ -135,3 +135,30 @@ def test_a_url_that_is_not_public_is_refused_and_attempts_are_bounded(make_runti
         Webhooks(rt.services).put("alice", "x", WebhookRequest(url="http://127.0.0.1:9/hook", events=["run.*"]))
     assert err.value.code == "WEBHOOK_URL_NOT_ALLOWED"
     assert MAX_ATTEMPTS == 8 and sum(ATTEMPT_DELAYS_S) > 24 * 3600
+
+
+def test_a_webhook_created_after_earlier_runs_gets_the_next_runs_stop(make_runtime: MakeRuntime,
+                                                                       receiver: Receiver) -> None:
+    """A user with no webhook: the stamps say so after the first run, and later runs' stops ask
+    nothing (tests/limits/test_stamps.py counts it); a webhook put (or deleted) later moves the
+    stamp, so the next run's stop finds it (this process's cached list is not reused)."""
+    receiver.fail = 0
+    rt = make(make_runtime, FunctionModel(lambda r: text_turn("ok")))
+    hooks = Webhooks(rt.services)
+    for prompt in ("one", "two"):
+        start_and_drive(rt, prompt)
+    deliver(rt)
+    stamp = rt.services.runs.store.get("users/alice/stamps/config")
+    assert stamp is not None and stamp.data.get("webhooks") == 0 and receiver.got == []
+    hooks.put("alice", "late", WebhookRequest(url=receiver.url, events=["run.completed"]))
+    first, _ = start_and_drive(rt, "three")
+    deliver(rt)
+    assert [json.loads(b)["data"]["runId"] for _, b in receiver.got] == [first.run_id]
+    assert hooks.delete("alice", "late")
+    start_and_drive(rt, "four")
+    deliver(rt)
+    assert len(receiver.got) == 1
+    hooks.put("alice", "again", WebhookRequest(url=receiver.url, events=["run.*"]))
+    last, _ = start_and_drive(rt, "five")
+    deliver(rt)
+    assert [json.loads(b)["data"]["runId"] for _, b in receiver.got] == [first.run_id, last.run_id]

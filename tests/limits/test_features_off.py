@@ -20,7 +20,7 @@ from shared.state.docstore import DocStore
 # Round trips of each feature when the user does not use it: start / per tool step / stop.
 OFF_ROUND_TRIPS: dict[str, tuple[int, float, int]] = {
     "workspaces": (0, 0.0, 0),
-    "webhooks": (0, 0.0, 1),  # NOT free: the user's webhooks are queried at every run's stop
+    "webhooks": (0, 0.0, 0),  # free since issue 33's third session: the user's stamps say they have no webhook
     "run_control": (0, 0.0, 1),  # NOT free: the queue is read at the stop (the per-step stop check reads nothing since
     # issue 33's session 2: a stop request is on the run document)
     "a2a": (0, 0.0, 0),  # free since issue 33's session 2: the user's stamps say they have no A2A agent

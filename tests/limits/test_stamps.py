@@ -1,7 +1,8 @@
-"""The stamps of a user's memories, MCP servers and A2A agents (shared/state/users_repo.py, issue 33): a
-run's start reads them in its batch and queries only what may have changed, and what it builds
-from them (the system instruction's memories, the tool list) is never stale: every write of the
-collection moves its stamp in the same commit."""
+"""The stamps of a user's memories, MCP servers, A2A agents and webhooks (shared/state/users_repo.py,
+issue 33): a run's start reads them in its batch and it queries only what may have changed (at its
+start; the webhooks at its stop), and what it builds from them (the system instruction's memories,
+the tool list, the stop's deliveries) is never stale: every write of the collection moves its stamp
+in the same commit."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from shared.state.mcp_servers_repo import A2aAgentsRepo, McpServersRepo
 from shared.state.records import MemoryRecord
 from shared.state.user_data_repo import UNDER_USER
 from shared.state.users_repo import StampedCache, Stamps
+from shared.state.webhooks_repo import WebhooksRepo
 from tests.agent.conftest import make_settings
 from tests.limits.conftest import ALICE, OFF
 
-STAMPED = ("memories", "mcpServers", "a2aAgents")
+STAMPED = ("memories", "mcpServers", "a2aAgents", "webhooks")
 
 
 class Instructions:
@@ -98,7 +100,9 @@ def test_memories_stored_before_stamps_are_read_and_never_marked_empty(store: Do
 
 
 def test_every_write_of_a_tool_source_moves_its_stamp(store: DocStore) -> None:
-    for repo, kind in ((McpServersRepo(store), "mcpServers"), (A2aAgentsRepo(store), "a2aAgents")):
+    repos: tuple[tuple[Any, str], ...] = ((McpServersRepo(store), "mcpServers"), (A2aAgentsRepo(store), "a2aAgents"),
+                                          (WebhooksRepo(store), "webhooks"))
+    for repo, kind in repos:
         repo.put("alice", "one", {"name": "one"})
         repo.put("alice", "one", {"name": "one", "url": "x"})
         assert repo.delete("alice", "one")
