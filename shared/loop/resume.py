@@ -140,7 +140,7 @@ def _actions_and_turns(services: Services, run: RunRecord, batch: BatchedReads |
     named = services.runs.paused_turn(run, batch=batch)
     if named is not None and _whole(*named):
         return named
-    return services.runs.list_actions(run.run_id), None
+    return services.runs.open_actions(run.run_id), None  # the open turn's: never inside a turns document
 
 
 def _whole(actions: list[ActionRecord], turns: list[Turn]) -> bool:
