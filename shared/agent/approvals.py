@@ -19,7 +19,7 @@ from typing import Any
 from shared.api import ApproveRequest
 from shared.durable.dispatcher import Dispatcher
 from shared.durable.kinds import RESUME
-from shared.durable.messages import WorkMessage
+from shared.durable.messages import WorkMessage, paused_hint
 from shared.errors import Conflict, Gone, NotFound, Unavailable
 from shared.loop.context import Services
 from shared.state.docstore import TransactionContention
@@ -115,7 +115,8 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
         t.write(runs.audit_write(audit))
         t.write(runs.touch_run_write(run.run_id, at))
         t.write(services.outbox.record(WorkMessage(kind=RESUME, unitId=run.run_id, uid=uid,
-                                                   approvalId=approval.approval_id, traceparent=run.trace_parent),
+                                                   approvalId=approval.approval_id, traceparent=run.trace_parent,
+                                                   paused=paused_hint(run.turn_count, run.paused_action_ids)),
                                        approval.approval_id))
         return Decision(run.run_id, approval.approval_id, approval.status,
                         action.args if action.original_args is not None else None)

@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from shared.errors import NotFound, Unprocessable
+from shared.errors import NotFound, StoredValueInvalid, Unprocessable
 from shared.state import paths
-from shared.state.batched_reads import BatchedReads, read
+from shared.state.batched_reads import BatchedReads, read, read_many
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Guard, Slot, commit_guarded
 from shared.state.pages import Page, after, as_records, merged, page_of, read_page
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
 from shared.state.record_base import events_of, finite
 from shared.state.records import (
+    TERMINAL_ACTION_STATUSES,
     ActionRecord,
     ApprovalRecord,
     ApprovalStatus,
@@ -66,6 +67,8 @@ use, as Stripe's keys. Its document carries ``expireAt`` (Firestore's TTL policy
 an expired key is a new key. Keys stored before issue 35 (no ``expireAt``) expire 24 h after
 ``createdAt`` and, having no fingerprint, replay their run whatever the body."""
 TURNS_KEY = "turns"
+ACTIONS_KEY = "actions"
+"""In a turns document: the actions of the calls its turns answer (:func:`answered_here`)."""
 SHARED_TURNS_MAX_CHARS = 256 * 1024
 EVENTS_KEY = "events"
 SHARED_EVENTS_MAX = 32
@@ -83,15 +86,44 @@ def turn_doc(turn: Turn) -> dict[str, Any]:
 
 
 def turn_writes(run_id: str, new_turns: Mapping[int, Turn]) -> list[Write]:
-    """The documents of the turns one commit adds. Consecutive turns (a step's model turn and its
-    tool responses) share one document named by the first one's index, ``{"turns": [...]}``: one
-    document per step instead of two. Turns too large together get a document each."""
+    """The documents of the turns one commit adds (:func:`step_writes` without actions)."""
+    return step_writes(run_id, new_turns, ())[0]
+
+
+def answered_here(action: ActionRecord, indexes: set[int]) -> bool:
+    """Whether ``action`` may be stored inside the turns document of its step (issue 33: one
+    document per step less): its call is answered by the next turn of the same document (both turns
+    new in this commit, so the action was never a document of its own), it ended
+    (``completed``/``failed``/``rejected``) and no approval names it. Anything a later read needs by
+    id (a paused turn's calls, a side effect's claim, an approval's action) stays
+    ``runs/{id}/actions/{actionId}``."""
+    return (action.turn_index in indexes and action.turn_index + 1 in indexes
+            and action.status in TERMINAL_ACTION_STATUSES and action.approval_id is None)
+
+
+def step_writes(run_id: str, new_turns: Mapping[int, Turn], actions: Sequence[ActionRecord]
+                ) -> tuple[list[Write], list[ActionRecord]]:
+    """The documents of the turns one commit adds, and the actions left to be documents of their own.
+
+    Consecutive turns (a step's model turn and its tool responses) share one document named by the
+    first one's index, ``{"turns": [...]}``: one document per step instead of two. The actions of
+    the calls those turns answer (:func:`answered_here`) ride in the same document,
+    ``{"turns": [...], "actions": [...]}`` (:meth:`RunsRepo.list_actions` reads both places). Turns
+    too large together get a document each, and their actions documents of their own."""
     docs = [(i, turn_doc(t)) for i, t in sorted(new_turns.items())]
     if len(docs) > 1 and docs[-1][0] - docs[0][0] == len(docs) - 1:  # sorted, distinct: consecutive
-        shared = {TURNS_KEY: [d for _, d in docs]}
+        indexes = {i for i, _ in docs}
+        inline = [a for a in actions if answered_here(a, indexes)]
+        shared: dict[str, Any] = {TURNS_KEY: [d for _, d in docs]}
+        if inline:
+            shared[ACTIONS_KEY] = [a.to_doc() for a in inline]
         if _json_size(shared) <= SHARED_TURNS_MAX_CHARS:
-            return [Write("create", paths.turn(run_id, docs[0][0]), shared)]
-    return [Write("create", paths.turn(run_id, i), d) for i, d in docs]
+            return [Write("create", paths.turn(run_id, docs[0][0]), shared)], [a for a in actions if a not in inline]
+        if inline:
+            del shared[ACTIONS_KEY]
+            if _json_size(shared) <= SHARED_TURNS_MAX_CHARS:
+                return [Write("create", paths.turn(run_id, docs[0][0]), shared)], list(actions)
+    return [Write("create", paths.turn(run_id, i), d) for i, d in docs], list(actions)
 
 
 class RunsRepo:
@@ -199,16 +231,47 @@ class RunsRepo:
         return read_page(self.store, query, cursor, limit, as_records(RunRecord, log))
 
     def load_turns(self, run_id: str) -> list[Turn]:
-        from shared.models.base import Turn  # the model contract: reading a run record never needs it
-
         turns: list[Turn] = []
         for d in self.store.query(Query(paths.turns(run_id))):  # by id: the first turn's index
-            shared = d.data.get(TURNS_KEY)
-            if isinstance(shared, list):
-                turns.extend(Turn.model_validate(t) for t in shared)
-            else:
-                turns.append(Turn.model_validate(d.data))
+            turns.extend(_turns_of(d))
         return turns
+
+    @staticmethod
+    def paused_paths(run_id: str, turn_count: int, action_ids: Sequence[str]) -> list[str]:
+        """What :meth:`paused_turn` reads of a run paused with ``turn_count`` turns naming
+        ``action_ids``: those actions, and every place a turn document may have (a document is
+        named by its first turn's index, so one of ``0..turn_count - 1``; ``turn_count`` itself,
+        which must be free, proves the count current). To be batched with the run's own read."""
+        return [*(paths.action(run_id, a) for a in action_ids), *(paths.turn(run_id, i) for i in range(turn_count + 1))]
+
+    def paused_turn(self, run: RunRecord, *, batch: BatchedReads | None = None
+                    ) -> tuple[list[ActionRecord], list[Turn]] | None:
+        """Of a run paused since ``pausedActionIds`` existed: the actions its pause names (in turn
+        and call order) and all its turns, read by id in one round trip (none when ``batch`` holds
+        them: issue 33). None when the run names none (paused by older code, or not paused), a named
+        action is missing or not the run's, or the turn documents are not one chain of exactly
+        ``turnCount`` turns: the caller then queries (:meth:`list_actions`, :meth:`load_turns`).
+        Every document read here is written only by commits that also write the run, so a claim
+        conditioned on the run's token (read in the same batch, or earlier) never acts on a newer
+        state than it read."""
+        if run.status != "awaiting_confirmation" or run.paused_action_ids is None:
+            return None
+        ids, count = run.paused_action_ids, run.turn_count
+        docs = read_many(self.store, self.paused_paths(run.run_id, count, ids), batch)
+        actions: list[ActionRecord] = []
+        for doc in docs[:len(ids)]:
+            if doc is None:
+                return None
+            action = ActionRecord.from_doc(doc.data, doc.path)
+            if action.run_id != run.run_id:
+                return None
+            actions.append(action)
+        turns = _turn_chain(docs[len(ids):], count)
+        if turns is None:
+            log.warning("a paused run's turn documents are not as its turn count says; querying them",
+                        extra={"fields": {"runId": run.run_id, "turnCount": count}})
+            return None
+        return sorted(actions, key=lambda a: (a.turn_index, a.call_index)), turns
 
     @staticmethod
     def user_thread_path(uid: str, thread_id: str) -> str:
@@ -305,9 +368,37 @@ class RunsRepo:
         return [ApprovalRecord.from_doc(d.data, d.path) for d in docs if d is not None]
 
     def list_actions(self, run_id: str) -> list[ActionRecord]:
+        """Every action of the run in call order: those of the turns documents (the calls a step
+        answered in its own commit, :func:`step_writes`) and the documents of their own (two
+        queries). An action stored in both places (none is written so) is read from its own."""
+        own = self.open_actions(run_id)
+        seen = {a.action_id for a in own}
+        acts = [*own, *(a for a in self.answered_actions(run_id) if a.action_id not in seen)]
+        return sorted(acts, key=lambda a: (a.turn_index, a.call_index))
+
+    def open_actions(self, run_id: str) -> list[ActionRecord]:
+        """The run's actions stored as documents of their own (``runs/{id}/actions``), in call order:
+        every action of a turn whose calls are not all answered yet (a paused turn, a claimed side
+        effect, an approval's action), which is all a resume needs, and every action of runs
+        written before issue 33's session 3. One query."""
         docs = self.store.query(Query(paths.actions(run_id)))
         acts = [ActionRecord.from_doc(d.data, d.path) for d in docs]
         return sorted(acts, key=lambda a: (a.turn_index, a.call_index))
+
+    def answered_actions(self, run_id: str) -> list[ActionRecord]:
+        """The actions stored inside the run's turns documents (one query of the turns)."""
+        out: list[ActionRecord] = []
+        for d in self.store.query(Query(paths.turns(run_id))):
+            inline = d.data.get(ACTIONS_KEY)
+            if inline is None:
+                continue
+            if not isinstance(inline, list) or not all(isinstance(a, dict) for a in inline):
+                raise StoredValueInvalid(f"{d.path} cannot be read as a turns document ({ACTIONS_KEY}: not a list of "
+                                         "actions): a corrupt or hand-edited document", details={
+                                             "object": d.path,
+                                             "errors": [{"field": ACTIONS_KEY, "message": "not a list of objects"}]})
+            out.extend(ActionRecord.from_doc(a, f"{d.path} ({ACTIONS_KEY}[{i}])") for i, a in enumerate(inline))
+        return out
 
     def expired_leases(self, status: str, before: float, limit: int = 50) -> list[str]:
         """Ids of runs in ``status`` whose lease expired before ``before`` (recovery candidates)."""
@@ -587,8 +678,8 @@ class RunsRepo:
                     events: Sequence[dict[str, Any]]) -> RunSnapshot:
         """One step of a run in one atomic commit: the run, its new turns (by index), the actions'
         current state, other writes (approvals, audit, ledger, outbox...) and the events."""
-        batch = turn_writes(run.run_id, new_turns)
-        batch.extend(self.action_write(a) for a in actions)
+        batch, own = step_writes(run.run_id, new_turns, actions)
+        batch.extend(self.action_write(a) for a in own)
         batch.extend(writes)
         batch.extend(self.event_writes(run.run_id, events))
         return self.commit(snap, run, batch)
@@ -616,6 +707,35 @@ class RunsRepo:
         tokens = self.store.commit([Write("set", paths.run(run.run_id), run.to_doc(), if_token=snap.token),
                                     *writes])
         return RunSnapshot(run, tokens[0])
+
+
+def _turns_of(doc: Doc) -> list[Turn]:
+    """The turns a turn document holds: several (``{"turns": [...]}``) or itself."""
+    from shared.models.base import Turn  # the model contract: reading a run record never needs it
+
+    shared = doc.data.get(TURNS_KEY)
+    if isinstance(shared, list):
+        return [Turn.model_validate(t) for t in shared]
+    return [Turn.model_validate(doc.data)]
+
+
+def _turn_chain(docs: Sequence[Doc | None], count: int) -> list[Turn] | None:
+    """The turns of the documents at places ``0..count`` (``docs[i]``: the document named ``i``, or
+    None): each document begins where the one before ends, the last ends at ``count`` and no
+    document is at ``count``. None when they do not (a count older than the documents, a layout
+    other than :func:`turn_writes`')."""
+    turns: list[Turn] = []
+    at = 0
+    while at < count:
+        doc = docs[at]
+        if doc is None:
+            return None
+        held = _turns_of(doc)
+        if not held or any(docs[i] is not None for i in range(at + 1, min(at + len(held), count + 1))):
+            return None
+        turns.extend(held)
+        at += len(held)
+    return turns if at == count and docs[count] is None else None
 
 
 def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple[ThreadRecord, str] | None:
