@@ -380,6 +380,9 @@ class _SqliteTransaction:
     def get(self, path: str) -> Doc | None:
         return self._store.get(path)
 
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        return self._store.get_many(paths)
+
     def query(self, query: Query) -> list[Doc]:
         return self._store.query(query)
 
