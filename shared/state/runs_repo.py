@@ -687,15 +687,19 @@ class RunsRepo:
     def adopt_stop(self, run: RunRecord, committed_at: float, owner: str) -> str | None:
         """After a commit of ``run`` failed its condition: the run document's new token if the only
         change since this invocation's last commit (whose ``updatedAt`` was ``committed_at``) is a
-        stop request (``thread_queue.stop_request_write``: it sets no ``updatedAt``) and ``owner``
-        still holds its lease; ``run`` then carries the request. None: another invocation moved it."""
+        stop request (``thread_queue.stop_request_write``) or the notice of a run queued behind it
+        (``thread_queue.busy_thread``), which set no ``updatedAt``, and ``owner`` still holds its
+        lease; ``run`` then carries them. None: another invocation moved it."""
         snap = self.get_run(run.run_id)
-        if snap is None or snap.run.stop_requested is None or snap.run.updated_at != committed_at:
+        if snap is None or snap.run.updated_at != committed_at:
+            return None
+        if snap.run.stop_requested is None and not snap.run.queued_behind:
             return None
         lease = snap.run.lease
         if lease is None or lease.owner != owner:
             return None
         run.stop_requested = snap.run.stop_requested
+        run.queued_behind = snap.run.queued_behind
         return snap.token
 
     def commit(self, snap: RunSnapshot, run: RunRecord, writes: Sequence[Write] = ()) -> RunSnapshot:
