@@ -305,20 +305,31 @@ class SqliteDocStore:
                 conn.execute("DELETE FROM docs WHERE parent = ? AND id = ?", (parent, doc_id))
                 tokens.append("")
                 continue
-            old = None if row is None else json.loads(row[0])
-            if w.op == "increment":
-                data = _incremented(old or {}, w.data)
-            else:
-                data = {**old, **w.data} if old is not None and (w.op == "update" or w.merge) else w.data
-            if current is not None and old is not None and _same(old, data):
-                tokens.append(current)  # Firestore keeps the update time of an unchanged document
-                continue
             if row is None:
+                data = _incremented({}, w.data) if w.op == "increment" else w.data
                 conn.execute("INSERT INTO docs (parent, id, data, rev) VALUES (?, ?, ?, ?)",
                              (parent, doc_id, _dumps(data), rev))
-            else:  # rewritten in its row (in place)
-                conn.execute("UPDATE docs SET data = ?, rev = ? WHERE parent = ? AND id = ?",
-                             (_dumps(data), rev, parent, doc_id))
+                tokens.append(token)
+                continue
+            if w.op == "set" and not w.merge:
+                # A replaced document is unchanged only if its JSON has the same length (both texts
+                # are ``_dumps``': equal values encode to members of equal lengths, in any order), so
+                # the old one is decoded only then (a step's run document, whose ``updatedAt`` moves,
+                # mostly not). A text written otherwise (older code) of equal values may differ in
+                # length: the document then gets a new token, as a changed one (never the reverse).
+                text = _dumps(w.data)
+                if len(text) == len(row[0]) and _same(json.loads(row[0]), w.data):
+                    tokens.append(str(row[1]))  # Firestore keeps the update time of an unchanged document
+                    continue
+            else:
+                old = json.loads(row[0])
+                data = _incremented(old, w.data) if w.op == "increment" else {**old, **w.data}
+                if _same(old, data):
+                    tokens.append(str(row[1]))  # Firestore keeps the update time of an unchanged document
+                    continue
+                text = _dumps(data)
+            # rewritten in its row (in place)
+            conn.execute("UPDATE docs SET data = ?, rev = ? WHERE parent = ? AND id = ?", (text, rev, parent, doc_id))
             tokens.append(token)
         return tokens
 
