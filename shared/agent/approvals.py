@@ -14,12 +14,12 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.api import ApproveRequest
 from shared.durable.dispatcher import Dispatcher
 from shared.durable.kinds import RESUME
-from shared.durable.messages import WorkMessage
+from shared.durable.messages import WorkMessage, paused_hint
 from shared.errors import Conflict, Gone, NotFound, Unavailable
 from shared.loop.context import Services
 from shared.state.docstore import TransactionContention
@@ -27,6 +27,9 @@ from shared.state.records import AuditRecord, now
 from shared.state.runs_txn import RunsTransaction, run_in_transaction
 from shared.state.transitions import move_action
 from shared.tools.registry import args_hash
+
+if TYPE_CHECKING:
+    from shared.limits import DeferredRequest
 
 log = logging.getLogger("agent_runtime.approvals")
 
@@ -51,11 +54,14 @@ class AlreadyDecided:
 
 
 def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveRequest, *,
-           client_result: dict[str, Any] | None = None) -> Decision:
+           client_result: dict[str, Any] | None = None, counter: DeferredRequest | None = None) -> Decision:
     """Record the owner's decision and ask for the run to resume (through ``dispatcher``).
     Raises 404/409/410; with edited ``arguments``, 400 when they do not fit the tool or policy
     refuses them (``approval_edits.py``): then nothing is recorded. ``client_result``: a client tool's
-    call approved with the result the client sent (``loop/client_tools.py``)."""
+    call approved with the result the client sent (``loop/client_tools.py``). ``counter``: the
+    request's count, read with the approval and written by the decision's commit (issue 33: two
+    round trips less; 429 ``RATE_LIMITED`` first, nothing written, when the limit is reached); a
+    request whose decision wrote none is counted by the caller (``DeferredRequest.settle``)."""
     outbox = services.outbox.via(dispatcher)
     edited: dict[str, Any] | None = None
     if req.arguments is not None:
@@ -63,16 +69,22 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
 
         edited = checked_edit(services, uid, tool_of_pending(services, uid, req.approvalId), req.arguments)
 
+    recorded: dict[str, WorkMessage] = {}
+    """The resume message the committed transaction recorded (published as recorded: not read back)."""
+
     def txn(t: RunsTransaction) -> Decision | AlreadyDecided:
-        approval = t.approval(uid, req.approvalId)
+        if counter is None:
+            approval, count = t.approval(uid, req.approvalId), None
+        else:
+            approval, doc = t.approval_with(uid, req.approvalId, counter.paths()[0])
+            count = counter.write_for(doc)  # the limit is checked before anything else of the decision
         if approval is None:
             raise NotFound(f"approval {req.approvalId} not found", code="APPROVAL_NOT_FOUND")
         if approval.status == "expired":
             raise Gone(f"approval {approval.approval_id} expired", code="APPROVAL_EXPIRED")
         if approval.status != "pending":
             return AlreadyDecided(approval.run_id)
-        run = t.run(approval.run_id)
-        action = t.action(approval.run_id, approval.action_id)
+        run, action = t.run_and_action(approval.run_id, approval.action_id)
         if run is None or action is None:
             raise NotFound(f"approval {req.approvalId} not found", code="APPROVAL_NOT_FOUND")
         if (run.uid != uid or action.approval_id != approval.approval_id or action.tool != approval.tool
@@ -114,19 +126,24 @@ def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveReq
         t.write(runs.action_write(action))
         t.write(runs.audit_write(audit))
         t.write(runs.touch_run_write(run.run_id, at))
-        t.write(services.outbox.record(WorkMessage(kind=RESUME, unitId=run.run_id, uid=uid,
-                                                   approvalId=approval.approval_id, traceparent=run.trace_parent),
-                                       approval.approval_id))
+        message = WorkMessage(kind=RESUME, unitId=run.run_id, uid=uid, approvalId=approval.approval_id,
+                              traceparent=run.trace_parent, paused=paused_hint(run.turn_count, run.paused_action_ids))
+        recorded[approval.approval_id] = message
+        t.write(services.outbox.record(message, approval.approval_id))
+        if count is not None:
+            t.write(count)
         return Decision(run.run_id, approval.approval_id, approval.status,
                         action.args if action.original_args is not None else None)
 
     out = _decide_with_retries(services, uid, req.approvalId, txn)
+    if counter is not None and isinstance(out, Decision):
+        counter.committed()
     if isinstance(out, AlreadyDecided):
         # Replayed decision: make sure its resume message was not lost, then refuse.
         outbox.deliver(req.approvalId)
         raise Conflict(f"approval {req.approvalId} was already decided", code="ALREADY_DECIDED",
                        details={"runId": out.run_id})
-    outbox.deliver(out.approval_id)
+    outbox.deliver_recorded(recorded[out.approval_id], out.approval_id)
     if out.decision == "expired":
         raise Gone(f"approval {out.approval_id} expired; the action was rejected", code="APPROVAL_EXPIRED",
                    details={"runId": out.run_id})

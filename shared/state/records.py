@@ -295,6 +295,11 @@ class RunRecord(Record):
     paused before the field existed (the sweep's legacy pass, ``RunsRepo.legacy_pauses``)."""
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
+    paused_action_ids: list[str] | None = None
+    """While paused: the actions its resume needs (the calls of the last model turn and of the
+    pending turn, in order), so the resume reads them by id with the run (issue 33; the decision's
+    message names them too, ``WorkMessage.paused``). None (absent) when not paused, or paused by
+    code older than the field: the resume then queries the run's actions."""
     idempotency_key: str | None = None
     budget_usd: float | None = None
     """The request's ``budgetUsd``: the estimated cost the run's model calls may reach before it
@@ -313,6 +318,11 @@ class RunRecord(Record):
     thread's ``interrupt*`` fields) by the interrupting start or the cancel, without ``updatedAt``.
     The invocation driving the run learns it from its next commit, which that write makes fail its
     condition (``RunContext.commit`` adopts it), so no step reads the thread to find out (issue 33)."""
+    queued_behind: bool | None = None
+    """A run was queued on the thread behind this one: written on this run by the queueing
+    transaction, without ``updatedAt`` (adopted like :attr:`stop_requested`), or at this run's own
+    start from the queue when more runs wait. Its end then starts the thread's next queued run; None
+    (nothing was queued behind it) spares that end a read of the thread (issue 33)."""
     thread_scope: ThreadScope = "user"
     """Where the run's thread is: ``user`` (``users/{uid}/threads/{threadId}``, every run started
     since issue 35) or ``shared`` (``threads/{threadId}``, a thread begun before it). A stored run
@@ -447,6 +457,8 @@ class OutboxEntry(Record):
     approval_id: str | None = None
     traceparent: str | None = None
     """The unit's W3C trace context, sent as the message's ``traceparent`` attribute."""
+    paused: str | None = None
+    """A resume's hint (``WorkMessage.paused``), sent as the message's ``paused`` attribute."""
     status: OutboxStatus = "pending"
     created_at: float = Field(default_factory=now)
     published_at: float | None = None
