@@ -79,14 +79,19 @@ PRAGMA user_version=1;
 """
 
 
-def test_a_schema_1_file_is_converted_with_its_documents_and_tokens(tmp_path: Path) -> None:
+def _old_file(tmp_path: Path, script: str) -> str:
+    """A store file as an earlier schema wrote it (``script``: its tables and documents)."""
     import sqlite3
 
     path = str(tmp_path / "old.sqlite3")
     old = sqlite3.connect(path)
-    old.executescript(_SCHEMA_1)
+    old.executescript(script)
     old.close()
+    return path
 
+
+def test_a_schema_1_file_is_converted_with_its_documents_and_tokens(tmp_path: Path) -> None:
+    path = _old_file(tmp_path, _SCHEMA_1)
     store = SqliteDocStore(path)
     try:
         doc = store.get("runs/r")
@@ -125,15 +130,8 @@ PRAGMA user_version=2;
 def test_a_schema_2_file_is_converted_with_its_documents_and_tokens(tmp_path: Path) -> None:
     """Schema 3 (issue 33, session 3): a rowid table whose rows hold documents of up to ~4 KB and
     one unique index on (parent, id); a schema-2 file (WITHOUT ROWID) is converted when opened, and
-    a converted file is not converted again. Code of schema 2 opening a schema-3 file works on it
-    (same columns, same statements)."""
-    import sqlite3
-
-    path = str(tmp_path / "v2.sqlite3")
-    old = sqlite3.connect(path)
-    old.executescript(_SCHEMA_2)
-    old.close()
-
+    a converted file is not converted again."""
+    path = _old_file(tmp_path, _SCHEMA_2)
     store = SqliteDocStore(path)
     try:
         assert [(d.path, d.token) for d in store.query(Query("runs"))] == [("runs/r", "5"), ("runs/s", "7")]
