@@ -19,7 +19,7 @@ from shared.web import json_response, parse_model, read_json_body
 def approve(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     rt, uid = caller(request)
     body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
-    decision = decide(rt.services, rt.dispatcher, uid, body)
+    decision = decide(rt.services, None, uid, body)  # the runtime's dispatcher, built when first used
     answer = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,
                              status="resume_requested", arguments=decision.arguments)
     return json_response(answer.to_json(), status=202)

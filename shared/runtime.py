@@ -194,13 +194,11 @@ class Runtime:
         store query each per invocation, none for a collection ``stamps`` know empty or this
         process read at the same stamp: shared/state/users_repo.py). The deployment's servers are listed
         again when their listing expired (``MCP_LIST_TTL_S``). Without any server the MCP SDK is
-        never imported (cold start)."""
-        from shared.state.mcp_servers_repo import A2aAgentsRepo, McpServersRepo
-
+        never imported (cold start), nor their repository when the stamps say the user has none."""
         stamped = self.services.stamped
-        agents = stamped.read(stamps, "a2aAgents", lambda: A2aAgentsRepo(self.store).list(uid))
+        agents = stamped.read(stamps, "a2aAgents", lambda: _user_servers(self.store, "a2aAgents", uid))
         if not self.settings.mcp_servers and not stamped.read(stamps, "mcpServers",
-                                                              lambda: McpServersRepo(self.store).list(uid)):
+                                                              lambda: _user_servers(self.store, "mcpServers", uid)):
             return self._with_agents(base, uid) if agents else base
         from shared.connectors.user_mcp import UserMcpServers
         from shared.tools.mcp_tools import with_servers
@@ -299,6 +297,14 @@ class Runtime:
 
     def authenticate(self, headers: dict[str, str], cookies: dict[str, str]) -> Principal:
         return self.authenticator.authenticate(headers, cookies)
+
+
+def _user_servers(store: DocStore, kind: str, uid: str) -> list[tuple[str, dict[str, Any]]]:
+    """The documents of ``uid``'s own A2A agents (``kind`` ``a2aAgents``) or MCP servers (``mcpServers``)."""
+    from shared.state.mcp_servers_repo import A2aAgentsRepo, McpServersRepo
+
+    repo = A2aAgentsRepo(store) if kind == "a2aAgents" else McpServersRepo(store)
+    return repo.list(uid)
 
 
 @functools.cache

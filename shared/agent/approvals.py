@@ -50,13 +50,15 @@ class AlreadyDecided:
     run_id: str
 
 
-def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveRequest, *,
+def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: ApproveRequest, *,
            client_result: dict[str, Any] | None = None) -> Decision:
-    """Record the owner's decision and ask for the run to resume (through ``dispatcher``).
-    Raises 404/409/410; with edited ``arguments``, 400 when they do not fit the tool or policy
-    refuses them (``approval_edits.py``): then nothing is recorded. ``client_result``: a client tool's
-    call approved with the result the client sent (``loop/client_tools.py``)."""
-    outbox = services.outbox.via(dispatcher)
+    """Record the owner's decision and ask for the run to resume (through ``dispatcher``; None:
+    the services' outbox's own, built on its first publication, so a refused decision never
+    creates the Pub/Sub client). Raises 404/409/410; with edited ``arguments``, 400 when they do
+    not fit the tool or policy refuses them (``approval_edits.py``): then nothing is recorded.
+    ``client_result``: a client tool's call approved with the result the client sent
+    (``loop/client_tools.py``)."""
+    outbox = services.outbox if dispatcher is None else services.outbox.via(dispatcher)
     edited: dict[str, Any] | None = None
     if req.arguments is not None:
         from shared.agent.approval_edits import checked_edit, tool_of_pending  # loads the tools

@@ -280,6 +280,14 @@ class RunContext:
     def steps_taken(self) -> int:
         return self.run.steps - self.steps_at_start
 
+    @property
+    def budgeted(self) -> bool:
+        """A money budget applies to the unit (docs/budgets.md): its own ``budgetUsd`` or the users'
+        daily or monthly cap. When none does, the budget modules are never imported (cold start)."""
+        settings = self.services.settings
+        return self.run.budget_usd is not None or bool(settings.budget_user_daily_usd
+                                                       or settings.budget_user_monthly_usd)
+
     # ---- commit ------------------------------------------------------------------------------
     def commit(self, *, park: bool = False) -> None:
         """Commit everything pending with the run. The invocation keeps (renews) its lease while the
