@@ -97,8 +97,21 @@ typecheck: $(STAMP)
 infra-test:
 	$(MAKE) -C infra test
 
-bench: $(STAMP) $(BWRAP)  ## performance figures (JSON)
-	$(PY) -m bench.run
+# `BENCH_PEERS=1 make bench` also measures the peer frameworks (bench/peers.py) in their own venv,
+# pinned in bench/peers-requirements.txt, built here when missing (BENCH_PEERS_VENV elsewhere reuses
+# one). make bench measures the previous commit beside this tree (bench/versus.py; BENCH_BASELINE_REF).
+BENCH_PEERS_VENV ?= var/peers-venv
+BENCH_BASELINE_REF ?= HEAD~1
+PEERS_STAMP := $(BENCH_PEERS_VENV)/.installed-$(shell cat bench/peers-requirements.txt | sha256sum | cut -c1-12)
+PEERS_DEPS := $(if $(filter 1 true yes,$(BENCH_PEERS)),$(PEERS_STAMP))
+
+$(PEERS_STAMP): bench/peers-requirements.txt
+	test -x $(BENCH_PEERS_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_PEERS_VENV)
+	$(BENCH_PEERS_VENV)/bin/pip install -q --disable-pip-version-check -r bench/peers-requirements.txt
+	rm -f $(BENCH_PEERS_VENV)/.installed-* && touch $(PEERS_STAMP)
+
+bench: $(STAMP) $(BWRAP) $(PEERS_DEPS)  ## performance figures (JSON); BENCH_PEERS=1: with the peer frameworks
+	BENCH_PEERS_VENV=$(abspath $(BENCH_PEERS_VENV)) BENCH_BASELINE_REF=$(BENCH_BASELINE_REF) $(PY) -m bench.run
 
 reliability: $(STAMP) $(BWRAP)  ## the approval/resume, plan-session, queue, script and money-budget reliability scenarios (JSON summaries)
 	$(PY) -m bench.reliability

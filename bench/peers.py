@@ -10,8 +10,9 @@ each process's REF, since the machine's speed drifts between processes.
 - ``BENCH_PEERS_DIR`` (default ``../shared/bench-peers`` beside this checkout): the scripts, copied
   to a temporary directory (the folder may be read-only: they write ``db/`` next to themselves);
   ``bench/peer_ours.py``, our maintained copy of its ``bench_ours.py``, replaces that one.
-- ``BENCH_PEERS_VENV`` (default ``$BENCH_PEERS_DIR/venv``): the peers' virtualenv (README: how to
-  install it). Missing, the section says so and nothing is measured.
+- ``BENCH_PEERS_VENV`` (default ``var/peers-venv`` in this checkout): the peers' virtualenv, pinned
+  in ``bench/peers-requirements.txt``; ``BENCH_PEERS=1 make bench`` builds it when missing. Missing
+  here (``python -m bench.run`` alone), the section says so and nothing is measured.
 - ``BENCH_PEERS_CLOCK=cpu``: every process timed on its CPU time instead of the wall clock (the
   harness unchanged, its clock replaced): on a loaded machine the wall clock counts the waits for a
   core, which are not the frameworks' cost.
@@ -45,7 +46,7 @@ def peers_dir() -> str:
 
 
 def peers_python() -> str:
-    venv = os.environ.get("BENCH_PEERS_VENV", os.path.join(peers_dir(), "venv"))
+    venv = os.environ.get("BENCH_PEERS_VENV", os.path.join(REPO, "var", "peers-venv"))
     return os.path.join(venv, "bin", "python")
 
 
@@ -88,8 +89,8 @@ def figures(quick: bool, log: Any) -> dict[str, Any]:
     with ``ratio`` = ours / best durable peer (REF-normalised; ``ratio_raw``: plain medians)."""
     src, py = peers_dir(), peers_python()
     if not os.path.isfile(py):
-        return {"measured": False, "note": f"no peers venv at {py}: see {src}/README.md "
-                                           "(or set BENCH_PEERS_VENV)"}
+        return {"measured": False, "note": f"no peers venv at {py}: BENCH_PEERS=1 make bench builds it "
+                                           "(bench/peers-requirements.txt), or set BENCH_PEERS_VENV"}
     work = tempfile.mkdtemp(prefix="bench-peers-")
     for name in os.listdir(src):
         path = os.path.join(src, name)
