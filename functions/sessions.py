@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import flask
 
-from functions.common import caller
+from functions.common import caller, starting_caller
 from shared.ndjson import ndjson
 from shared.query import params, resume_after
 from shared.web import (
@@ -40,9 +40,9 @@ def list_sessions(request: flask.Request, path: Mapping[str, str]) -> flask.Resp
 def create_session(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     from shared import session_handlers as api
 
-    rt, uid = caller(request)
-    created, replayed = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes),
-                                   idempotency_key=idempotency_key(request))
+    with starting_caller(request) as (rt, uid, deferred):
+        created, replayed = api.create(rt, uid, read_json_body(request, rt.settings.max_body_bytes),
+                                       idempotency_key=idempotency_key(request), deferred=deferred)
     return json_response(created.to_json(), status=201 if created.ok else 200,
                          headers={"Idempotent-Replayed": "true"} if replayed else None)
 

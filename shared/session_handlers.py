@@ -23,10 +23,12 @@ from shared.plans.contracts import (
 from shared.plans.views import created, session_view
 from shared.responses import ResponseBody
 from shared.state.docstore import PreconditionFailed
+from shared.state.limits_repo import commit_guarded
 from shared.state.plan_records import SessionStatus
 from shared.web import parse_model
 
 if TYPE_CHECKING:
+    from shared.limits import DeferredRequest
     from shared.runtime import Runtime
 
 
@@ -58,9 +60,11 @@ def _replayed(rt: Runtime, uid: str, session_id: str, fingerprint: str) -> Sessi
     return created(session, unit.read(rt.sessions, rt.runs, session).tasks)
 
 
-def create(rt: Runtime, uid: str, body: Any, idempotency_key: str | None = None) -> tuple[SessionCreated, bool]:
+def create(rt: Runtime, uid: str, body: Any, idempotency_key: str | None = None,
+           deferred: DeferredRequest | None = None) -> tuple[SessionCreated, bool]:
     """A new session and its proposed plan, and whether it was one a repeated Idempotency-Key had
-    created already (nothing is planned again then)."""
+    created already (nothing is planned again then). ``deferred``: the request's count, read with
+    the start's other documents and committed before the planning call (issue 33)."""
     req = parse_model(CreateSessionRequest, body)
     session_id = fingerprint = None
     if idempotency_key:
@@ -68,8 +72,15 @@ def create(rt: Runtime, uid: str, body: Any, idempotency_key: str | None = None)
         replay = _replayed(rt, uid, session_id, fingerprint)
         if replay is not None:
             return replay, True
-    # The documents of both limit checks in one round trip (issue 33).
-    batch = rt.limits.read_for_start(uid, "sessions")
+    # The documents of both limit checks, the request counter and the user's stamps (its webhooks
+    # of ``session.*``) in one round trip (issue 33).
+    users = rt.services.users
+    batch = rt.limits.read_for_start(uid, "sessions", also=[*users.stamp_paths(uid),
+                                                            *(deferred.paths() if deferred else [])])
+    if deferred is not None:  # counted before anything else of the start, as any request is
+        commit_guarded([deferred.guard(batch)], rt.store.commit, what="the request counter")
+        deferred.committed()
+    stamps = users.stamps(uid, batch)
     rt.limits.check_daily_tokens(uid, batch=batch)  # new model work: before the planning call (docs/limits.md)
     services = rt.services
     deadline = engine.parse_deadline(services, req.deadline)
@@ -83,7 +94,7 @@ def create(rt: Runtime, uid: str, body: Any, idempotency_key: str | None = None)
         outcome = engine.start_planning(services, rt.sessions, uid, req.prompt, deadline=deadline,
                                         repo_url=req.repoUrl, tools=tools, repo_context=context,
                                         keep_workspaces=req.keepWorkspaces, batch=batch, budget_usd=req.budgetUsd,
-                                        session_id=session_id, request_fingerprint=fingerprint)
+                                        session_id=session_id, request_fingerprint=fingerprint, stamps=stamps)
     except PreconditionFailed:
         # The same key's other request created it meanwhile (a client's retry racing the first).
         if session_id is None or fingerprint is None or (replay := _replayed(rt, uid, session_id, fingerprint)) is None:

@@ -66,9 +66,11 @@ def announced(store: DocStore, outbox: Outbox, new_id: Callable[[str], str], uid
 
 def session_announced(store: DocStore, outbox: Outbox, new_id: Callable[[str], str], uid: str,
                       event: SessionEventType, session_id: str, *, run_id: str | None = None,
-                      error: dict[str, Any] | None = None) -> tuple[list[Write], list[str]]:
+                      error: dict[str, Any] | None = None, stamped: tuple[StampedCache, Stamps] | None = None
+                      ) -> tuple[list[Write], list[str]]:
     """A plan session's ``event`` (``session.*``): ``data`` names the session, its execution's run
-    (none before it is confirmed), its new status and the error it ended with."""
+    (none before it is confirmed), its new status and the error it ended with. ``stamped``: as
+    :func:`announced`'s (no query for a user the stamps know has no webhook)."""
     return announced(store, outbox, new_id, uid, event, {"sessionId": session_id, "runId": run_id,
                                                          "status": event.removeprefix("session."), "error": error},
-                     subject=run_id)
+                     subject=run_id, stamped=stamped)

@@ -91,10 +91,9 @@ class PlanHost(Host):
 
     def before_step(self, ctx: RunContext) -> StopOutcome | None:
         state = plan_state(ctx)
-        got = self.sessions.get(state.session_id)
-        if got is None:
-            return NextStepFailed(FailureCode.SESSION_NOT_FOUND, "the session is gone")
-        if got[0].cancel_requested:
+        # A cancel asks the run itself to stop (``SessionsRepo.request_cancel``): read with the run
+        # at its claim, or adopted by the commit it made fail; no read of the session per act.
+        if ctx.run.stop_requested is not None:
             return NextStepFailed(FailureCode.CANCELLED, "cancelled by the user")
         left = state.deadline - time.time()
         if left <= 0:
@@ -259,10 +258,13 @@ class PlanHost(Host):
 
 
 def _announce(ctx: RunContext, event: SessionEventType, error: dict[str, Any] | None = None) -> list[str]:
-    """The session's webhook deliveries of this transition (``session.*``), in the step's commit."""
+    """The session's webhook deliveries of this transition (``session.*``), in the step's commit;
+    the user's webhooks are listed through the invocation's stamps, as a chat run's stops do (no
+    query for a user known to have none, or whose list this process read at the same stamp)."""
     services = ctx.services
     writes, ids = session_announced(services.runs.store, services.outbox, services.new_id, ctx.run.uid, event,
-                                    plan_state(ctx).session_id, run_id=ctx.run.run_id, error=error)
+                                    plan_state(ctx).session_id, run_id=ctx.run.run_id, error=error,
+                                    stamped=None if ctx.stamps is None else (services.stamped, ctx.stamps))
     ctx.write(*writes)
     return ids
 

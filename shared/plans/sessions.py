@@ -40,6 +40,7 @@ from shared.state.plan_tasks import OPEN_TASK_STATUSES
 from shared.state.records import RunError, RunRecord
 from shared.state.sessions_repo import SessionsRepo
 from shared.state.transitions import move_run
+from shared.state.users_repo import Stamps
 from shared.usage.budget import CappedModel
 from shared.usage.meter import MeteredCall, MeteredModel
 
@@ -94,7 +95,8 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                    repo_context: str | None = None, session_id: str | None = None,
                    guidance: str | None = None, keep_workspaces: bool = False,
                    batch: BatchedReads | None = None, budget_usd: float | None = None,
-                   extra_writes: list[Write] | None = None, request_fingerprint: str | None = None) -> PlanOutcome:
+                   extra_writes: list[Write] | None = None, request_fingerprint: str | None = None,
+                   stamps: Stamps | None = None) -> PlanOutcome:
     """Create a session and propose its plan (``awaiting_confirmation``); a plan the model cannot
     produce leaves the session ``failed`` (``MALFORMED_PLAN`` or ``MODEL_ERROR``). Every session
     counts against the user's active sessions (``LIMIT_ACTIVE_SESSIONS``, also one a chat run
@@ -103,7 +105,8 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
     documents as read with the start's others (``Limits.read_for_start``). ``extra_writes``: more
     writes of the creating commit (a schedule's occurrence). ``session_id`` given (a schedule's
     occurrence, an Idempotency-Key): the creating commit fails ``PreconditionFailed`` when it exists.
-    ``request_fingerprint``: kept on the session for a repeated Idempotency-Key."""
+    ``request_fingerprint``: kept on the session for a repeated Idempotency-Key. ``stamps``: the
+    user's stamps as the start read them (its ``session.*`` webhooks are listed through them)."""
     session = SessionRecord(session_id=session_id or new_id("ses"), uid=uid, prompt=prompt, deadline=deadline,
                             repo_url=repo_url, tools=tools, keep_workspaces=keep_workspaces,
                             budget_usd=budget_usd, request_fingerprint=request_fingerprint)
@@ -119,11 +122,11 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
                                  timeout_s=min(services.settings.run_deadline_s, deadline - time.time()))
     except ModelError as exc:
         return _failed(services, sessions, session, FailureCode.MODEL_ERROR, f"the planning model failed: {exc}",
-                       extra_writes)
+                       extra_writes, stamps)
     if answer.value is None:
         return _failed(services, sessions, session, FailureCode.MALFORMED_PLAN,
                        "the model's plan did not validate after one repair: " + "; ".join(answer.problems[:5]),
-                       extra_writes)
+                       extra_writes, stamps)
     plan = answer.value
     session.status, session.plan_version = "awaiting_confirmation", 1
     sid = session.session_id
@@ -137,8 +140,8 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
     writes = [sessions.plan_write(sid, PlanVersionRecord(version=1, tasks=plan.tasks, changes=plan.changes,
                                                          reason=plan.summary)),
               *change.writes(services, sessions)]
-    hooks, ids = _announced(services, session, "session.awaiting_confirmation")
-    sessions.create(session, writes + hooks + (extra_writes or []), slot=slot)
+    hooks, ids = _announced(services, session, "session.awaiting_confirmation", stamps=stamps)
+    sessions.create(session, writes + hooks + _zeros(stamps) + (extra_writes or []), slot=slot)
     published(services.outbox, ids)
     log.info("session planned", extra={"fields": {"sessionId": sid, "runId": session.run_id,
                                                   "tasks": len(plan.tasks)}})
@@ -146,16 +149,24 @@ def start_planning(services: Services, sessions: SessionsRepo, uid: str, prompt:
 
 
 def _announced(services: Services, session: SessionRecord, event: SessionEventType,
-               error: RunError | None = None) -> tuple[list[Write], list[str]]:
-    """The ``session.*`` webhook deliveries of a transition made here, for its commit."""
+               error: RunError | None = None, stamps: Stamps | None = None) -> tuple[list[Write], list[str]]:
+    """The ``session.*`` webhook deliveries of a transition made here, for its commit (``stamps``:
+    the user's webhooks listed through them, shared/state/users_repo.py)."""
     error = error or session.error
     return session_announced(services.runs.store, services.outbox, services.new_id, session.uid, event,
                              session.session_id, run_id=session.run_id,
-                             error=error.to_doc() if error is not None else None)
+                             error=error.to_doc() if error is not None else None,
+                             stamped=None if stamps is None else (services.stamped, stamps))
+
+
+def _zeros(stamps: Stamps | None) -> list[Write]:
+    """The 0 stamps of collections a query found empty, for the commit that follows it."""
+    zero = stamps.zero_write() if stamps is not None else None
+    return [] if zero is None else [zero]
 
 
 def _failed(services: Services, sessions: SessionsRepo, session: SessionRecord, code: FailureCode,
-            message: str, extra_writes: list[Write] | None = None) -> PlanOutcome:
+            message: str, extra_writes: list[Write] | None = None, stamps: Stamps | None = None) -> PlanOutcome:
     """A session whose plan could not be made: created ``failed``, with its run (planning, its one
     step, failed) and that run's log (``plan_status failed``)."""
     session.status, session.error = "failed", RunError(code=code, message=message)
@@ -164,8 +175,8 @@ def _failed(services: Services, sessions: SessionsRepo, session: SessionRecord, 
     change.run.error, change.run.mode = session.error, "assistant_text"
     session.run_id = change.run.run_id
     change.emit(PlanStatusEvent(planId=session.session_id, status="failed"))
-    hooks, ids = _announced(services, session, "session.failed")
-    sessions.create(session, [*change.writes(services, sessions), *hooks, *(extra_writes or [])])
+    hooks, ids = _announced(services, session, "session.failed", stamps=stamps)
+    sessions.create(session, [*change.writes(services, sessions), *hooks, *_zeros(stamps), *(extra_writes or [])])
     published(services.outbox, ids)
     log.warning("session planning failed: %s", code, extra={"fields": {"sessionId": session.session_id}})
     return PlanOutcome(session, [])
@@ -253,7 +264,7 @@ def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str
         session.cancel_requested, session.cancel_reason = True, reason
         _end_before_execution(services, sessions, session, token, "cancelled", PAUSED_END["cancelled"])
         return session
-    sessions.request_cancel(session_id, reason)
+    sessions.request_cancel(session_id, reason, run_id=session.run_id)
     session.cancel_requested, session.cancel_reason = True, reason
     if session.run_id and end_paused(services, sessions, session, session.run_id, "cancelled"):
         session.status = "cancelled"

@@ -20,7 +20,8 @@ from shared.state.pages import Page, as_records, read_page
 from shared.state.paused_runs import FailPaused, close_paused
 from shared.state.plan_records import PlanTask, PlanVersionRecord, ReactStep, SessionRecord
 from shared.state.record_base import events_of
-from shared.state.records import AuditRecord, RunError, RunRecord, now
+from shared.state.records import AuditRecord, RunError, RunRecord, StopRequest, now
+from shared.state.thread_queue import stop_request_write
 
 EXPIRE_AT = "expireAt"
 
@@ -103,11 +104,16 @@ class SessionsRepo:
         run.updated_at = now()
         return Write("set", paths.run(run.run_id), run.to_doc(), if_token=token)
 
-    def request_cancel(self, session_id: str, reason: str | None = None) -> None:
+    def request_cancel(self, session_id: str, reason: str | None = None, *, run_id: str | None = None) -> None:
+        """Record the user's cancel on the session and, in the same commit, ask its executing run
+        ``run_id`` to stop (``RunRecord.stopRequested``, as a chat run's cancel: the invocation
+        driving it adopts the request from the commit it makes fail, and the next claim reads it
+        with the run), so the plan host checks it before every act without reading the session."""
         fields: dict[str, Any] = {"cancelRequested": True}
         if reason is not None:
             fields["cancelReason"] = reason
-        self.store.commit([self.update_write(session_id, fields)])
+        stop = [stop_request_write(run_id, StopRequest(mode="cancel"))] if run_id else []
+        self.store.commit([self.update_write(session_id, fields), *stop])
 
     def end_paused(self, session: SessionRecord, run_id: str, closing: list[dict[str, Any]], *,
                    reason: Literal["cancelled", "deadline_exceeded"], error: RunError, fail: FailPaused,
