@@ -14,19 +14,21 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.api import ApproveRequest
-from shared.durable.dispatcher import Dispatcher
 from shared.durable.kinds import RESUME
 from shared.durable.messages import WorkMessage
 from shared.errors import Conflict, Gone, NotFound, Unavailable
-from shared.loop.context import Services
+from shared.formats import args_hash
 from shared.state.docstore import TransactionContention
 from shared.state.records import AuditRecord, now
 from shared.state.runs_txn import RunsTransaction, run_in_transaction
 from shared.state.transitions import move_action
-from shared.tools.registry import args_hash
+
+if TYPE_CHECKING:
+    from shared.durable.dispatcher import Dispatcher
+    from shared.loop.services import Services  # annotations: deciding loads no loop
 
 log = logging.getLogger("agent_runtime.approvals")
 
