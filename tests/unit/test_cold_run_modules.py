@@ -22,9 +22,11 @@ import pytest
 
 from bench.features import FEATURES, REPO, cold_run_modules, loaded, own_modules
 
-OWN_MODULES = 96
+OWN_MODULES = 94
 """``main``, ``shared.*`` and ``functions.*`` modules loaded by a cold run today (107 before issue
-33f made webhooks, budgets and the user's MCP/A2A repository load only when used)."""
+33f made webhooks, budgets and the user's MCP/A2A repository load only when used, and the
+streaming helpers and the message router only where used; one of the 94, ``shared.loop.services``,
+was split out of ``shared.loop.context`` so that ``approve`` loads no loop)."""
 OFF_FEATURE_MODULES = {
     # NOT free when off today (issue 33: a feature off adds no import): what each loads.
     "run_control": ["shared.agent.run_queue", "shared.state.thread_queue"],  # always on: stop check, queue
