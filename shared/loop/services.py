@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from shared.config import Settings
     from shared.durable.outbox import Outbox
     from shared.limits import Limits
-    from shared.loop.context import UnitHost
     from shared.models.base import Model
     from shared.state.budget_repo import BudgetRepo
     from shared.state.runs_repo import RunsRepo
@@ -26,11 +25,12 @@ if TYPE_CHECKING:
 
 
 class HostLookup(Protocol):
-    """The hosts by kind (``loop/host.py``'s ``HostRegistry``)."""
+    """The hosts by kind (``loop/host.py``'s ``HostRegistry``). A host is a ``loop.context.UnitHost``,
+    typed ``Any`` here: this module imports nothing of the loop, not even for types (no cycle)."""
 
     @property
-    def fallback(self) -> UnitHost: ...
-    def get(self, kind: str) -> UnitHost | None: ...
+    def fallback(self) -> Any: ...
+    def get(self, kind: str) -> Any: ...
 
 
 @dataclass
