@@ -1,9 +1,13 @@
 """``make reliability``: money budgets under load and crashes (issue 30, docs/budgets.md).
 
-    python -m bench.budget_reliability [--users 10] [--per-user 20] [--cap 0.05] [--crash 0.05] [--store sqlite]
+    python -m bench.budget_reliability [--users 10] [--per-user 20] [--cap 0.05] [--month-cap 0.08]
+                                       [--earlier 0.04] [--crash 0.05] [--store sqlite]
 
 ``users`` x ``per_user`` runs (default 200), all of a user's runs at once (20 concurrent per
-user), each with its own ``budgetUsd``, under a per-user daily cap (``--cap``, USD). The fake
+user), each with its own ``budgetUsd``, under a per-user daily cap (``--cap``, USD) and a monthly
+cap (``--month-cap``; 0: none), each user having spent ``--earlier`` USD on an earlier day of the
+month (the 1st; today when today is the 1st), so the month's spend is read as the sum of its days'
+counters (docs/budgets.md) and the monthly cap pauses runs before the daily one. The fake
 model is priced (``gemini-3-flash-preview``) and reports tokens; each run makes ``STEPS`` model
 calls and ``STEPS - 1`` tool calls (each tool execution counted by its (run, step)). A share of
 the model calls (``--crash``) kill their invocation (an exception nothing in the runtime catches,
@@ -12,12 +16,14 @@ expired. Every paused run's budget approval is approved and its resume delivered
 completed. Checked, and printed as one JSON summary (exit 1 on a violation):
 
 - no run spent more than its budget (as finally raised) plus one call's maximum cost;
-- no user spent more than their daily cap (as finally raised) plus concurrent runs x one call's
-  maximum (by design the cap holds exactly: each call is reserved at its maximum);
+- no user spent more than their daily cap, nor their monthly cap (each as finally raised), plus
+  concurrent runs x one call's maximum (by design the caps hold exactly: each call is reserved at
+  its maximum);
 - every stop that was not the run's end or a crash was a pause on a budget approval
   (``kind: budget``): no run failed;
 - approving resumed every run to completion with no tool execution and no model call of a step
-  repeated (0 duplicate side effects), and the ledger's counters equal the ledger.
+  repeated (0 duplicate side effects), and the ledger's counters equal the ledger (the month's:
+  the ledger plus the earlier spend).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 from bench.emulator import store_of
@@ -42,6 +49,7 @@ from shared.models.base import ModelRequest, ModelResponse
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
 from shared.state.docstore import DocStore
+from shared.state.records import UsageEntry
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
@@ -107,15 +115,30 @@ class World:
         return FunctionModel(answer, name=MODEL)
 
 
+def earlier_this_month(rt: Runtime, uid: str, usd: float) -> str:
+    """A model call of an earlier run on the 1st of this UTC month (today when today is the 1st):
+    the ledger entry and its day's counter. Returns the day."""
+    now = datetime.now(UTC)
+    at = now.replace(day=1, hour=0, minute=30, second=0, microsecond=0) if now.day > 1 else now
+    day = at.date().isoformat()
+    rt.usage.record(UsageEntry(entry_id=f"run_earlier-{uid}", uid=uid, unit_kind="run", unit_id="run_earlier",
+                               component="loop", operation_type="chat", model=MODEL, cost_usd=usd,
+                               at=at.timestamp(), day=day))
+    return day
+
+
 def run_scenario(store: DocStore, *, users: int, per_user: int, cap: float, crash_share: float,
-                 seed: int) -> dict[str, Any]:
+                 seed: int, month_cap: float = 0.0, earlier: float = 0.0) -> dict[str, Any]:
     world = World(crash_share, seed)
     settings = Settings(state_backend="sqlite", auth_mode="local", dispatcher="none", run_deadline_s=60.0,
-                        model_max_output_tokens=200, budget_user_daily_usd=cap, lease_ttl_s=LEASE_S,
-                        model_timeout_s=1.0, limit_active_runs=0, limit_requests_per_minute=0)
+                        model_max_output_tokens=200, budget_user_daily_usd=cap, budget_user_monthly_usd=month_cap,
+                        lease_ttl_s=LEASE_S, model_timeout_s=1.0, limit_active_runs=0, limit_requests_per_minute=0)
     rt = Runtime(settings, store=store, model=world.model(settings), registry=world.registry(),
                  dispatcher=RecordingDispatcher())
     uids = [f"user{u}" for u in range(users)]
+    today = datetime.now(UTC).date().isoformat()
+    seeded = {earlier_this_month(rt, uid, earlier) for uid in uids} if earlier > 0 else set()
+    earlier_today = today in seeded  # the 1st: the earlier spend is in today's counter too
     runs: dict[str, tuple[str, str]] = {}  # run id -> (uid, label)
     lock = threading.Lock()
     violations: list[str] = []
@@ -179,18 +202,22 @@ def run_scenario(store: DocStore, *, users: int, per_user: int, cap: float, cras
     missing = sorted(expected - set(world.executions))
     user_spend = {}
     for uid in uids:
-        day, _month = rt.services.budgets.spent(uid)
+        day, month = rt.services.budgets.spent(uid)
         ledger = sum(e.cost_usd for rid, (u, _l) in runs.items() if u == uid for e in rt.usage.for_unit(uid, rid))
-        if abs(day - ledger) > 1e-6:
+        if abs(day - ledger - (earlier if earlier_today else 0.0)) > 1e-6:
             violations.append(f"{uid}: day counter {day} != ledger {ledger}")
-        cap_now, _ = rt.services.budgets.caps(uid, cap, 0.0)
-        user_spend[uid] = {"spentUsd": round(day, 6), "capUsd": cap_now}
+        if month_cap and abs(month - ledger - earlier) > 1e-6:
+            violations.append(f"{uid}: month's counters {month} != ledger {ledger} + earlier {earlier}")
+        cap_now, month_cap_now = rt.services.budgets.caps(uid, cap, month_cap)
+        user_spend[uid] = {"spentUsd": round(day, 6), "capUsd": cap_now, "spentThisMonthUsd": round(month, 6),
+                           "monthlyCapUsd": month_cap_now}
     if duplicates:
         violations.append(f"{len(duplicates)} tool executions repeated")
     if missing:
         violations.append(f"{len(missing)} tool executions missing")
     return {
         "runs": len(runs), "users": users, "concurrent_per_user": per_user, "daily_cap_usd": cap,
+        "monthly_cap_usd": month_cap, "earlier_this_month_usd": earlier,
         "run_budget_usd": RUN_BUDGET_USD, "crashes": world.crashes, "statuses": dict(statuses_count),
         "budget_pauses": tally["budget_pauses"], "pauses_by_scope": {k[6:]: v for k, v in tally.items()
                                                                       if k.startswith("scope_")},
@@ -206,10 +233,14 @@ def check_spend(rt: Runtime, uid: str, run_cost: float, run_budget: float | None
     one_call = world.max_call_usd
     if run_budget is not None and run_cost > run_budget + one_call + 1e-9:
         violations.append(f"{rid}: spent {run_cost} over its budget {run_budget} + one call {one_call}")
-    day, _ = rt.services.budgets.spent(uid)
-    cap, _ = rt.services.budgets.caps(uid, rt.settings.budget_user_daily_usd, 0.0)
+    day, month = rt.services.budgets.spent(uid)
+    cap, month_cap = rt.services.budgets.caps(uid, rt.settings.budget_user_daily_usd,
+                                              rt.settings.budget_user_monthly_usd)
     if day > cap + per_user * one_call + 1e-9:
         violations.append(f"{uid}: spent {day} over the daily cap {cap} + {per_user} calls of {one_call}")
+    if month_cap and month > month_cap + per_user * one_call + 1e-9:
+        violations.append(f"{uid}: spent {month} this month, over the monthly cap {month_cap} + {per_user} calls "
+                          f"of {one_call}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--users", type=int, default=10)
     p.add_argument("--per-user", type=int, default=20)
     p.add_argument("--cap", type=float, default=0.05)
+    p.add_argument("--month-cap", type=float, default=0.08)
+    p.add_argument("--earlier", type=float, default=0.04, help="USD each user spent earlier this month")
     p.add_argument("--crash", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--store", choices=("sqlite", "firestore"), default="sqlite")
@@ -224,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.disable(logging.WARNING)
     with store_of(args.store) as store:
         out = run_scenario(store, users=args.users, per_user=args.per_user, cap=args.cap, crash_share=args.crash,
-                           seed=args.seed)
+                           seed=args.seed, month_cap=args.month_cap, earlier=args.earlier)
     out["store"] = args.store
     print(json.dumps(out, indent=2))
     return 1 if out["violation_count"] else 0

@@ -38,9 +38,9 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from bench.instrument import InstrumentedStore, collection_id
 from bench.scenario import STEPS_MARK, bench_registry, bench_settings, step_model
@@ -49,8 +49,9 @@ from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel
 from shared.runtime import Runtime, set_runtime
-from shared.state.docstore import DocStore
+from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 
+T = TypeVar("T")
 UID = "feat-bench"
 HEADERS = {"Authorization": f"Bearer dev:{UID}"}
 STEPS = 4
@@ -89,8 +90,11 @@ FEATURES = (
             on="not measured here (needs a remote A2A agent)"),
     Feature("otel", (), ("opentelemetry", "shared.otel", "google.cloud.trace"),
             on="the tracing section (per step off and on, import time)"),
-    Feature("budgets", ("usageMonths",), ("shared.usage.budget", "shared.loop.budget_pause",
-                                          "shared.state.budget_repo"), documents=("limits/budget",),
+    # Budgets write no collection of their own (a model call's cost is on the ledger's day counter,
+    # ``usageDays``, budgets on or off; the month's spend is the sum of its days): their document is
+    # the user's ``limits/budget`` (reservations and raised caps), in a collection the limits share.
+    Feature("budgets", (), ("shared.usage.budget", "shared.loop.budget_pause",
+                            "shared.state.budget_repo"), documents=("limits/budget",),
             on="measured here: the run with budgetUsd and the user's daily and monthly caps set"),
     Feature("mcp", ("mcpServers",), ("mcp", "shared.tools.mcp_tools", "shared.tools.mcp_listings",
                                      "shared.connectors.user_mcp", "shared.state.mcp_servers_repo"),
@@ -120,6 +124,65 @@ def _owned(feature: Feature, trip: str) -> bool:
     return bool(cols) and cols <= set(feature.collections)
 
 
+class _RecordingTransaction:
+    """A transaction noting the paths it reads and writes (the writes of its last attempt)."""
+
+    def __init__(self, inner: Transaction, written: list[str], read: Counter[str]) -> None:
+        self._inner = inner
+        self._written = written
+        self._read = read
+
+    def get(self, path: str) -> Doc | None:
+        self._read[path] += 1
+        return self._inner.get(path)
+
+    def query(self, query: Query) -> list[Doc]:
+        return self._inner.query(query)
+
+    def write(self, write: Write) -> None:
+        self._written.append(write.path)
+        self._inner.write(write)
+
+
+class PathCountingStore(InstrumentedStore):
+    """The counting wrapper, also counting the documents read and written by path (a feature's
+    documents in a collection others use too: ``Feature.documents``)."""
+
+    def __init__(self, inner: DocStore) -> None:
+        super().__init__(inner)
+        self.paths_read: Counter[str] = Counter()
+        self.paths_written: Counter[str] = Counter()
+
+    def get(self, path: str) -> Doc | None:
+        self.paths_read[path] += 1
+        return super().get(path)
+
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        self.paths_read.update(paths)
+        return super().get_many(paths)
+
+    def commit(self, writes: Sequence[Write]) -> list[str]:
+        tokens = super().commit(writes)
+        self.paths_written.update(w.path for w in writes)
+        return tokens
+
+    def run_transaction(self, fn: Callable[[Transaction], T]) -> T:
+        written: list[str] = []
+
+        def recording(t: Transaction) -> T:
+            written.clear()
+            return fn(_RecordingTransaction(t, written, self.paths_read))
+
+        out = super().run_transaction(recording)
+        self.paths_written.update(written)
+        return out
+
+
+def documents_of(feature: Feature, counts: Counter[str] | dict[str, int]) -> int:
+    """Of documents counted by path, those that are ``feature``'s own documents (``documents``)."""
+    return sum(n for p, n in counts.items() if any(p.endswith("/" + d) for d in feature.documents))
+
+
 @dataclass
 class Run:
     trips: list[str]
@@ -130,6 +193,8 @@ class Run:
     docs_read: dict[str, int]
     docs_written: dict[str, int]
     status: str
+    paths_read: dict[str, int] = field(default_factory=dict)
+    paths_written: dict[str, int] = field(default_factory=dict)
 
 
 def documents_per_tool_step(run: Run) -> dict[str, float]:
@@ -147,7 +212,7 @@ def measure_run(inner: DocStore, *, setup: Callable[[Any, Runtime], None] | None
                  body: dict[str, Any] | None = None, **settings: Any) -> Run:
     from devserver import create_app
 
-    store = InstrumentedStore(inner)
+    store = PathCountingStore(inner)
     marks: list[int] = []
     docs: list[dict[str, int]] = []
     trips: list[str] = []
@@ -172,13 +237,15 @@ def measure_run(inner: DocStore, *, setup: Callable[[Any, Runtime], None] | None
         docs.clear()
         trips = store.record_trips()
         before = store.snapshot()
+        read_before, written_before = Counter(store.paths_read), Counter(store.paths_written)
         resp = client.post("/api/agent/run", json={"prompt": f"go {STEPS_MARK}{STEPS}", **(body or {})},
                            headers=HEADERS)
         got = resp.get_json()
         if resp.status_code != 200 or len(marks) != STEPS:
             raise RuntimeError(f"run: {resp.status_code} {got}, {len(marks)} model calls")
         delta = InstrumentedStore.delta(store.snapshot(), before)
-        return Run(list(trips), list(marks), list(docs), delta["docs_read"], delta["docs_written"], got["status"])
+        return Run(list(trips), list(marks), list(docs), delta["docs_read"], delta["docs_written"], got["status"],
+                   _diff(store.paths_read, read_before), _diff(store.paths_written, written_before))
     finally:
         set_runtime(None)
 
@@ -280,6 +347,12 @@ def measure(open_store: Callable[[], contextlib.AbstractContextManager[DocStore]
         trips = feature_trips(feature, phases)
         read = {c: n for c, n in off.docs_read.items() if c in feature.collections}
         written = {c: n for c, n in off.docs_written.items() if c in feature.collections}
+        if feature.documents:  # its documents in a shared collection, counted by path
+            read["documents"] = documents_of(feature, off.paths_read)
+            written["documents"] = documents_of(feature, off.paths_written)
+        if feature.after_start:  # the documents of its own reads after the start (run control: the thread)
+            read["after_start"] = sum(len(t.split()) - 1 for p in ("step", "stop") for t in trips[p]
+                                      if t.partition(" ")[0] in ("get", "get_many"))
         mods = loaded(modules, feature.modules)
         counts = {"start_round_trips": len(trips["start"]),
                   "round_trips_per_tool_step": _per_step(len(trips["step"])),

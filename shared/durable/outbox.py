@@ -74,7 +74,15 @@ class Outbox:
         got = self.repo.get(entry_id)
         if got is None:
             return True
-        entry = got[0]
+        return self._publish(got[0])
+
+    def deliver_recorded(self, message: WorkMessage, entry_id: str) -> bool:
+        """:meth:`deliver` of the entry this process has just committed (``record(message,
+        entry_id)``): as recorded, so it is not read back (one round trip less, issue 33)."""
+        return self._publish(self.entry(message, entry_id))
+
+    def _publish(self, entry: OutboxEntry) -> bool:
+        entry_id = entry.entry_id
         message = message_of(entry)
         try:
             self.dispatcher.publish(message)

@@ -143,7 +143,7 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             return "terminal"
         if not leases.claimable(run.lease):
             return "busy"
-        actions = services.runs.list_actions(run_id)
+        actions = services.runs.open_actions(run_id)  # the open turn's: never inside a turns document
         if run.status == "awaiting_confirmation":
             open_actions = [a for a in actions if a.turn_index == run.pending_turn]
             if any(a.status == "awaiting_confirmation" for a in open_actions):

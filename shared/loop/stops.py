@@ -114,12 +114,12 @@ def park(ctx: RunContext, outcome: NextStepYield) -> str:
     run = ctx.run
     outbox = ctx.services.outbox
     entry_id = continue_entry_id(run.run_id, run.steps)
-    ctx.write(outbox.record(WorkMessage(kind=CONTINUE, unitId=run.run_id, uid=run.uid,
-                                        traceparent=run.trace_parent), entry_id))
+    message = WorkMessage(kind=CONTINUE, unitId=run.run_id, uid=run.uid, traceparent=run.trace_parent)
+    ctx.write(outbox.record(message, entry_id))
     ctx.emit(StatusEvent(status=run.status, threadId=run.thread_id, runId=run.run_id))
     ctx.commit(park=True)
     log_stop(ctx, "run yielded", reason=outcome.reason)
-    outbox.deliver(entry_id)
+    outbox.deliver_recorded(message, entry_id)
     return entry_id
 
 

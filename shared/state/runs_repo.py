@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from shared.errors import NotFound, Unprocessable
+from shared.errors import NotFound, StoredValueInvalid, Unprocessable
 from shared.state import paths
 from shared.state.batched_reads import BatchedReads, read
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
@@ -22,6 +22,7 @@ from shared.state.pages import Page, after, as_records, merged, page_of, read_pa
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
 from shared.state.record_base import events_of, finite
 from shared.state.records import (
+    TERMINAL_ACTION_STATUSES,
     ActionRecord,
     ApprovalRecord,
     ApprovalStatus,
@@ -66,6 +67,8 @@ use, as Stripe's keys. Its document carries ``expireAt`` (Firestore's TTL policy
 an expired key is a new key. Keys stored before issue 35 (no ``expireAt``) expire 24 h after
 ``createdAt`` and, having no fingerprint, replay their run whatever the body."""
 TURNS_KEY = "turns"
+ACTIONS_KEY = "actions"
+"""In a turns document: the actions of the calls its turns answer (:func:`answered_here`)."""
 SHARED_TURNS_MAX_CHARS = 256 * 1024
 EVENTS_KEY = "events"
 SHARED_EVENTS_MAX = 32
@@ -83,15 +86,44 @@ def turn_doc(turn: Turn) -> dict[str, Any]:
 
 
 def turn_writes(run_id: str, new_turns: Mapping[int, Turn]) -> list[Write]:
-    """The documents of the turns one commit adds. Consecutive turns (a step's model turn and its
-    tool responses) share one document named by the first one's index, ``{"turns": [...]}``: one
-    document per step instead of two. Turns too large together get a document each."""
+    """The documents of the turns one commit adds (:func:`step_writes` without actions)."""
+    return step_writes(run_id, new_turns, ())[0]
+
+
+def answered_here(action: ActionRecord, indexes: set[int]) -> bool:
+    """Whether ``action`` may be stored inside the turns document of its step (issue 33: one
+    document per step less): its call is answered by the next turn of the same document (both turns
+    new in this commit, so the action was never a document of its own), it ended
+    (``completed``/``failed``/``rejected``) and no approval names it. Anything a later read needs by
+    id (a paused turn's calls, a side effect's claim, an approval's action) stays
+    ``runs/{id}/actions/{actionId}``."""
+    return (action.turn_index in indexes and action.turn_index + 1 in indexes
+            and action.status in TERMINAL_ACTION_STATUSES and action.approval_id is None)
+
+
+def step_writes(run_id: str, new_turns: Mapping[int, Turn], actions: Sequence[ActionRecord]
+                ) -> tuple[list[Write], list[ActionRecord]]:
+    """The documents of the turns one commit adds, and the actions left to be documents of their own.
+
+    Consecutive turns (a step's model turn and its tool responses) share one document named by the
+    first one's index, ``{"turns": [...]}``: one document per step instead of two. The actions of
+    the calls those turns answer (:func:`answered_here`) ride in the same document,
+    ``{"turns": [...], "actions": [...]}`` (:meth:`RunsRepo.list_actions` reads both places). Turns
+    too large together get a document each, and their actions documents of their own."""
     docs = [(i, turn_doc(t)) for i, t in sorted(new_turns.items())]
     if len(docs) > 1 and docs[-1][0] - docs[0][0] == len(docs) - 1:  # sorted, distinct: consecutive
-        shared = {TURNS_KEY: [d for _, d in docs]}
+        indexes = {i for i, _ in docs}
+        inline = [a for a in actions if answered_here(a, indexes)]
+        shared: dict[str, Any] = {TURNS_KEY: [d for _, d in docs]}
+        if inline:
+            shared[ACTIONS_KEY] = [a.to_doc() for a in inline]
         if _json_size(shared) <= SHARED_TURNS_MAX_CHARS:
-            return [Write("create", paths.turn(run_id, docs[0][0]), shared)]
-    return [Write("create", paths.turn(run_id, i), d) for i, d in docs]
+            return [Write("create", paths.turn(run_id, docs[0][0]), shared)], [a for a in actions if a not in inline]
+        if inline:
+            del shared[ACTIONS_KEY]
+            if _json_size(shared) <= SHARED_TURNS_MAX_CHARS:
+                return [Write("create", paths.turn(run_id, docs[0][0]), shared)], list(actions)
+    return [Write("create", paths.turn(run_id, i), d) for i, d in docs], list(actions)
 
 
 class RunsRepo:
@@ -305,9 +337,37 @@ class RunsRepo:
         return [ApprovalRecord.from_doc(d.data, d.path) for d in docs if d is not None]
 
     def list_actions(self, run_id: str) -> list[ActionRecord]:
+        """Every action of the run in call order: those of the turns documents (the calls a step
+        answered in its own commit, :func:`step_writes`) and the documents of their own (two
+        queries). An action stored in both places (none is written so) is read from its own."""
+        own = self.open_actions(run_id)
+        seen = {a.action_id for a in own}
+        acts = [*own, *(a for a in self.answered_actions(run_id) if a.action_id not in seen)]
+        return sorted(acts, key=lambda a: (a.turn_index, a.call_index))
+
+    def open_actions(self, run_id: str) -> list[ActionRecord]:
+        """The run's actions stored as documents of their own (``runs/{id}/actions``), in call order:
+        every action of a turn whose calls are not all answered yet (a paused turn, a claimed side
+        effect, an approval's action), which is all a resume needs, and every action of runs
+        written before issue 33's session 3. One query."""
         docs = self.store.query(Query(paths.actions(run_id)))
         acts = [ActionRecord.from_doc(d.data, d.path) for d in docs]
         return sorted(acts, key=lambda a: (a.turn_index, a.call_index))
+
+    def answered_actions(self, run_id: str) -> list[ActionRecord]:
+        """The actions stored inside the run's turns documents (one query of the turns)."""
+        out: list[ActionRecord] = []
+        for d in self.store.query(Query(paths.turns(run_id))):
+            inline = d.data.get(ACTIONS_KEY)
+            if inline is None:
+                continue
+            if not isinstance(inline, list) or not all(isinstance(a, dict) for a in inline):
+                raise StoredValueInvalid(f"{d.path} cannot be read as a turns document ({ACTIONS_KEY}: not a list of "
+                                         "actions): a corrupt or hand-edited document", details={
+                                             "object": d.path,
+                                             "errors": [{"field": ACTIONS_KEY, "message": "not a list of objects"}]})
+            out.extend(ActionRecord.from_doc(a, f"{d.path} ({ACTIONS_KEY}[{i}])") for i, a in enumerate(inline))
+        return out
 
     def expired_leases(self, status: str, before: float, limit: int = 50) -> list[str]:
         """Ids of runs in ``status`` whose lease expired before ``before`` (recovery candidates)."""
@@ -584,8 +644,8 @@ class RunsRepo:
                     events: Sequence[dict[str, Any]]) -> RunSnapshot:
         """One step of a run in one atomic commit: the run, its new turns (by index), the actions'
         current state, other writes (approvals, audit, ledger, outbox...) and the events."""
-        batch = turn_writes(run.run_id, new_turns)
-        batch.extend(self.action_write(a) for a in actions)
+        batch, own = step_writes(run.run_id, new_turns, actions)
+        batch.extend(self.action_write(a) for a in own)
         batch.extend(writes)
         batch.extend(self.event_writes(run.run_id, events))
         return self.commit(snap, run, batch)

@@ -142,3 +142,32 @@ def test_a_users_monthly_cap_pauses_their_runs_and_the_next_month_starts_afresh(
     assert february["monthlyCapUsd"] == 0.01 and february["spentThisMonthUsd"] == 0
     fresh = client.post("/api/agent/run", json={"prompt": "count m3"}, headers=ALICE).get_json()
     assert fresh["status"] == "completed", fresh  # January's $0.008 no longer counts
+
+
+def test_an_old_month_counter_larger_than_its_days_counts(client_of: Any, docstore: DocStore) -> None:
+    """A ``usageMonths/{month}`` counter written by earlier code (issue 30 to issue 33's third
+    session) holding more than the month's day counters (e.g. day counters lost): the month's spend
+    is the larger of the two, for the check before a model call and for the usage view; a smaller
+    one changes nothing; last month's old counter is not this month's."""
+    from shared.state import paths
+    from shared.state.docstore import Write
+
+    now = [JANUARY]
+    rt, client = client_of(budget_user_monthly_usd=0.01)
+    rt.services.clock = lambda: now[0]
+    spend(rt, "alice", 0.001, EARLIER_IN_JANUARY)  # the days' sum: $0.001
+    spend(rt, "bob", 0.002, EARLIER_IN_JANUARY)
+    docstore.commit([Write("set", paths.usage_month("alice", "2031-01"), {"costMicroUsd": 9_000}),  # $0.009
+                     Write("set", paths.usage_month("bob", "2031-01"), {"costMicroUsd": 1_000}),  # < his days
+                     Write("set", paths.usage_month("bob", "2030-12"), {"costMicroUsd": 50_000})])  # last month
+    assert client.get("/api/agent/usage", headers=ALICE).get_json()["budget"]["spentThisMonthUsd"] == pytest.approx(
+        0.009)
+    assert client.get("/api/agent/usage", headers=BOB).get_json()["budget"]["spentThisMonthUsd"] == pytest.approx(
+        0.002)
+    paused = client.post("/api/agent/run", json={"prompt": "count o1"}, headers=ALICE).get_json()
+    assert paused["status"] == "awaiting_confirmation", paused  # $0.009 + a call's up to ~$0.0073 > $0.01
+    [pending] = [a for a in client.get("/api/agent/approvals", headers=ALICE).get_json()["approvals"]
+                 if a["status"] == "pending"]
+    assert pending["budgetScope"] == "user_month" and pending["spentUsd"] == pytest.approx(0.009)
+    # Bob: his days' $0.002 counts, not his smaller old counter nor last month's.
+    assert client.post("/api/agent/run", json={"prompt": "count o2"}, headers=BOB).get_json()["status"] == "completed"

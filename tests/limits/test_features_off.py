@@ -14,7 +14,15 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from bench.features import FEATURES, Run, documents_per_tool_step, feature_trips, measure_run, phases_of
+from bench.features import (
+    FEATURES,
+    Run,
+    documents_of,
+    documents_per_tool_step,
+    feature_trips,
+    measure_run,
+    phases_of,
+)
 from shared.state.docstore import DocStore
 
 # Round trips of each feature when the user does not use it: start / per tool step / stop.
@@ -31,11 +39,11 @@ OFF_ROUND_TRIPS: dict[str, tuple[int, float, int]] = {
 }
 OFF_DOCUMENTS_WRITTEN: dict[str, int] = {}  # budgets free since issue 33's third session: no month counter (the
 # month's spend is the sum of its days' counters); it wrote one per model call before
-DOCUMENTS_PER_TOOL_STEP = {"actions": 1.0, "audit": 1.0, "events": 1.0, "runs": 1.0, "turns": 1.0, "usage": 1.0,
-                           "usageDays": 1.0}
-"""7 documents per tool step (target 4: not met; 7 when the issue was filed, 8 with the month's counter
-of the money budgets, issue 30, until issue 33's third session). Reads per step: 0 (1 before issue
-33's session 2: run control's thread read)."""
+DOCUMENTS_PER_TOOL_STEP = {"audit": 1.0, "events": 1.0, "runs": 1.0, "turns": 1.0, "usage": 1.0, "usageDays": 1.0}
+"""6 documents per tool step (target 4: not met; 7 when the issue was filed, 8 with the month's counter
+of the money budgets, issue 30, until issue 33's third session; 7 until issue 33's session 3
+(issue-33e) put the actions of a step's answered calls inside its turns document). Reads per step:
+0 (1 before issue 33's session 2: run control's thread read)."""
 
 
 def _off(store: DocStore) -> Run:
@@ -53,7 +61,11 @@ def test_each_feature_off_costs_what_it_costs_today(store: DocStore) -> None:
         got = (len(trips["start"]), len(trips["step"]) / 2, len(trips["stop"]))
         assert got == OFF_ROUND_TRIPS[feature.name], (feature.name, trips)
         written = sum(n for c, n in run.docs_written.items() if c in feature.collections)
+        written += documents_of(feature, run.paths_written)  # its documents in shared collections (budgets)
         assert written == OFF_DOCUMENTS_WRITTEN.get(feature.name, 0), (feature.name, run.docs_written)
+        read = sum(n for c, n in run.docs_read.items() if c in feature.collections)
+        read += documents_of(feature, run.paths_read)
+        assert read == 0, (feature.name, run.docs_read, run.paths_read)
     # Nothing of a feature that is off is read or written in its own collections besides the above.
     assert not {"workspaces", "deliveries", "a2aTasks", "pushConfigs"} & (set(run.docs_read) | set(run.docs_written))
 
@@ -81,3 +93,12 @@ def test_a_feature_turned_on_shows_in_its_counts(store: DocStore) -> None:
     trips = feature_trips(hooks, phases_of(run))
     assert len(trips["stop"]) == 1 and trips["start"] == trips["step"] == [], trips
     assert run.docs_written.get("deliveries") == 1 and run.docs_written.get("outbox", 0) >= 1, run.docs_written
+
+
+def test_budgets_turned_on_show_in_their_documents(store: DocStore) -> None:
+    """Budgets' own document (``limits/budget``, in the collection the limits share) is counted by
+    path: 0 off (above), read and written at each model call's reservation when on."""
+    run = measure_run(store, body={"budgetUsd": 5.0}, budget_user_daily_usd=50.0)
+    budgets = next(f for f in FEATURES if f.name == "budgets")
+    assert documents_of(budgets, run.paths_written) >= 4 and documents_of(budgets, run.paths_read) >= 4, run
+    assert "usageMonths" not in run.docs_written  # the month's spend is the sum of its days' counters
