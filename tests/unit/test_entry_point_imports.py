@@ -160,8 +160,8 @@ def test_approve_decides_without_the_loop_tools_connectors_goals_or_a_model(seed
     assert _loaded(got["modules"], (*VENDOR_SDKS, *TOOL_MODULES, *TRACING, "shared.connectors", "shared.goals",
                                     "shared.models.factory", "shared.agent.service", "shared.loop.steps",
                                     "shared.agent.chat_host", "shared.plans", "shared.events.plan",
-                                    "shared.events.run", "shared.events.session", "shared.kernel", "shared.loop.context",
-                                    "shared.loop.host", "shared.tools", "shared.models")) == []
+                                    "shared.events.run", "shared.events.session", "shared.kernel",
+                                    "shared.loop.context", "shared.loop.host", "shared.tools", "shared.models")) == []
 
 
 @pytest.mark.parametrize("signature", ["cloudevent", ""], ids=["signature-cloudevent", "no-signature-type"])
