@@ -111,7 +111,7 @@ $(PEERS_STAMP): bench/peers-requirements.txt
 	rm -f $(BENCH_PEERS_VENV)/.installed-* && touch $(PEERS_STAMP)
 
 bench: $(STAMP) $(BWRAP) $(PEERS_DEPS)  ## performance figures (JSON); BENCH_PEERS=1: with the peer frameworks
-	BENCH_PEERS_VENV=$(abspath $(BENCH_PEERS_VENV)) BENCH_BASELINE_REF=$(BENCH_BASELINE_REF) $(PY) -m bench.run
+	@BENCH_PEERS_VENV=$(abspath $(BENCH_PEERS_VENV)) BENCH_BASELINE_REF=$(BENCH_BASELINE_REF) $(PY) -m bench.run
 
 reliability: $(STAMP) $(BWRAP)  ## the approval/resume, plan-session, queue, script and money-budget reliability scenarios (JSON summaries)
 	$(PY) -m bench.reliability

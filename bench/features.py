@@ -136,6 +136,10 @@ class _RecordingTransaction:
         self._read[path] += 1
         return self._inner.get(path)
 
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        self._read.update(paths)
+        return self._inner.get_many(paths)
+
     def query(self, query: Query) -> list[Doc]:
         return self._inner.query(query)
 

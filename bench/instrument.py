@@ -11,7 +11,7 @@ collection id too, one per write of a commit or transaction that applied.
 
 Sequential round trips (issue 33) are counted per calling thread too: each ``get``, ``get_many``,
 ``query``, ``sum_of`` and ``commit`` is one, a transaction is one for its commit plus one per read
-inside it (``Transaction.get``/``query``, again on each attempt). Firestore's ``BeginTransaction``
+inside it (``Transaction.get``/``get_many``/``query``, again on each attempt). Firestore's ``BeginTransaction``
 RPC is not counted (the client may send it with the first read). ``latency_s`` sleeps that long on
 each round trip: a real Firestore's ~5-30 ms per call, injected on the emulator or SQLite.
 
@@ -216,6 +216,10 @@ class _InstrumentedTransaction:
     def get(self, path: str) -> Doc | None:
         _count_read(self._stats, (path,))
         return self._timed("txn_get", lambda: self._inner.get(path), path)
+
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        _count_read(self._stats, paths)
+        return self._timed("txn_get_many", lambda: self._inner.get_many(paths), " ".join(paths))
 
     def query(self, query: Query) -> list[Doc]:
         return _count_query(self._stats, query, self._timed("txn_query", lambda: self._inner.query(query),

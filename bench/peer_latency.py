@@ -154,6 +154,17 @@ def _wrap(cls: type, names: tuple[str, ...], *, writes: tuple[str, ...], is_asyn
         setattr(cls, name, wrap(f"{cls.__name__}.{name}", method, name in writes))  # type: ignore[operator]
 
 
+def _notes_model_calls(cls: type, name: str) -> None:
+    """The peer script's scripted model notes the time of its first call (``Trace.model_called``)."""
+    method = getattr(cls, name)
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        TRACE.model_called()
+        return method(self, *args, **kwargs)
+
+    setattr(cls, name, call)
+
+
 # ---- the peers -------------------------------------------------------------------------------
 async def openai_agents() -> tuple[str, str, Callable[[], Awaitable[str]]]:
     import bench_openai_agents as boa
@@ -162,13 +173,7 @@ async def openai_agents() -> tuple[str, str, Callable[[], Awaitable[str]]]:
 
     _wrap(SQLiteSession, ("get_items", "add_items", "pop_item", "clear_session"),
           writes=("add_items", "pop_item", "clear_session"), is_async=True)
-    model_call = boa.ScriptedModel.get_response
-
-    async def get_response(self: Any, *args: Any, **kwargs: Any) -> Any:
-        TRACE.model_called()
-        return await model_call(self, *args, **kwargs)
-
-    boa.ScriptedModel.get_response = get_response  # type: ignore[method-assign]
+    _notes_model_calls(boa.ScriptedModel, "get_response")  # a coroutine function: noted when called
     agent = Agent(name="bench", instructions="You are a bench agent.", model=boa.ScriptedModel(),
                   tools=[boa.lookup_async])
     config = RunConfig(tracing_disabled=True)
@@ -199,13 +204,7 @@ def _langgraph(durability: str | None) -> Callable[[], Awaitable[tuple[str, str,
         if not hasattr(SqliteSaver, "_counted"):
             _wrap(SqliteSaver, ("get_tuple", "list", "put", "put_writes", "delete_thread"),
                   writes=("put", "put_writes", "delete_thread"), is_async=False)
-            generate = blg.ScriptedChatModel._generate
-
-            def _generate(self: Any, *args: Any, **kwargs: Any) -> Any:
-                TRACE.model_called()
-                return generate(self, *args, **kwargs)
-
-            blg.ScriptedChatModel._generate = _generate  # type: ignore[method-assign]
+            _notes_model_calls(blg.ScriptedChatModel, "_generate")
             SqliteSaver._counted = True  # type: ignore[attr-defined]
         conn = sqlite3.connect(blg._fresh_db(f"lg_latency_{durability}.sqlite"), check_same_thread=False)
         saver = SqliteSaver(conn)
@@ -236,13 +235,7 @@ async def google_adk() -> tuple[str, str, Callable[[], Awaitable[str]]]:
     _wrap(SqliteSessionService, ("create_session", "get_session", "list_sessions", "delete_session",
                                  "get_user_state", "append_event"),
           writes=("create_session", "delete_session", "append_event"), is_async=True)
-    generate = badk.ScriptedLlm.generate_content_async
-
-    def generate_content_async(self: Any, *args: Any, **kwargs: Any) -> Any:
-        TRACE.model_called()
-        return generate(self, *args, **kwargs)
-
-    badk.ScriptedLlm.generate_content_async = generate_content_async  # type: ignore[method-assign]
+    _notes_model_calls(badk.ScriptedLlm, "generate_content_async")  # called, then its generator iterated
     service = SqliteSessionService(badk._fresh_db("adk_latency.db"))
     badk.lookup.__name__ = "lookup"
     agent = LlmAgent(name="bench", model=badk.ScriptedLlm(model="scripted"), instruction="You are a bench agent.",

@@ -12,8 +12,10 @@ each of its calls:
 - ``tool_step``: the same run asking for 10 steps (9 read-only tool calls): round trips between
   two model calls, steady state (between model calls 2 and 10);
 - ``resume``: a run paused for an approval (a side-effect tool), ``POST /api/agent/approve``, then
-  the published resume message handled: from the handler's start to the next model call (the
-  approved tool, which touches no store, runs in between); the approve request's own count too;
+  the published resume message handled: from the handler's start to the moment the approved side
+  effect starts (``round_trips_to_resume``: the reads and the claim that must be durable before
+  it), and to the next model call (``round_trips_to_next_model_call``: plus the tool's result
+  commit, that tool step's own round trip); the approve request's own count too;
 - ``plan_session_start``: ``POST /api/agent/sessions`` until the planning model call;
 - ``plan_act``: the confirmed plan's execution (3 tasks x 3 acts): round trips per act.
 
@@ -57,6 +59,9 @@ from shared.tools.registry import ToolRegistry
 TARGET_TO_FIRST_MODEL_CALL = 2
 TARGET_PER_TOOL_STEP = 1
 TARGET_TO_RESUME = 2
+TARGET_RESUME_TO_NEXT_MODEL_CALL = 3
+"""The floor with exactly-once: the read, the claim (durable before the side effect starts) and the
+result (durable before the model hears of it)."""
 LATENCY_MS = 10.0
 LATENCY_STARTS = 9
 """Run starts timed at ``LATENCY_MS`` per round trip (the median is reported)."""
@@ -74,6 +79,8 @@ class Calls:
     round_trips: list[int] = field(default_factory=list)
     at: list[float] = field(default_factory=list)
     threads: set[int] = field(default_factory=set)
+    side_effects: list[int] = field(default_factory=list)
+    """The round-trip count each time the side-effect tool started."""
 
     def note(self) -> None:
         self.round_trips.append(self.store.snapshot()["round_trips"])
@@ -84,10 +91,15 @@ class Calls:
         self.round_trips.clear()
         self.at.clear()
         self.threads.clear()
+        self.side_effects.clear()
+
+    def side_effect(self) -> None:
+        self.side_effects.append(self.store.snapshot()["round_trips"])
 
 
-def registry() -> ToolRegistry:
-    """The bench registry plus ``notify``, a side-effect tool (approval needed) touching no store."""
+def registry(calls: Calls | None = None) -> ToolRegistry:
+    """The bench registry plus ``notify``, a side-effect tool (approval needed) touching no store,
+    noting the round-trip count when it starts (``calls``)."""
     reg = bench_registry()
 
     @reg.tool(side_effect=True)
@@ -97,6 +109,8 @@ def registry() -> ToolRegistry:
         Args:
             text: The note.
         """
+        if calls is not None:
+            calls.side_effect()
         return {"sent": True}
 
     return reg
@@ -126,7 +140,7 @@ def _runtime(store: InstrumentedStore, calls: Calls, dispatcher: RecordingDispat
     settings = bench_settings(google_cloud_project="demo-agent-bench", run_deadline_s=600.0,
                               plan_steps_per_invocation=1000, plan_yield_margin_s=0.0)
     return Runtime(settings, store=store, model=FunctionModel(answer, name="gemini-3-flash-preview"),
-                   dispatcher=dispatcher, registry=registry(), authenticator=LocalAuthenticator())
+                   dispatcher=dispatcher, registry=registry(calls), authenticator=LocalAuthenticator())
 
 
 def _post(client: Any, path: str, body: dict[str, Any], expect: int = 200) -> dict[str, Any]:
@@ -220,9 +234,11 @@ def _resume(client: Any, rt: Runtime, store: InstrumentedStore, calls: Calls,
         raise RuntimeError(f"approval run: {body}")
     approval_id = body["approval"]["approvalId"]
     dispatcher.take()
+    trips = store.record_trips()
     before = store.snapshot()["round_trips"]
     _post(client, "/api/agent/approve", {"approvalId": approval_id, "decision": "approve"}, expect=202)
     approve = store.snapshot()["round_trips"] - before
+    approve_trips = list(trips)
     trips = store.record_trips()
     messages = dispatcher.take()
     if len(messages) != 1:
@@ -230,12 +246,19 @@ def _resume(client: Any, rt: Runtime, store: InstrumentedStore, calls: Calls,
     calls.clear()
     before = store.snapshot()["round_trips"]
     rt.router.handle(messages[0])
-    if not calls.round_trips:
-        raise RuntimeError("the resumed run made no model call")
-    return {"resume": {"round_trips_to_resume": calls.round_trips[0] - before,
+    if not calls.round_trips or len(calls.side_effects) != 1:
+        raise RuntimeError(f"the resumed run made {len(calls.round_trips)} model calls, "
+                           f"{len(calls.side_effects)} side effects")
+    to_side_effect, to_model = calls.side_effects[0] - before, calls.round_trips[0] - before
+    return {"resume": {"round_trips_to_resume": to_side_effect,
+                       "round_trips_to_next_model_call": to_model,
                        "round_trips_of_the_approve_request": approve,
-                       "trips": trips[:calls.round_trips[0] - before],
-                       "what": "resume message handled -> next model call (the approved tool runs between)"}}
+                       "trips": trips[:to_model],
+                       "approve_trips": approve_trips,
+                       "hinted": messages[0].paused is not None,
+                       "what": "round_trips_to_resume: resume message handled -> the approved side effect starts "
+                               "(the batched read, the claim); round_trips_to_next_model_call: -> the next model "
+                               "call (+ the approved tool's result commit, that tool step's own round trip)"}}
 
 
 def _plans(client: Any, rt: Runtime, store: InstrumentedStore, calls: Calls,
@@ -285,6 +308,10 @@ def figures(store: DocStore, with_latency_store: DocStore,
             "round_trips_per_tool_step": met(counted["tool_step"]["round_trips_per_tool_step"],
                                              TARGET_PER_TOOL_STEP),
             "round_trips_to_resume": met(counted["resume"]["round_trips_to_resume"], TARGET_TO_RESUME),
+            "round_trips_resume_to_next_model_call": met(counted["resume"]["round_trips_to_next_model_call"],
+                                                         TARGET_RESUME_TO_NEXT_MODEL_CALL),
+            "approve_request_round_trips": {"value": counted["resume"]["round_trips_of_the_approve_request"],
+                                            "target": None, "note": "report only"},
             "plan_session_start_round_trips": {"value": counted["plan_session_start"]
                                                ["round_trips_to_first_model_call"], "target": None,
                                                "note": "report only"},

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared.api import ApproveRequest
 from shared.durable.kinds import RESUME
-from shared.durable.messages import WorkMessage
+from shared.durable.messages import WorkMessage, paused_hint
 from shared.errors import Conflict, Gone, NotFound, Unavailable
 from shared.formats import args_hash
 from shared.state.docstore import TransactionContention
@@ -67,6 +67,9 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
 
         edited = checked_edit(services, uid, tool_of_pending(services, uid, req.approvalId), req.arguments)
 
+    recorded: dict[str, WorkMessage] = {}
+    """The resume message the committed transaction recorded (published as recorded: not read back)."""
+
     def txn(t: RunsTransaction) -> Decision | AlreadyDecided:
         approval = t.approval(uid, req.approvalId)
         if approval is None:
@@ -75,8 +78,7 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
             raise Gone(f"approval {approval.approval_id} expired", code="APPROVAL_EXPIRED")
         if approval.status != "pending":
             return AlreadyDecided(approval.run_id)
-        run = t.run(approval.run_id)
-        action = t.action(approval.run_id, approval.action_id)
+        run, action = t.run_and_action(approval.run_id, approval.action_id)
         if run is None or action is None:
             raise NotFound(f"approval {req.approvalId} not found", code="APPROVAL_NOT_FOUND")
         if (run.uid != uid or action.approval_id != approval.approval_id or action.tool != approval.tool
@@ -118,9 +120,10 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
         t.write(runs.action_write(action))
         t.write(runs.audit_write(audit))
         t.write(runs.touch_run_write(run.run_id, at))
-        t.write(services.outbox.record(WorkMessage(kind=RESUME, unitId=run.run_id, uid=uid,
-                                                   approvalId=approval.approval_id, traceparent=run.trace_parent),
-                                       approval.approval_id))
+        message = WorkMessage(kind=RESUME, unitId=run.run_id, uid=uid, approvalId=approval.approval_id,
+                              traceparent=run.trace_parent, paused=paused_hint(run.turn_count, run.paused_action_ids))
+        recorded[approval.approval_id] = message
+        t.write(services.outbox.record(message, approval.approval_id))
         return Decision(run.run_id, approval.approval_id, approval.status,
                         action.args if action.original_args is not None else None)
 
@@ -130,7 +133,7 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
         outbox.deliver(req.approvalId)
         raise Conflict(f"approval {req.approvalId} was already decided", code="ALREADY_DECIDED",
                        details={"runId": out.run_id})
-    outbox.deliver(out.approval_id)
+    outbox.deliver_recorded(recorded[out.approval_id], out.approval_id)
     if out.decision == "expired":
         raise Gone(f"approval {out.approval_id} expired; the action was rejected", code="APPROVAL_EXPIRED",
                    details={"runId": out.run_id})

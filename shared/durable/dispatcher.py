@@ -79,6 +79,7 @@ class PubSubDispatcher:
         self._timeout_s = timeout_s
 
     def publish(self, message: WorkMessage) -> None:
-        attributes = {"traceparent": message.traceparent} if message.traceparent else {}
+        attributes = {name: value for name, value in (("traceparent", message.traceparent),
+                                                      ("paused", message.paused)) if value}
         future = self._client.publish(self._topic, message.encode(), kind=message.kind, **attributes)
         future.result(timeout=self._timeout_s)

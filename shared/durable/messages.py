@@ -24,6 +24,10 @@ MESSAGE_SCHEMA_VERSION = 1
 """Versions: 1 = kind, unitId, uid, approvalId, entryId."""
 ID = r"^[A-Za-z0-9_.-]{1,160}$"
 TRACEPARENT = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
+PAUSED = r"^[0-9]{1,9}:([A-Za-z0-9_.-]{1,160}(,[A-Za-z0-9_.-]{1,160})*)?$"
+PAUSED_MAX_CHARS = 1024
+"""A Pub/Sub attribute's value holds at most 1024 bytes: a longer hint is not sent (the resume then
+reads the paused turn after the run, one round trip more)."""
 
 
 class MalformedMessage(AgentRuntimeError):
@@ -46,6 +50,11 @@ class WorkMessage(BaseModel):
     traceparent: str | None = Field(default=None, exclude=True, pattern=TRACEPARENT)
     """The unit's W3C trace context: a message *attribute* (never in the body), so the invocation
     handling the message joins the unit's trace (``shared/tracing.py``)."""
+    paused: str | None = Field(default=None, exclude=True, pattern=PAUSED, max_length=PAUSED_MAX_CHARS)
+    """A resume's hint (issue 33), a message *attribute* too (a runtime older than it ignores it):
+    ``{turnCount}:{actionId},...``, the paused run's turn count and the actions its resume needs
+    (``RunRecord.paused_action_ids``) as the decision read them, so the resume reads them with the
+    run in one round trip (``loop/resume.py``; checked against the run it reads, never trusted)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -60,6 +69,14 @@ class WorkMessage(BaseModel):
     def outbox_entry(self) -> str | None:
         """The outbox entry to delete once handled (a decision's entry is named by its approval)."""
         return self.entryId or self.approvalId
+
+    @property
+    def paused_reads(self) -> tuple[int, list[str]] | None:
+        """:attr:`paused` as ``(turn count, action ids)``; None without one."""
+        if self.paused is None:
+            return None
+        count, _, ids = self.paused.partition(":")
+        return int(count), ids.split(",") if ids else []
 
     def encode(self) -> bytes:
         return self.model_dump_json(exclude_none=True).encode()
@@ -97,4 +114,16 @@ def decode_pubsub_data(data: Any) -> WorkMessage:
     parent = attributes.get("traceparent") if isinstance(attributes, dict) else None
     if isinstance(parent, str) and re.fullmatch(TRACEPARENT, parent):  # a malformed one is ignored
         message.traceparent = parent
+    paused = attributes.get("paused") if isinstance(attributes, dict) else None
+    if isinstance(paused, str) and len(paused) <= PAUSED_MAX_CHARS and re.fullmatch(PAUSED, paused):
+        message.paused = paused  # a malformed hint is ignored: the resume reads without it
     return message
+
+
+def paused_hint(turn_count: int, action_ids: list[str] | None) -> str | None:
+    """:attr:`WorkMessage.paused` of a run paused with ``turn_count`` turns, its resume needing the
+    actions ``action_ids`` (None: the run does not name them, or the hint would not fit)."""
+    if action_ids is None:
+        return None
+    hint = f"{turn_count}:{','.join(action_ids)}"
+    return hint if len(hint) <= PAUSED_MAX_CHARS and re.fullmatch(PAUSED, hint) else None

@@ -31,7 +31,7 @@ REPUBLISH_ALERT_AFTER = 5
 
 def message_of(entry: OutboxEntry) -> WorkMessage:
     return WorkMessage(kind=entry.kind, unitId=entry.unit_id, uid=entry.uid, approvalId=entry.approval_id,
-                       entryId=entry.entry_id, traceparent=entry.traceparent)
+                       entryId=entry.entry_id, traceparent=entry.traceparent, paused=entry.paused)
 
 
 class Outbox:
@@ -58,7 +58,7 @@ class Outbox:
     @staticmethod
     def entry(message: WorkMessage, entry_id: str) -> OutboxEntry:
         return OutboxEntry(entry_id=entry_id, kind=message.kind, unit_id=message.unitId, uid=message.uid,
-                           approval_id=message.approvalId, traceparent=message.traceparent)
+                           approval_id=message.approvalId, traceparent=message.traceparent, paused=message.paused)
 
     def record(self, message: WorkMessage, entry_id: str) -> Write:
         """The write recording ``message`` (to include in the commit of the change that needs it)."""

@@ -118,7 +118,7 @@ def settle(ctx: RunContext, actions: list[ActionRecord]) -> bool:
         return True
     action = decided[0]
     run = ctx.run
-    run.pending_turn, run.pending_approval_ids, run.pause_expires_at = None, [], None
+    run.pending_turn, run.pending_approval_ids, run.pause_expires_at, run.paused_action_ids = None, [], None, None
     scope, new = str(action.args["scope"]), float(action.args["proposedLimitUsd"])
     if action.status == "rejected":
         ctx.put_action(action)

@@ -112,6 +112,9 @@ class RunContext:
     """The approvals this invocation asked for, by id (what its pause shows)."""
     read_approvals: dict[str, ApprovalRecord | None] = field(default_factory=dict)
     """Approvals an earlier invocation asked for, read back by :meth:`approval_record` (None: gone)."""
+    seen_actions: dict[str, ActionRecord] = field(default_factory=dict)
+    """The run's actions this invocation read (a resume) or put, by id: a pause names those its
+    resume needs (:meth:`resume_action_ids`)."""
     _registry: ToolRegistry | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -184,6 +187,15 @@ class RunContext:
         """Queue the action's current state (written whole at the next commit)."""
         action.updated_at = now()
         self.pending_actions[action.action_id] = action
+        self.seen_actions[action.action_id] = action
+
+    def resume_action_ids(self, pending_turn: int) -> list[str]:
+        """The ids of the actions a resume of a pause at ``pending_turn`` needs, in order: those of
+        the last turn (its model turn's calls) and of ``pending_turn`` (a budget approval's sits at
+        the next index), as this invocation knows them (``RunRecord.paused_action_ids``)."""
+        turns = {len(self.turns) - 1, pending_turn}
+        return [a.action_id for a in sorted(self.seen_actions.values(), key=lambda a: (a.turn_index, a.call_index))
+                if a.turn_index in turns]
 
     def ask(self, approval: ApprovalRecord) -> None:
         """Queue a new approval (written at the next commit; the pause that follows shows it)."""

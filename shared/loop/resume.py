@@ -40,6 +40,7 @@ from shared.loop.tool_calls import (
     responses_turn,
     tool_context,
 )
+from shared.models.base import Turn
 from shared.state.batched_reads import BatchedReads, read_together
 from shared.state.docstore import PreconditionFailed
 from shared.state.records import ActionRecord, RunRecord, UserRecord
@@ -64,7 +65,7 @@ def handle_run_message(services: Services, message: WorkMessage) -> Disposition:
                   extra={"fields": {"kind": message.kind, "schemaVersion": message.schemaVersion}})
         return "done"
     outcome = resume_run(services, message.unitId, expected_uid=message.uid, how=message.kind,
-                         traceparent=message.traceparent)
+                         traceparent=message.traceparent, paused=message.paused_reads)
     log.info("%s message handled: %s", message.kind, outcome, extra={"fields": {"runId": message.unitId}})
     # Resumed, waiting for another decision (whose own message will resume it), ended or gone: the
     # message's outbox entry has done its job. "busy" keeps it: the lease holder may die, and then
@@ -118,22 +119,46 @@ def _load_user(services: Services, uid: str, batch: BatchedReads | None) -> tupl
         return user, None
 
 
-def _first_read(services: Services, run_id: str, uid: str | None) -> BatchedReads | None:
-    """The run, and its user's profile and stamps when the message names the user: one round trip
-    (issue 33)."""
+def _first_read(services: Services, run_id: str, uid: str | None,
+                paused: tuple[int, list[str]] | None) -> BatchedReads | None:
+    """The run, its user's profile and stamps when the message names the user, and the documents
+    of its paused turn when the message names them (``WorkMessage.paused``): one round trip (issue 33)."""
     if uid is None:
         return None
-    users = services.users
-    return read_together(users.store, [*services.runs.run_paths(run_id), *users.user_paths(uid),
-                                       *users.stamp_paths(uid)])
+    users, runs = services.users, services.runs
+    named = runs.paused_paths(run_id, *paused) if paused is not None else []
+    return read_together(users.store, [*runs.run_paths(run_id), *users.user_paths(uid), *users.stamp_paths(uid),
+                                       *named])
+
+
+def _actions_and_turns(services: Services, run: RunRecord, batch: BatchedReads | None
+                       ) -> tuple[list[ActionRecord], list[Turn] | None]:
+    """The actions and turns a resume of ``run`` works from: read by id when its pause names them
+    (from ``batch`` when it holds them: no round trip); else (a run paused by older code, one that
+    is not paused, or documents not as the run says) the run's actions queried, and its turns left
+    to be queried when needed (None)."""
+    named = services.runs.paused_turn(run, batch=batch)
+    if named is not None and _whole(*named):
+        return named
+    return services.runs.open_actions(run.run_id), None  # the open turn's: never inside a turns document
+
+
+def _whole(actions: list[ActionRecord], turns: list[Turn]) -> bool:
+    """Whether ``actions`` hold one action per call of the last turn (when it is a model turn with
+    calls): what :func:`close_open_turn` answers it from."""
+    last = len(turns) - 1
+    calls = turns[last].function_calls if turns and turns[last].role == "model" else []
+    made = sorted(a.call_index for a in actions if a.turn_index == last and a.tool != BUDGET_TOOL)
+    return made == list(range(len(calls)))
 
 
 def resume_run(services: Services, run_id: str, *, expected_uid: str | None = None, how: str = "resume",
-               traceparent: str | None = None) -> ResumeOutcome:
+               traceparent: str | None = None, paused: tuple[int, list[str]] | None = None) -> ResumeOutcome:
     """Claim the run and drive it on; ``how`` (the message kind, or ``recover``) and the message's
-    ``traceparent`` label the invocation's span (``shared/tracing.py``)."""
+    ``traceparent`` label the invocation's span (``shared/tracing.py``); ``paused``: the message's
+    hint of what the pause needs read (``WorkMessage.paused_reads``), read with the run."""
     owner = new_id("inv")
-    batch = _first_read(services, run_id, expected_uid)
+    batch = _first_read(services, run_id, expected_uid, paused)
     for attempt in range(CLAIM_ATTEMPTS):
         snap = services.runs.get_run(run_id, batch=batch if attempt == 0 else None)
         if snap is None or (expected_uid is not None and snap.run.uid != expected_uid):
@@ -143,7 +168,7 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             return "terminal"
         if not leases.claimable(run.lease):
             return "busy"
-        actions = services.runs.open_actions(run_id)  # the open turn's: never inside a turns document
+        actions, turns = _actions_and_turns(services, run, batch if attempt == 0 else None)
         if run.status == "awaiting_confirmation":
             open_actions = [a for a in actions if a.turn_index == run.pending_turn]
             if any(a.status == "awaiting_confirmation" for a in open_actions):
@@ -172,12 +197,14 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                 return "resumed"
         with log_context(runId=run_id, threadId=run.thread_id, uid=run.uid):
             budget = host.budget(services.settings)
-            turns = services.runs.load_turns(run_id)
+            if turns is None:
+                turns = services.runs.load_turns(run_id)
             user, stamps = _load_user(services, run.uid, batch if run.uid == expected_uid else None)
             # The claim (the run as ``claimed``, the consumed entries) is this context's first commit.
             ctx = RunContext(services=services, snapshot=RunSnapshot(claimed, snap.token), turns=turns, user=user,
                              owner=owner, host=host, deadline=budget.deadline, max_steps=budget.max_steps,
-                             yield_margin_s=budget.yield_margin_s, stamps=stamps)
+                             yield_margin_s=budget.yield_margin_s, stamps=stamps,
+                             seen_actions={a.action_id: a for a in actions})
             ctx.write(*done)
             if not claims_with_its_side_effect(ctx, run, actions):
                 try:
@@ -268,7 +295,8 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
             # the call was decided.
             ctx.emit(ToolResultEvent(toolName=action.tool, actionId=action.action_id, status="rejected",
                                      error=action.error))
-    ctx.run.pending_turn, ctx.run.pending_approval_ids, ctx.run.pause_expires_at = None, [], None
+    run = ctx.run
+    run.pending_turn, run.pending_approval_ids, run.pause_expires_at, run.paused_action_ids = None, [], None, None
     move_run(ctx.run, "planning")
     ctx.add_turn(responses_turn(calls, turn_actions))
     outcome = host_step(ctx, NextStepRunAgain(outcomes(turn_actions)))

@@ -70,6 +70,7 @@ def pause(ctx: RunContext, outcome: NextStepInterruption, *, result: RunResult |
     run.mode = "requires_approval" if outcome.approval_ids else "executing_plan"
     run.pending_turn = outcome.turn_index
     run.pending_approval_ids = outcome.approval_ids
+    run.paused_action_ids = ctx.resume_action_ids(outcome.turn_index)
     # The sweep's query key: only a pause asking someone can expire (a plan's confirmation cannot).
     expiries = [r.expires_at for a in outcome.waiting if (r := ctx.approval_record(a)) is not None]
     run.pause_expires_at = max(expiries) if expiries else None
@@ -146,7 +147,7 @@ def close_paused(run: RunRecord, reason: CloseReason, by_run: str, *, status: Fa
     _failed(run, code, message, status)
     run.updated_at = now()
     run.lease, run.lease_expires_at = None, 0.0
-    run.pending_approval_ids, run.pending_turn = [], None
+    run.pending_approval_ids, run.pending_turn, run.paused_action_ids = [], None, None
     if run.result is not None:
         run.result = run.result.model_copy(update={"ok": False, "status": status, "summary": message,
                                                    "error": run.error})

@@ -30,6 +30,13 @@ class BatchedReads:
         """The document as batched, or read from ``store`` when ``path`` was not in the batch."""
         return self._docs[path] if path in self._docs else store.get(path)
 
+    def get_many(self, store: DocStore, paths: Sequence[str]) -> list[Doc | None]:
+        """The documents at ``paths`` in order: as batched, those not in the batch read from
+        ``store`` together (one round trip, none when the batch holds them all)."""
+        missing = [p for p in dict.fromkeys(paths) if p not in self._docs]
+        found = dict(zip(missing, store.get_many(missing), strict=True)) if missing else {}
+        return [self._docs[p] if p in self._docs else found[p] for p in paths]
+
 
 def read_together(store: DocStore, paths: Sequence[str]) -> BatchedReads | None:
     """:class:`BatchedReads` of ``paths``, or None (each then read on its own, as without a batch)
@@ -47,3 +54,10 @@ def read_together(store: DocStore, paths: Sequence[str]) -> BatchedReads | None:
 def read(store: DocStore, path: str, batch: BatchedReads | None) -> Doc | None:
     """``store.get(path)``, served by ``batch`` when it holds ``path``."""
     return store.get(path) if batch is None else batch.get(store, path)
+
+
+def read_many(store: DocStore, paths: Sequence[str], batch: BatchedReads | None) -> list[Doc | None]:
+    """``store.get_many(paths)``, served by ``batch`` for the paths it holds."""
+    if not paths:
+        return []
+    return store.get_many(paths) if batch is None else batch.get_many(store, paths)

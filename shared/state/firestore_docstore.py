@@ -409,6 +409,21 @@ class _FirestoreTransaction:
             raise _read_error(exc) from exc
         return _doc(snaps[0]) if snaps else None
 
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        if not paths:
+            return []
+        for p in paths:
+            split_doc_path(p)
+        client = self._store.client
+        try:
+            found = {s.reference.path: _doc(s)
+                     for s in self._ftxn.get_all([client.document(p) for p in dict.fromkeys(paths)])}
+        except gexc.Aborted:
+            raise  # run_transaction retries
+        except gexc.GoogleAPIError as exc:
+            raise _read_error(exc) from exc
+        return [found.get(p) for p in paths]
+
     def query(self, query: Query) -> list[Doc]:
         try:
             return self._store._run_query(query, self._ftxn.get)

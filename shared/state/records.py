@@ -295,6 +295,11 @@ class RunRecord(Record):
     paused before the field existed (the sweep's legacy pass, ``RunsRepo.legacy_pauses``)."""
     pending_turn: int | None = None
     """Turn index of the model turn whose calls await approval (resume builds its responses)."""
+    paused_action_ids: list[str] | None = None
+    """While paused: the actions its resume needs (the calls of the last model turn and of the
+    pending turn, in order), so the resume reads them by id with the run (issue 33; the decision's
+    message names them too, ``WorkMessage.paused``). None (absent) when not paused, or paused by
+    code older than the field: the resume then queries the run's actions."""
     idempotency_key: str | None = None
     budget_usd: float | None = None
     """The request's ``budgetUsd``: the estimated cost the run's model calls may reach before it
@@ -447,6 +452,8 @@ class OutboxEntry(Record):
     approval_id: str | None = None
     traceparent: str | None = None
     """The unit's W3C trace context, sent as the message's ``traceparent`` attribute."""
+    paused: str | None = None
+    """A resume's hint (``WorkMessage.paused``), sent as the message's ``paused`` attribute."""
     status: OutboxStatus = "pending"
     created_at: float = Field(default_factory=now)
     published_at: float | None = None

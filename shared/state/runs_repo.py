@@ -15,7 +15,7 @@ from pydantic_core import to_json
 
 from shared.errors import NotFound, StoredValueInvalid, Unprocessable
 from shared.state import paths
-from shared.state.batched_reads import BatchedReads, read
+from shared.state.batched_reads import BatchedReads, read, read_many
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Guard, Slot, commit_guarded
 from shared.state.pages import Page, after, as_records, merged, page_of, read_page
@@ -231,16 +231,47 @@ class RunsRepo:
         return read_page(self.store, query, cursor, limit, as_records(RunRecord, log))
 
     def load_turns(self, run_id: str) -> list[Turn]:
-        from shared.models.base import Turn  # the model contract: reading a run record never needs it
-
         turns: list[Turn] = []
         for d in self.store.query(Query(paths.turns(run_id))):  # by id: the first turn's index
-            shared = d.data.get(TURNS_KEY)
-            if isinstance(shared, list):
-                turns.extend(Turn.model_validate(t) for t in shared)
-            else:
-                turns.append(Turn.model_validate(d.data))
+            turns.extend(_turns_of(d))
         return turns
+
+    @staticmethod
+    def paused_paths(run_id: str, turn_count: int, action_ids: Sequence[str]) -> list[str]:
+        """What :meth:`paused_turn` reads of a run paused with ``turn_count`` turns naming
+        ``action_ids``: those actions, and every place a turn document may have (a document is
+        named by its first turn's index, so one of ``0..turn_count - 1``; ``turn_count`` itself,
+        which must be free, proves the count current). To be batched with the run's own read."""
+        return [*(paths.action(run_id, a) for a in action_ids), *(paths.turn(run_id, i) for i in range(turn_count + 1))]
+
+    def paused_turn(self, run: RunRecord, *, batch: BatchedReads | None = None
+                    ) -> tuple[list[ActionRecord], list[Turn]] | None:
+        """Of a run paused since ``pausedActionIds`` existed: the actions its pause names (in turn
+        and call order) and all its turns, read by id in one round trip (none when ``batch`` holds
+        them: issue 33). None when the run names none (paused by older code, or not paused), a named
+        action is missing or not the run's, or the turn documents are not one chain of exactly
+        ``turnCount`` turns: the caller then queries (:meth:`list_actions`, :meth:`load_turns`).
+        Every document read here is written only by commits that also write the run, so a claim
+        conditioned on the run's token (read in the same batch, or earlier) never acts on a newer
+        state than it read."""
+        if run.status != "awaiting_confirmation" or run.paused_action_ids is None:
+            return None
+        ids, count = run.paused_action_ids, run.turn_count
+        docs = read_many(self.store, self.paused_paths(run.run_id, count, ids), batch)
+        actions: list[ActionRecord] = []
+        for doc in docs[:len(ids)]:
+            if doc is None:
+                return None
+            action = ActionRecord.from_doc(doc.data, doc.path)
+            if action.run_id != run.run_id:
+                return None
+            actions.append(action)
+        turns = _turn_chain(docs[len(ids):], count)
+        if turns is None:
+            log.warning("a paused run's turn documents are not as its turn count says; querying them",
+                        extra={"fields": {"runId": run.run_id, "turnCount": count}})
+            return None
+        return sorted(actions, key=lambda a: (a.turn_index, a.call_index)), turns
 
     @staticmethod
     def user_thread_path(uid: str, thread_id: str) -> str:
@@ -673,6 +704,35 @@ class RunsRepo:
         tokens = self.store.commit([Write("set", paths.run(run.run_id), run.to_doc(), if_token=snap.token),
                                     *writes])
         return RunSnapshot(run, tokens[0])
+
+
+def _turns_of(doc: Doc) -> list[Turn]:
+    """The turns a turn document holds: several (``{"turns": [...]}``) or itself."""
+    from shared.models.base import Turn  # the model contract: reading a run record never needs it
+
+    shared = doc.data.get(TURNS_KEY)
+    if isinstance(shared, list):
+        return [Turn.model_validate(t) for t in shared]
+    return [Turn.model_validate(doc.data)]
+
+
+def _turn_chain(docs: Sequence[Doc | None], count: int) -> list[Turn] | None:
+    """The turns of the documents at places ``0..count`` (``docs[i]``: the document named ``i``, or
+    None): each document begins where the one before ends, the last ends at ``count`` and no
+    document is at ``count``. None when they do not (a count older than the documents, a layout
+    other than :func:`turn_writes`')."""
+    turns: list[Turn] = []
+    at = 0
+    while at < count:
+        doc = docs[at]
+        if doc is None:
+            return None
+        held = _turns_of(doc)
+        if not held or any(docs[i] is not None for i in range(at + 1, min(at + len(held), count + 1))):
+            return None
+        turns.extend(held)
+        at += len(held)
+    return turns if at == count and docs[count] is None else None
 
 
 def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple[ThreadRecord, str] | None:

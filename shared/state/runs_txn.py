@@ -30,6 +30,12 @@ class RunsTransaction:
         doc = self._t.get(paths.action(run_id, action_id))
         return None if doc is None else ActionRecord.from_doc(doc.data, doc.path)
 
+    def run_and_action(self, run_id: str, action_id: str) -> tuple[RunRecord | None, ActionRecord | None]:
+        """:meth:`run` and :meth:`action` in one read (one round trip)."""
+        run, action = self._t.get_many([paths.run(run_id), paths.action(run_id, action_id)])
+        return (None if run is None else RunRecord.from_doc(run.data, run.path),
+                None if action is None else ActionRecord.from_doc(action.data, action.path))
+
     def write(self, write: Write) -> None:
         self._t.write(write)
 

@@ -195,9 +195,17 @@ class SqliteDocStore:
         return None if row is None else Doc(path, json.loads(row[0]), str(row[1]))
 
     def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
-        """Documents in the order of ``paths`` (``None`` for missing ones)."""
+        """Documents in the order of ``paths`` (``None`` for missing ones), read in one read
+        transaction: one snapshot, as Firestore's batch get (a commit of another process cannot
+        fall between two of them; a resume relies on it, ``RunsRepo.paused_turn``)."""
         with self._guard():
-            return [self.get(p) for p in paths]
+            if len(paths) < 2 or self._conn.in_transaction:
+                return [self.get(p) for p in paths]
+            self._conn.execute("BEGIN")
+            try:
+                return [self.get(p) for p in paths]
+            finally:
+                self._conn.execute("COMMIT")
 
     def query(self, query: Query) -> list[Doc]:
         sql, params = _select(query, "id, data, rev")
@@ -371,6 +379,9 @@ class _SqliteTransaction:
 
     def get(self, path: str) -> Doc | None:
         return self._store.get(path)
+
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        return self._store.get_many(paths)
 
     def query(self, query: Query) -> list[Doc]:
         return self._store.query(query)

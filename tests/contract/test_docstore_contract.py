@@ -264,6 +264,25 @@ def test_transaction_read_modify_write(docstore: DocStore) -> None:
     assert ids(docstore.run_transaction(lambda t: t.query(Query("counters/c/log")))) == ["2", "3"]
 
 
+def test_transaction_get_many_reads_in_order(docstore: DocStore) -> None:
+    """``Transaction.get_many``: the documents in the order asked (missing ones None, a repeated
+    path twice), read by the transaction whose writes commit with it."""
+    docstore.commit([Write("create", "counters/a", {"n": 1}), Write("create", "counters/b", {"n": 2})])
+
+    def both(t: Transaction) -> list[Any]:
+        docs = t.get_many(["counters/b", "counters/none", "counters/a", "counters/b"])
+        b, _, a, _ = docs
+        assert a is not None and b is not None
+        t.write(Write("set", "counters/sum", {"n": int(a.data["n"]) + int(b.data["n"])}))
+        t.write(Write("update", "counters/a", {"n": 10}, if_token=a.token))
+        return [None if d is None else d.data["n"] for d in docs]
+
+    assert docstore.run_transaction(lambda t: t.get_many([])) == []
+    assert docstore.run_transaction(both) == [2, None, 1, 2]
+    assert docstore.get("counters/sum").data == {"n": 3}  # type: ignore[union-attr]
+    assert docstore.get("counters/a").data == {"n": 10}  # type: ignore[union-attr]
+
+
 def test_transaction_exception_rolls_back(docstore: DocStore) -> None:
     docstore.commit([Write("create", "counters/c", {"n": 1})])
 
