@@ -14,7 +14,9 @@ shares), ``per_step`` (per store, with documents written per step and per stream
 to resume, per plan act and plan-session start, and with 10 ms injected per round trip;
 bench/round_trips.py, alone: ``python -m bench.round_trips``), ``features`` (issue 33: each new
 feature's round trips, documents and modules when off, and on where measurable; bench/features.py)
-and ``targets`` (the issue's targets with ``met``). docs/benchmarks.md explains every figure.
+and ``targets`` (the issue's targets with ``met``); ``commit`` names the tree measured and the
+baseline. docs/benchmarks.md explains every figure; ``python -m bench.acceptance <this JSON>``
+prints issue 33's acceptance table from it.
 """
 
 from __future__ import annotations
@@ -197,7 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     worst_conc = max(mem["concurrent_streams_firestore"]["peak_VmHWM_mib"],
                      mem["concurrent_streams_sqlite"]["peak_VmHWM_mib"])
     out = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+                    "load_average": [round(x, 2) for x in os.getloadavg()]},
+        "commit": {"head": versus.head(), "baseline": against.get("ref"),
+                   "what": "the tree measured (git HEAD, + if uncommitted changes) and versus_baseline's commit"},
         "reference": {"ms": round(ref, 3), "before_ms": round(ref_before, 3), "after_ms": round(ref_after, 3),
                       "what": "bench.reference.reference_loop (20k iterations of dict/str/int work), median of 9",
                       "peers_ms": round(peers_ref, 3),

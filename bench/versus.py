@@ -38,6 +38,15 @@ with opener as store:
 """
 
 
+def head() -> str | None:
+    """This checkout's commit, with ``+`` when it has uncommitted changes to tracked files."""
+    rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    if rev.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD"], capture_output=True, check=False)
+    return rev.stdout.strip() + ("+" if dirty.returncode else "")
+
+
 @contextlib.contextmanager
 def worktree(ref: str) -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="bench-baseline-"))

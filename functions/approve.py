@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import flask
 
-from functions.common import caller
+from functions.common import caller, starting_caller
 from shared.agent.approvals import decide
 from shared.api import ApproveRequest
 from shared.responses import ApproveResponse
@@ -17,9 +17,10 @@ from shared.web import json_response, parse_model, read_json_body
 
 
 def approve(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
-    rt, uid = caller(request)
-    body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
-    decision = decide(rt.services, None, uid, body)  # the runtime's dispatcher, built when first used
+    with starting_caller(request) as (rt, uid, counter):  # counted by the decision's commit (issue 33)
+        body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
+        # the runtime's dispatcher, built when first used: a refused decision creates no Pub/Sub client
+        decision = decide(rt.services, None, uid, body, counter=counter)
     answer = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,
                              status="resume_requested", arguments=decision.arguments)
     return json_response(answer.to_json(), status=202)

@@ -35,10 +35,11 @@ def caller(request: flask.Request) -> tuple[Runtime, str]:
 
 @contextlib.contextmanager
 def starting_caller(request: flask.Request) -> Iterator[tuple[Runtime, str, DeferredRequest | None]]:
-    """:func:`caller` for a request that starts a run: its count in the user's counter document is
-    left to the run's creating commit (``DeferredRequest``, issue 33: two round trips less before
-    the first model call); a request whose start wrote none is counted on the way out (then a 429
-    replaces its answer, unless it failed anyway: its own error stands)."""
+    """:func:`caller` for a request that starts a run (or decides an approval): its count in the
+    user's counter document is left to the run's creating commit (the decision's transaction)
+    (``DeferredRequest``, issue 33: two round trips less before the first model call, and in an
+    approve); a request whose start wrote none is counted on the way out (then a 429 replaces its
+    answer, unless it failed anyway: its own error stands)."""
     from shared.runtime import get_runtime
 
     rt = get_runtime()

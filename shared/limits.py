@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from shared.config import Settings
 from shared.errors import LimitExceeded, StoreError, TransactionContention
 from shared.state.batched_reads import BatchedReads, read, read_together
+from shared.state.docstore import Doc, Write
 from shared.state.limits_repo import LimitsRepo, RequestGuard, Slot, UnitKind
 
 if TYPE_CHECKING:
@@ -185,6 +186,14 @@ class DeferredRequest:
                              lambda: self._limits._rate_limited(self._limit, self._at))
         guard.write(False)  # the check before anything else of the start
         return guard
+
+    def write_for(self, doc: Doc | None) -> Write:
+        """The count as a transaction writes it from the counter ``doc`` it read (an approve's
+        decision, issue 33); refuses (429 ``RATE_LIMITED``, nothing written) when the window's
+        requests reached the limit."""
+        store = self._limits.repo.store
+        return RequestGuard(store, self.uid, self._window, self._limit, doc,
+                            lambda: self._limits._rate_limited(self._limit, self._at)).write(False)
 
     def committed(self) -> None:
         """The start's commit wrote the count."""

@@ -28,6 +28,7 @@ from shared.state.transitions import move_action
 
 if TYPE_CHECKING:
     from shared.durable.dispatcher import Dispatcher
+    from shared.limits import DeferredRequest
     from shared.loop.services import Services  # annotations: deciding loads no loop
 
 log = logging.getLogger("agent_runtime.approvals")
@@ -53,13 +54,16 @@ class AlreadyDecided:
 
 
 def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: ApproveRequest, *,
-           client_result: dict[str, Any] | None = None) -> Decision:
+           client_result: dict[str, Any] | None = None, counter: DeferredRequest | None = None) -> Decision:
     """Record the owner's decision and ask for the run to resume (through ``dispatcher``; None:
     the services' outbox's own, built on its first publication, so a refused decision never
     creates the Pub/Sub client). Raises 404/409/410; with edited ``arguments``, 400 when they do
     not fit the tool or policy refuses them (``approval_edits.py``): then nothing is recorded.
     ``client_result``: a client tool's call approved with the result the client sent
-    (``loop/client_tools.py``)."""
+    (``loop/client_tools.py``). ``counter``: the request's count, read with the approval and
+    written by the decision's commit (issue 33: two round trips less; 429 ``RATE_LIMITED`` first,
+    nothing written, when the limit is reached); a request whose decision wrote none is counted by
+    the caller (``DeferredRequest.settle``)."""
     outbox = services.outbox if dispatcher is None else services.outbox.via(dispatcher)
     edited: dict[str, Any] | None = None
     if req.arguments is not None:
@@ -71,7 +75,11 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
     """The resume message the committed transaction recorded (published as recorded: not read back)."""
 
     def txn(t: RunsTransaction) -> Decision | AlreadyDecided:
-        approval = t.approval(uid, req.approvalId)
+        if counter is None:
+            approval, count = t.approval(uid, req.approvalId), None
+        else:
+            approval, doc = t.approval_with(uid, req.approvalId, counter.paths()[0])
+            count = counter.write_for(doc)  # the limit is checked before anything else of the decision
         if approval is None:
             raise NotFound(f"approval {req.approvalId} not found", code="APPROVAL_NOT_FOUND")
         if approval.status == "expired":
@@ -124,10 +132,14 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
                               traceparent=run.trace_parent, paused=paused_hint(run.turn_count, run.paused_action_ids))
         recorded[approval.approval_id] = message
         t.write(services.outbox.record(message, approval.approval_id))
+        if count is not None:
+            t.write(count)
         return Decision(run.run_id, approval.approval_id, approval.status,
                         action.args if action.original_args is not None else None)
 
     out = _decide_with_retries(services, uid, req.approvalId, txn)
+    if counter is not None and isinstance(out, Decision):
+        counter.committed()
     if isinstance(out, AlreadyDecided):
         # Replayed decision: make sure its resume message was not lost, then refuse.
         outbox.deliver(req.approvalId)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from shared.state import paths
-from shared.state.docstore import DocStore, Transaction, Write
+from shared.state.docstore import Doc, DocStore, Transaction, Write
 from shared.state.records import ActionRecord, ApprovalRecord, RunRecord
 
 T = TypeVar("T")
@@ -21,6 +21,11 @@ class RunsTransaction:
     def approval(self, uid: str, approval_id: str) -> ApprovalRecord | None:
         doc = self._t.get(paths.approval(uid, approval_id))
         return None if doc is None else ApprovalRecord.from_doc(doc.data, doc.path)
+
+    def approval_with(self, uid: str, approval_id: str, path: str) -> tuple[ApprovalRecord | None, Doc | None]:
+        """:meth:`approval` and the document at ``path`` (e.g. the user's request counter) in one read."""
+        doc, other = self._t.get_many([paths.approval(uid, approval_id), path])
+        return (None if doc is None else ApprovalRecord.from_doc(doc.data, doc.path)), other
 
     def run(self, run_id: str) -> RunRecord | None:
         doc = self._t.get(paths.run(run_id))

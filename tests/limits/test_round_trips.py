@@ -28,9 +28,9 @@ TO_RESUME = 2  # target 2: met. From the resume message to the approved side eff
 # run, user, stamps, the paused turn's actions and turn documents, named by the message) and the claim, one commit
 # with the side effect's own (10 before session 2; 5 to the next model call before session 3)
 RESUME_TO_NEXT_MODEL_CALL = 3  # the floor with exactly-once: + the tool's result, durable before the model hears it
-APPROVE_REQUEST = 6  # report only: the request count (get, commit), the decision transaction (its commit, the
-# approval, then the run and action in one read), the outbox entry marked published (8 before session 3: the run and
-# action read one by one, the entry read back before its publication)
+APPROVE_REQUEST = 4  # report only: the decision transaction (its commit; the approval with the request counter, then
+# the run and action: two reads) and the outbox entry marked published (8 before session 3: the request count's own
+# read and commit, the run and action read one by one, the entry read back before its publication)
 PLAN_SESSION_START = 2  # 6 before the batched start read, 3 before the request counter joined it (33g)
 # 56 before issue 33's stamps and batched resume read (each invocation); 47 before 33g: no read of
 # the session before each act (a cancel asks the run to stop), the session's end lists no webhooks, a
