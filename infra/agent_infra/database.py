@@ -39,10 +39,10 @@ INDEXES: tuple[IndexSpec, ...] = (
     # shared/loop/resume.py recover_runs: runs in "planning"/"executing" by lease expiry.
     IndexSpec("runs", (("status", "ASCENDING"), ("leaseExpiresAt", "ASCENDING"))),
     # shared/state/runs_repo.py expired_pauses: the sweep closes pauses whose approvals all expired,
-    # by pauseExpiresAt (set only on pauses that asked someone).
+    # by pauseExpiresAt (set only on pauses that asked someone); waiting_for_people (the
+    # approvals-waiting gauge) counts the same runs.
     IndexSpec("runs", (("status", "ASCENDING"), ("pauseExpiresAt", "ASCENDING"))),
-    # shared/state/runs_repo.py legacy_pauses (runs paused before pauseExpiresAt existed) and
-    # waiting_for_people (the approvals-waiting gauge): paused runs, longest waiting first.
+    # shared/state/runs_repo.py legacy_pauses (runs paused before pauseExpiresAt existed).
     IndexSpec("runs", (("status", "ASCENDING"), ("updatedAt", "ASCENDING"))),
     # shared/state/sessions_repo.py list_for (GET /api/agent/sessions): a user's sessions, newest first.
     IndexSpec("sessions", (("uid", "ASCENDING"), ("createdAt", "DESCENDING"))),

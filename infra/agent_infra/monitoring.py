@@ -59,44 +59,43 @@ def _metrics(cfg: StackConfig, depends_on: list[pulumi.Resource]) -> dict[str, g
         exponential_buckets=exponential(num_finite_buckets=40, growth_factor=2, scale=0.000001))
     token_buckets = gcp.logging.MetricBucketOptionsArgs(
         exponential_buckets=exponential(num_finite_buckets=30, growth_factor=2, scale=1))
+
+    def metric(key: str, name: str, description: str, filter_: str, *, unit: str, label: str | None = None,
+               value: str | None = None, bucket_options: gcp.logging.MetricBucketOptionsArgs | None = None
+               ) -> gcp.logging.Metric:
+        """A log-based DELTA metric of the lines ``filter_`` matches: their count, or with ``value``
+        the distribution of that ``jsonPayload`` field; ``label``: a ``jsonPayload`` field as a label."""
+        labels = [gcp.logging.MetricMetricDescriptorLabelArgs(key=label, value_type="STRING")] if label else None
+        return gcp.logging.Metric(
+            f"metric-{key}", project=cfg.project, name=name, description=description, filter=filter_,
+            metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(
+                metric_kind="DELTA", value_type="DISTRIBUTION" if value else "INT64", unit=unit, labels=labels),
+            label_extractors={label: f"EXTRACT(jsonPayload.{label})"} if label else None,
+            value_extractor=f"EXTRACT(jsonPayload.{value})" if value else None, bucket_options=bucket_options,
+            opts=opts)
+
+    model_call = _log_filter("agent_runtime.usage", "^model call")
     return {
-        RUNS_STOPPED: gcp.logging.Metric(
-            "metric-runs-stopped", project=cfg.project, name=RUNS_STOPPED,
-            description="Units of work that stopped, by status (completed, failed, awaiting_confirmation, ...)",
-            filter=_log_filter("agent_runtime.agent", "^run (completed|failed|paused|yielded)"),
-            metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(
-                metric_kind="DELTA", value_type="INT64", unit="1",
-                labels=[gcp.logging.MetricMetricDescriptorLabelArgs(key="status", value_type="STRING")]),
-            label_extractors={"status": "EXTRACT(jsonPayload.status)"}, opts=opts),
-        MODEL_COST: gcp.logging.Metric(
-            "metric-model-cost", project=cfg.project, name=MODEL_COST,
-            description="Estimated cost of each model call (USD; the usage ledger's estimate)",
-            filter=_log_filter("agent_runtime.usage", "^model call"),
-            metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(
-                metric_kind="DELTA", value_type="DISTRIBUTION", unit="USD"),
-            value_extractor="EXTRACT(jsonPayload.costUsd)", bucket_options=buckets, opts=opts),
-        MODEL_TOKENS: gcp.logging.Metric(
-            "metric-model-tokens", project=cfg.project, name=MODEL_TOKENS,
-            description="Tokens of each model call (output includes thinking), as gen_ai.client.token.usage",
-            filter=_log_filter("agent_runtime.usage", "^model call"),
-            metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(
-                metric_kind="DELTA", value_type="DISTRIBUTION", unit="{token}",
-                labels=[gcp.logging.MetricMetricDescriptorLabelArgs(key="model", value_type="STRING")]),
-            label_extractors={"model": "EXTRACT(jsonPayload.model)"},
-            value_extractor="EXTRACT(jsonPayload.totalTokens)", bucket_options=token_buckets, opts=opts),
-        STUCK_UNITS: gcp.logging.Metric(
-            "metric-stuck-units", project=cfg.project, name=STUCK_UNITS,
-            description="Messages of units published again and again without being handled (stuck past the lease)",
-            filter=_log_filter("agent_runtime.outbox", "never handled") + ' AND severity>=ERROR',
-            metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(metric_kind="DELTA", value_type="INT64",
-                                                                     unit="1"), opts=opts),
-        APPROVALS_WAITING: gcp.logging.Metric(
-            "metric-approvals-waiting", project=cfg.project, name=APPROVALS_WAITING,
-            description="Approvals waiting for a person (tool calls, plan acts, budgets), counted by every sweep",
-            filter=_log_filter("agent_runtime.approvals", "^approvals waiting$"),
-            metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(
-                metric_kind="DELTA", value_type="DISTRIBUTION", unit="{approval}"),
-            value_extractor="EXTRACT(jsonPayload.approvalsWaiting)", bucket_options=token_buckets, opts=opts),
+        RUNS_STOPPED: metric(
+            "runs-stopped", RUNS_STOPPED,
+            "Units of work that stopped, by status (completed, failed, awaiting_confirmation, ...)",
+            _log_filter("agent_runtime.agent", "^run (completed|failed|paused|yielded)"), unit="1", label="status"),
+        MODEL_COST: metric(
+            "model-cost", MODEL_COST, "Estimated cost of each model call (USD; the usage ledger's estimate)",
+            model_call, unit="USD", value="costUsd", bucket_options=buckets),
+        MODEL_TOKENS: metric(
+            "model-tokens", MODEL_TOKENS,
+            "Tokens of each model call (output includes thinking), as gen_ai.client.token.usage",
+            model_call, unit="{token}", label="model", value="totalTokens", bucket_options=token_buckets),
+        STUCK_UNITS: metric(
+            "stuck-units", STUCK_UNITS,
+            "Messages of units published again and again without being handled (stuck past the lease)",
+            _log_filter("agent_runtime.outbox", "never handled") + ' AND severity>=ERROR', unit="1"),
+        APPROVALS_WAITING: metric(
+            "approvals-waiting", APPROVALS_WAITING,
+            "Approvals waiting for a person (tool calls, plan acts, budgets), counted by every sweep",
+            _log_filter("agent_runtime.approvals", "^approvals waiting$"), unit="{approval}",
+            value="approvalsWaiting", bucket_options=token_buckets),
     }
 
 

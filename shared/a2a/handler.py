@@ -476,22 +476,30 @@ class RuntimeRequestHandler(RequestHandler):
         return self._rt().connectors().vault
 
     def _push_configs(self, uid: str, task_id: str) -> list[pb.TaskPushNotificationConfig]:
+        self._load(uid, task_id)
+        return [self._push_config_of(uid, task_id, doc) for doc in self.tasks.list_push_configs(uid, task_id)]
+
+    def _push_config(self, uid: str, task_id: str, config_id: str) -> pb.TaskPushNotificationConfig:
+        self._load(uid, task_id)
+        doc = self.tasks.get_push_config(uid, task_id, config_id)
+        if doc is None:
+            raise a2a_errors.TaskNotFoundError(message=f"no push notification config {config_id[:128]} on this task")
+        return self._push_config_of(uid, task_id, doc)
+
+    def _push_config_of(self, uid: str, task_id: str, doc: dict[str, Any]) -> pb.TaskPushNotificationConfig:
+        """A stored configuration (:meth:`A2aTasksRepo.list_push_configs`) with its secrets opened."""
         from google.protobuf.json_format import ParseDict
 
-        self._load(uid, task_id)
-        out = []
-        for doc in self.tasks.list_push_configs(uid, task_id):
-            plain = {k: v for k, v in doc.items() if not k.startswith("_")}
-            if doc.get("_sealed"):
-                location = self.tasks.push_config_location(uid, task_id, str(doc.get("id") or ""))
-                try:
-                    plain = a2a_push.opened(self._vault(), location, plain, doc["_sealed"])
-                except ToolError as err:
-                    raise a2a_errors.InvalidRequestError(message=str(err)) from None
-            config = pb.TaskPushNotificationConfig()
-            ParseDict(plain, config, ignore_unknown_fields=True)
-            out.append(config)
-        return out
+        plain = {k: v for k, v in doc.items() if not k.startswith("_")}
+        if doc.get("_sealed"):
+            location = self.tasks.push_config_location(uid, task_id, str(doc.get("id") or ""))
+            try:
+                plain = a2a_push.opened(self._vault(), location, plain, doc["_sealed"])
+            except ToolError as err:
+                raise a2a_errors.InvalidRequestError(message=str(err)) from None
+        config = pb.TaskPushNotificationConfig()
+        ParseDict(plain, config, ignore_unknown_fields=True)
+        return config
 
     async def on_create_task_push_notification_config(self, params: pb.TaskPushNotificationConfig,
                                                       context: ServerCallContext) -> pb.TaskPushNotificationConfig:
@@ -499,11 +507,7 @@ class RuntimeRequestHandler(RequestHandler):
 
     async def on_get_task_push_notification_config(self, params: pb.GetTaskPushNotificationConfigRequest,
                                                    context: ServerCallContext) -> pb.TaskPushNotificationConfig:
-        configs = await _off(self._push_configs, uid_of(context), params.task_id)
-        for config in configs:
-            if config.id == params.id:
-                return config
-        raise a2a_errors.TaskNotFoundError(message=f"no push notification config {params.id[:128]} on this task")
+        return await _off(self._push_config, uid_of(context), params.task_id, params.id)
 
     async def on_list_task_push_notification_configs(
             self, params: pb.ListTaskPushNotificationConfigsRequest,

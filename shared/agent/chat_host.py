@@ -127,7 +127,10 @@ def _published(ctx: RunContext, deliveries: list[str]) -> None:
 
 
 def _next_run(ctx: RunContext) -> None:
-    """The thread is free: its next queued run starts (``run_queue``)."""
+    """The thread is free: its next queued run starts (``run_queue``), when one was queued behind
+    this run (``RunRecord.queued_behind``): a run nothing queued behind reads no thread (issue 33)."""
+    if not ctx.run.queued_behind:
+        return
     from shared.agent.run_queue import publish_next
 
     publish_next(ctx.services, ctx.run)

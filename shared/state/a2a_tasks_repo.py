@@ -15,6 +15,8 @@ import hashlib
 import logging
 from typing import Any
 
+from pydantic import Field
+
 from shared.state import pages, paths
 from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.record_base import Record, now
@@ -47,6 +49,33 @@ class A2aTaskRecord(Record):
     created_at: float
     updated_at: float | None = None
     replied_as_message: bool | None = None
+
+
+class PushAuthentication(Record):
+    scheme: str = ""
+    credentials: str | None = None
+
+
+class PushConfig(Record):
+    """The A2A ``TaskPushNotificationConfig`` (JSON, its secrets sealed apart) a configuration holds."""
+
+    id: str
+    url: str = Field(pattern=r"^https?://")
+    task_id: str | None = None
+    token: str | None = None
+    authentication: PushAuthentication | None = None
+
+
+class PushConfigRecord(Record):
+    """What a push notification configuration document must hold to be used: a corrupt one is left
+    out of the task's configurations (no push is sent to it) and refused by name when asked for."""
+
+    id: str
+    config: PushConfig
+    sealed: dict[str, Any] | None = None
+    last_state: str | None = None
+    created_at: float
+    updated_at: float | None = None
 
 
 def task_data(doc: Doc) -> dict[str, Any]:
@@ -148,19 +177,36 @@ class A2aTasksRepo:
                                   **({"sealed": sealed} if sealed else {})})])
 
     def list_push_configs(self, uid: str, task_id: str) -> list[dict[str, Any]]:
+        """The task's configurations (A2A JSON) with their document's ``_doc``, ``_lastState``,
+        ``_sealed`` and ``_path``; one that cannot be read is left out (logged)."""
         docs = self.store.query(Query(paths.a2a_push_configs(uid, task_id), limit=MAX_PUSH_CONFIGS + 1))
-        return [{**dict(d.data.get("config") or {}), "_doc": d.id, "_lastState": d.data.get("lastState"),
-                 "_sealed": d.data.get("sealed"), "_path": d.path} for d in docs]
+        read = pages.as_records(PushConfigRecord, log)
+        return [_config_entry(d) for d in docs if read(d) is not None]
+
+    def get_push_config(self, uid: str, task_id: str, config_id: str) -> dict[str, Any] | None:
+        """One configuration as :meth:`list_push_configs` answers it (``StoredValueInvalid`` naming
+        its document when it cannot be read)."""
+        doc = self.store.get(self.push_config_location(uid, task_id, config_id))
+        if doc is None:
+            return None
+        PushConfigRecord.from_doc(doc.data, doc.path)
+        return _config_entry(doc)
 
     def push_config_at(self, path: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-        """The configuration at ``path`` (a delivery's ``headersFrom``) and its sealed secrets."""
+        """The configuration at ``path`` (a delivery's ``headersFrom``) and its sealed secrets (None:
+        gone, or it cannot be read)."""
         if not path.startswith("users/") or "/pushConfigs/" not in path:
             return None
         doc = self.store.get(path)
-        if doc is None:
+        if doc is None or pages.as_records(PushConfigRecord, log)(doc) is None:
             return None
-        sealed = doc.data.get("sealed")
-        return dict(doc.data.get("config") or {}), sealed if isinstance(sealed, dict) else None
+        entry = _config_entry(doc)
+        return {k: v for k, v in entry.items() if not k.startswith("_")}, entry["_sealed"]
 
     def delete_push_config(self, uid: str, task_id: str, config_id: str) -> None:
         self.store.commit([Write("delete", paths.a2a_push_config(uid, task_id, config_doc_id(config_id)))])
+
+
+def _config_entry(doc: Doc) -> dict[str, Any]:
+    return {**dict(doc.data["config"]), "_doc": doc.id, "_lastState": doc.data.get("lastState"),
+            "_sealed": doc.data.get("sealed"), "_path": doc.path}

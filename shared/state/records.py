@@ -318,6 +318,11 @@ class RunRecord(Record):
     thread's ``interrupt*`` fields) by the interrupting start or the cancel, without ``updatedAt``.
     The invocation driving the run learns it from its next commit, which that write makes fail its
     condition (``RunContext.commit`` adopts it), so no step reads the thread to find out (issue 33)."""
+    queued_behind: bool | None = None
+    """A run was queued on the thread behind this one: written on this run by the queueing
+    transaction, without ``updatedAt`` (adopted like :attr:`stop_requested`), or at this run's own
+    start from the queue when more runs wait. Its end then starts the thread's next queued run; None
+    (nothing was queued behind it) spares that end a read of the thread (issue 33)."""
     thread_scope: ThreadScope = "user"
     """Where the run's thread is: ``user`` (``users/{uid}/threads/{threadId}``, every run started
     since issue 35) or ``shared`` (``threads/{threadId}``, a thread begun before it). A stored run

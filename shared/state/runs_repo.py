@@ -611,15 +611,18 @@ class RunsRepo:
         return [d.id for d in docs if "pauseExpiresAt" not in d.data and d.data.get("pendingApprovalIds")]
 
     def waiting_for_people(self, limit: int) -> list[tuple[int, float]]:
-        """Of the runs paused for a person's decision (at most ``limit``, longest waiting first): how
-        many approvals each waits on and since when (``updatedAt``: the pause's commit). One query."""
+        """Of the runs paused for a person's decision (at most ``limit``, the earliest to expire
+        first): how many approvals each waits on and since when (``updatedAt``: the pause's
+        commit). One query, by ``pauseExpiresAt`` as :meth:`expired_pauses`: a run awaiting
+        confirmation that asked nobody (a plan waiting for its confirmation, a chat run waiting on
+        its plan) has none and is not counted, nor does it take a place of ``limit``."""
         docs = self.store.query(Query(paths.runs(), where=(("status", "awaiting_confirmation"),),
-                                      order_by="updatedAt", limit=limit))
+                                      order_by="pauseExpiresAt", limit=limit))
         out: list[tuple[int, float]] = []
         for d in docs:
             ids, at = d.data.get("pendingApprovalIds"), d.data.get("updatedAt")
-            out.append((len(ids) if isinstance(ids, list) else 0,
-                        float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0))
+            if isinstance(ids, list) and ids:
+                out.append((len(ids), float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0))
         return out
 
     def close_expired_pause(self, run_id: str, fail: FailPaused) -> bool:
@@ -684,15 +687,19 @@ class RunsRepo:
     def adopt_stop(self, run: RunRecord, committed_at: float, owner: str) -> str | None:
         """After a commit of ``run`` failed its condition: the run document's new token if the only
         change since this invocation's last commit (whose ``updatedAt`` was ``committed_at``) is a
-        stop request (``thread_queue.stop_request_write``: it sets no ``updatedAt``) and ``owner``
-        still holds its lease; ``run`` then carries the request. None: another invocation moved it."""
+        stop request (``thread_queue.stop_request_write``) or the notice of a run queued behind it
+        (``thread_queue.busy_thread``), which set no ``updatedAt``, and ``owner`` still holds its
+        lease; ``run`` then carries them. None: another invocation moved it."""
         snap = self.get_run(run.run_id)
-        if snap is None or snap.run.stop_requested is None or snap.run.updated_at != committed_at:
+        if snap is None or snap.run.updated_at != committed_at:
+            return None
+        if snap.run.stop_requested is None and not snap.run.queued_behind:
             return None
         lease = snap.run.lease
         if lease is None or lease.owner != owner:
             return None
         run.stop_requested = snap.run.stop_requested
+        run.queued_behind = snap.run.queued_behind
         return snap.token
 
     def commit(self, snap: RunSnapshot, run: RunRecord, writes: Sequence[Write] = ()) -> RunSnapshot:

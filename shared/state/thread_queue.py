@@ -131,10 +131,15 @@ def busy_thread(t: Transaction, thread: ThreadRecord, where: str, run: RunRecord
     run.queued = queued_start.model_copy(update={"position": thread.queued_count})
     queue = [*thread.queue, run.run_id] if strategy == "enqueue" else [run.run_id, *thread.queue]
     fields: dict[str, Any] = {"queue": queue, "queuedCount": thread.queued_count + 1, "updatedAt": now()}
-    if active is not None and strategy != "enqueue":
-        fields.update(interruptRunId=active[0].run_id, interruptMode=strategy, interruptBy=run.run_id)
-        mode: StopMode = "rollback" if strategy == "rollback" else "interrupt"
-        t.write(stop_request_write(active[0].run_id, StopRequest(mode=mode, by=run.run_id)))
+    if active is not None:
+        # The active run learns that a run waits behind it (its end starts the queue's head) and,
+        # for an interrupt/rollback, that it must stop: on its own document, without ``updatedAt``.
+        notice: dict[str, Any] = {"queuedBehind": True}
+        if strategy != "enqueue":
+            fields.update(interruptRunId=active[0].run_id, interruptMode=strategy, interruptBy=run.run_id)
+            mode: StopMode = "rollback" if strategy == "rollback" else "interrupt"
+            notice["stopRequested"] = StopRequest(mode=mode, by=run.run_id).to_doc()
+        t.write(Write("update", paths.run(active[0].run_id), notice))
     if active is None:
         fields["activeRunId"] = None
     t.write(Write("update", where, fields))
@@ -214,6 +219,7 @@ class ThreadQueue:
                 return "wait", run
             docs = t.query(latest_messages_query(run, self._history))
             launch = build(run, [MessageRecord.from_doc(d.data, d.path) for d in reversed(docs)])
+            run.queued_behind = True if len(thread.queue) > 1 else None  # its end starts the next one
             t.write(Write("set", paths.run(run_id), run.to_doc()))
             t.write(Write("update", where, {"activeRunId": run_id, "queue": thread.queue[1:], "updatedAt": now()}))
             for i, turn in enumerate(launch.turns):

@@ -33,7 +33,7 @@ class ModelCallView(ResponseBody):
 
 
 RUN_RECORD_NOT_SERVED = frozenset({"system_instruction", "lease", "lease_expires_at", "pause_expires_at",
-                                   "host_state", "paused_action_ids"})
+                                   "host_state", "queued_behind", "paused_action_ids"})
 """Fields of a stored run that ``GET /api/agent/runs/{runId}`` leaves out (``hostState`` is the host's
 own typed, versioned state, not a contract: what a client needs of it is served by name, ``sessionId``)."""
 

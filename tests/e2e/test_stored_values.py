@@ -12,8 +12,10 @@ extra fields, garbage strings, out-of-range numbers nested deep. After each, eve
 the table (lists and single objects) and the export are called: none answers a 500,
 every body is strict JSON (no ``NaN`` token), every list answers 200 (what cannot be read is left out
 and logged), and a single object that cannot be read answers 409 ``STORED_VALUE_INVALID`` naming it.
-A second test adds an A2A task and probes, after each overwrite, the A2A binding's task reads and
-cancel (JSON-RPC and REST) and the routes that read a stored object before changing it (approve,
+A second test adds an A2A task with a push notification configuration and probes, after each
+overwrite, the A2A binding's task reads, push configurations, streams, a reply that resumes the
+task's run (whose stop announces the push) and cancel (JSON-RPC and REST), the admin API's change
+of the user, and the routes that read a stored object before changing it (approve,
 cancels, a plan session's refine/confirm/cancel, updates, every DELETE, the erasure): no 500, no
 JSON-RPC internal error, and the erasure still leaves nothing of the user.
 """
@@ -284,20 +286,55 @@ def _a2a_task(api: Api) -> str:
     return str(body["task"]["id"])
 
 
+PUSH_CONFIG = "cfg-hostile"
+DELIVER = "deliver"
+"""Not a request: the work messages queued so far are handled (the A2A task's resume, its stop
+announcing the push notification to its configuration)."""
+
+
+def _push_config(api: Api, task: str) -> None:
+    """A push notification configuration of the task (its token sealed at rest)."""
+    resp = api.client.post(f"/a2a/tasks/{task}/pushNotificationConfigs", headers=A2A, json={
+        "id": PUSH_CONFIG, "url": "http://127.0.0.1:9/push", "token": "tok-hostile"})
+    assert resp.status_code == 200, resp.get_data()[:300]
+
+
+def _rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": method, "method": method, "params": params}
+
+
 def writes(ids: dict[str, str]) -> list[tuple[str, str, dict[str, Any] | None]]:
-    """The requests that read a stored object before they change it: the A2A binding's task reads
-    and cancel, approve, cancels, a plan session's refine/confirm/cancel, updates of schedules,
-    webhooks and integrations, every DELETE of an object, and last the erasure."""
+    """The requests that read a stored object before they change it: the A2A binding's task reads,
+    push notification configurations, streams, a reply and cancel, approve, cancels, a plan
+    session's refine/confirm/cancel, updates of schedules, webhooks, integrations and (the admin
+    API) the user, every DELETE of an object, and last the erasure."""
     task, name = ids["taskId"], ids["name"]
     rpc = "/a2a"
+    context = {"taskId": task, "id": PUSH_CONFIG}
+    streamed = {"role": "ROLE_USER", "parts": [{"text": "remember the stream"}], "contextId": ids["contextId"]}
     return [
-        ("POST", rpc, {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task}}),
-        ("POST", rpc, {"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {}}),
+        ("POST", rpc, _rpc("GetTask", {"id": task})),
+        ("POST", rpc, _rpc("ListTasks", {})),
         ("GET", f"/a2a/tasks/{task}", None),
         ("GET", "/a2a/tasks", None),
         ("GET", f"/a2a/tasks/{task}/pushNotificationConfigs", None),
+        ("GET", f"/a2a/tasks/{task}/pushNotificationConfigs/{PUSH_CONFIG}", None),
+        ("POST", rpc, _rpc("GetTaskPushNotificationConfig", context)),
+        ("POST", rpc, _rpc("ListTaskPushNotificationConfigs", {"taskId": task})),
+        ("POST", f"/a2a/tasks/{task}/pushNotificationConfigs", {"id": "cfg-more", "url": "http://127.0.0.1:9/more"}),
+        ("POST", "/a2a/message:send", {"message": {"role": "ROLE_USER", "messageId": "m-reject", "taskId": task,
+                                                   "parts": [{"text": "reject"}]},
+                                       "configuration": {"returnImmediately": True}}),
+        ("POST", DELIVER, None),  # the task's run resumes and stops: its push is announced
+        ("POST", rpc, _rpc("SendStreamingMessage", {"message": {**streamed, "messageId": "m-rpc-stream"}})),
+        ("POST", "/a2a/message:stream", {"message": {**streamed, "messageId": "m-rest-stream", "contextId": "c-new"}}),
+        ("POST", rpc, _rpc("SubscribeToTask", {"id": task})),
+        ("POST", f"/a2a/tasks/{task}:subscribe", None),
+        ("DELETE", f"/a2a/tasks/{task}/pushNotificationConfigs/cfg-more", None),
+        ("POST", rpc, _rpc("DeleteTaskPushNotificationConfig", context)),
         ("POST", f"/a2a/tasks/{task}:cancel", None),
-        ("POST", rpc, {"jsonrpc": "2.0", "id": 3, "method": "CancelTask", "params": {"id": task}}),
+        ("POST", rpc, _rpc("CancelTask", {"id": task})),
+        ("PATCH", f"/api/admin/users/{ids['uid']}", {"trustLevel": "delegated", "limits": {"activeRuns": 4}}),
         ("POST", "/api/agent/approve", {"approvalId": ids["approvalId"], "decision": "approve"}),
         ("POST", f"/api/agent/runs/{ids['runId']}/cancel", {"reason": "probe"}),
         ("POST", f"/api/agent/sessions/{ids['sessionId']}/refine", {"message": "also pack"}),
@@ -323,29 +360,74 @@ def writes(ids: dict[str, str]) -> list[tuple[str, str, dict[str, Any] | None]]:
     ]
 
 
+def _answers(resp: Any) -> list[Any]:
+    """The JSON answers of a response: its body, or each ``data`` of a Server-Sent Events stream."""
+    text = resp.get_data(as_text=True)
+    if resp.mimetype == "text/event-stream":
+        return [_strict(line[len("data:"):]) for line in text.splitlines() if line.startswith("data:")]
+    return [_strict(text)] if text.strip() else []
+
+
+def _failure(method: str, url: str, resp: Any, answers: list[Any]) -> str | None:
+    """What is wrong with one answer: a 500, a JSON-RPC internal error, an A2A stream's internal
+    error event, a 409 naming no object."""
+    if resp.status_code >= 500:
+        return f"{method} {url} {resp.status_code} {resp.get_data(as_text=True)[:200]}"
+    for answer in answers:
+        error = answer.get("error") if isinstance(answer, dict) else None
+        if not isinstance(error, dict):
+            continue
+        if error.get("code") == -32603 or error.get("status") == "INTERNAL":
+            return f"{method} {url} internal error {json.dumps(answer)[:200]}"
+        if (resp.status_code == 409 and error.get("code") == "STORED_VALUE_INVALID"
+                and not error["details"]["object"]):
+            return f"{method} {url} 409 naming nothing"
+    return None
+
+
+RESUME_GAP = "turns"
+"""NOT FIXED (issue 33's resume path is being changed by others this session): a run whose stored
+turn documents cannot be read fails its resume with pydantic's ``ValidationError`` from
+``RunsRepo.load_turns`` (the message is redelivered, the run stays working). Only that collection's
+resume may raise here; any other exception of a delivery is a problem."""
+
+
+def _streamed_to(answers: list[Any]) -> str | None:
+    """The state an A2A stream (JSON-RPC or REST) ended in."""
+    states = [event.get("statusUpdate", {}).get("status", {}).get("state")
+              for answer in answers if isinstance(answer, dict)
+              for event in [answer.get("result", answer)] if isinstance(event, dict)]
+    return next((s for s in reversed(states) if s), None)
+
+
 def probe_writes(api: Api, ids: dict[str, str], what: str) -> list[str]:
     """What went wrong answering :func:`writes`: a 500, no strict JSON, a JSON-RPC internal error,
-    a 409 naming no object; and the erasure must erase (nothing of alice's is left to export)."""
+    a 409 naming no object; and the erasure must erase (nothing of alice's is left to export). As
+    created, each stream must end where the new message's run waits for its approval."""
+    from pydantic import ValidationError
+
     problems: list[str] = []
+    api.dispatcher.take()  # what an earlier probe queued is not this one's
     for method, url, body in writes(ids):
-        headers = A2A if url.startswith("/a2a") else ALICE
+        headers = A2A if url.startswith("/a2a") else ADMIN if url.startswith("/api/admin/") else ALICE
         try:
+            if url == DELIVER:
+                api.deliver()
+                continue
             resp = api.client.open(url, method=method, json=body, headers=headers)
-            text = resp.get_data(as_text=True)
-            answer = _strict(text) if text.strip() else None
+            answers = _answers(resp)
         except Exception as exc:
+            if isinstance(exc, ValidationError) and url == DELIVER and what.startswith(f"{RESUME_GAP} "):
+                continue
             problems.append(f"{what}: {method} {url} raised {type(exc).__name__}: {exc}")
             continue
-        error = (answer or {}).get("error") if isinstance(answer, dict) else None
-        if resp.status_code == 503 and isinstance(error, dict) and error["code"] == "SANDBOX_NOT_CONFIGURED":
+        if (what == "as created" and resp.mimetype == "text/event-stream"
+                and (state := _streamed_to(answers)) != "TASK_STATE_INPUT_REQUIRED"):
+            problems.append(f"{what}: {method} {url} streamed to {state}")
+        if resp.status_code == 503 and answers and answers[0]["error"]["code"] == "SANDBOX_NOT_CONFIGURED":
             continue  # a workspace's delete: its record was read (no sandbox service here)
-        if resp.status_code >= 500:
-            problems.append(f"{what}: {method} {url} {resp.status_code} {text[:200]}")
-        elif isinstance(error, dict) and error.get("code") == -32603:
-            problems.append(f"{what}: {method} {url} JSON-RPC internal error {text[:200]}")
-        elif (resp.status_code == 409 and isinstance(error, dict) and error.get("code") == "STORED_VALUE_INVALID"
-              and not error["details"]["object"]):
-            problems.append(f"{what}: {method} {url} 409 naming nothing")
+        if (failure := _failure(method, url, resp, answers)) is not None:
+            problems.append(f"{what}: {failure}")
     exported = api.client.post("/api/agent/me/export", headers=ALICE).get_json()
     left = [p for p in exported.get("documents", {}) if p != "users/alice/limits/requests"]  # the export's own count
     if left:
@@ -353,12 +435,21 @@ def probe_writes(api: Api, ids: dict[str, str], what: str) -> list[str]:
     return problems
 
 
-def test_no_stored_value_makes_a_write_or_an_a2a_read_fail(api: Api, docstore: DocStore) -> None:
-    """The same hostile documents (the A2A tasks too), probed with the requests that read a stored
-    object and then change it: none answers a 500 (or a JSON-RPC internal error); each answers a
-    clear 4xx or does its work, and the erasure still erases everything of the user."""
+def test_no_stored_value_makes_a_write_or_an_a2a_read_fail(api: Api, docstore: DocStore,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same hostile documents (the A2A tasks and their push notification configurations too),
+    probed with the requests that read a stored object and then change it, the A2A streams and the
+    admin API's change of the user: none answers a 500 (or a JSON-RPC internal error, or an
+    internal error event in a stream); each answers a clear 4xx or does its work, and the erasure
+    still erases everything of the user."""
+    from shared.a2a import handler
+
+    for wait in ("STREAM_S", "FOLLOW_S", "CANCEL_WAIT_S"):  # a task whose run cannot go on (its actions or turns
+        monkeypatch.setattr(handler, wait, 1.0)            # unreadable) is followed for 1 s, not minutes
     ids = _everything_of_alice(api)
     ids["taskId"] = _a2a_task(api)
+    ids["contextId"] = str(api.client.get(f"/a2a/tasks/{ids['taskId']}", headers=A2A).get_json()["contextId"])
+    _push_config(api, ids["taskId"])
     matrix.create_memory(api)
     ids["memoryId"] = api.client.get("/api/agent/memories", headers=ALICE).get_json()["memories"][0]["memoryId"]
     exported = api.client.post("/api/agent/me/export", headers=ALICE).get_json()["documents"]
@@ -366,7 +457,7 @@ def test_no_stored_value_makes_a_write_or_an_a2a_read_fail(api: Api, docstore: D
     by_collection: dict[str, list[str]] = {}
     for path in originals:
         by_collection.setdefault(path.rsplit("/", 2)[-2] if "/" in path else path, []).append(path)
-    assert "a2aTasks" in by_collection, sorted(by_collection)
+    assert {"a2aTasks", "pushConfigs"} <= set(by_collection), sorted(by_collection)
     variants = {k: VARIANTS[k] for k in WRITE_VARIANTS}
     if isinstance(docstore, FirestoreDocStore):
         variants = {"wrong-types": VARIANTS["wrong-types"], "nan": NON_FINITE["nan"]}
@@ -408,3 +499,51 @@ def test_an_unreadable_a2a_task_is_named_and_left_out_of_the_list(api: Api, docs
     run = api.client.get(f"/api/agent/runs/{corrupt}", headers=ALICE).get_json()
     assert run["status"] == "awaiting_confirmation", run
     assert matrix._approve_until_done(api, {**run, **run["result"]})["status"] == "completed"
+
+
+def test_an_unreadable_push_config_is_named_left_out_and_never_pushed_to(api: Api, docstore: DocStore) -> None:
+    """A corrupt push notification configuration: asking for it is a refusal naming it (JSON-RPC
+    -32600 / HTTP 400, ``STORED_VALUE_INVALID: <path>``), the task's list answers the others, and the
+    run's stop announces its push to the readable configuration only (before: every read was an
+    internal error and the stop itself raised)."""
+    from shared.state.a2a_tasks_repo import config_doc_id
+    from shared.state.docstore import Query
+
+    task = _a2a_task(api)
+    _push_config(api, task)
+    fine = api.client.post(f"/a2a/tasks/{task}/pushNotificationConfigs", headers=A2A,
+                           json={"id": "cfg-fine", "url": "http://127.0.0.1:9/fine"})
+    assert fine.status_code == 200, fine.get_data()[:300]
+    path = f"users/alice/a2aTasks/{task}/pushConfigs/{config_doc_id(PUSH_CONFIG)}"
+    docstore.commit([Write("set", path, {"id": PUSH_CONFIG, "config": ["not", "a", "config"], "createdAt": 1.0})])
+    got = api.client.post("/a2a", headers=A2A, json=_rpc("GetTaskPushNotificationConfig",
+                                                         {"taskId": task, "id": PUSH_CONFIG})).get_json()
+    assert got["error"]["code"] == -32600 and got["error"]["message"].startswith(f"STORED_VALUE_INVALID: {path}"), got
+    rest = api.client.get(f"/a2a/tasks/{task}/pushNotificationConfigs/{PUSH_CONFIG}", headers=A2A)
+    assert rest.status_code == 400 and f"STORED_VALUE_INVALID: {path}" in rest.get_data(as_text=True), rest.get_data()
+    listed = api.client.get(f"/a2a/tasks/{task}/pushNotificationConfigs", headers=A2A).get_json()
+    assert [c["id"] for c in listed["configs"]] == ["cfg-fine"], listed
+    reply = api.client.post("/a2a/message:send", headers=A2A, json={
+        "message": {"role": "ROLE_USER", "messageId": "m-no", "taskId": task, "parts": [{"text": "reject"}]},
+        "configuration": {"returnImmediately": True}})
+    assert reply.status_code == 200, reply.get_data()[:300]
+    api.deliver()
+    assert api.client.get(f"/a2a/tasks/{task}", headers=A2A).get_json()["status"]["state"] == "TASK_STATE_COMPLETED"
+    pushed = [d.data for d in docstore.query(Query("deliveries")) if d.data.get("target") == f"a2a:{task}"]
+    assert [d["url"] for d in pushed] == ["http://127.0.0.1:9/fine"], pushed
+
+
+def test_the_admin_api_names_a_corrupt_user_and_changes_nothing(api: Api, docstore: DocStore) -> None:
+    """``PATCH /api/admin/users/{uid}`` of a user whose document cannot be read: 409
+    ``STORED_VALUE_INVALID`` naming it, the document left as it was, nothing audited."""
+    from shared.state.docstore import Query
+
+    docstore.commit([Write("set", "users/alice", {"uid": 42, "trustLevel": ["root"], "limits": "none"})])
+    audits = len(docstore.query(Query("audit")))
+    resp = api.client.patch("/api/admin/users/alice", headers=ADMIN, json={"trustLevel": "delegated"})
+    assert resp.status_code == 409, resp.get_json()
+    error = resp.get_json()["error"]
+    assert error["code"] == "STORED_VALUE_INVALID" and error["details"]["object"] == "users/alice", error
+    user = docstore.get("users/alice")
+    assert user is not None and user.data == {"uid": 42, "trustLevel": ["root"], "limits": "none"}
+    assert len(docstore.query(Query("audit"))) == audits

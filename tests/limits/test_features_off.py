@@ -29,8 +29,9 @@ from shared.state.docstore import DocStore
 OFF_ROUND_TRIPS: dict[str, tuple[int, float, int]] = {
     "workspaces": (0, 0.0, 0),
     "webhooks": (0, 0.0, 0),  # free since issue 33's third session: the user's stamps say they have no webhook
-    "run_control": (0, 0.0, 1),  # NOT free: the queue is read at the stop (the per-step stop check reads nothing since
-    # issue 33's session 2: a stop request is on the run document)
+    "run_control": (0, 0.0, 0),  # free since issue 33's session 3 (33g): a run nothing was queued behind reads no
+    # thread at its stop (a queued run is noted on the active run); the per-step stop check reads nothing since
+    # issue 33's session 2 (a stop request is on the run document)
     "a2a": (0, 0.0, 0),  # free since issue 33's session 2: the user's stamps say they have no A2A agent
     "otel": (0, 0.0, 0),
     "budgets": (0, 0.0, 0),
@@ -102,3 +103,47 @@ def test_budgets_turned_on_show_in_their_documents(store: DocStore) -> None:
     budgets = next(f for f in FEATURES if f.name == "budgets")
     assert documents_of(budgets, run.paths_written) >= 4 and documents_of(budgets, run.paths_read) >= 4, run
     assert "usageMonths" not in run.docs_written  # the month's spend is the sum of its days' counters
+
+
+def test_run_control_reads_the_thread_at_a_stop_only_when_a_run_was_queued_behind(store: DocStore) -> None:
+    """Run control is free when unused (above: no thread read at the stop), yet a run queued on the
+    thread while the active one runs (here: during its model call, after its start's commit) starts
+    when it ends: the queueing transaction notes it on the active run, whose next commit adopts the
+    note (``RunsRepo.adopt_stop``), and only then does its end read the thread to start the next."""
+    from bench.instrument import InstrumentedStore
+    from shared.api import RunRequest
+    from shared.auth import LocalAuthenticator
+    from shared.durable.dispatcher import RecordingDispatcher
+    from shared.models.base import ModelRequest, Turn
+    from shared.models.scripted import FunctionModel, text_turn
+    from shared.runtime import Runtime
+    from tests.agent.conftest import make_settings
+    from tests.limits.conftest import OFF
+    from tests.messages import deliver
+
+    counted = InstrumentedStore(store)
+    queued: list[str] = []
+    runtime: list[Runtime] = []
+
+    def answer(request: ModelRequest) -> Turn:
+        prompt = request.turns[0].text or ""
+        if prompt == "first" and not queued:
+            second = runtime[0].agent.start("alice", RunRequest(prompt="second", threadId="rc1",
+                                                                multitaskStrategy="enqueue"))
+            assert second.outcome.snapshot.run.status == "queued"
+            queued.append(second.outcome.snapshot.run.run_id)
+        return text_turn(f"done: {prompt}")
+
+    rt = Runtime(make_settings(**OFF), store=counted, model=FunctionModel(answer), authenticator=LocalAuthenticator(),
+                 dispatcher=RecordingDispatcher())
+    runtime.append(rt)
+    first = rt.agent.start("alice", RunRequest(prompt="first", threadId="rc1"))
+    trips = counted.record_trips()
+    assert rt.agent.run(rt.agent.context(first)).status == "completed"
+    thread_reads = [t for t in trips if t.startswith("get ") and "/threads/rc1" in t and "/" not in t.split("rc1")[1]]
+    assert len(thread_reads) == 1, trips  # the stop's read of the queue, because a run waits
+    deliver(rt)
+    second = rt.runs.get_run(queued[0])
+    assert second is not None and second.run.status == "completed", second
+    # The second run had nothing queued behind it: its end read no thread.
+    assert not second.run.queued_behind

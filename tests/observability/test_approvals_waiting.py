@@ -63,3 +63,27 @@ def test_the_gauge_says_when_it_counted_only_part(docstore: DocStore, caplog: py
         assert report(rt.runs, limit=1) == 1  # the cap of the count: a lower bound, flagged ``capped``
     assert caplog.records[-1].fields["capped"] is True  # type: ignore[attr-defined]
     assert report(rt.runs, clock=lambda: 10**10) == 2
+
+
+def test_a_plan_awaiting_its_confirmation_waits_on_nobody(docstore: DocStore, caplog: pytest.LogCaptureFixture) -> None:
+    """A plan session's run exists from its creation in ``awaiting_confirmation`` (issue 27) but asks
+    no one (its confirmation is the session's own): it is not counted; a run paused on an approval
+    is, as its only waiting run."""
+    from shared import session_handlers
+    from shared.durable.dispatcher import RecordingDispatcher
+    from shared.models.scripted import FunctionModel
+    from tests.agent.conftest import make_settings
+    from tests.e2e.test_authz_matrix import _model
+
+    rt = Runtime(make_settings(), store=docstore, model=FunctionModel(_model), dispatcher=RecordingDispatcher())
+    created, _ = session_handlers.create(rt, "alice", {"prompt": "plan a trip"})
+    session, _ = rt.sessions.get_for("alice", created.sessionId)
+    assert session.run_id is not None
+    plan_run = rt.runs.get_run(session.run_id)
+    assert plan_run is not None and plan_run.run.status == "awaiting_confirmation"
+    assert gauge(rt, caplog) == {"approvalsWaiting": 0, "runsWaiting": 0, "oldestWaitingS": 0.0, "capped": False}
+    started = rt.agent.start("alice", RunRequest(prompt="remember the trip"))
+    paused = rt.agent.run(rt.agent.context(started))
+    assert paused.status == "awaiting_confirmation" and paused.approval is not None
+    counted = gauge(rt, caplog)
+    assert counted["approvalsWaiting"] == 1 and counted["runsWaiting"] == 1, counted

@@ -82,27 +82,6 @@ def deadline_while_awaiting_approval(rt: Runtime, client: FlaskClient) -> str:
     return sid
 
 
-def cancelled_before_execution(rt: Runtime, client: FlaskClient) -> str:
-    sid = create(client)["sessionId"]
-    cancel(client, sid)
-    return sid
-
-
-def cancelled_during_execution(rt: Runtime, client: FlaskClient) -> str:
-    sid = create(client)["sessionId"]
-    confirm(client, sid)
-    cancel(client, sid)
-    deliver(rt)  # the execution stops before its first act
-    return sid
-
-
-def cancelled_while_awaiting_approval(rt: Runtime, client: FlaskClient) -> str:
-    sid = completed(rt, client)
-    pending_approval(client, sid)
-    cancel(client, sid)
-    return sid
-
-
 def cancel_its_run(client: FlaskClient, sid: str) -> None:
     """The session's run cancelled through the runs route (a dashboard built on runs): the same
     cancel as the session's."""
@@ -111,25 +90,39 @@ def cancel_its_run(client: FlaskClient, sid: str) -> None:
     assert resp.status_code == 202, resp.get_json()
 
 
-def run_cancelled_before_execution(rt: Runtime, client: FlaskClient) -> str:
-    sid = create(client)["sessionId"]
-    cancel_its_run(client, sid)
-    return sid
+Drive = Callable[[Runtime, FlaskClient], str]
+Cancel = Callable[[FlaskClient, str], None]
+"""A way to cancel a session: its own route (:func:`cancel`) or its run's (:func:`cancel_its_run`)."""
 
 
-def run_cancelled_during_execution(rt: Runtime, client: FlaskClient) -> str:
-    sid = create(client)["sessionId"]
-    confirm(client, sid)
-    cancel_its_run(client, sid)
-    deliver(rt)
-    return sid
+def cancelled_before_execution(stop: Cancel) -> Drive:
+    def drive(rt: Runtime, client: FlaskClient) -> str:
+        sid = create(client)["sessionId"]
+        stop(client, sid)
+        return sid
+
+    return drive
 
 
-def run_cancelled_while_awaiting_approval(rt: Runtime, client: FlaskClient) -> str:
-    sid = completed(rt, client)
-    pending_approval(client, sid)
-    cancel_its_run(client, sid)
-    return sid
+def cancelled_during_execution(stop: Cancel) -> Drive:
+    def drive(rt: Runtime, client: FlaskClient) -> str:
+        sid = create(client)["sessionId"]
+        confirm(client, sid)
+        stop(client, sid)
+        deliver(rt)  # the execution stops before its first act
+        return sid
+
+    return drive
+
+
+def cancelled_while_awaiting_approval(stop: Cancel) -> Drive:
+    def drive(rt: Runtime, client: FlaskClient) -> str:
+        sid = completed(rt, client)
+        pending_approval(client, sid)
+        stop(client, sid)
+        return sid
+
+    return drive
 
 
 def rejected(rt: Runtime, client: FlaskClient) -> str:
@@ -156,22 +149,21 @@ class Path:
     """The status the approval the session waited for ends with."""
 
 
+CANCELS: dict[str, Cancel] = {"": cancel, "run_": cancel_its_run}
 PATHS = {
     "completed": Path(completed, READ_ONLY, "completed"),
     "failed": Path(failed, Script(acts=READ_ONLY.acts, reflect=_fail_first), "failed"),
     "deadline_exceeded_during_execution": Path(deadline_during_execution, READ_ONLY, "deadline_exceeded"),
     "deadline_exceeded_while_awaiting_approval": Path(deadline_while_awaiting_approval, SIDE_EFFECT,
                                                       "deadline_exceeded", closed_approval="rejected"),
-    "cancelled_before_execution": Path(cancelled_before_execution, READ_ONLY, "cancelled", executed=False),
-    "cancelled_during_execution": Path(cancelled_during_execution, READ_ONLY, "cancelled", cancelled_task=True),
-    "cancelled_while_awaiting_approval": Path(cancelled_while_awaiting_approval, SIDE_EFFECT, "cancelled",
-                                              cancelled_task=True, closed_approval="cancelled"),
+    **{f"{prefix}cancelled_before_execution": Path(cancelled_before_execution(stop), READ_ONLY, "cancelled",
+                                                    executed=False) for prefix, stop in CANCELS.items()},
+    **{f"{prefix}cancelled_during_execution": Path(cancelled_during_execution(stop), READ_ONLY, "cancelled",
+                                                    cancelled_task=True) for prefix, stop in CANCELS.items()},
+    **{f"{prefix}cancelled_while_awaiting_approval": Path(cancelled_while_awaiting_approval(stop), SIDE_EFFECT,
+                                                          "cancelled", cancelled_task=True, closed_approval="cancelled")
+       for prefix, stop in CANCELS.items()},
     "rejected": Path(rejected, SIDE_EFFECT, "rejected", closed_approval="rejected"),
-    "run_cancelled_before_execution": Path(run_cancelled_before_execution, READ_ONLY, "cancelled", executed=False),
-    "run_cancelled_during_execution": Path(run_cancelled_during_execution, READ_ONLY, "cancelled",
-                                           cancelled_task=True),
-    "run_cancelled_while_awaiting_approval": Path(run_cancelled_while_awaiting_approval, SIDE_EFFECT, "cancelled",
-                                                  cancelled_task=True, closed_approval="cancelled"),
 }
 
 
