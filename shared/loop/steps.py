@@ -16,7 +16,6 @@ from pydantic import BaseModel
 from shared.errors import ModelTimeout, PreconditionFailed
 from shared.events import DeltaEvent, ThoughtDeltaEvent
 from shared.failures import FailureCode
-from shared.loop import budget_pause
 from shared.loop.context import RunContext
 from shared.loop.outcomes import (
     BudgetSpent,
@@ -109,9 +108,12 @@ def step(ctx: RunContext) -> StepOutcome:
     request = ModelRequest(system_instruction=instruction, turns=ctx.turns, tools=tools,
                            timeout_s=max(0.001, ctx.remaining()))
     model = services.model_for(ctx.run.profile)
-    paused = budget_pause.check(ctx, model.name, request)
-    if paused is not None:  # no room in a money budget: pause before the call (docs/budgets.md)
-        return paused
+    if ctx.budgeted:  # else the budget modules are not even imported (cold start)
+        from shared.loop import budget_pause
+
+        paused = budget_pause.check(ctx, model.name, request)
+        if paused is not None:  # no room in a money budget: pause before the call (docs/budgets.md)
+            return paused
     ctx.run.steps += 1
     call = MeteredCall(uid=ctx.run.uid, unit_kind="run", unit_id=ctx.run.run_id, component=LOOP,
                        operation_type=ctx.host.operation_type, step=ctx.run.steps,
