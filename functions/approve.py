@@ -19,7 +19,8 @@ from shared.web import json_response, parse_model, read_json_body
 def approve(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     with starting_caller(request) as (rt, uid, counter):  # counted by the decision's commit (issue 33)
         body = parse_model(ApproveRequest, read_json_body(request, rt.settings.max_body_bytes))
-        decision = decide(rt.services, rt.dispatcher, uid, body, counter=counter)
+        # the runtime's dispatcher, built when first used: a refused decision creates no Pub/Sub client
+        decision = decide(rt.services, None, uid, body, counter=counter)
     answer = ApproveResponse(runId=decision.run_id, approvalId=decision.approval_id, decision=decision.decision,
                              status="resume_requested", arguments=decision.arguments)
     return json_response(answer.to_json(), status=202)

@@ -5,7 +5,8 @@
   what the OpenAPI document's ``format`` says (``datetime.fromisoformat`` alone takes far more);
 - :func:`b64decode_any`: base64 in the standard or URL-safe alphabet, padding optional;
 - :func:`validation_problems`: a pydantic ``ValidationError`` as ``(field, message)`` pairs;
-- :func:`clean_json_schema`: a pydantic JSON schema as models and tools are shown it.
+- :func:`clean_json_schema`: a pydantic JSON schema as models and tools are shown it;
+- :func:`args_hash`: a stable hash of a tool call's arguments (binds an approval to them).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import hashlib
+import json
 import re
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -96,3 +99,9 @@ def clean_json_schema(schema: dict[str, Any], *, inline_refs: bool = False,
 
     cleaned: dict[str, Any] = clean(schema)
     return cleaned
+
+
+def args_hash(args: dict[str, Any]) -> str:
+    """A stable hash of tool arguments (binds an approval to exactly what was approved)."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from shared.durable.outbox import Outbox
     from shared.durable.router import Router
     from shared.limits import Limits
-    from shared.loop.context import Services
     from shared.loop.host import Host, HostRegistry
+    from shared.loop.services import HostLookup, Services
     from shared.models.base import Model
     from shared.state.docstore import DocStore
     from shared.state.runs_repo import RunsRepo
@@ -194,13 +194,11 @@ class Runtime:
         store query each per invocation, none for a collection ``stamps`` know empty or this
         process read at the same stamp: shared/state/users_repo.py). The deployment's servers are listed
         again when their listing expired (``MCP_LIST_TTL_S``). Without any server the MCP SDK is
-        never imported (cold start)."""
-        from shared.state.mcp_servers_repo import A2aAgentsRepo, McpServersRepo
-
+        never imported (cold start), nor their repository when the stamps say the user has none."""
         stamped = self.services.stamped
-        agents = stamped.read(stamps, "a2aAgents", lambda: A2aAgentsRepo(self.store).list(uid))
+        agents = stamped.read(stamps, "a2aAgents", lambda: _user_servers(self.store, "a2aAgents", uid))
         if not self.settings.mcp_servers and not stamped.read(stamps, "mcpServers",
-                                                              lambda: McpServersRepo(self.store).list(uid)):
+                                                              lambda: _user_servers(self.store, "mcpServers", uid)):
             return self._with_agents(base, uid) if agents else base
         from shared.connectors.user_mcp import UserMcpServers
         from shared.tools.mcp_tools import with_servers
@@ -231,7 +229,8 @@ class Runtime:
         return self._once("_services", lambda: _lazy_services_type()(
             settings=self.settings, runs=self.runs, users=self.users, registry=self._registry,
             model_factory=self.model, new_id=new_id, connectors=self.connectors, usage=self.usage,
-            outbox=self.outbox, hosts=self.hosts, registry_factory=lambda: self.registry,
+            outbox=self.outbox, hosts=self._hosts, registry_factory=lambda: self.registry,
+            hosts_factory=lambda: self.hosts,
             profile_models=self.model_for, limits=self.limits, user_registry=self.registry_for))
 
     @property
@@ -301,22 +300,47 @@ class Runtime:
         return self.authenticator.authenticate(headers, cookies)
 
 
+def _user_servers(store: DocStore, kind: str, uid: str) -> list[tuple[str, dict[str, Any]]]:
+    """The documents of ``uid``'s own A2A agents (``kind`` ``a2aAgents``) or MCP servers (``mcpServers``)."""
+    from shared.state.mcp_servers_repo import A2aAgentsRepo, McpServersRepo
+
+    repo = A2aAgentsRepo(store) if kind == "a2aAgents" else McpServersRepo(store)
+    return repo.list(uid)
+
+
 @functools.cache
 def _lazy_services_type() -> Callable[..., Services]:
-    """A :class:`~shared.agent.context.Services` whose ``registry`` is built on first access.
+    """A :class:`~shared.loop.services.Services` whose ``registry`` and ``hosts`` are built on first
+    access.
 
     Deciding an approval or resuming a run that is gone never looks a tool up, so ``approve`` and
-    most ``resume`` deliveries do not pay for importing and declaring every tool. Assigning
-    ``services.registry`` still replaces it (tests do)."""
-    from shared.loop.context import Services
+    most ``resume`` deliveries do not pay for importing and declaring every tool; deciding never
+    asks a host, so ``approve`` does not import the kernel, the hosts or the loop's working state
+    either. Assigning ``services.registry`` or ``services.hosts`` still replaces it (tests do)."""
+    from shared.loop.services import Services
 
     class LazyRegistryServices(Services):
         _registry_value: ToolRegistry | None
         _registry_factory: Callable[[], ToolRegistry]
+        _hosts_value: HostLookup | None
+        _hosts_factory: Callable[[], HostLookup]
 
-        def __init__(self, *, registry_factory: Callable[[], ToolRegistry], **fields: Any) -> None:
+        def __init__(self, *, registry_factory: Callable[[], ToolRegistry], hosts_factory: Callable[[], HostLookup],
+                     **fields: Any) -> None:
             self._registry_factory = registry_factory
+            self._hosts_factory = hosts_factory
             super().__init__(**fields)
+
+        @property
+        def hosts(self) -> HostLookup:
+            value = self._hosts_value
+            if value is None:
+                value = self._hosts_value = self._hosts_factory()
+            return value
+
+        @hosts.setter
+        def hosts(self, value: HostLookup | None) -> None:
+            self._hosts_value = value
 
         @property
         def registry(self) -> ToolRegistry:

@@ -17,19 +17,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shared.api import ApproveRequest
-from shared.durable.dispatcher import Dispatcher
 from shared.durable.kinds import RESUME
 from shared.durable.messages import WorkMessage, paused_hint
 from shared.errors import Conflict, Gone, NotFound, Unavailable
-from shared.loop.context import Services
+from shared.formats import args_hash
 from shared.state.docstore import TransactionContention
 from shared.state.records import AuditRecord, now
 from shared.state.runs_txn import RunsTransaction, run_in_transaction
 from shared.state.transitions import move_action
-from shared.tools.registry import args_hash
 
 if TYPE_CHECKING:
+    from shared.durable.dispatcher import Dispatcher
     from shared.limits import DeferredRequest
+    from shared.loop.services import Services  # annotations: deciding loads no loop
 
 log = logging.getLogger("agent_runtime.approvals")
 
@@ -53,16 +53,18 @@ class AlreadyDecided:
     run_id: str
 
 
-def decide(services: Services, dispatcher: Dispatcher, uid: str, req: ApproveRequest, *,
+def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: ApproveRequest, *,
            client_result: dict[str, Any] | None = None, counter: DeferredRequest | None = None) -> Decision:
-    """Record the owner's decision and ask for the run to resume (through ``dispatcher``).
-    Raises 404/409/410; with edited ``arguments``, 400 when they do not fit the tool or policy
-    refuses them (``approval_edits.py``): then nothing is recorded. ``client_result``: a client tool's
-    call approved with the result the client sent (``loop/client_tools.py``). ``counter``: the
-    request's count, read with the approval and written by the decision's commit (issue 33: two
-    round trips less; 429 ``RATE_LIMITED`` first, nothing written, when the limit is reached); a
-    request whose decision wrote none is counted by the caller (``DeferredRequest.settle``)."""
-    outbox = services.outbox.via(dispatcher)
+    """Record the owner's decision and ask for the run to resume (through ``dispatcher``; None:
+    the services' outbox's own, built on its first publication, so a refused decision never
+    creates the Pub/Sub client). Raises 404/409/410; with edited ``arguments``, 400 when they do
+    not fit the tool or policy refuses them (``approval_edits.py``): then nothing is recorded.
+    ``client_result``: a client tool's call approved with the result the client sent
+    (``loop/client_tools.py``). ``counter``: the request's count, read with the approval and
+    written by the decision's commit (issue 33: two round trips less; 429 ``RATE_LIMITED`` first,
+    nothing written, when the limit is reached); a request whose decision wrote none is counted by
+    the caller (``DeferredRequest.settle``)."""
+    outbox = services.outbox if dispatcher is None else services.outbox.via(dispatcher)
     edited: dict[str, Any] | None = None
     if req.arguments is not None:
         from shared.agent.approval_edits import checked_edit, tool_of_pending  # loads the tools

@@ -101,12 +101,18 @@ def _release(ctx: RunContext) -> Write:
 
 def _announce(ctx: RunContext, event: RunEventType, result: RunResult) -> list[str]:
     """The run's webhook deliveries of this stop, recorded in its commit (``agent/webhooks``), and
-    its A2A task's push notifications (``agent/a2a_push``: only runs of A2A contexts look)."""
+    its A2A task's push notifications (``agent/a2a_push``: only runs of A2A contexts look). The
+    webhook modules are imported only when something may be announced (cold start: webhooks are
+    free when off): the run has its own URL, runs in an A2A context, or its owner's ``webhooks``
+    stamp is not 0 (unknown or moved: their list is read)."""
+    a2a = ctx.run.thread_id.startswith("a2a_")
+    if not ctx.run.webhook and not a2a and ctx.stamps is not None and ctx.stamps.version("webhooks") == 0:
+        return []  # what ``Webhooks.announce`` records then: nothing (the stamp says no webhook, no query)
     from shared.agent.webhooks import Webhooks
 
     webhooks = Webhooks(ctx.services)
     ids = webhooks.announce(ctx, event, result)
-    if ctx.run.thread_id.startswith("a2a_"):
+    if a2a:
         from shared.agent.a2a_push import announce
 
         ids += announce(ctx, result, webhooks.deliverer())

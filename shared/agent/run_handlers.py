@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from shared.agent.chat_host import current_result
 from shared.agent.service import AgentService
-from shared.agent.streaming import follow_queued, live_events, replay_events
 from shared.api import RunRequest
 from shared.state.records import RunRecord, RunResult
 
@@ -59,6 +58,8 @@ def stream_run(service: AgentService, uid: str, request: RunRequest, *, idempote
     queued run's events are followed the same way (``status: queued``, then the run as it runs).
     ``sessions``: where the plans a run starts are read, to relay their events on its stream.
     ``deferred``: as :func:`run_to_stop`'s."""
+    from shared.agent.streaming import follow_queued, live_events, replay_events  # POST /run loads none of it
+
     started = service.start(uid, request, idempotency_key=idempotency_key, deferred=deferred)
     replayed = not started.outcome.created
     if started.outcome.queued:  # its stream starts when it does

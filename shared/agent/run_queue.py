@@ -14,14 +14,13 @@ publishes the head of every idle thread that still has queued runs).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.agent.conversation import conversation_turns
 from shared.api import ConversationItem
 from shared.durable import leases
 from shared.durable.kinds import CONTINUE, DEQUEUE, continue_entry_id
 from shared.durable.messages import WorkMessage
-from shared.durable.router import Disposition
 from shared.errors import Conflict
 from shared.events import ErrorEvent, StatusEvent, event_to_doc
 from shared.failures import FailureCode
@@ -34,6 +33,9 @@ from shared.state.host_states import PlanRunState
 from shared.state.records import MessageRecord, RunError, RunRecord, RunResult, now
 from shared.state.thread_queue import DEQUEUE_PREFIX, QueuedLaunch, ThreadQueue, dequeue_entry_id
 from shared.state.transitions import move_run
+
+if TYPE_CHECKING:
+    from shared.durable.router import Disposition  # an annotation: a run's stop loads no router
 
 log = logging.getLogger("agent_runtime.run_queue")
 

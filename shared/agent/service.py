@@ -26,7 +26,7 @@ from shared.ids import new_id
 from shared.instructions import build_system_instruction
 from shared.logs import log_context
 from shared.loop import stops
-from shared.loop.context import EventListener, RunContext, Services
+from shared.loop.context import EventListener, RunContext, Services, UnitHost
 from shared.loop.outcomes import NextStepLost
 from shared.loop.steps import drive
 from shared.models.base import Part, Turn
@@ -232,7 +232,7 @@ class AgentService:
 
     def context(self, started: StartedRun, listener: EventListener | None = None) -> RunContext:
         snap = started.outcome.snapshot
-        host = self.services.hosts.get(snap.run.host) or self.services.hosts.fallback
+        host: UnitHost = self.services.hosts.get(snap.run.host) or self.services.hosts.fallback
         budget = host.budget(self.services.settings)
         return RunContext(services=self.services, snapshot=snap, turns=list(started.turns), user=started.user,
                           deadline=budget.deadline, max_steps=budget.max_steps, yield_margin_s=budget.yield_margin_s,

@@ -35,10 +35,9 @@ def check(ctx: RunContext, model: str, request: ModelRequest) -> NextStepInterru
     """Before a model call: a pause when a budget has no room for it (and for the host's own calls
     that follow it: a plan's reflection on the act), else None (the reservation against the user's
     caps, if any, is released once the step's ledger entries are committed)."""
-    settings = ctx.services.settings
-    if ctx.run.budget_usd is None and not settings.budget_user_daily_usd and not settings.budget_user_monthly_usd:
+    if not ctx.budgeted:
         return None
-    over = room(ctx, call_max_cost(settings, model, request) + follow_up_max(ctx))
+    over = room(ctx, call_max_cost(ctx.services.settings, model, request) + follow_up_max(ctx))
     return None if over is None else pause(ctx, over)
 
 
@@ -46,8 +45,7 @@ def check_resumed_act(ctx: RunContext) -> bool:
     """On resume, before the approved tool calls of the last model turn run: room for the host's
     calls that follow them (a plan's reflection on the act). False when the unit paused instead
     (committed): approving runs the tools then."""
-    settings = ctx.services.settings
-    if ctx.run.budget_usd is None and not settings.budget_user_daily_usd and not settings.budget_user_monthly_usd:
+    if not ctx.budgeted:
         return True
     last = ctx.turns[-1] if ctx.turns else None
     extra = follow_up_max(ctx) if last is not None and last.role == "model" and last.function_calls else 0.0

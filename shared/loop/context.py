@@ -22,7 +22,9 @@ from shared.durable import leases
 from shared.events import event_to_doc
 from shared.failures import FailureCode
 from shared.loop.outcomes import BudgetSpent, HostStep, NextStepInterruption, Settled, StopOutcome
-from shared.models.base import Model, ToolDeclaration, Turn
+from shared.loop.services import HostLookup as HostLookup
+from shared.loop.services import Services as Services
+from shared.models.base import ToolDeclaration, Turn
 from shared.state.docstore import PreconditionFailed, Write
 from shared.state.records import (
     ActionRecord,
@@ -34,15 +36,11 @@ from shared.state.records import (
     UserRecord,
     now,
 )
-from shared.state.runs_repo import RunSnapshot, RunsRepo
-from shared.state.usage_repo import UsageRepo
-from shared.state.users_repo import StampedCache, Stamps, UsersRepo
+from shared.state.runs_repo import RunSnapshot
+from shared.state.users_repo import Stamps
 
 if TYPE_CHECKING:
-    from shared.durable.outbox import Outbox
     from shared.events.run import RunEvent
-    from shared.limits import Limits
-    from shared.state.budget_repo import BudgetRepo
     from shared.tools.registry import Tool, ToolRegistry  # annotations: approve loads no tools
 
 log = logging.getLogger("agent_runtime.agent")
@@ -83,58 +81,6 @@ class UnitHost(Protocol):
     def act(self, ctx: RunContext, outcome: StopOutcome) -> None: ...
     def interrupt(self, ctx: RunContext, outcome: NextStepInterruption) -> None: ...
     def fail(self, ctx: RunContext, code: FailureCode, message: str) -> None: ...
-
-
-class HostLookup(Protocol):
-    """The hosts by kind (``loop/host.py``'s ``HostRegistry``)."""
-
-    @property
-    def fallback(self) -> UnitHost: ...
-    def get(self, kind: str) -> UnitHost | None: ...
-
-
-@dataclass
-class Services:
-    """Process-wide collaborators of the loop (created once per instance, thread-safe)."""
-
-    settings: Settings
-    runs: RunsRepo
-    users: UsersRepo
-    registry: ToolRegistry
-    model_factory: Callable[[], Model]
-    new_id: Callable[[str], str]
-    usage: UsageRepo
-    outbox: Outbox
-    hosts: HostLookup
-    connectors: Callable[[], Any] | None = None
-    """Lazily built access to external services for tools (None: no connector tools)."""
-    profile_models: Callable[[str], Model] | None = None
-    """The model of a profile (``speed | balanced | quality``); None: ``model_factory`` for all."""
-    limits: Limits | None = None
-    """The per-user limits (docs/limits.md) checked when work starts; None: none (tests, tools)."""
-    user_registry: Callable[[ToolRegistry, str, Stamps | None], ToolRegistry] | None = None
-    """``(registry, uid, stamps)`` -> the tools of ``uid``'s runs (the user's own MCP servers and A2A
-    agents added; ``stamps`` as the run's start read them, shared/state/users_repo.py); None: every user
-    gets ``registry``."""
-    stamped: StampedCache = field(default_factory=StampedCache)
-    """This process's reads of the users' stamped collections (memories, MCP servers, A2A agents)."""
-    clock: Callable[[], float] = time.time
-    """The wall clock of the money budgets' periods (the UTC day and month of a check); tests move it."""
-
-    def registry_for(self, uid: str, stamps: Stamps | None = None) -> ToolRegistry:
-        """The tools ``uid``'s runs may use: :attr:`registry`, plus the user's own MCP servers'."""
-        base = self.registry
-        return base if self.user_registry is None else self.user_registry(base, uid, stamps)
-
-    @property
-    def budgets(self) -> BudgetRepo:
-        """The users' money budgets (docs/budgets.md), their periods on :attr:`clock`."""
-        from shared.state.budget_repo import BudgetRepo
-
-        return BudgetRepo(self.runs.store, self.clock)
-
-    def model_for(self, profile: str) -> Model:
-        return self.profile_models(profile) if self.profile_models is not None else self.model_factory()
 
 
 @dataclass
@@ -291,6 +237,14 @@ class RunContext:
 
     def steps_taken(self) -> int:
         return self.run.steps - self.steps_at_start
+
+    @property
+    def budgeted(self) -> bool:
+        """A money budget applies to the unit (docs/budgets.md): its own ``budgetUsd`` or the users'
+        daily or monthly cap. When none does, the budget modules are never imported (cold start)."""
+        settings = self.services.settings
+        return self.run.budget_usd is not None or bool(settings.budget_user_daily_usd
+                                                       or settings.budget_user_monthly_usd)
 
     # ---- commit ------------------------------------------------------------------------------
     def commit(self, *, park: bool = False) -> None:

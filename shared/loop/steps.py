@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 
+from pydantic import BaseModel
+
 from shared.errors import ModelTimeout, PreconditionFailed
 from shared.events import DeltaEvent, ThoughtDeltaEvent
 from shared.failures import FailureCode
-from shared.loop import budget_pause
 from shared.loop.context import RunContext
 from shared.loop.outcomes import (
     BudgetSpent,
@@ -107,9 +108,12 @@ def step(ctx: RunContext) -> StepOutcome:
     request = ModelRequest(system_instruction=instruction, turns=ctx.turns, tools=tools,
                            timeout_s=max(0.001, ctx.remaining()))
     model = services.model_for(ctx.run.profile)
-    paused = budget_pause.check(ctx, model.name, request)
-    if paused is not None:  # no room in a money budget: pause before the call (docs/budgets.md)
-        return paused
+    if ctx.budgeted:  # else the budget modules are not even imported (cold start)
+        from shared.loop import budget_pause
+
+        paused = budget_pause.check(ctx, model.name, request)
+        if paused is not None:  # no room in a money budget: pause before the call (docs/budgets.md)
+            return paused
     ctx.run.steps += 1
     call = MeteredCall(uid=ctx.run.uid, unit_kind="run", unit_id=ctx.run.run_id, component=LOOP,
                        operation_type=ctx.host.operation_type, step=ctx.run.steps,
@@ -140,13 +144,14 @@ def step(ctx: RunContext) -> StepOutcome:
     if len(calls) > limit:
         return NextStepFailed(FailureCode.TOO_MANY_TOOL_CALLS,
                               f"the model asked for {len(calls)} tool calls in one turn; the limit is {limit}")
-    decided = decide_calls(ctx, turn_index, calls)
+    validated: dict[str, BaseModel] = {}
+    decided = decide_calls(ctx, turn_index, calls, validated=validated)
     if isinstance(decided, tuple):
         code, message = decided
         return NextStepFailed(code, message)
     for action in decided:
         if action.status == "planned":
-            execute_action(ctx, action)
+            execute_action(ctx, action, validated.get(action.action_id))
     waiting = [a for a in decided if a.status == "awaiting_confirmation"]
     if waiting:
         return NextStepInterruption(turn_index, waiting)

@@ -26,9 +26,7 @@ What recovery may do with a side effect that a crash cut off (``docs/recovery.md
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,6 +37,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
 
 from shared.errors import AgentRuntimeError, ConfigurationError
+from shared.formats import args_hash as args_hash  # defined there: deciding an approval loads no tools
 from shared.formats import clean_json_schema, validation_problems
 from shared.models.base import ToolDeclaration
 
@@ -61,12 +60,6 @@ class ToolArgsError(AgentRuntimeError):
         super().__init__(f"invalid arguments for {tool}: " + "; ".join(problems))
         self.tool = tool
         self.problems = problems
-
-
-def args_hash(args: dict[str, Any]) -> str:
-    """A stable hash of tool arguments (binds an approval to exactly what was approved)."""
-    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")

@@ -1,11 +1,13 @@
 """Cold start (issue 33): the modules a cold ``run`` imports, counted (never timed).
 
-A fresh interpreter, functions-framework serving ``main.py``'s ``run``, one run answered through
-the real google-genai SDK by the fake Gemini server (a tool call, then the answer), on SQLite
-(``bench.features.cold_run_modules``). Every module imported is paid by every cold start of
-``run`` and ``stream``: a module more of ours fails here (lower ``OWN_MODULES`` when one goes), and
-so does any third-party package outside the ones a run needs, or any module of a feature that is
-off. The wall-clock figures are ``make bench``'s ``cold_start`` section.
+A fresh interpreter, functions-framework serving ``main.py``'s ``run``, one run of a returning
+user (another fresh instance served their first) answered through the real google-genai SDK by the
+fake Gemini server (a tool call, then the answer), on SQLite (``bench.features.cold_run_modules``).
+Every module imported is paid by every cold start of ``run`` and ``stream``: a module more of ours
+fails here (lower ``OWN_MODULES`` when one goes), and so does any third-party package outside the
+ones a run needs, or any module of a feature that is off. A user's very first run also reads their
+webhooks, MCP servers and A2A agents once (``FIRST_RUN_MODULES``). The wall-clock figures are
+``make bench``'s ``cold_start`` section.
 """
 
 from __future__ import annotations
@@ -20,15 +22,22 @@ import pytest
 
 from bench.features import FEATURES, REPO, cold_run_modules, loaded, own_modules
 
-OWN_MODULES = 107
-"""``main``, ``shared.*`` and ``functions.*`` modules loaded by a cold run today."""
+OWN_MODULES = 94
+"""``main``, ``shared.*`` and ``functions.*`` modules loaded by a cold run today (107 before issue
+33f made webhooks, budgets and the user's MCP/A2A repository load only when used, and the
+streaming helpers and the message router only where used; one of the 94, ``shared.loop.services``,
+was split out of ``shared.loop.context`` so that ``approve`` loads no loop)."""
 OFF_FEATURE_MODULES = {
     # NOT free when off today (issue 33: a feature off adds no import): what each loads.
+    "run_control": ["shared.agent.run_queue", "shared.state.thread_queue"],  # always on: stop check, queue
+}
+FIRST_RUN_MODULES = {
+    # A user's very first run: their stamps are unknown, so their webhooks, MCP servers and A2A
+    # agents are read once (and recorded as 0): the webhooks' announcement and the servers' repository.
     "webhooks": ["shared.agent.webhooks", "shared.delivery", "shared.delivery.events", "shared.delivery.sender",
                  "shared.delivery.signing", "shared.state.deliveries_repo", "shared.state.webhooks_repo"],
-    "run_control": ["shared.agent.run_queue", "shared.state.thread_queue"],
-    "budgets": ["shared.loop.budget_pause", "shared.usage.budget"],
-    "mcp": ["shared.state.mcp_servers_repo"],  # the query of the user's servers (A2A agents: same module)
+    "run_control": OFF_FEATURE_MODULES["run_control"],
+    "mcp": ["shared.state.mcp_servers_repo"],
 }
 THIRD_PARTY = {
     "annotated_types", "anyio", "blinker", "certifi", "click", "cloudevents", "deprecation", "flask",
@@ -65,6 +74,14 @@ def test_a_cold_run_imports_no_third_party_package_it_does_not_need(modules: lis
 def test_features_that_are_off_import_what_they_import_today(modules: list[str]) -> None:
     for feature in FEATURES:
         assert loaded(modules, feature.modules) == OFF_FEATURE_MODULES.get(feature.name, []), feature.name
+
+
+def test_a_users_first_run_reads_their_webhooks_and_servers_once() -> None:
+    """The stamps of a user who never ran are unknown: the first run's stop reads their webhooks
+    (the announcement's modules load), its tool list reads their MCP servers and A2A agents."""
+    first = cold_run_modules(returning=False)
+    for feature in FEATURES:
+        assert loaded(first, feature.modules) == FIRST_RUN_MODULES.get(feature.name, []), feature.name
 
 
 def test_a_feature_turned_on_shows_in_the_modules() -> None:
