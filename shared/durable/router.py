@@ -2,8 +2,10 @@
 
 Handlers and recoverers are registered at the edge (``shared/kernel.py``); this module imports
 nothing of the domain. A handler returns ``"done"`` when the message's work is over (the outbox
-entry it came from is removed) or ``"keep"`` when another invocation still holds the unit (the
-entry stays, so the sweep re-publishes it if that invocation dies).
+entry it came from is removed), ``"consumed"`` when the handler's own commit removed that entry
+already (nothing left to check: one store read less, issue 33) or ``"keep"`` when another
+invocation still holds the unit (the entry stays, so the sweep re-publishes it if that invocation
+dies).
 
 Bad deliveries never crash the function and are never retried forever: a malformed message, an
 unknown kind or a newer schema version is acknowledged and logged at ERROR with kind and version.
@@ -21,7 +23,7 @@ from shared.durable.outbox import Outbox
 
 log = logging.getLogger("agent_runtime.router")
 
-Disposition = Literal["done", "keep"]
+Disposition = Literal["done", "consumed", "keep"]
 Handler = Callable[[WorkMessage], Disposition]
 Recoverer = Callable[[int], int]
 """``recover(limit)`` takes over units of its kind whose lease expired; returns how many."""

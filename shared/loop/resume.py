@@ -19,7 +19,7 @@ from typing import Literal
 
 from shared import tracing
 from shared.durable import leases
-from shared.durable.kinds import continue_entry_id
+from shared.durable.kinds import CONTINUE, continue_entry_id
 from shared.durable.messages import WorkMessage
 from shared.durable.router import Disposition
 from shared.events import StatusEvent, ToolResultEvent
@@ -69,8 +69,21 @@ def handle_run_message(services: Services, message: WorkMessage) -> Disposition:
     log.info("%s message handled: %s", message.kind, outcome, extra={"fields": {"runId": message.unitId}})
     # Resumed, waiting for another decision (whose own message will resume it), ended or gone: the
     # message's outbox entry has done its job. "busy" keeps it: the lease holder may die, and then
-    # the sweep re-publishes the entry.
-    return "keep" if outcome == "busy" else "done"
+    # the sweep re-publishes the entry. A ``continue`` message that resumed its run: the entry of a
+    # yield (``continue-{run}-{steps}``) is removed by the claim of the run parked at it (this one,
+    # or an earlier one for a message delivered twice), so the router need not read it again.
+    if outcome == "busy":
+        return "keep"
+    if outcome == "resumed" and message.kind == CONTINUE and message.outbox_entry == continue_entry_id(
+            message.unitId, _steps_of(message.outbox_entry)):
+        return "consumed"
+    return "done"
+
+
+def _steps_of(entry_id: str | None) -> int:
+    """The steps a ``continue`` entry id names (-1: not one)."""
+    tail = (entry_id or "").rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
 
 
 def recover_runs(services: Services, limit: int) -> int:

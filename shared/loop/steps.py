@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 
+from pydantic import BaseModel
+
 from shared.errors import ModelTimeout, PreconditionFailed
 from shared.events import DeltaEvent, ThoughtDeltaEvent
 from shared.failures import FailureCode
@@ -142,13 +144,14 @@ def step(ctx: RunContext) -> StepOutcome:
     if len(calls) > limit:
         return NextStepFailed(FailureCode.TOO_MANY_TOOL_CALLS,
                               f"the model asked for {len(calls)} tool calls in one turn; the limit is {limit}")
-    decided = decide_calls(ctx, turn_index, calls)
+    validated: dict[str, BaseModel] = {}
+    decided = decide_calls(ctx, turn_index, calls, validated=validated)
     if isinstance(decided, tuple):
         code, message = decided
         return NextStepFailed(code, message)
     for action in decided:
         if action.status == "planned":
-            execute_action(ctx, action)
+            execute_action(ctx, action, validated.get(action.action_id))
     waiting = [a for a in decided if a.status == "awaiting_confirmation"]
     if waiting:
         return NextStepInterruption(turn_index, waiting)

@@ -37,13 +37,15 @@ def lookup(ctx: RunContext, name: str) -> Tool | None:
     return ctx.host.virtual_tools(ctx).get(name) or ctx.registry.get(name)
 
 
-def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
-                 ) -> list[ActionRecord] | tuple[FailureCode, str]:
+def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall], *,
+                 validated: dict[str, BaseModel] | None = None) -> list[ActionRecord] | tuple[FailureCode, str]:
     """One action per call, decided under policy; ``(code, message)`` when the unit must fail.
 
     Nothing executes before every call of the turn is known to be valid. Virtual tools
     (``loop/virtual.py``) take the same path: no policy decision of their own, and a malformed
-    call is answered with its problems once per run instead of failing it.
+    call is answered with its problems once per run instead of failing it. ``validated``, when
+    given, receives each valid call's arguments as validated, by action id (:func:`execute_action`
+    runs it with them instead of validating them again).
     """
     s = ctx.services
     actions: list[ActionRecord] = []
@@ -62,7 +64,7 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
             return FailureCode.UNKNOWN_TOOL, f"the model called an unknown tool: {fc.name!r}"
         action.side_effect, action.idempotent = tool.side_effect, tool.idempotent
         try:
-            args = tool.validate(dict(fc.args))
+            args = tool.validate(action.args)
         except ToolArgsError as exc:
             failed = _malformed(ctx, action, tool, exc)
             if failed is not None:
@@ -109,6 +111,8 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
                                    status="awaiting_confirmation", args=dict(action.args)))
         ctx.put_action(action)
         actions.append(action)
+        if validated is not None:
+            validated[action.action_id] = args
     return actions
 
 
@@ -152,15 +156,16 @@ def tool_context(ctx: RunContext, action: ActionRecord) -> ToolContext:
                        deadline=ctx.deadline)
 
 
-def execute_action(ctx: RunContext, action: ActionRecord) -> None:
-    """Run an allowed or approved action once, with exactly the arguments it was decided on."""
+def execute_action(ctx: RunContext, action: ActionRecord, validated: BaseModel | None = None) -> None:
+    """Run an allowed or approved action once, with exactly the arguments it was decided on
+    (``validated``: those arguments as :func:`decide_calls` validated them in this invocation)."""
     tool = lookup(ctx, action.tool)
     if tool is None:  # the registry changed between decision and execution (a deploy)
         move_action(action, "failed")
         action.outcome, action.error = "error", f"tool {action.tool!r} is not available"
         ctx.put_action(action)
         return
-    args = tool.validate(action.args)
+    args = validated if validated is not None else tool.validate(action.args)
     if not tool.host:
         ctx.host.before_tool(ctx, tool.name)
     ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,

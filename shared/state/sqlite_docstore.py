@@ -1,8 +1,8 @@
 """``SqliteDocStore``: the DocStore seam on stdlib sqlite3, the local default backend.
 
-One table holds every document, keyed by (collection path, id), so a document is one B-tree
-entry and a collection one key range (schema 2; a schema-1 file, keyed by the full path with a
-second index, is converted when opened); data is JSON text. A document's token is the revision of the commit that
+One table holds every document, with a unique index on (collection path, id), so a collection is
+one key range of the index (schema 3; a file of schema 1 or 2, WITHOUT ROWID tables, is converted
+when opened); data is JSON text. A document's token is the revision of the commit that
 last wrote it, drawn from a counter that only grows (so a deleted and re-created document never
 gets an old token back).
 
@@ -44,39 +44,46 @@ from shared.state.docstore import (
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 DEFAULT_SYNCHRONOUS = "NORMAL"
 
-# One B-tree keyed by (collection path, id) holds each document with its data: a document's
-# path is ``parent/id``, and a collection's documents are one contiguous key range in id order.
-# (Schema 1 keyed the table by the full path with a second index on (parent, id): every write
-# touched two B-trees, and a commit wrote about half again as many WAL pages.)
+# A table of documents (a rowid table: a document's data, up to ~4 KB, lives in its row) and one
+# unique index on (collection path, id): a document's path is ``parent/id``, and a collection's
+# documents are one contiguous key range of the index in id order. New documents append to the
+# table's last page, so the documents one commit creates share a page or two; a document rewritten
+# stays in its row (schema 3). Schema 2 keyed a WITHOUT ROWID table by (parent, id): a row there
+# holds at most ~1 KB before the rest spills to overflow pages, so a step's run, turns and events
+# documents (~2 KB each) each wrote one more page and freed another (16 WAL pages per step against
+# 11). Schema 1 keyed the table by the full path with a second index on (parent, id).
 _DOCS_TABLE = """
 CREATE TABLE {name} (
     parent TEXT NOT NULL,
     id TEXT NOT NULL,
     data TEXT NOT NULL,
-    rev INTEGER NOT NULL,
-    PRIMARY KEY (parent, id)
-) WITHOUT ROWID
+    rev INTEGER NOT NULL
+)
 """
+_DOCS_KEY = "CREATE UNIQUE INDEX IF NOT EXISTS docs_key ON docs (parent, id)"
 _META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID"
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
-    """Create the tables, or bring a schema-1 file to schema 2 (same documents, same tokens), in
-    one write transaction: several processes opening one file at once do it once."""
+    """Create the tables, or bring a schema-1 or schema-2 file to schema 3 (same documents, same
+    tokens), in one write transaction: several processes opening one file at once do it once. A
+    schema-3 file opened by code of schema 2 (same columns, same statements) works as it is."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        columns = [row[1] for row in conn.execute("PRAGMA table_info(docs)")]
-        if not columns:
+        row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'docs'").fetchone()
+        if row is None:
             conn.execute(_DOCS_TABLE.format(name="docs"))
-        elif "path" in columns:  # schema 1
-            conn.execute(_DOCS_TABLE.format(name="docs_v2"))
-            conn.execute("INSERT INTO docs_v2 (parent, id, data, rev) SELECT parent, id, data, rev FROM docs")
-            conn.execute("DROP TABLE docs")  # drops its index docs_parent_id too
-            conn.execute("ALTER TABLE docs_v2 RENAME TO docs")
+        elif "WITHOUT ROWID" in str(row[0]).upper():  # schema 1 or 2: same documents, same tokens
+            conn.execute(_DOCS_TABLE.format(name="docs_v3"))
+            conn.execute("INSERT INTO docs_v3 (parent, id, data, rev) SELECT parent, id, data, rev FROM docs "
+                         "ORDER BY parent, id")
+            conn.execute("DROP TABLE docs")  # drops schema 1's index docs_parent_id too
+            conn.execute("ALTER TABLE docs_v3 RENAME TO docs")
+        conn.execute(_DOCS_KEY)
         conn.execute(_META_TABLE)
         conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('rev', 0)")
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -306,16 +313,31 @@ class SqliteDocStore:
                 conn.execute("DELETE FROM docs WHERE parent = ? AND id = ?", (parent, doc_id))
                 tokens.append("")
                 continue
-            old = None if row is None else json.loads(row[0])
-            if w.op == "increment":
-                data = _incremented(old or {}, w.data)
-            else:
-                data = {**old, **w.data} if old is not None and (w.op == "update" or w.merge) else w.data
-            if current is not None and old is not None and _same(old, data):
-                tokens.append(current)  # Firestore keeps the update time of an unchanged document
+            if row is None:
+                data = _incremented({}, w.data) if w.op == "increment" else w.data
+                conn.execute("INSERT INTO docs (parent, id, data, rev) VALUES (?, ?, ?, ?)",
+                             (parent, doc_id, _dumps(data), rev))
+                tokens.append(token)
                 continue
-            conn.execute("INSERT OR REPLACE INTO docs (parent, id, data, rev) VALUES (?, ?, ?, ?)",
-                         (parent, doc_id, _dumps(data), rev))
+            if w.op == "set" and not w.merge:
+                # A replaced document is unchanged only if its JSON has the same length (both texts
+                # are ``_dumps``': equal values encode to members of equal lengths, in any order), so
+                # the old one is decoded only then (a step's run document, whose ``updatedAt`` moves,
+                # mostly not). A text written otherwise (older code) of equal values may differ in
+                # length: the document then gets a new token, as a changed one (never the reverse).
+                text = _dumps(w.data)
+                if len(text) == len(row[0]) and _same(json.loads(row[0]), w.data):
+                    tokens.append(str(row[1]))  # Firestore keeps the update time of an unchanged document
+                    continue
+            else:
+                old = json.loads(row[0])
+                data = _incremented(old, w.data) if w.op == "increment" else {**old, **w.data}
+                if _same(old, data):
+                    tokens.append(str(row[1]))  # Firestore keeps the update time of an unchanged document
+                    continue
+                text = _dumps(data)
+            # rewritten in its row (in place)
+            conn.execute("UPDATE docs SET data = ?, rev = ? WHERE parent = ? AND id = ?", (text, rev, parent, doc_id))
             tokens.append(token)
         return tokens
 

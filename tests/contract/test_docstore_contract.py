@@ -84,6 +84,19 @@ def test_if_token_success_and_stale_token_applies_nothing(docstore: DocStore) ->
         docstore.commit([Write("set", "runs/gone", {"v": 1}, if_token=t2)])
 
 
+def test_a_set_that_changes_nothing_keeps_the_token_whatever_the_key_order(docstore: DocStore) -> None:
+    """As in Firestore, a replacing ``set`` of the values the document holds keeps its version,
+    with the keys in any order; one value of the same length changed is a change (the SQLite store
+    compares the encoded lengths first, issue 33 session 3)."""
+    (t1,) = docstore.commit([Write("create", "runs/r", {"a": 1, "b": {"x": "yz", "w": [1.5]}})])
+    (same,) = docstore.commit([Write("set", "runs/r", {"b": {"w": [1.5], "x": "yz"}, "a": 1}, if_token=t1)])
+    assert same == t1
+    (changed,) = docstore.commit([Write("set", "runs/r", {"a": 2, "b": {"x": "yz", "w": [1.5]}}, if_token=t1)])
+    assert changed != t1
+    (retyped,) = docstore.commit([Write("set", "runs/r", {"a": 2, "b": {"x": "yz", "w": [1.0]}}, if_token=changed)])
+    assert retyped != changed  # 1.5 -> 1.0: same length, another value
+
+
 def test_delete(docstore: DocStore) -> None:
     (t1,) = docstore.commit([Write("create", "audit/a", {"x": 1})])
     assert docstore.commit([Write("delete", "audit/missing")]) == [""]

@@ -79,14 +79,19 @@ PRAGMA user_version=1;
 """
 
 
-def test_a_schema_1_file_is_converted_with_its_documents_and_tokens(tmp_path: Path) -> None:
+def _old_file(tmp_path: Path, script: str) -> str:
+    """A store file as an earlier schema wrote it (``script``: its tables and documents)."""
     import sqlite3
 
     path = str(tmp_path / "old.sqlite3")
     old = sqlite3.connect(path)
-    old.executescript(_SCHEMA_1)
+    old.executescript(script)
     old.close()
+    return path
 
+
+def test_a_schema_1_file_is_converted_with_its_documents_and_tokens(tmp_path: Path) -> None:
+    path = _old_file(tmp_path, _SCHEMA_1)
     store = SqliteDocStore(path)
     try:
         doc = store.get("runs/r")
@@ -97,8 +102,8 @@ def test_a_schema_1_file_is_converted_with_its_documents_and_tokens(tmp_path: Pa
         (created,) = store.commit([Write("create", "runs/t", {})])
         assert int(created) > 7  # the revision counter carries on
         tables = store._conn.execute("SELECT name FROM sqlite_master ORDER BY name").fetchall()
-        assert [t[0] for t in tables] == ["docs", "meta"]  # no second index, no leftover table
-        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert [t[0] for t in tables] == ["docs", "docs_key", "meta"]  # one index, no leftover table
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == 3
     finally:
         store.close()
     again = SqliteDocStore(path)  # opening a converted file changes nothing
@@ -107,3 +112,64 @@ def test_a_schema_1_file_is_converted_with_its_documents_and_tokens(tmp_path: Pa
         assert doc is not None and doc.data == {"v": 3}
     finally:
         again.close()
+
+
+_SCHEMA_2 = """
+CREATE TABLE docs (parent TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, rev INTEGER NOT NULL,
+                   PRIMARY KEY (parent, id)) WITHOUT ROWID;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('rev', 9);
+INSERT INTO docs VALUES ('runs', 'r', '{"v":1}', 5);
+INSERT INTO docs VALUES ('runs/r/events', '00000002', '{"seq":2}', 9);
+INSERT INTO docs VALUES ('runs/r/events', '00000001', '{"seq":1}', 6);
+INSERT INTO docs VALUES ('runs', 's', '{"v":2}', 7);
+PRAGMA user_version=2;
+"""
+
+
+def test_a_schema_2_file_is_converted_with_its_documents_and_tokens(tmp_path: Path) -> None:
+    """Schema 3 (issue 33, session 3): a rowid table whose rows hold documents of up to ~4 KB and
+    one unique index on (parent, id); a schema-2 file (WITHOUT ROWID) is converted when opened, and
+    a converted file is not converted again."""
+    path = _old_file(tmp_path, _SCHEMA_2)
+    store = SqliteDocStore(path)
+    try:
+        assert [(d.path, d.token) for d in store.query(Query("runs"))] == [("runs/r", "5"), ("runs/s", "7")]
+        assert [d.data["seq"] for d in store.query(Query("runs/r/events", start_after="00000001"))] == [2]
+        store.commit([Write("set", "runs/r", {"v": 3}, if_token="5")])  # the old token still holds
+        with pytest.raises(PreconditionFailed):
+            store.commit([Write("create", "runs/s", {})])  # the unique key still refuses a second one
+        (created,) = store.commit([Write("create", "runs/t", {})])
+        assert int(created) > 9  # the revision counter carries on
+        sql = store._conn.execute("SELECT sql FROM sqlite_master WHERE name = 'docs'").fetchone()[0]
+        assert "WITHOUT ROWID" not in sql.upper()
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    finally:
+        store.close()
+    again = SqliteDocStore(path)
+    try:
+        doc = again.get("runs/r")
+        assert doc is not None and doc.data == {"v": 3}
+        assert [d.path for d in again.query(Query("runs"))] == ["runs/r", "runs/s", "runs/t"]
+    finally:
+        again.close()
+
+
+def test_a_document_rewritten_keeps_its_row_and_writes_two_pages(tmp_path: Path) -> None:
+    """A step's documents (~2 KB) fit in their rows: rewriting the run document changes its row in
+    place (same rowid) and the commit writes two pages to the WAL (the row's page and the revision
+    counter's), where schema 2 also wrote an overflow page and freed another (4)."""
+    path = tmp_path / "rows.sqlite3"
+    store = SqliteDocStore(str(path))
+    try:
+        store._conn.execute("PRAGMA wal_autocheckpoint=0")
+        (token,) = store.commit([Write("create", "runs/r", {"text": "x" * 2000})])
+        rowid = store._conn.execute("SELECT rowid FROM docs WHERE parent = 'runs' AND id = 'r'").fetchone()[0]
+        wal = Path(f"{path}-wal")
+        before = wal.stat().st_size
+        store.commit([Write("set", "runs/r", {"text": "y" * 2100}, if_token=token)])
+        frames = (wal.stat().st_size - before) // (4096 + 24)
+        again = store._conn.execute("SELECT rowid FROM docs WHERE parent = 'runs' AND id = 'r'").fetchone()[0]
+        assert again == rowid and frames == 2, (rowid, again, frames)
+    finally:
+        store.close()
