@@ -528,10 +528,12 @@ class RuntimeRequestHandler(RequestHandler):
 
 async def _relay(events: Any) -> AsyncGenerator[Any, None]:
     """A synchronous iterable (it reads the store, it may wait) relayed from a worker thread; ends
-    after the first event that ends an A2A stream."""
+    after the first event that ends an A2A stream. Our refusals on the way (a run that cannot be
+    read any more) end it in A2A's words."""
     it = iter(events)
+    step = _domain_errors(next)
     while True:
-        event = await asyncio.to_thread(next, it, _END)
+        event = await asyncio.to_thread(step, it, _END)
         if event is _END:
             return
         yield event

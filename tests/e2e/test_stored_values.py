@@ -547,3 +547,28 @@ def test_the_admin_api_names_a_corrupt_user_and_changes_nothing(api: Api, docsto
     user = docstore.get("users/alice")
     assert user is not None and user.data == {"uid": 42, "trustLevel": ["root"], "limits": "none"}
     assert len(docstore.query(Query("audit"))) == audits
+
+
+@pytest.mark.parametrize("binding", ["jsonrpc", "rest"])
+def test_a_run_unreadable_while_its_task_is_streamed_ends_the_stream_with_a_refusal(
+        api: Api, docstore: DocStore, binding: str) -> None:
+    """A subscriber follows a task waiting for input; its run document is then overwritten with one
+    that cannot be read: the stream's next read refuses it, and the stream ends with that refusal
+    naming the document (JSON-RPC -32600, REST an error event of status 400), not an internal error."""
+    task = _a2a_task(api)
+    path = f"runs/{task}"
+    if binding == "jsonrpc":
+        resp = api.client.post("/a2a", headers=A2A, json=_rpc("SubscribeToTask", {"id": task}), buffered=False)
+    else:
+        resp = api.client.post(f"/a2a/tasks/{task}:subscribe", headers=A2A, buffered=False)
+    chunks = iter(resp.response)
+    first = b""
+    while b"data:" not in first:
+        first += next(chunks)
+    assert b"TASK_STATE_INPUT_REQUIRED" in first, first  # the task as it is: the stream now follows its run
+    docstore.commit([Write("set", path, {"runId": 42, "status": ["not", "a", "status"]})])
+    text = (first + b"".join(chunks)).decode()
+    answers = [_strict(line[len("data:"):]) for line in text.splitlines() if line.startswith("data:")]
+    error = answers[-1]["error"]
+    assert f"STORED_VALUE_INVALID: {path}" in error["message"], answers[-1]
+    assert error["code"] == (-32600 if binding == "jsonrpc" else 400), answers[-1]
