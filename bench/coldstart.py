@@ -6,17 +6,18 @@ Baselines (issue 33):
 - ``run``, ``stream`` and ``goals``: the SDKs' own first use (``bench/sdk_first_use_fn.py``: both
   SDKs imported, one Firestore read and write, one streamed Gemini call), served the same way;
   ``overhead_pct_vs_sdk_first_use``, target +10 %.
-- ``approve``, ``resume`` and ``runs``: the floor (a trivial function served the same way:
-  interpreter start, functions-framework import, server start, first response) + the joint import
-  time of the SDKs the probed request needs (shared dependencies once; ``Probe.needs``: what the
-  request imports; ``tests/unit/test_entry_point_imports.py`` checks that the refused decision and
-  the unknown run import no Pub/Sub);
-  ``overhead_pct_vs_joint_imports``, target +10 %. Kept for every function for history, with
-  ``overhead_pct`` (floor + the sum of the SDKs' separate import times, issue 2's baseline). Beside
-  it, ``overhead_pct_vs_sdk_first_read``: against a function served the same way that imports
-  Firestore and whose first request creates the client and reads one document
-  (``bench/sdk_first_read_fn.py``): what any function answering from Firestore pays before its
-  own code (the client's channel and first RPC are not in an import time).
+- ``approve``, ``resume`` and ``runs`` ("within +10 % of the imports they need"):
+  ``overhead_pct_vs_sdk_first_read``, against a function served the same way that imports
+  Firestore (the SDK these requests need: ``Probe.needs``; ``tests/unit/test_entry_point_imports.py``
+  checks that the refused decision and the unknown run import no Pub/Sub) and whose first request
+  creates the client and reads one document (``bench/sdk_first_read_fn.py``), started in every
+  round like ours. Until issue 33f the target was ``overhead_pct_vs_joint_imports``: the floor (a
+  trivial function served the same way) + the SDKs' joint import time measured once, in-process,
+  before the rounds. That baseline leaves out the client's channel and first RPC, which no request
+  can skip, and is not paired: its import time is taken at another moment than the rounds, so at
+  load average ~10 the figure came out at -35 % where a quiet machine gave +50 %. Kept for every
+  function for history, with ``overhead_pct`` (floor + the sum of the SDKs' separate import times,
+  issue 2's baseline).
 
 Stability (issue 33: the figure moved ±20 points between runs): each round starts every function
 once (the baselines too), in an order rotated per round, so the machine's drift hits all alike; an
@@ -324,6 +325,7 @@ def figures(env: dict[str, str], *, quick: bool, log: Any) -> dict[str, Any]:
             "seconds": round(med, 3), "seconds_min": round(min(wall[name]), 3),
             "seconds_max": round(max(wall[name]), 3), "cpu_s": round(statistics.median(cpu[name]), 3),
             "statuses": sorted({c.status for c in got[name]}), "needs": [FF_MODULE, *probe.needs],
+            "rounds_s": [round(x, 3) for x in wall[name]], "rounds_cpu_s": [round(x, 3) for x in cpu[name]],
             "baseline_s": round(summed, 3),
             "import_sum_s": round(imports[FF_MODULE] + sum(imports[m] for m in probe.needs), 3),
             "overhead_pct": round((med - summed) / summed * 100, 1), "target_pct": TARGET_PCT,
@@ -335,11 +337,15 @@ def figures(env: dict[str, str], *, quick: bool, log: Any) -> dict[str, Any]:
             "met_vs_joint_imports": vs_joint["median"] <= TARGET_PCT}
         if name in VS_IMPORTS and first_read:
             vs_read = _paired(wall[name], first_read)
+            vs_read_cpu = _paired(cpu[name], cpu["first_read"])
             row.update({"baseline_sdk_first_read_s": round(statistics.median(first_read), 3),
                         "overhead_pct_vs_sdk_first_read": vs_read["median"],
                         "overhead_pct_vs_sdk_first_read_quartiles": [vs_read["q1"], vs_read["q3"]],
                         "overhead_pct_vs_sdk_first_read_halves": vs_read["halves"],
-                        "cpu_overhead_pct_vs_sdk_first_read": _paired(cpu[name], cpu["first_read"])["median"]})
+                        "stable_vs_sdk_first_read": vs_read["stable"],
+                        "met_vs_sdk_first_read": vs_read["median"] <= TARGET_PCT,
+                        "cpu_overhead_pct_vs_sdk_first_read": vs_read_cpu["median"],
+                        "cpu_overhead_pct_vs_sdk_first_read_halves": vs_read_cpu["halves"]})
         if name in VS_FIRST_USE and first_use is not None:
             vs_first = _paired(wall[name], wall["first_use"])
             vs_first_cpu = _paired(cpu[name], cpu["first_use"])
@@ -351,11 +357,14 @@ def figures(env: dict[str, str], *, quick: bool, log: Any) -> dict[str, Any]:
                         "overhead_pct_vs_sdk_first_use_of_medians": round((med / first_use - 1) * 100, 1),
                         "met_vs_sdk_first_use": vs_first["median"] <= TARGET_PCT,
                         "cpu_overhead_pct_vs_sdk_first_use": vs_first_cpu["median"],
+                        "cpu_overhead_pct_vs_sdk_first_use_halves": vs_first_cpu["halves"],
                         "cpu_overhead_pct_vs_sdk_first_use_quartiles": [vs_first_cpu["q1"], vs_first_cpu["q3"]]})
         functions[name] = row
     return {"rounds": rounds, "repeats_imports": repeats, "imports_s": imports,
             "floor_trivial_function_s": round(floor, 3),
             "floor_cpu_s": round(statistics.median(cpu["hello"]), 3),
+            "baseline_rounds_s": {b.target: [round(x, 3) for x in wall[b.target]] for b in BASELINES},
+            "baseline_rounds_cpu_s": {b.target: [round(x, 3) for x in cpu[b.target]] for b in BASELINES},
             "sdk_first_use_function_s": round(first_use, 3) if first_use is not None else None,
             "sdk_first_use_cpu_s": round(statistics.median(cpu["first_use"]), 3) if cpu["first_use"] else None,
             "sdk_first_use_error": errors.get("first_use"),
@@ -383,14 +392,20 @@ def targets(cold: dict[str, Any]) -> dict[str, Any]:
                  "met": fns[fn].get("met_vs_sdk_first_use"),
                  "halves": fns[fn].get("overhead_pct_vs_sdk_first_use_halves"),
                  "stable": fns[fn].get("stable_vs_sdk_first_use"),
-                 "cpu_value": fns[fn].get("cpu_overhead_pct_vs_sdk_first_use")} for fn in VS_FIRST_USE},
+                 "cpu_value": fns[fn].get("cpu_overhead_pct_vs_sdk_first_use"),
+                 "cpu_halves": fns[fn].get("cpu_overhead_pct_vs_sdk_first_use_halves")} for fn in VS_FIRST_USE},
         "cold_start_vs_imports_pct": {
-            fn: {"value": fns[fn].get("overhead_pct_vs_joint_imports"),
-                 "quartiles": fns[fn].get("overhead_pct_vs_joint_imports_quartiles"), "target": TARGET_PCT,
-                 "met": fns[fn].get("met_vs_joint_imports"),
-                 "halves": fns[fn].get("overhead_pct_vs_joint_imports_halves"),
-                 "stable": fns[fn].get("stable_vs_joint_imports"),
-                 "vs_sdk_first_read": fns[fn].get("overhead_pct_vs_sdk_first_read")} for fn in VS_IMPORTS},
+            fn: {"value": fns[fn].get("overhead_pct_vs_sdk_first_read"),
+                 "quartiles": fns[fn].get("overhead_pct_vs_sdk_first_read_quartiles"), "target": TARGET_PCT,
+                 "met": fns[fn].get("met_vs_sdk_first_read"),
+                 "halves": fns[fn].get("overhead_pct_vs_sdk_first_read_halves"),
+                 "stable": fns[fn].get("stable_vs_sdk_first_read"),
+                 "cpu_value": fns[fn].get("cpu_overhead_pct_vs_sdk_first_read"),
+                 "cpu_halves": fns[fn].get("cpu_overhead_pct_vs_sdk_first_read_halves"),
+                 "baseline": "bench/sdk_first_read_fn.py (floor + Firestore imported + client + one read, paired)",
+                 "vs_joint_imports": fns[fn].get("overhead_pct_vs_joint_imports"),
+                 "vs_joint_imports_halves": fns[fn].get("overhead_pct_vs_joint_imports_halves")}
+            for fn in VS_IMPORTS},
     }
 
 

@@ -37,6 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 
 T = TypeVar("T")
 UID = "feat-bench"
+RUN_CONTROL_THREAD = "feat-run-control"
 HEADERS = {"Authorization": f"Bearer dev:{UID}"}
 STEPS = 4
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,7 +85,8 @@ FEATURES = (
                                                      "shared.state.webhooks_repo", "shared.state.deliveries_repo"),
             on="measured here: one webhook subscribed to run.*"),
     Feature("run_control", (), ("shared.agent.run_queue", "shared.state.thread_queue"), after_start=("threads",),
-            on="always on: the stop check (interrupt, cancel) and the thread's queue"),
+            on="measured here: a run queued behind it on its thread (the stop check and the queue are always "
+               "on; a run nothing was queued behind reads no thread)"),
     Feature("a2a", ("a2aAgents", "a2aTasks", "pushConfigs"),
             ("a2a", "shared.a2a", "shared.agent.a2a_convert", "shared.agent.a2a_push", "shared.tools.a2a_tools",
              "shared.connectors.user_a2a", "shared.state.a2a_tasks_repo"),
@@ -213,7 +216,10 @@ def phases_of(run: Run) -> dict[str, list[str]]:
 
 
 def measure_run(inner: DocStore, *, setup: Callable[[Any, Runtime], None] | None = None,
-                 body: dict[str, Any] | None = None, **settings: Any) -> Run:
+                 body: dict[str, Any] | None = None, during: Callable[[Runtime], None] | None = None,
+                 **settings: Any) -> Run:
+    """The measured run (after a warm-up run and ``setup``); ``during``: done once, in another
+    thread (its round trips are not the run's), while the run makes its first model call."""
     from devserver import create_app
 
     store = PathCountingStore(inner)
@@ -224,6 +230,10 @@ def measure_run(inner: DocStore, *, setup: Callable[[Any, Runtime], None] | None
     def answer(request: ModelRequest) -> Turn:
         marks.append(len(trips))
         docs.append(dict(store.snapshot()["docs_written"]))
+        if during is not None and len(marks) == 1 and trips:
+            side = threading.Thread(target=during, args=(rt,))
+            side.start()
+            side.join()
         return step_model(request)
 
     conf = bench_settings(google_cloud_project="demo-agent-bench", run_deadline_s=600.0, **settings)
@@ -312,7 +322,9 @@ def _diff(on: Counter[str] | dict[str, int], off: Counter[str] | dict[str, int])
 
 
 def _on_costs(inner_on: Callable[[], contextlib.AbstractContextManager[DocStore]], off: Run) -> dict[str, Any]:
-    """Webhooks and budgets turned on: the run's extra round trips and documents."""
+    """Webhooks, budgets and run control turned on: the run's extra round trips and documents (run
+    control: a run queued behind it on its thread during its first model call, against the same
+    run on that thread with nothing queued)."""
     key = base64.b64encode(os.urandom(32)).decode()
 
     def webhook(client: Any, rt: Runtime) -> None:
@@ -321,19 +333,31 @@ def _on_costs(inner_on: Callable[[], contextlib.AbstractContextManager[DocStore]
         if resp.status_code not in (200, 201):
             raise RuntimeError(f"PUT webhook: {resp.status_code} {resp.get_json()}")
 
+    def queue_behind(rt: Runtime) -> None:
+        from shared.api import RunRequest
+
+        rt.agent.start(UID, RunRequest(prompt="queued behind", threadId=RUN_CONTROL_THREAD,
+                                       multitaskStrategy="enqueue"))
+
+    on_thread = {"body": {"threadId": RUN_CONTROL_THREAD}}
+    with inner_on() as inner:
+        off_on_thread = measure_run(inner, **on_thread)  # run control's baseline: the same run, nothing queued
     out: dict[str, Any] = {}
-    turned_on: tuple[tuple[str, dict[str, Any]], ...] = (
-        ("webhooks", {"setup": webhook, "credentials_encryption_key": key, "mcp_allow_private_urls": True}),
-        ("budgets", {"body": {"budgetUsd": 5.0}, "budget_user_daily_usd": 50.0, "budget_user_monthly_usd": 500.0}))
-    for name, kwargs in turned_on:
+    turned_on: tuple[tuple[str, dict[str, Any], Run], ...] = (
+        ("webhooks", {"setup": webhook, "credentials_encryption_key": key, "mcp_allow_private_urls": True}, off),
+        ("budgets", {"body": {"budgetUsd": 5.0}, "budget_user_daily_usd": 50.0, "budget_user_monthly_usd": 500.0},
+         off),
+        ("run_control", {**on_thread, "during": queue_behind}, off_on_thread))
+    for name, kwargs, baseline in turned_on:
         with inner_on() as inner:
             run = measure_run(inner, **kwargs)
-        on_phases, off_phases = phases_of(run), phases_of(off)
+        on_phases, off_phases = phases_of(run), phases_of(baseline)
         out[name] = {
             "extra_round_trips": {p: len(on_phases[p]) - len(off_phases[p]) for p in on_phases},
+            "extra_round_trips_in_all": len(run.trips) - len(baseline.trips),  # the first step's too
             "extra_round_trips_per_tool_step": _per_step(len(on_phases["step"]) - len(off_phases["step"])),
-            "extra_documents_written": _diff(run.docs_written, off.docs_written),
-            "extra_documents_read": _diff(run.docs_read, off.docs_read),
+            "extra_documents_written": _diff(run.docs_written, baseline.docs_written),
+            "extra_documents_read": _diff(run.docs_read, baseline.docs_read),
             "trips": {p: on_phases[p] for p in on_phases},
         }
     return out

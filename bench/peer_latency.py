@@ -101,16 +101,17 @@ class Trace:
 
 
 TRACE = Trace()
-_connect = sqlite3.connect
+def trace_sqlite() -> None:
+    """Every SQLite connection the process opens from now on (the frameworks' included) reports each
+    statement it runs to ``TRACE`` (``main`` calls it before any peer is imported)."""
+    connect = sqlite3.connect
 
+    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(TRACE.statement)
+        return conn
 
-def _traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-    conn = _connect(*args, **kwargs)
-    conn.set_trace_callback(TRACE.statement)
-    return conn
-
-
-sqlite3.connect = _traced_connect  # every SQLite connection of the process, the frameworks' included
+    sqlite3.connect = traced_connect
 
 
 def _async_store_call(name: str, method: Callable[..., Awaitable[Any]], write: bool) -> Callable[..., Awaitable[Any]]:
@@ -318,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="append one JSON line per peer to this file")
     args = p.parse_args(argv)
     sys.path.insert(0, os.getcwd())  # the peer scripts (a copy of ../shared/bench-peers)
+    trace_sqlite()
     rows = []
     for name in args.only or list(PEERS):
         row = asyncio.run(measure(name, args.latency_ms, args.runs))

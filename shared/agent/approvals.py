@@ -74,7 +74,11 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
     recorded: dict[str, WorkMessage] = {}
     """The resume message the committed transaction recorded (published as recorded: not read back)."""
 
+    in_txn: list[DeferredRequest | None] = [counter]
+    """The count the decision's transaction writes: none once a contention moved it out."""
+
     def txn(t: RunsTransaction) -> Decision | AlreadyDecided:
+        counter = in_txn[0]
         if counter is None:
             approval, count = t.approval(uid, req.approvalId), None
         else:
@@ -137,9 +141,21 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
         return Decision(run.run_id, approval.approval_id, approval.status,
                         action.args if action.original_args is not None else None)
 
-    out = _decide_with_retries(services, uid, req.approvalId, txn)
-    if counter is not None and isinstance(out, Decision):
-        counter.committed()
+    def count_apart() -> bool:
+        # The user's counter is one document: the user's concurrent requests (an approve of each
+        # pending call at once) contend on it. A contended decision is counted apart, as any other
+        # request (429 ``RATE_LIMITED``, nothing decided, when even that cannot be written), and
+        # decided without it: decisions of different approvals never contend with each other.
+        moved = in_txn[0]
+        if moved is None:
+            return False
+        moved.settle()
+        in_txn[0] = None
+        return True
+
+    out = _decide_with_retries(services, uid, req.approvalId, txn, count_apart)
+    if in_txn[0] is not None and isinstance(out, Decision):
+        in_txn[0].committed()
     if isinstance(out, AlreadyDecided):
         # Replayed decision: make sure its resume message was not lost, then refuse.
         outbox.deliver(req.approvalId)
@@ -153,11 +169,13 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
 
 
 def _decide_with_retries(services: Services, uid: str, approval_id: str,
-                         txn: Callable[[RunsTransaction], Decision | AlreadyDecided]) -> Decision | AlreadyDecided:
+                         txn: Callable[[RunsTransaction], Decision | AlreadyDecided],
+                         count_apart: Callable[[], bool]) -> Decision | AlreadyDecided:
     """Run the decision transaction. Concurrent calls for the same approval make the store give up
     on all but one (Firestore aborts the losers, sometimes before the winner committed). A loser
-    looks again: decided by the other call → the caller gets 409; still pending → it tries again,
-    a few times with backoff, before answering 503 (nothing written, retry)."""
+    looks again: decided by the other call → the caller gets 409; still pending → it tries again
+    (its request counted apart first, ``count_apart``: the counter was maybe what it contended on,
+    and then at once), a few times with backoff, before answering 503 (nothing written, retry)."""
     for attempt in range(CONTENTION_ATTEMPTS):
         try:
             return run_in_transaction(services.runs.store, txn)
@@ -172,6 +190,8 @@ def _decide_with_retries(services: Services, uid: str, approval_id: str,
             if approval.status != "pending":
                 return AlreadyDecided(approval.run_id)
             log.warning("approval decision contended; retrying", extra={"fields": {"approvalId": approval_id}})
+            if count_apart():
+                continue
             time.sleep(random.uniform(0.5, 1.0) * CONTENTION_BACKOFF_S * 2 ** attempt)
     raise Unavailable(f"approval {approval_id} is being decided by concurrent requests; retry",
                       code="CONTENTION", details={"retryAfterSeconds": 1})

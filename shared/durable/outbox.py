@@ -96,10 +96,13 @@ class Outbox:
     def send(self, message: WorkMessage, entry_id: str) -> bool:
         """Publish ``message`` through its entry, writing the entry first when there is none (a
         message whose entry was removed while it could not act, e.g. a queued run not at the head
-        of its queue yet). False if the publish failed (the entry stays for the sweep)."""
-        if self.repo.get(entry_id) is None:
+        of its queue yet). False if the publish failed (the entry stays for the sweep). The entry
+        is read once (issue 33: not again by :meth:`deliver`)."""
+        got = self.repo.get(entry_id)
+        if got is None:
             self.repo.store.commit([self.record(message, entry_id)])
-        return self.deliver(entry_id)
+            return self.deliver_recorded(message, entry_id)
+        return self._publish(got[0])
 
     def handled(self, message: WorkMessage) -> None:
         """The message was handled: remove the entry it was made from (same kind, unit and user)."""

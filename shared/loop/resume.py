@@ -255,6 +255,10 @@ def _claim(services: Services, run: RunRecord, owner: str) -> tuple[RunRecord, l
     claimed = run.model_copy(deep=True)
     if run.status == "awaiting_confirmation":
         move_run(claimed, "executing")
+        if run.paused_action_ids is None and run.thread_id:
+            # Paused by the code before issue 33's third session, which noted no
+            # ``queuedBehind`` on the active run: its end looks at its thread's queue.
+            claimed.queued_behind = True
     claimed.lease = leases.held(owner, services.settings.lease_ttl_s)
     claimed.lease_expires_at = claimed.lease.expires_at
     done = [services.outbox.done(a) for a in run.pending_approval_ids]

@@ -255,7 +255,11 @@ def cancel(services: Services, sessions: SessionsRepo, uid: str, session_id: str
     ``cancelled`` or cancelling) answers the session as it is: cancelling is idempotent."""
     session, token = sessions.get_for(uid, session_id)
     if session.status == "cancelled" or (session.cancel_requested and not session.terminal):
-        return session
+        if session.status != "executing" or not session.run_id:
+            return session
+        # Asked again of its run: a cancel recorded by code before issue 33's session 3 wrote
+        # nothing on the run (its host read the session before each act; this one reads the run).
+        reason = session.cancel_reason
     if session.terminal:
         raise Conflict(f"session {session_id} already ended ({session.status})", code="SESSION_ENDED",
                        details={"status": session.status})

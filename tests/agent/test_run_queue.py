@@ -118,6 +118,29 @@ def test_approval_wait_holds_the_queue(make_runtime: MakeRuntime) -> None:
     assert ledger.calls == ["send_note:bob:hi"]
 
 
+def test_a_run_paused_by_earlier_code_starts_the_queue_behind_it_when_it_ends(make_runtime: MakeRuntime) -> None:
+    """A rolling deploy: a run paused by the code before issue 33's third session, with a run queued
+    behind it by that code, stores neither ``pausedActionIds`` nor ``queuedBehind``. Approved and
+    resumed by this code, its end still starts the queue (before: nothing was published, the queued
+    run waited for the sweep, up to a minute in production)."""
+    from shared.state import paths
+    from shared.state.docstore import Write
+    from tests.agent.test_approvals import approve
+
+    rt, _, ledger, first = paused_on_a_note(make_runtime, "send", "hi", "q-old")
+    second = rt.agent.start("alice", RunRequest(prompt="next", threadId="q-old", multitaskStrategy="enqueue"))
+    deliver(rt)
+    doc = rt.store.get(paths.run(first.run_id))
+    assert doc is not None and doc.data.get("queuedBehind") is True and doc.data.get("pausedActionIds")
+    old = {k: v for k, v in doc.data.items() if k not in ("queuedBehind", "pausedActionIds")}
+    rt.store.commit([Write("set", doc.path, old)])  # as 732e4d2 wrote it
+    approve(rt, first.approval.id)  # type: ignore[union-attr]
+    deliver(rt)  # no sweep
+    assert run_of(rt, first.run_id).status == "completed"
+    assert run_of(rt, second.outcome.snapshot.run.run_id).status == "completed"
+    assert ledger.calls == ["send_note:bob:hi"]
+
+
 @pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
 def test_interrupt_stops_the_active_run_at_its_next_step_keeping_its_side_effect(
         make_runtime: MakeRuntime, strategy: str) -> None:

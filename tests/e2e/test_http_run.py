@@ -202,6 +202,7 @@ def test_idempotency_key_header_returns_the_same_run(install: Install, client: F
     assert streamed[-1]["result"]["runId"] == first.get_json()["runId"]
     fresh = client.post("/api/agent/run/stream", json={"prompt": "x"}, headers={**ALICE, "Idempotency-Key": "abc-124"})
     assert "Idempotent-Replayed" not in fresh.headers
+    assert ndjson(fresh.data)[-1]["result"]["runId"] != first.get_json()["runId"]  # read to its end: a new run
     bad = client.post("/api/agent/run", json={"prompt": "x"}, headers={**ALICE, "Idempotency-Key": "é" * 3})
     assert bad.status_code == 400
     model.assert_complete()

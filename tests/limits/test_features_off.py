@@ -142,6 +142,9 @@ def test_run_control_reads_the_thread_at_a_stop_only_when_a_run_was_queued_behin
     assert rt.agent.run(rt.agent.context(first)).status == "completed"
     thread_reads = [t for t in trips if t.startswith("get ") and "/threads/rc1" in t and "/" not in t.split("rc1")[1]]
     assert len(thread_reads) == 1, trips  # the stop's read of the queue, because a run waits
+    # The queued run's start is published twice (when it is queued, and by this run's end), each
+    # reading its outbox entry once (``Outbox.send``).
+    assert [t for t in trips if "outbox" in t] == [f"get outbox/dequeue-{queued[0]}", "commit outbox"] * 2, trips
     deliver(rt)
     second = rt.runs.get_run(queued[0])
     assert second is not None and second.run.status == "completed", second

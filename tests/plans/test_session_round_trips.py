@@ -120,3 +120,39 @@ def test_a_cancel_while_an_act_runs_stops_the_session_before_its_next_act(store:
         assert run.status == "cancelled" and run.lease is None
     finally:
         set_runtime(None)
+
+
+def test_a_cancel_recorded_by_earlier_code_stops_the_session_when_the_client_retries_it(
+        store: DocStore, client: FlaskClient) -> None:
+    """A rolling deploy: an instance still on the code before this session records a cancel the way
+    it did (the session's ``cancelRequested`` alone; its host read the session before each act),
+    while the execution runs on this code, which reads the run's ``stopRequested`` instead. The
+    client's retry of the cancel (idempotent) asks the run again, so the session stops before its
+    next act (before: the retry answered the session as it was and every act still ran)."""
+    asked: dict[str, str] = {}
+    runtime: list[Runtime] = []
+
+    def reflect(prompt: dict[str, Any]) -> dict[str, Any]:
+        if not asked.get("done"):
+            asked["done"] = "yes"
+            sessions = runtime[0].sessions
+            sessions.store.commit([sessions.update_write(asked["sid"], {"cancelRequested": True,
+                                                                        "cancelReason": "changed my mind"})])
+            resp = client.post(f"/api/agent/sessions/{asked['sid']}/cancel", json={}, headers=ALICE)
+            assert resp.status_code == 202, resp.get_json()
+        return {"taskComplete": False, "taskFailed": False, "summary": "progress", "modifications": []}
+
+    acts = {"Read the notes": [("search_memory", {"query": str(i)}) for i in range(4)]}
+    rt, _ = _runtime(store, Script(acts=acts, reflect=reflect))
+    runtime.append(rt)
+    try:
+        created = create(client)
+        asked["sid"] = sid = created["sessionId"]
+        client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1}, headers=ALICE)
+        deliver(rt)
+        view = _status(client, sid)
+        assert view["status"] == "cancelled" and view["error"]["code"] == "CANCELLED", view
+        assert view.get("cancelReason") == "changed my mind", view
+        assert len(view["plan"]["tasks"][0]["history"]) == 1
+    finally:
+        set_runtime(None)
