@@ -17,6 +17,7 @@ from flask.testing import FlaskClient
 from devserver import create_app
 from shared.auth import LocalAuthenticator
 from shared.durable.dispatcher import RecordingDispatcher
+from shared.models.base import ModelRequest, Turn
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import Doc, DocStore, Query, Write
@@ -259,3 +260,59 @@ def test_erasure_waits_for_a_working_run(install: Install, client: FlaskClient, 
     resp = client.delete("/api/agent/me", headers=ALICE)
     assert resp.status_code == 409 and resp.get_json()["error"]["code"] == "RUN_ACTIVE"
     assert docstore.get("users/alice/memories/m1") is not None  # nothing deleted
+
+
+def test_every_action_of_a_long_run_is_exported_once_and_erased(docstore: DocStore) -> None:
+    """Issue 33's third session keeps the actions of a step's answered calls in its turns document
+    and the open turn's in documents of their own: a run of 32 answered steps, then a pause, an
+    approval and its resume (yields between invocations on the way). The export holds each action
+    exactly once (by id, in either place), GET /runs/{id} shows no stored-only field,
+    the events replay from any point, and the erasure leaves none."""
+    steps = 32
+
+    def model(request: ModelRequest) -> Turn:
+        answered = sum(1 for t in request.turns for p in t.parts if p.function_response is not None)
+        if answered < steps:
+            return calls_turn(call("search_memory", {"query": f"q{answered}"}))
+        if answered == steps:
+            return calls_turn(call("save_memory", {"text": f"note {SECRET}"}))
+        return text_turn("Done.")
+
+    rt = Runtime(make_settings(credentials_encryption_key=KEY, max_loop_steps=steps + 5,
+                               max_tool_calls_per_turn=steps + 5), store=docstore,
+                 model=FunctionModel(model), authenticator=LocalAuthenticator(), dispatcher=RecordingDispatcher())
+    set_runtime(rt)
+    try:
+        api = Api(create_app().test_client(), rt, rt.dispatcher)  # type: ignore[arg-type]
+        run = _approve_until_done(api, _paused_run(api, "long one"))
+        assert run["status"] == "completed", run
+        run_id = run["runId"]
+        assert not {"pausedActionIds", "queuedBehind", "pauseExpiresAt", "lease"} & set(run)
+        listed = [a.action_id for a in rt.runs.list_actions(run_id)]
+        assert len(listed) == steps + 1 == len(set(listed))
+        turns = docstore.query(Query(f"runs/{run_id}/turns"))
+        inline = [a["actionId"] for d in turns for a in d.data.get("actions", [])]
+        own = [d.data["actionId"] for d in docstore.query(Query(f"runs/{run_id}/actions"))]
+        assert inline and own and sorted(inline + own) == sorted(listed)  # both places, each action once
+
+        exported = api.client.post("/api/agent/me/export", headers=ALICE).get_json()["documents"]
+        in_export = [a["actionId"] for p, d in exported.items() if p.startswith(f"runs/{run_id}/turns/")
+                     for a in d.get("actions", [])]
+        in_export += [d["actionId"] for p, d in exported.items() if p.startswith(f"runs/{run_id}/actions/")]
+        assert sorted(in_export) == sorted(listed)
+
+        events = api.client.get(f"/api/agent/runs/{run_id}/events", headers=ALICE).get_data(as_text=True)
+        seqs = [json.loads(line)["seq"] for line in events.splitlines() if line.strip()]
+        assert seqs == list(range(1, len(seqs) + 1))
+        half = seqs[len(seqs) // 2]
+        later = api.client.get(f"/api/agent/runs/{run_id}/events?after={half}", headers=ALICE).get_data(as_text=True)
+        assert [json.loads(line)["seq"] for line in later.splitlines() if line.strip()] == seqs[seqs.index(half) + 1:]
+        calls = [json.loads(line) for line in events.splitlines() if line.strip()]
+        assert {e["actionId"] for e in calls if e["type"] == "tool_call"} == set(listed)  # the approved one twice
+
+        assert api.client.delete("/api/agent/me", headers=ALICE).status_code == 200
+        assert docstore.query(Query(f"runs/{run_id}/turns")) == []
+        assert docstore.query(Query(f"runs/{run_id}/actions")) == []
+        assert docstore.get(f"runs/{run_id}") is None
+    finally:
+        set_runtime(None)
