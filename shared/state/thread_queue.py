@@ -118,7 +118,10 @@ def busy_thread(t: Transaction, thread: ThreadRecord, where: str, run: RunRecord
         close_paused(t, old, token, run.run_id, "expired" if pause == "expired" else "superseded", fail=fail_paused,
                      event_write=event_write, audit_write=audit_write)
         if pause == "open" or not thread.queue:
-            return None  # an interrupt goes ahead of the queue; an expired pause frees the thread
+            # An interrupt goes ahead of the queue (its end starts the queue's head: it knows, as
+            # a run queued behind an active one tells it); an expired pause frees the thread.
+            run.queued_behind = True if thread.queue else None
+            return None
         active = None
     if active is None and not thread.queue:
         return None

@@ -142,6 +142,26 @@ def test_a_run_paused_by_earlier_code_starts_the_queue_behind_it_when_it_ends(ma
 
 
 @pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+def test_a_run_that_interrupts_a_pause_ahead_of_a_queue_starts_that_queue_when_it_ends(
+        make_runtime: MakeRuntime, strategy: str) -> None:
+    """A paused run with a run queued behind it; an ``interrupt``/``rollback`` closes the pause and
+    starts at once, ahead of the queue. Its end starts the queue (issue 33's ``queuedBehind``: the
+    run that goes ahead of a queue knows it; before, nothing was published and the queued run
+    waited for the sweep)."""
+    rt, _, ledger, first = paused_on_a_note(make_runtime, "send", "hi", "q-ahead")
+    queued = rt.agent.start("alice", RunRequest(prompt="later", threadId="q-ahead", multitaskStrategy="enqueue"))
+    assert queued.outcome.queued
+    deliver(rt)  # its dequeue message, at once: not its turn (the entry goes)
+    assert run_of(rt, queued.outcome.snapshot.run.run_id).status == "queued"
+    ahead, _ = start_and_drive(rt, "now", threadId="q-ahead", multitaskStrategy=strategy)
+    assert ahead.status == "completed"
+    assert run_of(rt, first.run_id).status == "failed"
+    deliver(rt)  # no sweep
+    assert run_of(rt, queued.outcome.snapshot.run.run_id).status == "completed"
+    assert ledger.calls == []
+
+
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
 def test_interrupt_stops_the_active_run_at_its_next_step_keeping_its_side_effect(
         make_runtime: MakeRuntime, strategy: str) -> None:
     ledger = Ledger()
