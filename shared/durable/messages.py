@@ -28,6 +28,9 @@ PAUSED = r"^[0-9]{1,9}:([A-Za-z0-9_.-]{1,160}(,[A-Za-z0-9_.-]{1,160})*)?$"
 PAUSED_MAX_CHARS = 1024
 """A Pub/Sub attribute's value holds at most 1024 bytes: a longer hint is not sent (the resume then
 reads the paused turn after the run, one round trip more)."""
+PAUSED_MAX_TURNS = 10_000
+"""A hint naming more turns is not followed (the resume reads as the run it read says): a message is
+input, and its turn count sizes the resume's first read."""
 
 
 class MalformedMessage(AgentRuntimeError):
@@ -76,6 +79,8 @@ class WorkMessage(BaseModel):
         if self.paused is None:
             return None
         count, _, ids = self.paused.partition(":")
+        if int(count) > PAUSED_MAX_TURNS:
+            return None
         return int(count), ids.split(",") if ids else []
 
     def encode(self) -> bytes:

@@ -22,6 +22,7 @@ from shared.durable import leases
 from shared.durable.kinds import CONTINUE, continue_entry_id
 from shared.durable.messages import WorkMessage
 from shared.durable.router import Disposition
+from shared.errors import StoredValueInvalid
 from shared.events import StatusEvent, ToolResultEvent
 from shared.failures import FailureCode
 from shared.ids import new_id
@@ -42,7 +43,7 @@ from shared.loop.tool_calls import (
 )
 from shared.models.base import Turn
 from shared.state.batched_reads import BatchedReads, read_together
-from shared.state.docstore import PreconditionFailed
+from shared.state.docstore import PreconditionFailed, Write
 from shared.state.records import ActionRecord, RunRecord, UserRecord
 from shared.state.runs_repo import RunSnapshot
 from shared.state.transitions import move_action, move_run
@@ -181,26 +182,21 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             return "terminal"
         if not leases.claimable(run.lease):
             return "busy"
-        actions, turns = _actions_and_turns(services, run, batch if attempt == 0 else None)
-        if run.status == "awaiting_confirmation":
-            open_actions = [a for a in actions if a.turn_index == run.pending_turn]
-            if any(a.status == "awaiting_confirmation" for a in open_actions):
+        try:
+            actions, turns = _actions_and_turns(services, run, batch if attempt == 0 else None)
+            if turns is None and not _waits(run, actions):
+                turns = services.runs.load_turns(run_id)
+        except StoredValueInvalid as exc:
+            if _still_waits(services, run):
                 return "waiting"
+            try:
+                return _fail_unreadable(services, snap, owner, exc)
+            except PreconditionFailed:
+                continue  # someone moved the run meanwhile (a decision, another resumer): look again
+        if _waits(run, actions):
+            return "waiting"
         host = services.hosts.get(run.host)
-        claimed = run.model_copy(deep=True)
-        if run.status == "awaiting_confirmation":
-            move_run(claimed, "executing")
-            if run.paused_action_ids is None and run.thread_id:
-                # Paused by the code before issue 33's third session, which noted no
-                # ``queuedBehind`` on the active run: its end looks at its thread's queue.
-                claimed.queued_behind = True
-        claimed.lease = leases.held(owner, services.settings.lease_ttl_s)
-        claimed.lease_expires_at = claimed.lease.expires_at
-        # The claim consumes the paused turn's decisions and a yield's continue message: their
-        # outbox entries have done their job (whichever message or sweep got here first), so no
-        # entry outlives its run.
-        done = [services.outbox.done(a) for a in run.pending_approval_ids]
-        done.append(services.outbox.done(continue_entry_id(run.run_id, run.steps)))
+        claimed, done = _claim(services, run, owner)
         if host is None:
             try:
                 snap = services.runs.commit(snap, claimed, done)
@@ -214,8 +210,7 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                 return "resumed"
         with log_context(runId=run_id, threadId=run.thread_id, uid=run.uid):
             budget = host.budget(services.settings)
-            if turns is None:
-                turns = services.runs.load_turns(run_id)
+            assert turns is not None  # read above: a run that waits on a decision returned
             user, stamps = _load_user(services, run.uid, batch if run.uid == expected_uid else None)
             # The claim (the run as ``claimed``, the consumed entries) is this context's first commit.
             ctx = RunContext(services=services, snapshot=RunSnapshot(claimed, snap.token), turns=turns, user=user,
@@ -244,6 +239,65 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                     return "busy"  # another invocation took the run over; it carries on
                 return "resumed"
     return "busy"
+
+
+def _waits(run: RunRecord, actions: list[ActionRecord]) -> bool:
+    """Whether a paused run still waits for a decision of its paused turn (``actions``: its open
+    actions): its resume is the last decision's message."""
+    return run.status == "awaiting_confirmation" and any(
+        a.turn_index == run.pending_turn and a.status == "awaiting_confirmation" for a in actions)
+
+
+def _claim(services: Services, run: RunRecord, owner: str) -> tuple[RunRecord, list[Write]]:
+    """``run`` as ``owner``'s claim writes it (leased; ``executing`` when it was paused), and the
+    outbox entries the claim consumes: the paused turn's decisions and a yield's continue message
+    have done their job (whichever message or sweep got here first), so no entry outlives its run."""
+    claimed = run.model_copy(deep=True)
+    if run.status == "awaiting_confirmation":
+        move_run(claimed, "executing")
+        if run.paused_action_ids is None and run.thread_id:
+            # Paused by the code before issue 33's third session, which noted no
+            # ``queuedBehind`` on the active run: its end looks at its thread's queue.
+            claimed.queued_behind = True
+    claimed.lease = leases.held(owner, services.settings.lease_ttl_s)
+    claimed.lease_expires_at = claimed.lease.expires_at
+    done = [services.outbox.done(a) for a in run.pending_approval_ids]
+    done.append(services.outbox.done(continue_entry_id(run.run_id, run.steps)))
+    return claimed, done
+
+
+def _still_waits(services: Services, run: RunRecord) -> bool:
+    """Of a paused run whose stored history cannot be read: whether another of its approvals is still
+    undecided (its own decision's message then fails the run; its actions queried, as an older
+    pause's resume does). False when those cannot be read either."""
+    if run.status != "awaiting_confirmation":
+        return False
+    try:
+        return _waits(run, services.runs.open_actions(run.run_id))
+    except StoredValueInvalid:
+        return False
+
+
+def _fail_unreadable(services: Services, snap: RunSnapshot, owner: str, exc: StoredValueInvalid) -> ResumeOutcome:
+    """End a run whose stored turns or actions cannot be read (issue 35: a stored document that is no
+    valid record is refused naming it; issue 33k): claimed and failed ``INCONSISTENT_STATE`` by its
+    host (the way a resume ends a run it cannot work from; a chat run releases its thread and starts
+    the next queued one), its error naming the document, in one commit. Nothing of its history
+    runs: no tool, no model call; the decisions stay as recorded. The message is then acknowledged
+    (redelivering it would meet the same document). PreconditionFailed when the run moved."""
+    run = snap.run
+    where = str(exc.details.get("object") or "a stored document")
+    with log_context(runId=run.run_id, threadId=run.thread_id, uid=run.uid):
+        log.error("a run's stored history cannot be read; failing it",
+                  extra={"fields": {"runId": run.run_id, "object": where, "error": exc.message[:500]}})
+        host = services.hosts.get(run.host) or services.hosts.fallback
+        claimed, done = _claim(services, run, owner)
+        ctx = RunContext(services=services, snapshot=RunSnapshot(claimed, snap.token), turns=[],
+                         user=UserRecord(uid=run.uid), deadline=time.monotonic(), owner=owner, host=host)
+        ctx.write(*done)
+        host.fail(ctx, FailureCode.INCONSISTENT_STATE, f"{FailureCode.INCONSISTENT_STATE.value}: the run's stored "
+                  f"history cannot be read: {exc.message}"[:2000])
+    return "resumed"
 
 
 def claims_with_its_side_effect(ctx: RunContext, run: RunRecord, actions: list[ActionRecord]) -> bool:

@@ -90,12 +90,18 @@ class Record(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            problems = stored_problems(exc)
-            where = path or f"a stored {cls.__name__}"
-            said = "; ".join(p["message"] if p["field"] == "(document)" else f"{p['field']}: {p['message']}"
-                             for p in problems[:3])
-            raise StoredValueInvalid(f"{where} cannot be read as a {cls.__name__} ({said}): a corrupt or hand-edited "
-                                     "document", details={"object": where, "errors": problems[:20]}) from None
+            raise unreadable(path or f"a stored {cls.__name__}", cls.__name__, exc) from None
+
+
+def unreadable(where: str, kind: str, exc: ValidationError) -> StoredValueInvalid:
+    """The refusal of the document at ``where`` that is no valid ``kind`` (``exc`` says why):
+    :class:`StoredValueInvalid` naming it and its bad fields. For stored values read as models other
+    than records (a run's turns)."""
+    problems = stored_problems(exc)
+    said = "; ".join(p["message"] if p["field"] == "(document)" else f"{p['field']}: {p['message']}"
+                     for p in problems[:3])
+    return StoredValueInvalid(f"{where} cannot be read as a {kind} ({said}): a corrupt or hand-edited document",
+                              details={"object": where, "errors": problems[:20]})
 
 
 # ---- raw documents ----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Guard, Slot, commit_guarded
 from shared.state.pages import Page, after, as_records, merged, page_of, read_page
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
-from shared.state.record_base import events_of, finite
+from shared.state.record_base import events_of, finite, unreadable
 from shared.state.records import (
     TERMINAL_ACTION_STATUSES,
     ActionRecord,
@@ -397,7 +397,10 @@ class RunsRepo:
                                          "actions): a corrupt or hand-edited document", details={
                                              "object": d.path,
                                              "errors": [{"field": ACTIONS_KEY, "message": "not a list of objects"}]})
-            out.extend(ActionRecord.from_doc(a, f"{d.path} ({ACTIONS_KEY}[{i}])") for i, a in enumerate(inline))
+            try:
+                out.extend(ActionRecord.from_doc(a, f"{d.path} ({ACTIONS_KEY}[{i}])") for i, a in enumerate(inline))
+            except StoredValueInvalid as exc:  # named by its document's path, like every refusal
+                raise StoredValueInvalid(exc.message, details={**exc.details, "object": d.path}) from None
         return out
 
     def expired_leases(self, status: str, before: float, limit: int = 50) -> list[str]:
@@ -714,13 +717,19 @@ class RunsRepo:
 
 
 def _turns_of(doc: Doc) -> list[Turn]:
-    """The turns a turn document holds: several (``{"turns": [...]}``) or itself."""
+    """The turns a turn document holds: several (``{"turns": [...]}``) or itself.
+    :class:`StoredValueInvalid` naming the document when one of them is no valid turn (issue 35)."""
+    from pydantic import ValidationError
+
     from shared.models.base import Turn  # the model contract: reading a run record never needs it
 
     shared = doc.data.get(TURNS_KEY)
-    if isinstance(shared, list):
-        return [Turn.model_validate(t) for t in shared]
-    return [Turn.model_validate(doc.data)]
+    try:
+        if isinstance(shared, list):
+            return [Turn.model_validate(t) for t in shared]
+        return [Turn.model_validate(doc.data)]
+    except ValidationError as exc:
+        raise unreadable(doc.path, "turns document", exc) from None
 
 
 def _turn_chain(docs: Sequence[Doc | None], count: int) -> list[Turn] | None:

@@ -19,7 +19,13 @@ import pytest
 from bench.instrument import InstrumentedStore
 from shared.api import RunRequest
 from shared.durable.dispatcher import PubSubDispatcher, RecordingDispatcher
-from shared.durable.messages import PAUSED_MAX_CHARS, WorkMessage, decode_pubsub_data, paused_hint
+from shared.durable.messages import (
+    PAUSED_MAX_CHARS,
+    PAUSED_MAX_TURNS,
+    WorkMessage,
+    decode_pubsub_data,
+    paused_hint,
+)
 from shared.models.base import ModelRequest, ModelResponse
 from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
@@ -212,6 +218,7 @@ def test_the_hint_travels_as_a_pubsub_attribute_and_a_bad_one_is_ignored() -> No
     message = WorkMessage(kind="resume", unitId="run_1", uid="alice", approvalId="apr_1", paused="3:act_a,act_b")
     assert b"paused" not in message.encode()
     assert message.paused_reads == (3, ["act_a", "act_b"])
+    assert WorkMessage(paused=f"{PAUSED_MAX_TURNS + 1}:act_a").paused_reads is None  # not followed: too many turns
 
     class Publisher:
         def __init__(self) -> None:
