@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from shared.config import Settings
 from shared.durable import leases
+from shared.errors import TransactionContention
 from shared.events import event_to_doc
 from shared.failures import FailureCode
 from shared.loop.outcomes import BudgetSpent, HostStep, NextStepInterruption, Settled, StopOutcome
@@ -47,6 +48,10 @@ log = logging.getLogger("agent_runtime.agent")
 
 EventListener = Callable[[dict[str, Any]], None]
 SENT_AFTER_COMMIT = frozenset({"usage", "result", "error", "plan_status", "plan_result"})
+COMMIT_RETRIES = 4
+"""A step's commit is tried again this many times after a stop request or a queued run's notice moved
+the run document, or after contention (concurrent transactions queueing behind the run hold it)."""
+CONTENTION_BACKOFF_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -265,17 +270,27 @@ class RunContext:
             self.pending.append(zeros)
         runs = self.services.runs
         actions = list(self.pending_actions.values())
-        try:
-            self.snapshot = runs.commit_step(self.snapshot, run, new_turns=new_turns, actions=actions,
-                                             writes=self.pending, events=self.pending_events)
-        except PreconditionFailed:
-            # The run was asked to stop (``stop_requested``: the host stops it at the next step
-            # boundary), or another invocation took it over (raised: this one stops).
-            token = runs.adopt_stop(run, self._committed_at, self.owner)
-            if token is None:
-                raise
-            self.snapshot = runs.commit_step(RunSnapshot(self.snapshot.run, token), run, new_turns=new_turns,
-                                             actions=actions, writes=self.pending, events=self.pending_events)
+        snap, attempt = self.snapshot, 0
+        while True:
+            try:
+                self.snapshot = runs.commit_step(snap, run, new_turns=new_turns, actions=actions,
+                                                 writes=self.pending, events=self.pending_events)
+                break
+            except PreconditionFailed:
+                # The run was asked to stop (``stop_requested``: the host stops it at the next step
+                # boundary) or told a run waits behind it (``queuedBehind``), or another invocation
+                # took it over (raised: this one stops).
+                token = runs.adopt_stop(run, self._committed_at, self.owner)
+                if token is None or attempt >= COMMIT_RETRIES:
+                    raise
+                snap = RunSnapshot(self.snapshot.run, token)
+            except TransactionContention:
+                # Nothing was written (the commit is atomic and conditioned on the run's token):
+                # transactions of runs queueing behind this one hold its documents; wait and retry.
+                if attempt >= COMMIT_RETRIES:
+                    raise
+                time.sleep(CONTENTION_BACKOFF_S * 2 ** attempt)
+            attempt += 1
         self._committed_at = self.snapshot.run.updated_at
         # The committed run *is* the working copy from here on (no copy per step): only its token
         # and last sequence number are read as "the stored state".

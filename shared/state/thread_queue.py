@@ -134,9 +134,11 @@ def busy_thread(t: Transaction, thread: ThreadRecord, where: str, run: RunRecord
     run.queued = queued_start.model_copy(update={"position": thread.queued_count})
     queue = [*thread.queue, run.run_id] if strategy == "enqueue" else [run.run_id, *thread.queue]
     fields: dict[str, Any] = {"queue": queue, "queuedCount": thread.queued_count + 1, "updatedAt": now()}
-    if active is not None:
+    if active is not None and (strategy != "enqueue" or not active[0].queued_behind):
         # The active run learns that a run waits behind it (its end starts the queue's head) and,
         # for an interrupt/rollback, that it must stop: on its own document, without ``updatedAt``.
+        # Once it knows, a further enqueue leaves its document alone: concurrent enqueues on one
+        # thread would otherwise all write the running run's document too (contention).
         notice: dict[str, Any] = {"queuedBehind": True}
         if strategy != "enqueue":
             fields.update(interruptRunId=active[0].run_id, interruptMode=strategy, interruptBy=run.run_id)
