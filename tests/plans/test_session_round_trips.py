@@ -7,7 +7,7 @@ next act, also when it arrives while an act runs."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -93,25 +93,12 @@ def test_a_user_without_webhooks_costs_no_query_at_a_sessions_transitions(
 
 def test_a_cancel_while_an_act_runs_stops_the_session_before_its_next_act(store: DocStore,
                                                                           client: FlaskClient) -> None:
-    asked: dict[str, str] = {}
-    runtime: list[Runtime] = []
+    def cancel(rt: Runtime, sid: str) -> None:  # the user cancels while the first act is being reflected on
+        session = engine.cancel(rt.services, rt.sessions, "alice", sid)
+        assert session.cancel_requested and session.status == "executing"
 
-    def reflect(prompt: dict[str, Any]) -> dict[str, Any]:
-        if not asked.get("done"):  # the user cancels while the first act is being reflected on
-            asked["done"] = "yes"
-            session = engine.cancel(runtime[0].services, runtime[0].sessions, "alice", asked["sid"])
-            assert session.cancel_requested and session.status == "executing"
-        return {"taskComplete": False, "taskFailed": False, "summary": "progress", "modifications": []}
-
-    acts = {"Read the notes": [("search_memory", {"query": str(i)}) for i in range(4)]}
-    rt, _ = _runtime(store, Script(acts=acts, reflect=reflect))
-    runtime.append(rt)
+    rt, view = _cancelled_during_the_first_reflection(store, client, cancel)
     try:
-        created = create(client)
-        asked["sid"] = sid = created["sessionId"]
-        client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1}, headers=ALICE)
-        deliver(rt)
-        view = _status(client, sid)
         assert view["status"] == "cancelled" and view["error"]["code"] == "CANCELLED", view
         tasks = view["plan"]["tasks"]
         assert len(tasks[0]["history"]) == 1  # the act that was running is recorded; no other started
@@ -129,30 +116,43 @@ def test_a_cancel_recorded_by_earlier_code_stops_the_session_when_the_client_ret
     while the execution runs on this code, which reads the run's ``stopRequested`` instead. The
     client's retry of the cancel (idempotent) asks the run again, so the session stops before its
     next act (before: the retry answered the session as it was and every act still ran)."""
+    def cancel(rt: Runtime, sid: str) -> None:
+        sessions = rt.sessions
+        sessions.store.commit([sessions.update_write(sid, {"cancelRequested": True,
+                                                           "cancelReason": "changed my mind"})])
+        resp = client.post(f"/api/agent/sessions/{sid}/cancel", json={}, headers=ALICE)
+        assert resp.status_code == 202, resp.get_json()
+
+    _, view = _cancelled_during_the_first_reflection(store, client, cancel)
+    try:
+        assert view["status"] == "cancelled" and view["error"]["code"] == "CANCELLED", view
+        assert view.get("cancelReason") == "changed my mind", view
+        assert len(view["plan"]["tasks"][0]["history"]) == 1
+    finally:
+        set_runtime(None)
+
+
+def _cancelled_during_the_first_reflection(store: DocStore, client: FlaskClient,
+                                           cancel: Callable[[Runtime, str], None]) -> tuple[Runtime, dict[str, Any]]:
+    """A confirmed session of four acts, ``cancel`` called while its first act is reflected on, the
+    messages delivered: the runtime and the session's view (the caller unsets the runtime)."""
     asked: dict[str, str] = {}
     runtime: list[Runtime] = []
 
     def reflect(prompt: dict[str, Any]) -> dict[str, Any]:
         if not asked.get("done"):
             asked["done"] = "yes"
-            sessions = runtime[0].sessions
-            sessions.store.commit([sessions.update_write(asked["sid"], {"cancelRequested": True,
-                                                                        "cancelReason": "changed my mind"})])
-            resp = client.post(f"/api/agent/sessions/{asked['sid']}/cancel", json={}, headers=ALICE)
-            assert resp.status_code == 202, resp.get_json()
+            cancel(runtime[0], asked["sid"])
         return {"taskComplete": False, "taskFailed": False, "summary": "progress", "modifications": []}
 
     acts = {"Read the notes": [("search_memory", {"query": str(i)}) for i in range(4)]}
     rt, _ = _runtime(store, Script(acts=acts, reflect=reflect))
     runtime.append(rt)
     try:
-        created = create(client)
-        asked["sid"] = sid = created["sessionId"]
+        asked["sid"] = sid = create(client)["sessionId"]
         client.post(f"/api/agent/sessions/{sid}/confirm", json={"planVersion": 1}, headers=ALICE)
         deliver(rt)
-        view = _status(client, sid)
-        assert view["status"] == "cancelled" and view["error"]["code"] == "CANCELLED", view
-        assert view.get("cancelReason") == "changed my mind", view
-        assert len(view["plan"]["tasks"][0]["history"]) == 1
-    finally:
+        return rt, _status(client, sid)
+    except BaseException:
         set_runtime(None)
+        raise
