@@ -47,34 +47,19 @@ def release(proc: subprocess.Popen[Any]) -> None:
         _waited.discard(proc.pid)
 
 
-def _exited_children() -> list[int]:
-    """This process's exited children (zombies), read from /proc."""
-    me = os.getpid()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:  # ended meanwhile, or not ours to read
-            continue
-        fields = stat.rpartition(b")")[2].split()  # after "pid (comm)": state, ppid, ...
-        if len(fields) >= 2 and fields[0] == b"Z" and fields[1] == str(me).encode():
-            found.append(int(name))
-    return found
-
-
 def reap() -> int:
-    """Wait for every exited child that no caller of ``popen`` still waits for; how many."""
+    """Wait for exited children that no caller of ``popen`` waits for; how many were collected.
+
+    It peeks at one exited child at a time (``waitid(WNOWAIT)``, no scan of /proc) and stops at
+    one a caller still has to wait for: the rest are collected by the next call."""
     reaped = 0
     with _lock:
-        for pid in _exited_children():
-            if pid in _waited:
-                continue
+        while True:
             try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                continue
-            reaped += done == pid
-    return reaped
+                found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # no children at all
+                return reaped
+            if found is None or found.si_pid == 0 or found.si_pid in _waited:
+                return reaped
+            os.waitpid(found.si_pid, 0)  # exited: returns at once
+            reaped += 1
