@@ -114,3 +114,23 @@ def test_a_last_event_id_of_thousands_of_digits_reads_past_every_event(
             seqs = [int(s) for s in re.findall(r'"seq":(\d+)', resp.get_data(as_text=True))]
             assert seqs == ([] if header == HUGE else list(range(3, 3 + len(seqs)))), seqs
     _no_error_logged(caplog)
+
+
+A2A = {**ALICE, "A2A-Version": "1.0"}
+
+
+def test_a_json_rpc_body_with_an_integer_of_thousands_of_digits_is_a_parse_error(
+        runtime: None, client: FlaskClient, caplog: pytest.LogCaptureFixture) -> None:
+    for body in ('{"jsonrpc": "2.0", "id": ' + HUGE + ', "method": "GetTask", "params": {"id": "x"}}',
+                 '{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x", "historyLength": '
+                 + HUGE + "}}"):
+        with caplog.at_level(logging.INFO):
+            resp = client.post("/a2a", data=body, content_type="application/json", headers=A2A)
+        assert resp.status_code == 200, resp.get_data(as_text=True)[:300]
+        error = resp.get_json()["error"]
+        assert error["code"] == -32700 and "4,300 digits" in error["message"], error  # was -32603 Internal error
+    _no_error_logged(caplog)
+    digits_as_text = {"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
+        "role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": HUGE}]}}}
+    sent = client.post("/a2a", json=digits_as_text, headers=A2A)
+    assert sent.status_code == 200 and "result" in sent.get_json(), sent.get_data(as_text=True)[:300]
