@@ -84,9 +84,9 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
             decision = policy.decide(tool_name=tool.name, side_effect=tool.side_effect, args=args, user=ctx.user,
                                      side_effects_enabled=s.settings.side_effects_enabled,
                                      recipients=tool.recipients_fn)
-            outside = ctx.host.outside_scope(ctx, tool.name, dict(fc.args)) if decision.verdict == "allow" else None
-            if outside is not None:
-                decision = policy.PolicyDecision("require_approval", f"outside the entity in scope: {outside}")
+            confirm = ctx.host.confirm_reason(ctx, tool.name, dict(fc.args)) if decision.verdict == "allow" else None
+            if confirm is not None:
+                decision = policy.PolicyDecision("require_approval", confirm)
             action.policy_reason = decision.reason
         ctx.audit(ctx.new_audit(kind="policy_decision", action_id=action.action_id, tool=tool.name,
                                 decision=decision.verdict, reason=decision.reason))
