@@ -10,13 +10,14 @@ import json
 import logging
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from shared import policy, tracing
 from shared.errors import OutcomeUnknown, ToolError
 from shared.events import ToolCallEvent, ToolResultEvent
+from shared.events.loop import tool_call_doc, tool_result_doc
 from shared.failures import FailureCode
 from shared.loop.client_tools import CLIENT_REASON, is_client_tool
 from shared.loop.context import RunContext
@@ -26,6 +27,9 @@ from shared.state.records import ActionRecord, ActOutcome, ApprovalRecord, now
 from shared.state.transitions import move_action, move_run
 from shared.tools.context import ToolContext
 from shared.tools.registry import Tool, ToolArgsError, args_hash
+
+if TYPE_CHECKING:
+    from shared.usage.budget import Overrun
 
 log = logging.getLogger("agent_runtime.tools")
 
@@ -80,9 +84,9 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
             decision = policy.decide(tool_name=tool.name, side_effect=tool.side_effect, args=args, user=ctx.user,
                                      side_effects_enabled=s.settings.side_effects_enabled,
                                      recipients=tool.recipients_fn)
-            outside = ctx.host.outside_scope(ctx, tool.name, dict(fc.args)) if decision.verdict == "allow" else None
-            if outside is not None:
-                decision = policy.PolicyDecision("require_approval", f"outside the entity in scope: {outside}")
+            confirm = ctx.host.confirm_reason(ctx, tool.name, dict(fc.args)) if decision.verdict == "allow" else None
+            if confirm is not None:
+                decision = policy.PolicyDecision("require_approval", confirm)
             action.policy_reason = decision.reason
         ctx.audit(ctx.new_audit(kind="policy_decision", action_id=action.action_id, tool=tool.name,
                                 decision=decision.verdict, reason=decision.reason))
@@ -138,9 +142,13 @@ def _malformed(ctx: RunContext, action: ActionRecord, tool: Tool, exc: ToolArgsE
     return None
 
 
+_RESULT_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+"""``json.dumps(..., ensure_ascii=False, default=str)``, built once (every tool result goes through it)."""
+
+
 def bounded_result(result: dict[str, Any]) -> dict[str, Any]:
     """A tool's result as stored and shown to the model (long results are cut, with a note)."""
-    text = json.dumps(result, ensure_ascii=False, default=str)
+    text = _RESULT_JSON.encode(result)
     if len(text) <= MAX_RESULT_CHARS:
         return json.loads(text)  # type: ignore[no-any-return]
     return {"truncated": True, "note": f"the result was {len(text)} characters; showing the start",
@@ -152,8 +160,16 @@ def tool_context(ctx: RunContext, action: ActionRecord) -> ToolContext:
     s = ctx.services
     return ToolContext(uid=ctx.run.uid, run_id=ctx.run.run_id, action_id=action.action_id, users=s.users,
                        settings=s.settings, connectors=s.connectors() if s.connectors else None,
-                       usage=s.usage.record, model=s.model_factory, budgets=lambda: s.budgets,
+                       usage=ctx.charge, model=s.model_factory, room=lambda max_usd: _room(ctx, max_usd),
                        deadline=ctx.deadline)
+
+
+def _room(ctx: RunContext, max_usd: float) -> Overrun | None:
+    """A tool's own model call checked against the run's budget and reserved against the user's
+    caps, like the loop's (``budget_pause.room``; loaded only by a tool that calls a model)."""
+    from shared.loop.budget_pause import room
+
+    return room(ctx, max_usd)
 
 
 def execute_action(ctx: RunContext, action: ActionRecord, validated: BaseModel | None = None) -> None:
@@ -168,8 +184,7 @@ def execute_action(ctx: RunContext, action: ActionRecord, validated: BaseModel |
     args = validated if validated is not None else tool.validate(action.args)
     if not tool.host:
         ctx.host.before_tool(ctx, tool.name)
-    ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
-                           status="executing", args=dict(action.args)))
+    ctx.emit(tool_call_doc(tool.name, tool.preview(args), action.action_id, "executing", action.args))
     move_action(action, "executing")
     action.attempts += 1
     with tracing.tool_call(action, conversation_id(ctx)):
@@ -178,8 +193,7 @@ def execute_action(ctx: RunContext, action: ActionRecord, validated: BaseModel |
                 return
         else:
             _run(ctx, action, tool, args)
-    ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id,
-                             status="completed" if action.status == "completed" else "failed",
+    ctx.emit(tool_result_doc(tool.name, action.action_id, "completed" if action.status == "completed" else "failed",
                              output=action.result, error=action.error))
     if not tool.host:
         move_run(ctx.run, "planning")

@@ -334,3 +334,54 @@ def test_a_call_through_an_integration_the_user_has_not_connected_is_auth_requir
         assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     finally:
         set_runtime(None)
+
+
+def test_a_read_only_call_through_an_integration_the_user_has_not_connected_is_auth_required(
+        sqlite_docstore: DocStore) -> None:
+    """A read-only GitHub call (no approval needed when connected) in an A2A task while alice has no
+    GitHub connection: instead of running and failing "not connected", the call waits and the task
+    is auth-required (spec 1.0 §7.6: its status message says what to connect). Once she connects it
+    the task is input-required; approved, the call runs once and the task completes. A run that is
+    not an A2A task's makes the same call at once, as before (it fails into the agent's next step)."""
+    from devfakes.github import FakeGitHub
+    from shared.connectors.credentials import IntegrationTokens
+    from tests.e2e.test_openapi import KEY
+
+    told: list[dict[str, Any]] = []
+
+    def model(request: ModelRequest) -> Turn:
+        answers = [p.function_response for p in request.turns[-1].parts if p.function_response]
+        if answers:
+            told.append(dict(answers[0].response))
+            return text_turn("looked")
+        return calls_turn(call("github_repo_get", {"repo": "octo/demo"}))
+
+    with FakeGitHub() as github:
+        github.add_repo("octo/demo", description="The demo")
+        rt = Runtime(make_settings(dispatcher="inline", credentials_encryption_key=KEY,
+                                   github_api_base_url=github.base_url), store=sqlite_docstore,
+                     model=FunctionModel(model))
+        set_runtime(rt)
+        try:
+            client = create_app().test_client()
+            task = rest_send(client, message("describe octo/demo")).get_json()["task"]
+            assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED", task["status"]
+            said = task["status"]["message"]["parts"][0]["text"]
+            assert "connect github" in said and "github_repo_get" in said, said
+            assert github.requests == [] and told == []  # the call waits: nothing was asked of GitHub
+
+            rt.connectors().vault.put("alice", "github", IntegrationTokens(access_token=github.token))
+            assert client.get(f"/a2a/tasks/{task['id']}", headers=ALICE).get_json()["status"]["state"] == \
+                "TASK_STATE_INPUT_REQUIRED"
+            done = rest_send(client, message("approve", task_id=task["id"], message_id="m-2")).get_json()["task"]
+            assert done["status"]["state"] == "TASK_STATE_COMPLETED", done["status"]
+            assert [r.path for r in github.requests] == ["/repos/octo/demo"]
+            assert told[-1]["description"] == "The demo"
+
+            # Not an A2A task: the same call by bob, who has no connection, runs at once and fails.
+            plain = client.post("/api/agent/run", json={"prompt": "describe octo/demo"},
+                                headers={"Authorization": "Bearer dev:bob"}).get_json()
+            assert plain["status"] == "completed", plain
+            assert "not connected" in json.dumps(told[-1]), told[-1]
+        finally:
+            set_runtime(None)
