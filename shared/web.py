@@ -141,6 +141,10 @@ def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = F
     mimetype = request.mimetype or ""
     if raw and mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise UnsupportedMediaType(f"expected Content-Type application/json, got {mimetype}")
+    coding = (request.headers.get("Content-Encoding") or "").strip().lower()
+    if raw and coding not in ("", "identity"):  # a compressed body read as JSON said only "not valid JSON"
+        raise UnsupportedMediaType(f"Content-Encoding {coding[:40]} is not supported: send the JSON body "
+                                   "uncompressed", details={"field": "Content-Encoding"})
     if not raw.strip():
         if optional:
             return {}

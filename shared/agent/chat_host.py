@@ -11,7 +11,7 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from shared.events import AgentStateEvent
+from shared.events.loop import AgentStateName, agent_state_doc
 from shared.failures import FailureCode
 from shared.ids import new_id
 from shared.loop import stops
@@ -136,14 +136,13 @@ def _next_run(ctx: RunContext) -> None:
     publish_next(ctx.services, ctx.run)
 
 
-def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
+def _state(ctx: RunContext, state: AgentStateName, details: str | None = None) -> None:
     """Send ``agent_state`` when the loop switches to ``state``."""
     chat = chat_state(ctx)
     if chat.agent_state == state:
         return
     chat.agent_state = state
-    ctx.emit(AgentStateEvent(state=state, contextType=ctx.run.context_type or "general",
-                             details=details))
+    ctx.emit(agent_state_doc(state, ctx.run.context_type or "general", details))
 
 
 class ChatHost(Host):

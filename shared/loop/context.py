@@ -148,16 +148,22 @@ class RunContext:
         return {"runId": self.run.run_id, "threadId": self.run.thread_id, "uid": self.run.uid}
 
     # ---- events ------------------------------------------------------------------------------
-    def emit(self, event: RunEvent) -> dict[str, Any]:
+    def emit(self, event: RunEvent | dict[str, Any]) -> dict[str, Any]:
         """Give ``event`` the next sequence number, send it live and queue it for the next commit.
+        ``event`` is an event, or its document as ``event_to_doc`` gives it (the step's own events:
+        ``shared/events/loop.py`` builds them without a model), which this numbers in place.
 
         Progress (status, deltas, tool calls and results) goes out at once. The stop events
         (``usage``, ``result``, ``error``) go out only after the commit that records the stop, so a
         client is never told a run completed, paused or failed when the store did not record it.
         """
         self.run.last_seq += 1
-        event.seq = self.run.last_seq
-        doc = event_to_doc(event)
+        if isinstance(event, dict):
+            doc = event
+            doc["seq"] = self.run.last_seq
+        else:
+            event.seq = self.run.last_seq
+            doc = event_to_doc(event)
         self.pending_events.append(doc)
         if doc.get("type") in SENT_AFTER_COMMIT:
             self._held.append(doc)
