@@ -74,6 +74,17 @@ EVENTS_KEY = "events"
 SHARED_EVENTS_MAX = 32
 SHARED_EVENTS_MAX_CHARS = 256 * 1024
 """Consecutive turns of one commit share a document up to this JSON size (Firestore: 1 MiB each)."""
+AUDIT_KEY = "audit"
+"""In a step's turns document: the audit entries of the actions riding in it (:meth:`RunsRepo.commit_step`)."""
+STEP_SEQ_KEY = "lastSeq"
+"""In a step's turns document holding its events: the last one's ``seq`` (what :meth:`RunsRepo.list_events`
+queries the turns by)."""
+EVENTS_EXPIRE_KEY = "eventsExpireAt"
+"""In a step's turns document holding its events: when they leave the replay (``EVENT_RETENTION_S``
+after the commit, as an event document's ``expireAt``)."""
+STEP_DOC_MAX_CHARS = 512 * 1024
+"""A step's turns document with its events and audit entries stays under this JSON size (Firestore
+allows 1 MiB); a larger step writes them as documents of their own."""
 
 
 def _json_size(value: Any) -> int:
@@ -358,9 +369,25 @@ class RunsRepo:
         documents named after ``after`` hold exactly those events, and every one holds at least one
         of them: ``limit`` documents are enough for ``limit`` events."""
         start = f"{after:08d}" if after > 0 else None
+        at = now()
         docs = self.store.query(Query(paths.events(run_id), start_after=start, limit=limit))
-        events = [ev for d in docs for ev in events_of(d, after, _HIDDEN)]
+        events = [ev for d in docs if _live(d.data.get(EXPIRE_AT), at) for ev in events_of(d, after, _HIDDEN)]
+        # A tool step's events ride in its turns document (fold_step), found by their last seq.
+        steps = self.store.query(Query(paths.turns(run_id), order_by=STEP_SEQ_KEY, start_after=after, limit=limit))
+        held = [ev for d in steps if _live(d.data.get(EVENTS_EXPIRE_KEY), at) for ev in events_of(d, after)]
+        if held:
+            events = sorted([*events, *held], key=lambda ev: int(ev["seq"]))
         return events[:limit] if limit is not None else events
+
+    def audit_of(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's audit entries as stored, in time order: the documents ``audit/*`` naming it and
+        those riding in its steps' turns documents (:meth:`fold_step`), none past its ``expireAt``
+        (two queries). An entry of a turns document that is not an object is left out and logged."""
+        at = now()
+        own = [d.data for d in self.store.query(Query("audit", where=(("runId", run_id),)))]
+        held = [e for d in self.store.query(Query(paths.turns(run_id))) for e in step_audit(d)]
+        return sorted((e for e in [*own, *held] if _live(e.get(EXPIRE_AT), at)),
+                      key=lambda e: finite(e.get("at")) or 0.0)
 
     def approvals_by_id(self, uid: str, approval_ids: Sequence[str]) -> list[ApprovalRecord]:
         """``uid``'s approvals of these ids that exist (one round trip)."""
@@ -680,12 +707,42 @@ class RunsRepo:
                     actions: Sequence[ActionRecord], writes: Sequence[Write],
                     events: Sequence[dict[str, Any]]) -> RunSnapshot:
         """One step of a run in one atomic commit: the run, its new turns (by index), the actions'
-        current state, other writes (approvals, audit, ledger, outbox...) and the events."""
+        current state, other writes (approvals, audit, ledger, outbox...) and the events. A step
+        whose turns share one document (:func:`step_writes`) carries its events and the audit
+        entries of the actions riding in it there too (:meth:`fold_step`, issue 33)."""
         batch, own = step_writes(run.run_id, new_turns, actions)
+        rest, evs = list(writes), list(events)
+        if len(batch) == 1 and TURNS_KEY in batch[0].data:
+            own_ids = {a.action_id for a in own}
+            batch[0], rest, evs = self.fold_step(batch[0], rest, evs,
+                                                 {a.action_id for a in actions if a.action_id not in own_ids})
         batch.extend(self.action_write(a) for a in own)
-        batch.extend(writes)
-        batch.extend(self.event_writes(run.run_id, events))
+        batch.extend(rest)
+        batch.extend(self.event_writes(run.run_id, evs))
         return self.commit(snap, run, batch)
+
+    def fold_step(self, doc: Write, writes: list[Write], events: list[dict[str, Any]], inline: set[str]
+                  ) -> tuple[Write, list[Write], list[dict[str, Any]]]:
+        """A step's shared turns document ``doc`` with the step's ``events`` (``{"events": [...],
+        "lastSeq": N, "eventsExpireAt": T}``) and the audit entries (among ``writes``) of the actions
+        riding in it (``inline``: their ids) as ``{"audit": [...]}``: two documents per step less
+        (issue 33). Nothing a query needs apart: :meth:`list_events` queries the turns by
+        ``lastSeq``, :meth:`audit_of` reads both places. Returns the document and what is left to
+        write on its own (everything, when the document would grow past ``STEP_DOC_MAX_CHARS``)."""
+        audit = [w for w in writes if w.op == "create" and w.path.startswith("audit/")
+                 and w.data.get("actionId") in inline]
+        if not audit and not events:
+            return doc, writes, events
+        data = dict(doc.data)
+        if events:
+            data.update({EVENTS_KEY: events, STEP_SEQ_KEY: int(events[-1]["seq"]),
+                         EVENTS_EXPIRE_KEY: now() + self.event_retention_s})
+        if audit:
+            data[AUDIT_KEY] = [w.data for w in audit]
+        if _json_size(data) > STEP_DOC_MAX_CHARS:
+            return doc, writes, events
+        folded = {id(w) for w in audit}
+        return Write("create", doc.path, data), [w for w in writes if id(w) not in folded], []
 
     def adopt_stop(self, run: RunRecord, committed_at: float, owner: str) -> str | None:
         """After a commit of ``run`` failed its condition: the run document's new token if the only
@@ -732,6 +789,38 @@ def _turns_of(doc: Doc) -> list[Turn]:
         raise unreadable(doc.path, "turns document", exc) from None
 
 
+def step_audit(doc: Doc) -> list[dict[str, Any]]:
+    """The audit entries a turns document holds (:meth:`RunsRepo.fold_step`; none in one written
+    before issue 33's session 4). One that is not an object is left out and named in the log."""
+    held = doc.data.get(AUDIT_KEY)
+    if held is None:
+        return []
+    entries = held if isinstance(held, list) else [held]
+    out = [e for e in entries if isinstance(e, dict)]
+    if len(out) != len(entries):
+        log.warning("left out of the audit entries: %s holds %s that are not audit entries", doc.path,
+                    len(entries) - len(out))
+    return out
+
+
+def live_step_parts(data: dict[str, Any], at: float | None = None) -> dict[str, Any]:
+    """A turns document without its parts past their retention (``events`` past
+    ``eventsExpireAt``, audit entries past their ``expireAt``): what the export shows of it, as a
+    replay and :meth:`RunsRepo.audit_of` show them."""
+    at = now() if at is None else at
+    out = dict(data)
+    if EVENTS_KEY in out and not _live(out.get(EVENTS_EXPIRE_KEY), at):
+        del out[EVENTS_KEY]
+    audit = out.get(AUDIT_KEY)
+    if isinstance(audit, list):
+        live = [e for e in audit if not isinstance(e, dict) or _live(e.get(EXPIRE_AT), at)]
+        if live:
+            out[AUDIT_KEY] = live
+        else:
+            del out[AUDIT_KEY]
+    return out
+
+
 def _turn_chain(docs: Sequence[Doc | None], count: int) -> list[Turn] | None:
     """The turns of the documents at places ``0..count`` (``docs[i]``: the document named ``i``, or
     None): each document begins where the one before ends, the last ends at ``count`` and no
@@ -759,6 +848,14 @@ def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple
             if thread.uid == uid:
                 return thread, doc.path
     return None
+
+
+def _live(expire_at: Any, at: float) -> bool:
+    """Whether a part stored with this ``expireAt`` is still served at ``at``: a replay or an audit
+    read never answers what the retention (``EVENT_RETENTION_S``, ``AUDIT_RETENTION_S``) ended, be it
+    a document Firestore's TTL has not deleted yet or a part of a turns document, which lives as long
+    as the run. A value that is not a number (none, corrupt) never expires."""
+    return not isinstance(expire_at, int | float) or isinstance(expire_at, bool) or expire_at > at
 
 
 def _live_key(doc: Doc | None) -> dict[str, Any] | None:
