@@ -286,9 +286,14 @@ def idempotency_key(request: flask.Request) -> str | None:
 
 
 def wants_sse(request: flask.Request) -> bool:
-    """The client asked for Server-Sent Events (``Accept: text/event-stream``); NDJSON otherwise."""
-    return request.accept_mimetypes.best_match(["application/x-ndjson", "text/event-stream"],
-                                               default="application/x-ndjson") == "text/event-stream"
+    """The client asked for Server-Sent Events (``Accept: text/event-stream``); NDJSON otherwise.
+    A media type's parameters other than its quality (``text/event-stream; charset=utf-8``, as some
+    SSE clients send) do not make it another type (werkzeug alone matched none and answered NDJSON)."""
+    from werkzeug.datastructures import MIMEAccept
+
+    offered = MIMEAccept([(value.split(";", 1)[0].strip(), quality) for value, quality in request.accept_mimetypes])
+    return offered.best_match(["application/x-ndjson", "text/event-stream"],
+                              default="application/x-ndjson") == "text/event-stream"
 
 
 def sse_frame(event: dict[str, Any]) -> bytes:
