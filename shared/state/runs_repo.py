@@ -20,7 +20,7 @@ from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Guard, Slot, commit_guarded
 from shared.state.pages import Page, after, as_records, merged, page_of, read_page
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
-from shared.state.record_base import events_of, finite, unreadable
+from shared.state.record_base import SchemaVersionError, events_of, finite, unreadable
 from shared.state.records import (
     TERMINAL_ACTION_STATUSES,
     ActionRecord,
@@ -249,39 +249,59 @@ class RunsRepo:
 
     @staticmethod
     def paused_paths(run_id: str, turn_count: int, action_ids: Sequence[str]) -> list[str]:
-        """What :meth:`paused_turn` reads of a run paused with ``turn_count`` turns naming
-        ``action_ids``: those actions, and every place a turn document may have (a document is
-        named by its first turn's index, so one of ``0..turn_count - 1``; ``turn_count`` itself,
-        which must be free, proves the count current). To be batched with the run's own read."""
+        """What :meth:`resume_reads` reads of a run with ``turn_count`` turns naming ``action_ids``:
+        those actions, and every place a turn document may have (a document is named by its first
+        turn's index, so one of ``0..turn_count - 1``; ``turn_count`` itself, which must be free,
+        proves the count current). To be batched with the run's own read."""
         return [*(paths.action(run_id, a) for a in action_ids), *(paths.turn(run_id, i) for i in range(turn_count + 1))]
 
-    def paused_turn(self, run: RunRecord, *, batch: BatchedReads | None = None
-                    ) -> tuple[list[ActionRecord], list[Turn]] | None:
-        """Of a run paused since ``pausedActionIds`` existed: the actions its pause names (in turn
-        and call order) and all its turns, read by id in one round trip (none when ``batch`` holds
-        them: issue 33). None when the run names none (paused by older code, or not paused), a named
-        action is missing or not the run's, or the turn documents are not one chain of exactly
-        ``turnCount`` turns: the caller then queries (:meth:`list_actions`, :meth:`load_turns`).
-        Every document read here is written only by commits that also write the run, so a claim
-        conditioned on the run's token (read in the same batch, or earlier) never acts on a newer
-        state than it read."""
-        if run.status != "awaiting_confirmation" or run.paused_action_ids is None:
+    @staticmethod
+    def resume_hint(run: RunRecord) -> tuple[int, list[str]] | None:
+        """What a resume of ``run`` as it is now reads by name (:meth:`paused_paths` of it): its turn
+        count and the actions its pause names (none when it names none and none are needed); None
+        when a resume of it queries (paused by older code)."""
+        if run.paused_action_ids is None and (run.status == "awaiting_confirmation" or run.pending_turn is not None):
             return None
-        ids, count = run.paused_action_ids, run.turn_count
+        return run.turn_count, list(run.paused_action_ids or [])
+
+    def resume_reads(self, run: RunRecord, *, batch: BatchedReads | None = None
+                     ) -> tuple[list[ActionRecord] | None, list[Turn] | None]:
+        """The actions and turns a resume of ``run`` works from, read by id in one round trip (none
+        when ``batch`` holds them: issue 33); None for what the caller must query instead
+        (:meth:`open_actions`, :meth:`load_turns`).
+
+        - A run that names its pause's actions (``pausedActionIds``: paused, or claimed after its
+          pause and not past its paused turn yet): those actions (in turn and call order) and all
+          its turns. Both None when a named action is missing or not the run's.
+        - A run that names none and has no pause (a yield, a lease that expired mid-work): its turns;
+          its actions are none when its last turn is answered (a resume needs only the last model
+          turn's and the paused turn's), else None (the open turn's are queried).
+        - A run paused by older code (no ``pausedActionIds``): both None.
+
+        Turns are None (and so the actions of a pause) when the turn documents are not one chain of
+        exactly ``turnCount`` turns. Every document read here is written only by commits that also
+        write the run, so a claim conditioned on the run's token (read in the same batch, or
+        earlier) never acts on a newer state than it read."""
+        hint = self.resume_hint(run)
+        if hint is None:
+            return None, None
+        count, ids = hint
         docs = read_many(self.store, self.paused_paths(run.run_id, count, ids), batch)
         actions: list[ActionRecord] = []
         for doc in docs[:len(ids)]:
             if doc is None:
-                return None
+                return None, None
             action = ActionRecord.from_doc(doc.data, doc.path)
             if action.run_id != run.run_id:
-                return None
+                return None, None
             actions.append(action)
         turns = _turn_chain(docs[len(ids):], count)
         if turns is None:
-            log.warning("a paused run's turn documents are not as its turn count says; querying them",
+            log.warning("a run's turn documents are not as its turn count says; querying them",
                         extra={"fields": {"runId": run.run_id, "turnCount": count}})
-            return None
+            return None, None
+        if run.paused_action_ids is None and turns and turns[-1].role == "model" and turns[-1].function_calls:
+            return None, turns  # cut off inside a step: its open turn's actions are queried
         return sorted(actions, key=lambda a: (a.turn_index, a.call_index)), turns
 
     @staticmethod
@@ -394,6 +414,14 @@ class RunsRepo:
         docs = self.store.get_many([paths.approval(uid, i) for i in approval_ids]) if approval_ids else []
         return [ApprovalRecord.from_doc(d.data, d.path) for d in docs if d is not None]
 
+    def run_and_action(self, run_id: str, action_id: str) -> tuple[RunRecord | None, ActionRecord | None]:
+        """The run (None when missing or no valid run) and its action ``action_id`` as a document of
+        its own (None when there is none: an answered call may sit in a turns document), in one
+        round trip."""
+        run_doc, action_doc = self.store.get_many([paths.run(run_id), paths.action(run_id, action_id)])
+        run = None if run_doc is None else _run_or_none(run_doc)
+        return run, None if action_doc is None else ActionRecord.from_doc(action_doc.data, action_doc.path)
+
     def list_actions(self, run_id: str) -> list[ActionRecord]:
         """Every action of the run in call order: those of the turns documents (the calls a step
         answered in its own commit, :func:`step_writes`) and the documents of their own (two
@@ -432,10 +460,17 @@ class RunsRepo:
 
     def expired_leases(self, status: str, before: float, limit: int = 50) -> list[str]:
         """Ids of runs in ``status`` whose lease expired before ``before`` (recovery candidates)."""
+        return [run_id for run_id, _ in self.expired_runs(status, before, limit)]
+
+    def expired_runs(self, status: str, before: float, limit: int = 50) -> list[tuple[str, RunRecord | None]]:
+        """:meth:`expired_leases` with each run as the query read it (None: a document that is no
+        valid run; its recovery reads it again and refuses it): what its resume reads by name
+        (:meth:`resume_hint`), to be read again with the run (issue 33)."""
         docs = self.store.query(Query(paths.runs(), where=(("status", status),), order_by="leaseExpiresAt",
                                       limit=limit))
         # a value that is not a number (corrupt) is no candidate: the sweep goes on with the others
-        return [d.id for d in docs if (at := finite(d.data.get("leaseExpiresAt", 0))) is not None and at < before]
+        return [(d.id, _run_or_none(d)) for d in docs
+                if (at := finite(d.data.get("leaseExpiresAt", 0))) is not None and at < before]
 
     def used_idempotency_key(self, uid: str, key: str) -> bool:
         """Whether ``uid`` started a run with this Idempotency-Key less than
@@ -838,6 +873,14 @@ def _turn_chain(docs: Sequence[Doc | None], count: int) -> list[Turn] | None:
         turns.extend(held)
         at += len(held)
     return turns if at == count and docs[count] is None else None
+
+
+def _run_or_none(doc: Doc) -> RunRecord | None:
+    try:
+        run: RunRecord = RunRecord.from_doc(doc.data, doc.path)
+        return run
+    except (StoredValueInvalid, SchemaVersionError):
+        return None
 
 
 def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple[ThreadRecord, str] | None:

@@ -389,3 +389,15 @@ def test_a_read_only_call_through_an_integration_the_user_has_not_connected_is_a
             assert "not connected" in json.dumps(told[-1]), told[-1]
         finally:
             set_runtime(None)
+
+
+def test_a_list_query_the_sdk_would_drop_is_invalid_params(client: FlaskClient) -> None:
+    """``GET /a2a/tasks``: a ``status`` that is no task state, or an ``includeArtifacts`` that is
+    neither true nor false, is refused (400 InvalidParamsError naming it) instead of being dropped by
+    the SDK's query parser, which answered every task as if no filter had been asked."""
+    for query, named in (("status=NOPE", "status"), ("includeArtifacts=maybe", "includeArtifacts")):
+        resp = client.get(f"/a2a/tasks?{query}", headers=ALICE)
+        assert resp.status_code == 400, (query, resp.get_data()[:300])
+        assert named in resp.get_data(as_text=True)
+    for query in ("status=TASK_STATE_COMPLETED", "includeArtifacts=true", "includeArtifacts=False", "pageSize=5"):
+        assert client.get(f"/a2a/tasks?{query}", headers=ALICE).status_code == 200, query
