@@ -275,6 +275,9 @@ def test_a_plan_parents_resume_reads_by_name(store: DocStore, client: FlaskClien
         paths.action(parent, action_id) in read and paths.turn(parent, 2) in read, read
     assert not [t for t in trips if t.startswith(f"query {paths.run(parent)}/actions")
                 or t.startswith(f"query {paths.run(parent)}/turns")], trips
+    # Its claim removed the plan's wake-up entry: the router does not read it back.
+    assert message.entryId is not None and not [t for t in trips if t.startswith("get outbox/")], trips
+    assert store.get(paths.outbox(message.entryId)) is None
     assert _run_doc(store, parent)["status"] == "completed"
     assert first is not None
 
