@@ -188,6 +188,7 @@ class RuntimeRequestHandler(RequestHandler):
         return apply_history_length(task, params)
 
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
+        check_list_query(context.state.get("query") or ())
         validate_history_length(params)
         size = params.page_size or 50
         if size < 1 or size > 100:
@@ -526,6 +527,17 @@ class RuntimeRequestHandler(RequestHandler):
     async def on_get_extended_agent_card(self, params: pb.GetExtendedAgentCardRequest,
                                          context: ServerCallContext) -> pb.AgentCard:
         raise a2a_errors.ExtendedAgentCardNotConfiguredError
+
+
+def check_list_query(query: Sequence[tuple[str, str]]) -> None:
+    """The HTTP+JSON ``GET /tasks`` query as sent: a ``status`` that names no task state, or an
+    ``includeArtifacts`` that is neither true nor false, is ``InvalidParamsError`` (the SDK's query
+    parser drops the first and reads the second as false, answering as if nothing had been asked)."""
+    for key, value in query:
+        if key == "status" and value not in pb.TaskState.DESCRIPTOR.values_by_name:
+            raise a2a_errors.InvalidParamsError(message=f"status {value[:64]!r} is not a task state (TASK_STATE_...)")
+        if key == "includeArtifacts" and value.lower() not in ("true", "false"):
+            raise a2a_errors.InvalidParamsError(message=f"includeArtifacts {value[:64]!r} is neither true nor false")
 
 
 MAX_OUTPUT_MODES = 32

@@ -1,8 +1,9 @@
 """Live streams and replays of run events (NDJSON lines).
 
 A live stream runs the loop on a worker thread and relays its events as they are emitted; the
-same events (same ``seq``) are committed to ``runs/{runId}/events``. A replay reads them back
-after a sequence number and can follow the run until it stops (completes, fails or pauses).
+same events (same ``seq``) are committed to ``runs/{runId}/events`` (a tool step's in its turns
+document: ``RunsRepo.list_events`` reads both). A replay reads them back after a sequence number
+and can follow the run until it stops (completes, fails or pauses).
 """
 
 from __future__ import annotations

@@ -258,6 +258,13 @@ class RunContext:
                                                        or settings.budget_user_monthly_usd)
 
     # ---- commit ------------------------------------------------------------------------------
+    @property
+    def dirty(self) -> bool:
+        """Whether anything waits for the next commit: writes, events, actions, new turns or work
+        to do once it is committed (a run's own changes always come with one of these)."""
+        return bool(self.pending or self.pending_events or self.pending_actions or self.after_commit
+                    or len(self.turns) > self._persisted_turns)
+
     def commit(self, *, park: bool = False) -> None:
         """Commit everything pending with the run. The invocation keeps (renews) its lease while the
         run works; a stopped or paused run has none; ``park`` leaves a parked lease (the run

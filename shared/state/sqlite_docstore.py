@@ -249,7 +249,7 @@ class SqliteDocStore:
     def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
         """Documents in the order of ``paths`` (``None`` for missing ones), read in one read
         transaction: one snapshot, as Firestore's batch get (a commit of another process cannot
-        fall between two of them; a resume relies on it, ``RunsRepo.paused_turn``)."""
+        fall between two of them; a resume relies on it, ``RunsRepo.resume_reads``)."""
         with self._guard():
             if len(paths) < 2 or self._conn.in_transaction:
                 return [self.get(p) for p in paths]
