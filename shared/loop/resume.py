@@ -65,18 +65,22 @@ def handle_run_message(services: Services, message: WorkMessage) -> Disposition:
         log.error("message without unitId acknowledged",
                   extra={"fields": {"kind": message.kind, "schemaVersion": message.schemaVersion}})
         return "done"
+    removed: set[str] = set()
     outcome = resume_run(services, message.unitId, expected_uid=message.uid, how=message.kind,
-                         traceparent=message.traceparent, paused=message.paused_reads)
+                         traceparent=message.traceparent, paused=message.paused_reads, removed=removed)
     log.info("%s message handled: %s", message.kind, outcome, extra={"fields": {"runId": message.unitId}})
     # Resumed, waiting for another decision (whose own message will resume it), ended or gone: the
     # message's outbox entry has done its job. "busy" keeps it: the lease holder may die, and then
-    # the sweep re-publishes the entry. A ``continue`` message that resumed its run: the entry of a
-    # yield (``continue-{run}-{steps}``) is removed by the claim of the run parked at it (this one,
-    # or an earlier one for a message delivered twice), so the router need not read it again.
+    # the sweep re-publishes the entry. A message that resumed its run and whose entry the claim
+    # removed (a decision of the paused turn, issue 33o), or a ``continue`` message that resumed its
+    # run: the entry of a yield (``continue-{run}-{steps}``) is removed by the claim of the run
+    # parked at it (this one, or an earlier one for a message delivered twice): the router need not
+    # read it again.
     if outcome == "busy":
         return "keep"
-    if outcome == "resumed" and message.kind == CONTINUE and message.outbox_entry == continue_entry_id(
-            message.unitId, _steps_of(message.outbox_entry)):
+    if outcome == "resumed" and (message.outbox_entry in removed or (
+            message.kind == CONTINUE and message.outbox_entry == continue_entry_id(
+                message.unitId, _steps_of(message.outbox_entry)))):
         return "consumed"
     return "done"
 
@@ -175,12 +179,13 @@ def _whole(actions: list[ActionRecord], turns: list[Turn]) -> bool:
 
 def resume_run(services: Services, run_id: str, *, expected_uid: str | None = None, how: str = "resume",
                traceparent: str | None = None, paused: tuple[int, list[str]] | None = None,
-               uid: str | None = None) -> ResumeOutcome:
+               uid: str | None = None, removed: set[str] | None = None) -> ResumeOutcome:
     """Claim the run and drive it on; ``how`` (the message kind, or ``recover``) and the message's
     ``traceparent`` label the invocation's span (``shared/tracing.py``); ``paused``: the message's
     hint of what the resume reads by name (``WorkMessage.paused_reads``), read with the run;
     ``uid``: the run's user as the sweep read it, whose documents are read with it too (not
-    checked, unlike ``expected_uid``)."""
+    checked, unlike ``expected_uid``); ``removed``: filled with the outbox entries the claim of a
+    ``resumed`` run removed."""
     owner = new_id("inv")
     read_uid = expected_uid or uid
     batch = _first_read(services, run_id, read_uid, paused)
@@ -208,6 +213,9 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             return "waiting"
         host = services.hosts.get(run.host)
         claimed, done = _claim(services, run, owner)
+        if removed is not None:  # this attempt's: every commit of a resumed run holds the claim's writes
+            removed.clear()
+            removed.update([*run.pending_approval_ids, continue_entry_id(run_id, run.steps)])
         if host is None:
             try:
                 snap = services.runs.commit(snap, claimed, done)

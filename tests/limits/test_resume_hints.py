@@ -29,6 +29,9 @@ from shared.state import paths
 from shared.state.docstore import DocStore
 from shared.state.records import UserRecord
 from tests.agent.conftest import install
+from tests.agent.test_approvals import Crash as ApprovalCrash
+from tests.agent.test_approvals import approve, dispatcher
+from tests.agent.test_resume_reads import paused_run
 from tests.limits.conftest import ALICE, OFF
 from tests.plans.support import Script
 from tests.plans.test_sessions_durability import Crash, crashing_note
@@ -273,3 +276,57 @@ def test_a_plan_parents_resume_reads_by_name(store: DocStore, client: FlaskClien
                 or t.startswith(f"query {paths.run(parent)}/turns")], trips
     assert _run_doc(store, parent)["status"] == "completed"
     assert first is not None
+
+
+def test_a_resume_cut_off_inside_its_approved_call_is_recovered_by_the_names_its_pause_left(
+        store: DocStore) -> None:
+    """The approved side effect ran and the process died before its result was committed (the
+    resume's claim and the call's were one commit). The run, ``executing`` now, still names its
+    paused turn's actions: the sweep's recovery reads them by name with its turns (no query), records
+    the call's outcome ``unknown`` (never run again) and the model hears it."""
+    rt, counted, model, ledger, result = paused_run(store, text_turn("Noted."), lease_ttl_s=0.2)
+    run_id = result.run_id
+    approve(rt, result.approval.id)
+    (message,) = dispatcher(rt).take()
+    ledger.crash_next = True
+    with pytest.raises(ApprovalCrash):
+        rt.router.handle(message)
+    cut = _run_doc(store, run_id)
+    assert cut["status"] == "executing" and cut["pausedActionIds"], cut
+    time.sleep(0.3)
+    trips = counted.record_trips()
+    assert recover_runs(rt.services, 50) == 1
+    own = [t for t in trips if t != "query runs"]
+    read, claim = own[:2]
+    assert read.startswith(f"get_many {paths.run(run_id)} ") and "/actions/" in read and "/turns/" in read, trips
+    assert claim.startswith("commit ") and " runs" in claim, trips
+    assert not [t for t in trips if t.startswith(f"query {paths.run(run_id)}/")], trips
+    assert ledger.calls == ["send_note:bob:hi"]  # once: cut off, never repeated
+    (action,) = rt.runs.list_actions(run_id)
+    assert action.outcome == "unknown"
+    assert _run_doc(store, run_id)["status"] == "completed"
+    model.assert_complete()
+
+
+def test_a_decisions_message_whose_entry_the_claim_removed_is_not_read_back(store: DocStore) -> None:
+    """The claim of a resumed run removes the outbox entries of its paused turn's decisions: the
+    router does not read the decision's entry again once the message is handled (one round trip
+    less per resume). A decision that leaves the run waiting keeps the read (nothing removed it)."""
+    rt, counted, _, ledger, result = paused_run(store, text_turn("Sent."))
+    approve(rt, result.approval.id)
+    (message,) = dispatcher(rt).take()
+    trips = counted.record_trips()
+    rt.router.handle(message)
+    assert not [t for t in trips if t.startswith("get outbox/")], trips
+    assert store.get(f"outbox/{result.approval.id}") is None
+    assert ledger.calls == ["send_note:bob:hi"] and _run_doc(store, result.run_id)["status"] == "completed"
+
+    rt, counted, _, ledger, result = paused_run(store, text_turn("Sent."), calls=[
+        call("send_note", {"to": "bob", "body": "one"}), call("send_note", {"to": "ann", "body": "two"})])
+    first, _ = rt.runs.get_run(result.run_id).run.pending_approval_ids  # type: ignore[union-attr]
+    approve(rt, first)
+    (message,) = dispatcher(rt).take()
+    trips = counted.record_trips()
+    rt.router.handle(message)  # waits for the second decision
+    assert f"get outbox/{first}" in trips and store.get(f"outbox/{first}") is None, trips
+    assert ledger.calls == []
