@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from shared.api import RunRequest
 from shared.connectors.sandbox import SandboxError
 from shared.models.base import ModelRequest, Turn
 from shared.models.offline import OfflineModel
-from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
+from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.state.records import UserRecord
@@ -175,5 +176,40 @@ def test_an_erasure_refused_for_a_working_run_destroys_no_workspace(
         assert erased.status_code == 200 and erased.get_json()["deleted"].get("workspaces") == 1
         with pytest.raises(SandboxError):
             sandbox.client().info(ws["containerId"])
+    finally:
+        set_runtime(None)
+
+
+@pytest.mark.parametrize("url", ["https://127.0.0.1:9/x.git", "https://10.1.2.3/team/repo.git",
+                                 "https://169.254.169.254/computeMetadata/v1/", "https://localhost/x.git"])
+def test_a_repository_url_at_a_private_address_is_refused_before_the_sandbox_clones_it(
+        store: DocStore, sandbox: SandboxProcess, url: str) -> None:
+    """``container_create {repo: "https://10.…"}``: the sandbox service cloned from any https host,
+    loopback, private networks and the metadata address included (the SSRF guard of MCP servers,
+    webhooks and web_fetch did not apply)."""
+    model = ScriptedModel([calls_turn(call("container_create", {"repo": url})), text_turn("ok")])
+    rt = install(store, model, sandbox_url=sandbox.url, sandbox_key=sandbox.key)
+    try:
+        rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+        started = rt.agent.start("alice", RunRequest(prompt="clone it"))
+        result = rt.agent.run(rt.agent.context(started))
+        (action,) = rt.runs.list_actions(result.run_id)
+        assert action.status == "failed" and (action.error or "").startswith("REPO_URL_NOT_ALLOWED"), action.error
+        assert WorkspacesRepo(store).live_of("alice") == []  # nothing created, nothing cloned
+    finally:
+        set_runtime(None)
+
+
+def test_local_development_may_clone_from_a_private_address(store: DocStore, sandbox: SandboxProcess) -> None:
+    model = ScriptedModel([calls_turn(call("container_create", {"repo": "https://127.0.0.1:9/x.git"})),
+                           text_turn("ok")])
+    rt = install(store, model, sandbox_url=sandbox.url, sandbox_key=sandbox.key, mcp_allow_private_urls=True)
+    try:
+        rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+        started = rt.agent.start("alice", RunRequest(prompt="clone it"))
+        result = rt.agent.run(rt.agent.context(started))
+        (action,) = rt.runs.list_actions(result.run_id)
+        assert action.status == "failed" and "REPO_URL_NOT_ALLOWED" not in (action.error or ""), action.error
+        assert "git clone failed" in (action.error or "")  # it got as far as the clone (nothing listens there)
     finally:
         set_runtime(None)
