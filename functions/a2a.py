@@ -4,6 +4,7 @@ route; the a2a-sdk's routes then parse, dispatch and render (``shared/a2a/app.py
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 
 import flask
@@ -28,6 +29,8 @@ def a2a(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
     path_only = request.path.rstrip("/") or "/"  # the route table ignores one trailing slash; so does /a2a
     if path_only == "/a2a" and request.mimetype not in ("application/json", "application/a2a+json"):
         return _content_type_not_supported(request.mimetype)
+    if path_only == "/a2a" and (unreadable := _unreadable_number(body)) is not None:
+        return json_response({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": unreadable}})
     answer = call_asgi(a2a_app(), method=request.method, path=path_only, query=request.query_string,
                        headers={k: v for k, v in request.headers.items()}, body=body, state={"uid": uid},
                        server=(host, int(port or (443 if request.scheme == "https" else 80))),
@@ -48,6 +51,28 @@ def a2a(request: flask.Request, path: Mapping[str, str]) -> flask.Response:
             answer.close()
         return flask.Response(body, status=status, headers=headers)
     return flask.Response(relay(), status=answer.status, headers=headers)
+
+
+_LONG_DIGITS = re.compile(rb"[0-9]{4301}")
+"""More digits in a row than Python converts to an integer (``sys.get_int_max_str_digits``)."""
+
+
+def _unreadable_number(body: bytes) -> str | None:
+    """Why a JSON-RPC body is not JSON Python can read, when it holds an integer of more than 4,300
+    digits (the a2a-sdk's parser raised a plain ``ValueError``, answered -32603 Internal error with
+    Python's message): a JSON-RPC Parse error. Only such a body is parsed here (digits inside a
+    string are text, and pass)."""
+    if not _LONG_DIGITS.search(body):
+        return None
+    import json
+
+    try:
+        json.loads(body)
+    except json.JSONDecodeError:
+        return None  # the SDK answers its own Parse error
+    except ValueError:
+        return "Parse error: the body holds an integer of more than 4,300 digits"
+    return None
 
 
 _SPEC_STATUS = {"CONTENT_TYPE_NOT_SUPPORTED": 415, "TASK_NOT_CANCELABLE": 409, "INVALID_AGENT_RESPONSE": 502}

@@ -17,6 +17,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
+from sandbox import reaper
+
 GIT_TIMEOUT_S = 300.0
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[A-Za-z0-9._/-]{1,200}(?<![./])$")
 _AUTHOR = {"GIT_AUTHOR_NAME": "Agent Runtime", "GIT_AUTHOR_EMAIL": "agent-runtime@users.noreply.github.com",
@@ -50,17 +52,23 @@ def _env(auth_header: str | None) -> dict[str, str]:
 
 def _git(args: list[str], *, cwd: str | None, auth_header: str | None = None,
          timeout_s: float = GIT_TIMEOUT_S) -> str:
+    proc = reaper.popen(["git", *_SAFE, *args], cwd=cwd, env=_env(auth_header), stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
-        done = subprocess.run(["git", *_SAFE, *args], cwd=cwd, env=_env(auth_header), capture_output=True,
-                              text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+        out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         raise GitFailed(f"git {args[0]} took longer than {timeout_s:.0f} s") from None
-    if done.returncode != 0:
-        stderr = done.stderr.strip()
+    finally:
+        reaper.release(proc)
+    stdout: str = out
+    if proc.returncode != 0:
+        stderr = str(err).strip()
         if auth_header:
             stderr = stderr.replace(auth_header, "***")
         raise GitFailed(f"git {args[0]} failed: {stderr[-500:]}", stderr=stderr)
-    return done.stdout
+    return stdout
 
 
 def clone(url: str, ref: str | None, dest: str, *, auth_header: str | None, uid: int | None,

@@ -6,7 +6,8 @@ file system made of read-only binds of the system directories, an empty private 
 workspace at ``/workspace``, the only writable path it can reach. The environment is cleared. The
 process tree runs under rlimits (address space, processes, CPU, file size, open files, no core
 files) and as the workspace's own uid when the service is root. The wall time is enforced here:
-past it the jail is killed (its pid namespace dies with its first process).
+past it the jail is killed (its pid namespace dies with its first process). bubblewrap leaves
+an orphan per script, collected by ``sandbox.reaper`` after each one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from sandbox import reaper
 from sandbox.limits import Limits
 
 WORKSPACE = "/workspace"
@@ -109,9 +111,9 @@ def run(workspace_dir: str, script: str, limits: Limits, *, wall_s: float, uid: 
     wall_s = max(0.1, min(wall_s, limits.wall_s))
     argv = _rlimits(limits, wall_s) + command(workspace_dir, script, limits)
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"},
-                            user=uid, group=uid, extra_groups=None if uid is None else [])
+    proc = reaper.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"},
+                        user=uid, group=uid, extra_groups=None if uid is None else [])
     out = _Capped(proc.stdout, limits.output_bytes)
     err = _Capped(proc.stderr, limits.output_bytes)
     timed_out = False
@@ -121,6 +123,9 @@ def run(workspace_dir: str, script: str, limits: Limits, *, wall_s: float, uid: 
         timed_out = True
         os.killpg(proc.pid, signal.SIGKILL)  # bwrap dies; its pid namespace dies with it
         code = proc.wait()
+    finally:
+        reaper.release(proc)
+    reaper.reap()  # bwrap's pid 1 of the jail, orphaned: see sandbox.reaper
     stdout, stderr = out.text(5.0), err.text(5.0)
     duration_ms = int((time.monotonic() - start) * 1000)
     if timed_out:

@@ -34,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from sandbox import files, gitops, mounts, snapshots
+from sandbox import files, gitops, mounts, reaper, snapshots
 from sandbox.jail import JailUnavailable, bwrap_path
 from sandbox.limits import Limits
 from sandbox.workspaces import BadWorkspaceId, WorkspaceNotFound, Workspaces
@@ -227,6 +227,7 @@ def main() -> None:
     except JailUnavailable as exc:
         raise SystemExit(f"sandbox: {exc}") from None
     real_root = mounts.enter_private_namespace()  # before any thread starts
+    reaper.adopt_orphans()  # bubblewrap's orphans come here, not to pid 1 (sandbox/reaper.py)
     root = os.environ.get("SANDBOX_ROOT", "").strip() or "/var/lib/sandbox/workspaces"
     workspaces = Workspaces(root, Limits.from_env(), snapshots.from_env(), real_root=real_root)
     server = ThreadingHTTPServer((os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8090"))),

@@ -52,6 +52,8 @@ def int_arg(args: Args, name: str, *, default: int, minimum: int = 0, maximum: i
     digits = raw[1:] if raw.startswith("-") else raw
     if not (digits.isascii() and digits.isdigit()):
         raise _invalid(name, f"must be an integer from {minimum} to {maximum}")
+    if len(digits.lstrip("0")) > len(str(MAX_INT64)):  # past every bound (and past int()'s 4,300 digits)
+        raise _invalid(name, f"must be {'>= ' + str(minimum) if raw.startswith('-') else '<= ' + str(maximum)}")
     value = int(raw)
     if value < minimum:
         raise _invalid(name, f"must be >= {minimum}")
@@ -144,7 +146,8 @@ def resume_after(request: flask.Request) -> int:
         if not (header.isascii() and header.isdigit()):
             raise InvalidInput("header Last-Event-ID must be the seq of an event (an integer >= 0)",
                                code="INVALID_LAST_EVENT_ID", details={"field": "Last-Event-ID"})
-        return min(int(header), MAX_INT64)  # past every seq: nothing is left to read
+        # past every seq (also past int()'s 4,300 digits): nothing is left to read
+        return MAX_INT64 if len(header.lstrip("0")) > len(str(MAX_INT64)) else min(int(header), MAX_INT64)
     query = params(request)
     if "lastEventId" in query:
         return int(query["lastEventId"])

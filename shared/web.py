@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar, cast
@@ -116,6 +117,16 @@ def _not_json(token: str) -> Any:
     raise _NonFinite(token)
 
 
+def _finite(literal: str) -> float:
+    """A JSON number with a fraction or exponent; one too large for a double (``1e400``) is
+    refused like ``Infinity`` (Python reads it as infinity, which no answer or store can hold: it
+    was stored as ``null``)."""
+    value = float(literal)
+    if math.isinf(value):
+        raise _NonFinite(f"{literal[:40]} (beyond the largest double)")
+    return value
+
+
 def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = False) -> dict[str, Any]:
     """The request's JSON object body, or a 4xx naming what is wrong: 413 beyond ``max_bytes``
     (read no further), 400 ``INVALID_JSON`` nested deeper than :data:`MAX_JSON_DEPTH` (checked before
@@ -139,12 +150,12 @@ def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = F
                            f"limit is {MAX_JSON_DEPTH}", code="INVALID_JSON",
                            details={"limit": "maxDepth", "maxDepth": MAX_JSON_DEPTH})
     try:
-        data = json.loads(raw, parse_constant=_not_json)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInput(f"request body is not valid JSON: {exc}", code="INVALID_JSON") from None
+        data = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
     except _NonFinite as exc:
         raise InvalidInput(f"request body is not valid JSON: {exc} is not a JSON number (RFC 8259)",
                            code="INVALID_JSON") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of more than 4,300 digits
+        raise InvalidInput(f"request body is not valid JSON: {str(exc)[:200]}", code="INVALID_JSON") from None
     if not isinstance(data, dict):
         raise InvalidInput("request body must be a JSON object", code="INVALID_JSON")
     if _SURROGATE_ESCAPE.search(raw):

@@ -26,7 +26,7 @@ from shared.state.docstore import DocStore
 from shared.state.pages import page_in_memory
 from shared.state.record_base import now
 from shared.state.runs_repo import RunsRepo
-from shared.state.workspaces_repo import WorkspaceRecord, WorkspacesRepo
+from shared.state.workspaces_repo import WorkspaceLimitReached, WorkspaceRecord, WorkspacesRepo
 from shared.wire import UtcTime
 
 log = logging.getLogger("agent_runtime.workspaces")
@@ -141,7 +141,12 @@ class Workspaces:
         at = now()
         record = WorkspaceRecord(workspace_id=workspace_id, uid=uid, created_at=at, last_used_at=at, run_id=run_id,
                                  group=group, repo=remote.label if remote else None, ref=ref, default=default)
-        stored = self.repo.create(record, max_live=self.settings.workspaces_per_user)
+        try:
+            stored = self.repo.create(record, max_live=self.settings.workspaces_per_user)
+        except WorkspaceLimitReached:
+            if not self._reclaim(uid):
+                raise
+            stored = self.repo.create(record, max_live=self.settings.workspaces_per_user)
         if stored.uid != uid:
             raise NotFound(f"no workspace {workspace_id}", code="WORKSPACE_NOT_FOUND")
         source = None if remote is None else RepoSource(url=remote.url, ref=ref, auth_header=self._auth(uid, remote))
@@ -218,18 +223,39 @@ class Workspaces:
         found = SessionsRepo(self.store).get(session_id)
         return found is not None and found[0].keep_workspaces
 
+    def _ended_units(self, records: list[WorkspaceRecord]) -> set[str]:
+        """The run ids among ``records``' (not kept) whose unit ended and does not keep its workspaces."""
+        ended: set[str] = set()
+        runs = RunsRepo(self.store)
+        for run_id in sorted({r.run_id for r in records if r.run_id and not r.keep}):
+            snap = runs.get_run(run_id)
+            if snap is not None and snap.run.terminal and not self._kept_by_session(snap.run.host_state):
+                ended.add(run_id)
+        return ended
+
+    def _reclaim(self, uid: str) -> bool:
+        """At the limit: destroy ``uid``'s workspaces that the sweep would destroy because their
+        unit ended (a chat user's earlier messages' default workspaces), so they do not refuse the
+        next one until the sweep comes by. Whether any went."""
+        live = self.repo.live_of(uid)
+        ended = self._ended_units(live)
+        destroyed = 0
+        for record in live:
+            if record.run_id in ended and not record.keep:
+                try:
+                    self._destroy(record)
+                    destroyed += 1
+                except Exception:  # as in the sweep: it stays live and counts; the limit is told
+                    log.exception("a workspace of an ended unit could not be destroyed at the limit",
+                                  extra={"fields": {"workspaceId": record.workspace_id}})
+        return destroyed > 0
+
     def sweep(self, *, limit: int = 100) -> int:
         """Destroy live workspaces idle past ``WORKSPACE_IDLE_TTL_S``, and those of units that
         ended (unless kept). Returns how many were destroyed; one failure does not stop the rest."""
         cutoff = now() - self.settings.workspace_idle_ttl_s
         live = self.repo.live(limit=limit)
-        run_ids = sorted({r.run_id for r in live if r.run_id and not r.keep})
-        ended: set[str] = set()
-        runs = RunsRepo(self.store)
-        for run_id in run_ids:
-            snap = runs.get_run(run_id)
-            if snap is not None and snap.run.terminal and not self._kept_by_session(snap.run.host_state):
-                ended.add(run_id)
+        ended = self._ended_units(live)
         destroyed = 0
         for record in live:
             if record.last_used_at < cutoff or (record.run_id in ended and not record.keep):

@@ -51,6 +51,10 @@ class Decision:
 @dataclass(frozen=True)
 class AlreadyDecided:
     run_id: str
+    decision: str
+    """What held: approved | rejected (a client retrying after a lost answer learns whether its own
+    decision is the one recorded)."""
+    decided_at: float | None
 
 
 def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: ApproveRequest, *,
@@ -89,7 +93,7 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
         if approval.status == "expired":
             raise Gone(f"approval {approval.approval_id} expired", code="APPROVAL_EXPIRED")
         if approval.status != "pending":
-            return AlreadyDecided(approval.run_id)
+            return AlreadyDecided(approval.run_id, approval.status, approval.decided_at)
         run, action = t.run_and_action(approval.run_id, approval.action_id)
         if run is None or action is None:
             raise NotFound(f"approval {req.approvalId} not found", code="APPROVAL_NOT_FOUND")
@@ -159,8 +163,13 @@ def decide(services: Services, dispatcher: Dispatcher | None, uid: str, req: App
     if isinstance(out, AlreadyDecided):
         # Replayed decision: make sure its resume message was not lost, then refuse.
         outbox.deliver(req.approvalId)
-        raise Conflict(f"approval {req.approvalId} was already decided", code="ALREADY_DECIDED",
-                       details={"runId": out.run_id})
+        details: dict[str, Any] = {"runId": out.run_id, "decision": out.decision}
+        if out.decided_at is not None:
+            from shared.wire import rfc3339
+
+            details["decidedAt"] = rfc3339(out.decided_at)
+        raise Conflict(f"approval {req.approvalId} was already decided ({out.decision})", code="ALREADY_DECIDED",
+                       details=details)
     outbox.deliver_recorded(recorded[out.approval_id], out.approval_id)
     if out.decision == "expired":
         raise Gone(f"approval {out.approval_id} expired; the action was rejected", code="APPROVAL_EXPIRED",
@@ -188,7 +197,7 @@ def _decide_with_retries(services: Services, uid: str, approval_id: str,
                 raise Gone(f"approval {approval_id} expired", code="APPROVAL_EXPIRED",
                            details={"runId": approval.run_id}) from None
             if approval.status != "pending":
-                return AlreadyDecided(approval.run_id)
+                return AlreadyDecided(approval.run_id, approval.status, approval.decided_at)
             log.warning("approval decision contended; retrying", extra={"fields": {"approvalId": approval_id}})
             if count_apart():
                 continue

@@ -10,7 +10,7 @@ import json
 import logging
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -26,6 +26,9 @@ from shared.state.records import ActionRecord, ActOutcome, ApprovalRecord, now
 from shared.state.transitions import move_action, move_run
 from shared.tools.context import ToolContext
 from shared.tools.registry import Tool, ToolArgsError, args_hash
+
+if TYPE_CHECKING:
+    from shared.usage.budget import Overrun
 
 log = logging.getLogger("agent_runtime.tools")
 
@@ -152,8 +155,16 @@ def tool_context(ctx: RunContext, action: ActionRecord) -> ToolContext:
     s = ctx.services
     return ToolContext(uid=ctx.run.uid, run_id=ctx.run.run_id, action_id=action.action_id, users=s.users,
                        settings=s.settings, connectors=s.connectors() if s.connectors else None,
-                       usage=s.usage.record, model=s.model_factory, budgets=lambda: s.budgets,
+                       usage=ctx.charge, model=s.model_factory, room=lambda max_usd: _room(ctx, max_usd),
                        deadline=ctx.deadline)
+
+
+def _room(ctx: RunContext, max_usd: float) -> Overrun | None:
+    """A tool's own model call checked against the run's budget and reserved against the user's
+    caps, like the loop's (``budget_pause.room``; loaded only by a tool that calls a model)."""
+    from shared.loop.budget_pause import room
+
+    return room(ctx, max_usd)
 
 
 def execute_action(ctx: RunContext, action: ActionRecord, validated: BaseModel | None = None) -> None:

@@ -45,6 +45,12 @@ from shared.state.docstore import (
 T = TypeVar("T")
 
 SCHEMA_VERSION = 3
+OLDEST_READER = 2
+"""The oldest schema whose store may use a file of this schema, kept in the file (``meta`` row
+``readerSchema``, never lowered): schema 2's store works on a schema-3 file as it is (same columns,
+same statements, its ``create`` refused by the unique index as by its key:
+tests/contract/test_sqlite_schema_compat.py runs it). A schema that older stores must not use
+raises it; a store refuses a file whose ``readerSchema`` is above its own schema."""
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 DEFAULT_SYNCHRONOUS = "NORMAL"
 
@@ -71,10 +77,12 @@ _META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTE
 def _prepare(conn: sqlite3.Connection) -> None:
     """Create the tables, or bring a schema-1 or schema-2 file to schema 3 (same documents, same
     tokens), in one write transaction: several processes opening one file at once do it once. A
-    schema-3 file opened by code of schema 2 (same columns, same statements; its ``create`` refused
-    by the unique index as by the key) works as it is (tried by hand, issue 33 session 3)."""
+    schema-3 file opened by code of schema 2 works as it is (``OLDEST_READER``); a file that needs a
+    newer store than this one is refused (``StoreError``) with nothing written. ``user_version`` is
+    never lowered (schema 2's store sets it to 2; this store sets it back)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
+        _check_reader(conn)
         row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'docs'").fetchone()
         if row is None:
             conn.execute(_DOCS_TABLE.format(name="docs"))
@@ -87,11 +95,25 @@ def _prepare(conn: sqlite3.Connection) -> None:
         conn.execute(_DOCS_KEY)
         conn.execute(_META_TABLE)
         conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('rev', 0)")
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute("INSERT INTO meta (key, value) VALUES ('readerSchema', ?) "
+                     "ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)", (OLDEST_READER,))
+        if int(conn.execute("PRAGMA user_version").fetchone()[0]) < SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _check_reader(conn: sqlite3.Connection) -> None:
+    """Refuse a file whose ``readerSchema`` names a newer store than this one (before any write)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is None:
+        return
+    row = conn.execute("SELECT value FROM meta WHERE key = 'readerSchema'").fetchone()
+    if row is not None and int(row[0]) > SCHEMA_VERSION:
+        raise StoreError(f"the file needs a store of schema {int(row[0])} or later (written by newer code); "
+                         f"this code's store is schema {SCHEMA_VERSION}. Run newer code on it, or move the "
+                         "file away to start with an empty store.")
 
 
 def _dumps(data: JsonDict) -> str:
@@ -190,7 +212,9 @@ class SqliteDocStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={mode}")
             _prepare(self._conn)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StoreError) as exc:
+            if hasattr(self, "_conn"):
+                self._conn.close()
             raise StoreError(f"cannot open SQLite store {path!r}: {exc}") from exc
 
     # -- reads -----------------------------------------------------------------------------

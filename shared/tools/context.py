@@ -13,8 +13,8 @@ from shared.state.users_repo import UsersRepo
 
 if TYPE_CHECKING:
     from shared.projects.service import ProjectsService
-    from shared.state.budget_repo import BudgetRepo
     from shared.state.records import UsageEntry
+    from shared.usage.budget import Overrun
 
 
 @dataclass(frozen=True)
@@ -28,13 +28,15 @@ class ToolContext:
     connectors: Any = None
     """Per-user access to external services (``shared.connectors.Connectors``), when configured."""
     usage: Callable[[UsageEntry], None] | None = None
-    """Where a tool that calls a model itself (``google_web_search``) records that call in the usage
-    ledger; ``None``: not recorded (unit tests)."""
+    """Where a tool that calls a model itself (``google_web_search``) records that call: in a unit,
+    the unit's charge (``RunContext.charge``: the run's ``usage`` and ``costUsd``, and its ledger
+    entry in the step's commit); ``None``: not recorded (unit tests)."""
     model: Callable[[], Any] | None = None
     """The process's model, built on first use (``google_web_search`` asks it for a grounded answer)."""
-    budgets: Callable[[], BudgetRepo] | None = None
-    """The users' money budgets: a tool that calls a model itself reserves the call against the
-    user's caps first (docs/budgets.md); ``None``: not checked (unit tests)."""
+    room: Callable[[float], Overrun | None] | None = None
+    """The money limits a tool that calls a model itself checks first, with the call's maximum (USD):
+    the run's ``budgetUsd`` against its ``costUsd``, then the user's caps (reserved until the step's
+    commit); the limit without room, or None (docs/budgets.md). ``None``: not checked (unit tests)."""
     deadline: float | None = None
     """``time.monotonic()`` value after which the caller's time is spent; tools bound their own
     timeouts by :meth:`time_left` so no call outlives it."""

@@ -5,9 +5,10 @@
   2 MiB read limit, ``WEB_FETCH_TIMEOUT_S`` and never more than the caller's time left). Long texts
   are returned in windows of ``MAX_TEXT_CHARS`` characters (``offset`` reads on).
 - ``google_web_search(query)`` is one model call with Gemini's built-in Google Search grounding:
-  the answer and the pages it rests on. The call is recorded in the usage ledger (component
-  ``web_search``, operation type ``executor``) through ``ctx.usage`` and, while the deployment has
-  money caps, first reserved at its maximum against the user's caps (no room: not made, told).
+  the answer and the pages it rests on. The call is charged to the unit through ``ctx.usage`` (its
+  ``costUsd`` and usage, and a usage-ledger entry, component ``web_search``, operation type
+  ``executor``, in the step's commit) and first checked at its maximum against the run's budget and
+  reserved against the user's caps through ``ctx.room`` (no room: not made, told).
 
 Every refusal or failure is a ``ToolError``: the model is told why and can try something else.
 """
@@ -15,12 +16,11 @@ Every refusal or failure is a ``ToolError``: the model is told why and can try s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import core_schema
 
-from shared.errors import LimitExceeded, ToolError
+from shared.errors import ToolError
 from shared.tools.constrained import Constrained as _Constrained
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
@@ -104,17 +104,13 @@ def register(registry: ToolRegistry) -> None:
             raise ToolError("google_web_search: no time is left for a search")
         call = MeteredCall(uid=ctx.uid, unit_kind=ctx.unit_kind, unit_id=ctx.run_id, component=WEB_SEARCH,
                            operation_type="executor")
-        reservation = _reserve(ctx, model.name, query)
-        try:
-            metered = metered_search(model, query, call, ctx.settings, timeout_s=budget)
-            if ctx.usage is not None:
-                try:
-                    ctx.usage(metered.entry)
-                except Exception:  # metering must never break the tool
-                    log.exception("usage entry could not be recorded", extra={"fields": {"unitId": ctx.run_id}})
-        finally:
-            if reservation is not None:
-                reservation()
+        _check_room(ctx, model.name, query)
+        metered = metered_search(model, query, call, ctx.settings, timeout_s=budget)
+        if ctx.usage is not None:
+            try:
+                ctx.usage(metered.entry)
+            except Exception:  # metering must never break the tool
+                log.exception("usage entry could not be recorded", extra={"fields": {"unitId": ctx.run_id}})
         if metered.error is not None:
             raise ToolError(f"google_web_search failed: {metered.error}")
         answer = metered.answer
@@ -130,24 +126,18 @@ def register(registry: ToolRegistry) -> None:
         return out
 
 
-def _reserve(ctx: ToolContext, model: str, query: str) -> Callable[[], None] | None:
-    """Reserve the search's maximum cost against the user's money caps (docs/budgets.md, "Other
-    model calls"); returns its release, or None when the deployment has no cap. No room: a
-    ``ToolError`` telling the model the search was not made and why (the run's next model call
-    meets the same cap, its maximum being at least the search's, and pauses for a budget approval)."""
-    s = ctx.settings
-    if ctx.budgets is None or (not s.budget_user_daily_usd and not s.budget_user_monthly_usd):
-        return None
-    from shared.ids import new_id
-    from shared.usage.budget import reserve_or_refuse, search_max_cost
+def _check_room(ctx: ToolContext, model: str, query: str) -> None:
+    """Check the search's maximum cost against the run's budget and the user's money caps
+    (docs/budgets.md, "Other model calls"), reserving it against the caps until the step's commit.
+    No room: a ``ToolError`` telling the model the search was not made and why (the run's next model
+    call meets the same limit, its maximum being at least the search's, and pauses for a budget approval)."""
+    if ctx.room is None:
+        return
+    from shared.usage.budget import search_max_cost
 
-    budgets = ctx.budgets()
-    try:
-        call_id = reserve_or_refuse(budgets, s, ctx.uid, search_max_cost(s, model, query), new_id,
-                                    "The search was not made.")
-    except LimitExceeded as exc:
-        raise ToolError(f"google_web_search: {exc.code}: {exc.message}") from exc
-    return lambda: budgets.release(ctx.uid, call_id)
+    over = ctx.room(search_max_cost(ctx.settings, model, query))
+    if over is not None:
+        raise ToolError(f"google_web_search: BUDGET_EXCEEDED: {over.situation()} The search was not made.")
 
 
 __all__ = ["SearchTerms", "Url", "register"]

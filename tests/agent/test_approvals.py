@@ -233,7 +233,8 @@ def test_an_approve_call_that_loses_the_race_answers_409_not_500(make_runtime: M
     loser = contended(rt, lambda: approve(rt, result.approval.id))
     with pytest.raises(Conflict) as err:
         approve(loser, result.approval.id, decision="reject")
-    assert err.value.code == "ALREADY_DECIDED" and err.value.details == {"runId": result.run_id}
+    assert err.value.code == "ALREADY_DECIDED" and err.value.details is not None
+    assert err.value.details["runId"] == result.run_id and err.value.details["decision"] == "approved"
     approval = rt.runs.store.get(paths.approval("alice", result.approval.id))
     assert approval is not None and approval.data["status"] == "approved"  # the winner's decision stands
     deliver_all(rt)

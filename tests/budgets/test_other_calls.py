@@ -161,3 +161,61 @@ def test_the_host_agents_planner_is_reserved_against_the_users_caps(
     finally:
         set_runtime(None)
         clear_model_cache()
+
+
+PRICED = "gemini-3-flash-preview"
+
+
+def test_a_runs_web_search_is_in_its_cost_and_its_budget(docstore: DocStore, fake_gemini: FakeGemini) -> None:
+    """The search's cost is the run's too: in its ``costUsd`` and ``usage`` (the sum of its ledger
+    entries, the search's included), so its ``budgetUsd`` counts it. A search the run's budget has
+    no room for is not made; the model is told, and the next model call pauses for the budget."""
+    from shared.api import RunRequest
+    from shared.durable.dispatcher import RecordingDispatcher
+    from shared.models.gemini import GeminiModel
+    from shared.state.records import UserRecord
+    from tests.fakes.fake_gemini import Received, call, usage
+
+    searches: list[str] = []
+
+    def answer(received: Received) -> Reply:
+        if received.google_search:
+            searches.append("made")
+            return Reply.text("Python 3.14 came out in October 2025.", usage=usage(prompt=300, output=2_000),
+                              model_version=PRICED)
+        if any("functionResponse" in p for p in received.body["contents"][-1]["parts"]):
+            return Reply.text("It came out in October 2025.", usage=usage(prompt=900, output=20), model_version=PRICED)
+        # a long first answer: what the run spent leaves a search's maximum no room under $0.04
+        return Reply([call("google_web_search", {"query": "python 3.14 release date"})],
+                     usage=usage(prompt=800, output=8_000), model_version=PRICED)
+
+    fake_gemini.handler = answer
+    settings = fake_gemini.settings(Settings(state_backend="sqlite", auth_mode="local", dispatcher="none",
+                                             run_deadline_s=30.0))
+    with GeminiModel(settings) as model:
+        rt = Runtime(settings, store=docstore, model=model, dispatcher=RecordingDispatcher())
+        rt.users.put_user(UserRecord(uid="alice", trust_level="supervised"))
+
+        def run(budget_usd: float) -> str:
+            started = rt.agent.start("alice", RunRequest(prompt="When was Python 3.14 released?", budgetUsd=budget_usd))
+            result = rt.agent.run(rt.agent.context(started))
+            return result.run_id
+
+        roomy = run(1.0)
+        assert searches == ["made"]
+        record = rt.runs.get_run_for("alice", roomy).run
+        assert record.status == "completed"
+        ledger = rt.usage.for_unit("alice", roomy)
+        [search] = [e for e in ledger if e.component == "web_search"]
+        assert search.cost_usd > 0
+        assert record.cost_usd == pytest.approx(sum(e.cost_usd for e in ledger), abs=1e-8)
+        assert record.usage.requests == sum(e.usage.requests for e in ledger) == 3
+        assert record.usage.output_tokens == 8_000 + 2_000 + 20
+
+        tight = run(0.04)
+    assert searches == ["made"]  # the second search was not made
+    found, pause = rt.runs.list_actions(tight)
+    assert (found.tool, found.outcome) == ("google_web_search", "error")
+    assert "google_web_search: BUDGET_EXCEEDED: this run's budget" in str(found.error), found.error
+    assert pause.tool == "budget_increase" and pause.args["scope"] == "run"
+    assert rt.runs.get_run_for("alice", tight).run.status == "awaiting_confirmation"

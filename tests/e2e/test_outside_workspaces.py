@@ -1,0 +1,99 @@
+"""Workspaces as a chat user meets them over HTTP (session 2026-11-26d outside trial,
+docs/session-notes/2026-11-26d/issue-33p.md), with the sandbox service as its own process.
+
+Each chat run's ``run_shell_command`` gets the run's default workspace. A run ends, its workspace
+is left for the sweep (every minute or few), and it still counted against ``WORKSPACES_PER_USER``:
+a user sending six shell commands in six messages within a sweep interval got
+``WORKSPACE_LIMIT_REACHED`` from the sixth on, for workspaces nothing could use any more. Now a
+create that meets the limit first destroys the user's workspaces whose unit has ended (the
+sweep's own rule: not kept, not of a session that keeps its workspaces) and tries once more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from shared.connectors.sandbox import SandboxError
+from shared.models.base import ModelRequest, Turn
+from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
+from shared.runtime import Runtime, set_runtime
+from shared.state.docstore import DocStore
+from shared.state.records import UserRecord
+from shared.state.workspaces_repo import WorkspacesRepo
+from shared.workspaces import workspace_id_for
+from tests.agent.conftest import install
+from tests.e2e.conftest import ALICE
+from tests.sandbox.conftest import SMALL_LIMITS
+from tests.sandbox.support import SandboxProcess
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess]:
+    base: Path = tmp_path_factory.mktemp("sandbox")
+    box = SandboxProcess.start(base, env=SMALL_LIMITS, snapshot_dir=base / "snapshots")
+    yield box
+    box.stop()
+
+
+def _shell_once(request: ModelRequest) -> Turn:
+    """One shell command per user message, then a text answer with its output."""
+    last = request.turns[-1]
+    answered = [p.function_response for p in last.parts if p.function_response]
+    if answered:
+        return text_turn(f"ran: {answered[0].response}")
+    return calls_turn(call("run_shell_command", {"command": "echo hi > f.txt && cat f.txt"}))
+
+
+@pytest.fixture
+def runtime(store: DocStore, sandbox: SandboxProcess) -> Iterator[Runtime]:
+    rt = install(store, FunctionModel(_shell_once), sandbox_url=sandbox.url, sandbox_key=sandbox.key,
+                 workspaces_per_user=2)
+    rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+    yield rt
+    set_runtime(None)
+
+
+def _send(client: FlaskClient, thread: str) -> dict[str, Any]:
+    resp = client.post("/api/agent/run", json={"prompt": "run it", "threadId": thread}, headers=ALICE)
+    assert resp.status_code == 200, resp.get_json()
+    body: dict[str, Any] = resp.get_json()
+    assert body["status"] == "completed", body
+    return body
+
+
+def test_ended_runs_workspaces_do_not_hold_the_limit_against_the_next_message(
+        runtime: Runtime, client: FlaskClient, sandbox: SandboxProcess) -> None:
+    runs = [_send(client, "coding") for _ in range(5)]  # more messages than the limit, no sweep between
+    for body in runs:
+        (action,) = runtime.runs.list_actions(body["runId"])
+        assert action.status == "completed", (action.status, action.error)
+        assert "WORKSPACE_LIMIT_REACHED" not in body["summary"]
+        assert "exitCode" in body["summary"] and "hi" in body["summary"]
+    listed = client.get("/api/agent/containers", headers=ALICE).get_json()["containers"]
+    assert 1 <= len(listed) <= 2
+    assert {c["runId"] for c in listed} <= {b["runId"] for b in runs[-2:]}
+    box = sandbox.client()
+    with pytest.raises(SandboxError) as gone:
+        box.info(_default_of(runs[0]["runId"]))
+    assert gone.value.code == "WORKSPACE_NOT_FOUND"  # destroyed in the service, not only its record
+
+
+def test_kept_workspaces_still_count_and_the_limit_is_told_when_nothing_can_go(
+        runtime: Runtime, client: FlaskClient) -> None:
+    repo = WorkspacesRepo(runtime.runs.store)
+    first, second = _send(client, "a"), _send(client, "b")
+    for body in (first, second):
+        repo.update(_default_of(body["runId"]), keep=True)
+    third = _send(client, "c")
+    (action,) = runtime.runs.list_actions(third["runId"])
+    assert action.status == "failed" and (action.error or "").startswith("WORKSPACE_LIMIT_REACHED"), action
+    assert len(repo.live_of("alice")) == 2  # the kept ones, untouched
+
+
+def _default_of(run_id: str) -> str:
+    return workspace_id_for("alice", run_id, "default")
