@@ -72,13 +72,46 @@ def _count_query(stats: _ThreadStats, query: Query, docs: list[Doc]) -> list[Doc
     return docs
 
 
-class InstrumentedStore:
+class _TimedReads:
+    """The reads a store and a transaction count and time alike: one round trip each, the documents
+    asked for (or returned) counted; a transaction's calls are named ``txn_<call>``."""
+
+    _reader: DocStore | Transaction
+    _stats: _ThreadStats
+    _latency_s: float
+    _prefix = ""
+
+    def _timed(self, name: str, fn: Callable[[], T], what: str = "") -> T:
+        s = self._stats
+        s.calls[name] += 1
+        c0, w0 = time.thread_time(), time.perf_counter()
+        try:
+            _round_trip(s, self._latency_s, name, what)
+            return fn()
+        finally:
+            s.store_cpu_s += time.thread_time() - c0
+            s.store_wall_s += time.perf_counter() - w0
+
+    def get(self, path: str) -> Doc | None:
+        _count_read(self._stats, (path,))
+        return self._timed(self._prefix + "get", lambda: self._reader.get(path), path)
+
+    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
+        _count_read(self._stats, paths)
+        return self._timed(self._prefix + "get_many", lambda: self._reader.get_many(paths), " ".join(paths))
+
+    def query(self, query: Query) -> list[Doc]:
+        return _count_query(self._stats, query, self._timed(self._prefix + "query", lambda: self._reader.query(query),
+                                                            query.collection))
+
+
+class InstrumentedStore(_TimedReads):
     """Wraps ``inner``; statistics are kept per calling thread (read them from that thread)."""
 
     def __init__(self, inner: DocStore, *, before_commit: CommitHook | None = None,
                  after_commit: CommitHook | None = None, latency_s: float = 0.0) -> None:
-        self.inner = inner
-        self.latency_s = latency_s
+        self.inner = self._reader = inner
+        self.latency_s = self._latency_s = latency_s
         self.before_commit = before_commit
         self.after_commit = after_commit
         self._stats = _ThreadStats()
@@ -108,30 +141,7 @@ class InstrumentedStore:
                 "round_trips": after["round_trips"] - before["round_trips"],
                 "calls": minus("calls"), "docs_read": minus("docs_read"), "docs_written": minus("docs_written")}
 
-    def _timed(self, name: str, fn: Callable[[], T], what: str = "") -> T:
-        s = self._stats
-        s.calls[name] += 1
-        c0, w0 = time.thread_time(), time.perf_counter()
-        try:
-            _round_trip(s, self.latency_s, name, what)
-            return fn()
-        finally:
-            s.store_cpu_s += time.thread_time() - c0
-            s.store_wall_s += time.perf_counter() - w0
-
-    # ---- DocStore ------------------------------------------------------------------------------
-    def get(self, path: str) -> Doc | None:
-        _count_read(self._stats, (path,))
-        return self._timed("get", lambda: self.inner.get(path), path)
-
-    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
-        _count_read(self._stats, paths)
-        return self._timed("get_many", lambda: self.inner.get_many(paths), " ".join(paths))
-
-    def query(self, query: Query) -> list[Doc]:
-        return _count_query(self._stats, query, self._timed("query", lambda: self.inner.query(query),
-                                                                 query.collection))
-
+    # ---- DocStore (get, get_many, query: _TimedReads) -------------------------------------------
     def sum_of(self, query: Query, field: str) -> float:
         total = self._timed("sum_of", lambda: self.inner.sum_of(query, field), query.collection)
         # The documents an aggregation sums are what it reads (Firestore: their index entries, billed
@@ -195,35 +205,14 @@ class InstrumentedStore:
         self.inner.close()
 
 
-class _InstrumentedTransaction:
+class _InstrumentedTransaction(_TimedReads):
+    _prefix = "txn_"
+
     def __init__(self, inner: Transaction, stats: _ThreadStats, written: list[str], latency_s: float) -> None:
-        self._inner = inner
+        self._inner = self._reader = inner
         self._stats = stats
         self._written = written
         self._latency_s = latency_s
-
-    def _timed(self, name: str, fn: Callable[[], T], what: str = "") -> T:
-        s = self._stats
-        s.calls[name] += 1
-        c0, w0 = time.thread_time(), time.perf_counter()
-        try:
-            _round_trip(s, self._latency_s, name, what)
-            return fn()
-        finally:
-            s.store_cpu_s += time.thread_time() - c0
-            s.store_wall_s += time.perf_counter() - w0
-
-    def get(self, path: str) -> Doc | None:
-        _count_read(self._stats, (path,))
-        return self._timed("txn_get", lambda: self._inner.get(path), path)
-
-    def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
-        _count_read(self._stats, paths)
-        return self._timed("txn_get_many", lambda: self._inner.get_many(paths), " ".join(paths))
-
-    def query(self, query: Query) -> list[Doc]:
-        return _count_query(self._stats, query, self._timed("txn_query", lambda: self._inner.query(query),
-                                                                        query.collection))
 
     def write(self, write: Write) -> None:
         self._written.append(write.path)

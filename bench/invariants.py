@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.runtime import Runtime
-from shared.state.docstore import Query
 from shared.state.records import ActionRecord, now
 from shared.tools.mcp_tools import McpTool
 
@@ -157,8 +156,9 @@ def check_run(rt: Runtime, run_id: str, executions: Counter[str],
                 v.append(f"rejected action {aid} left {action.status}")
         v.extend(_check_answer(action, decided, responses.get(action.call_id or "")))
     v.extend(_check_turns(rt, run_id))
-    for audit in rt.runs.store.query(Query("audit", where=(("runId", run_id), ("kind", "recovery")))):
-        report.recoveries[str(audit.data.get("decision"))] += 1
+    for audit in rt.runs.audit_of(run_id):  # its own documents and those riding in its turns documents
+        if audit.get("kind") == "recovery":
+            report.recoveries[str(audit.get("decision"))] += 1
     return report
 
 

@@ -273,6 +273,7 @@ def _plans(client: Any, rt: Runtime, store: InstrumentedStore, calls: Calls,
     sid = created["sessionId"]
     _post(client, f"/api/agent/sessions/{sid}/confirm", {"planVersion": created["plan"]["version"]}, expect=202)
     before = store.snapshot()["round_trips"]
+    trips = store.record_trips()
     while msgs := dispatcher.take():
         for m in msgs:
             rt.router.handle(m)
@@ -282,7 +283,7 @@ def _plans(client: Any, rt: Runtime, store: InstrumentedStore, calls: Calls,
         raise RuntimeError(f"plan session ended {session.status}")
     acts = sum(t.acts for t in unit.read(rt.sessions, rt.runs, session).tasks)
     return {"plan_session_start": {"round_trips_to_first_model_call": start, "trips": trips[:start]},
-            "plan_act": {"round_trips_per_act": round(total / acts, 3), "acts": acts,
+            "plan_act": {"round_trips_per_act": round(total / acts, 3), "acts": acts, "trips": list(trips),
                          "note": "an act = model call + tool (or the task's end) + reflection; includes claims, "
                                  "yields and the next invocations' claims"}}
 

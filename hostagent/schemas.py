@@ -13,7 +13,6 @@ whose ``params`` is not a valid JSON Schema.
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 from collections.abc import Iterable
@@ -26,6 +25,7 @@ from pydantic import BaseModel
 
 from hostagent.errors import ProtocolViolation
 from hostagent.protocol import MESSAGES, PROTOCOL_VERSION, Envelope, Sender, ToolSpec
+from shared.formats import clean_json_schema
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _ANNOTATIONS = frozenset({"title", "default", "description"})
@@ -33,33 +33,23 @@ RAW_EXCERPT = 200  # characters of a bad frame quoted in an error
 
 
 def model_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """``model``'s JSON Schema: ``$ref``s inlined, pydantic's titles/defaults dropped, and optional
-    fields optional but not nullable (the wire leaves them out instead of sending null)."""
-    schema = model.model_json_schema()
-    defs: dict[str, Any] = schema.pop("$defs", {})
+    """``model``'s JSON Schema: ``$ref``s inlined, pydantic's titles/defaults/descriptions dropped
+    (``clean_json_schema``), and optional fields optional but not nullable (the wire leaves them out
+    instead of sending null)."""
+    return clean_json_schema(_optional_not_nullable(model.model_json_schema()), inline_refs=True, drop=_ANNOTATIONS)
 
-    def clean(node: Any) -> Any:
-        if isinstance(node, list):
-            return [clean(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            return clean(copy.deepcopy(defs[ref.rsplit("/", 1)[-1]]))
-        out: dict[str, Any] = {}
-        required = set(node.get("required", ()))
-        for key, value in node.items():
-            if key in _ANNOTATIONS:
-                continue
-            if key == "properties":
-                out[key] = {name: clean(_not_null(sub) if name not in required else sub)
-                            for name, sub in value.items()}
-            else:
-                out[key] = clean(value)
-        return out
 
-    result: dict[str, Any] = clean(schema)
-    return result
+def _optional_not_nullable(node: Any) -> Any:
+    """``node`` with every property an object does not require stripped of its ``null`` branch."""
+    if isinstance(node, list):
+        return [_optional_not_nullable(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    required = set(node.get("required", ()))
+    return {key: {name: _optional_not_nullable(sub if name in required else _not_null(sub))
+                  for name, sub in value.items()}
+            if key == "properties" and isinstance(value, dict) else _optional_not_nullable(value)
+            for key, value in node.items()}
 
 
 def _not_null(prop: dict[str, Any]) -> dict[str, Any]:

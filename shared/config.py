@@ -84,6 +84,16 @@ DEFAULT_MODEL_PRICES: tuple[tuple[str, float, float, float], ...] = (
 )
 
 
+DEFAULT_SEARCH_PRICES: tuple[tuple[str, str, float], ...] = (
+    # model family (a name prefix), what Google Search grounding bills on top of the tokens, USD
+    # per 1,000: Gemini 3 each search query the model ran, Gemini 2.5 and 2.0 each grounded prompt
+    # (paid tier; the free allowance is not counted: an estimate errs high). docs/usage.md.
+    ("gemini-3", "query", 14.0),
+    ("gemini-2.5", "prompt", 35.0),
+    ("gemini-2.0", "prompt", 35.0),
+)
+
+
 def _prices(name: str) -> tuple[tuple[str, float, float, float], ...]:
     """``MODEL_PRICES``: JSON ``{"model": [input, cachedInput, output], ...}`` (USD per million
     tokens) merged over the defaults."""
@@ -302,6 +312,8 @@ class Settings:
     model_profiles: tuple[tuple[str, str], ...] = ()
     """``speed | balanced | quality`` -> model name (MODEL_PROFILE_*; each defaults to GEMINI_MODEL)."""
     model_prices: tuple[tuple[str, float, float, float], ...] = DEFAULT_MODEL_PRICES
+    search_prices: tuple[tuple[str, str, float], ...] = DEFAULT_SEARCH_PRICES
+    """Google Search grounding's fee by model family (``DEFAULT_SEARCH_PRICES``)."""
     # Per-user limits (docs/limits.md); 0 turns a limit off.
     limit_requests_per_minute: int = 600
     """Authenticated API requests per user per minute (fixed one-minute windows)."""
@@ -377,6 +389,16 @@ class Settings:
             if model == name or model.startswith(f"{name}-"):
                 return i, c, o
         return None
+
+    def search_fee(self, model: str, queries: int) -> float:
+        """Google Search grounding's own fee (USD) for one grounded call of ``model`` that ran
+        ``queries`` distinct search queries: per query (Gemini 3) or per grounded prompt, i.e. once
+        when it searched at all (Gemini 2.5, 2.0); 0 for a model without a search price."""
+        for family, unit, per_1000 in self.search_prices:
+            if model == family or model.startswith((f"{family}-", f"{family}.")):
+                count = queries if unit == "query" else min(queries, 1)
+                return round(count * per_1000 / 1000, 8)
+        return 0.0
 
     @staticmethod
     def from_env() -> Settings:

@@ -101,7 +101,12 @@ def clean_json_schema(schema: dict[str, Any], *, inline_refs: bool = False,
     return cleaned
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""``json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, built once (a step
+hashes its calls' arguments)."""
+
+
 def args_hash(args: dict[str, Any]) -> str:
     """A stable hash of tool arguments (binds an approval to exactly what was approved)."""
-    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = _CANONICAL.encode(args)
     return hashlib.sha256(canonical.encode()).hexdigest()

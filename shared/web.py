@@ -141,6 +141,10 @@ def read_json_body(request: flask.Request, max_bytes: int, *, optional: bool = F
     mimetype = request.mimetype or ""
     if raw and mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise UnsupportedMediaType(f"expected Content-Type application/json, got {mimetype}")
+    coding = (request.headers.get("Content-Encoding") or "").strip().lower()
+    if raw and coding not in ("", "identity"):  # a compressed body read as JSON said only "not valid JSON"
+        raise UnsupportedMediaType(f"Content-Encoding {coding[:40]} is not supported: send the JSON body "
+                                   "uncompressed", details={"field": "Content-Encoding"})
     if not raw.strip():
         if optional:
             return {}
@@ -282,9 +286,14 @@ def idempotency_key(request: flask.Request) -> str | None:
 
 
 def wants_sse(request: flask.Request) -> bool:
-    """The client asked for Server-Sent Events (``Accept: text/event-stream``); NDJSON otherwise."""
-    return request.accept_mimetypes.best_match(["application/x-ndjson", "text/event-stream"],
-                                               default="application/x-ndjson") == "text/event-stream"
+    """The client asked for Server-Sent Events (``Accept: text/event-stream``); NDJSON otherwise.
+    A media type's parameters other than its quality (``text/event-stream; charset=utf-8``, as some
+    SSE clients send) do not make it another type (werkzeug alone matched none and answered NDJSON)."""
+    from werkzeug.datastructures import MIMEAccept
+
+    offered = MIMEAccept([(value.split(";", 1)[0].strip(), quality) for value, quality in request.accept_mimetypes])
+    return offered.best_match(["application/x-ndjson", "text/event-stream"],
+                              default="application/x-ndjson") == "text/event-stream"
 
 
 def sse_frame(event: dict[str, Any]) -> bytes:

@@ -223,15 +223,26 @@ class Workspaces:
         found = SessionsRepo(self.store).get(session_id)
         return found is not None and found[0].keep_workspaces
 
-    def _ended_units(self, records: list[WorkspaceRecord]) -> set[str]:
-        """The run ids among ``records``' (not kept) whose unit ended and does not keep its workspaces."""
-        ended: set[str] = set()
+    def _units(self, records: list[WorkspaceRecord]) -> dict[str, tuple[bool, bool]]:
+        """The units of ``records`` (not kept themselves), by run id: (ended, keeps its workspaces:
+        a plan session created with ``keepWorkspaces``)."""
+        units: dict[str, tuple[bool, bool]] = {}
         runs = RunsRepo(self.store)
         for run_id in sorted({r.run_id for r in records if r.run_id and not r.keep}):
             snap = runs.get_run(run_id)
-            if snap is not None and snap.run.terminal and not self._kept_by_session(snap.run.host_state):
-                ended.add(run_id)
-        return ended
+            if snap is not None:
+                units[run_id] = (snap.run.terminal, self._kept_by_session(snap.run.host_state))
+        return units
+
+    def _ended_units(self, records: list[WorkspaceRecord]) -> set[str]:
+        """The run ids among ``records``' (not kept) whose unit ended and does not keep its workspaces."""
+        return {run_id for run_id, (ended, keeps) in self._units(records).items() if ended and not keeps}
+
+    def kept(self, records: list[WorkspaceRecord]) -> set[str]:
+        """The workspace ids among ``records`` that outlive their unit: kept themselves, or of a plan
+        session that keeps its workspaces (what ``keep`` shows in the listing)."""
+        keeping = {run_id for run_id, (_, keeps) in self._units(records).items() if keeps}
+        return {r.workspace_id for r in records if r.keep or r.run_id in keeping}
 
     def _reclaim(self, uid: str) -> bool:
         """At the limit: destroy ``uid``'s workspaces that the sweep would destroy because their
@@ -279,6 +290,8 @@ class ContainerBody(ResponseBody):
     runId: str | None = None
     default: bool = False
     keep: bool = False
+    """Outlives its unit (the sweep leaves it until it is idle past ``WORKSPACE_IDLE_TTL_S``): kept
+    itself, or made by a plan session created with ``keepWorkspaces``."""
     createdAt: UtcTime
     lastUsedAt: UtcTime
 
@@ -299,9 +312,9 @@ class ContainerRemovedResponse(ResponseBody):
     destroyed: Literal[True] = True
 
 
-def container_body(record: WorkspaceRecord) -> ContainerBody:
+def container_body(record: WorkspaceRecord, *, kept: bool) -> ContainerBody:
     return ContainerBody(containerId=record.workspace_id, repo=record.repo, ref=record.ref, commit=record.commit,
-                         group=record.group, runId=record.run_id, default=record.default, keep=record.keep,
+                         group=record.group, runId=record.run_id, default=record.default, keep=kept,
                          createdAt=record.created_at, lastUsedAt=record.last_used_at)
 
 
@@ -369,9 +382,11 @@ def destroy_all(store: DocStore, settings: Settings, uid: str) -> int:
 def containers_of(store: DocStore, settings: Settings, uid: str, limit: int, cursor: str | None = None
                   ) -> ContainersResponse:
     """``GET /api/agent/containers``: one page, oldest first."""
-    page = page_in_memory(Workspaces(store, settings).live_of(uid), lambda r: (r.created_at, r.workspace_id),
-                          cursor, limit)
-    return ContainersResponse(containers=[container_body(r) for r in page.items], nextCursor=page.next_cursor)
+    workspaces = Workspaces(store, settings)
+    page = page_in_memory(workspaces.live_of(uid), lambda r: (r.created_at, r.workspace_id), cursor, limit)
+    kept = workspaces.kept(page.items)
+    return ContainersResponse(containers=[container_body(r, kept=r.workspace_id in kept) for r in page.items],
+                              nextCursor=page.next_cursor)
 
 
 def remove_container(store: DocStore, settings: Settings, uid: str, container_id: str) -> ContainerRemovedResponse:

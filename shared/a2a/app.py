@@ -19,11 +19,13 @@ from shared.a2a.handler import RuntimeRequestHandler
 
 
 class _CallerContext(DefaultServerCallContextBuilder):
-    """The SDK's call context plus the uid the edge authenticated (``scope["state"]["uid"]``)."""
+    """The SDK's call context plus the uid the edge authenticated (``scope["state"]["uid"]``) and
+    the request's query as sent (``query``: the SDK's parser drops values it cannot read)."""
 
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state["uid"] = request.scope.get("state", {}).get("uid")
+        context.state["query"] = list(request.query_params.multi_items())
         return context
 
 

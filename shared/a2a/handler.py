@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from a2a.server.context import ServerCallContext
@@ -188,6 +188,7 @@ class RuntimeRequestHandler(RequestHandler):
         return apply_history_length(task, params)
 
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
+        check_list_query(context.state.get("query") or ())
         validate_history_length(params)
         size = params.page_size or 50
         if size < 1 or size > 100:
@@ -238,14 +239,15 @@ class RuntimeRequestHandler(RequestHandler):
     def _check(self, params: pb.SendMessageRequest) -> None:
         validate_history_length(params.configuration)
         inputs.check_modes(params.message)
+        check_output_modes(params.configuration.accepted_output_modes)
         if not params.message.message_id:
             raise a2a_errors.InvalidParamsError(message="message.messageId is required")
         if not params.message.parts:
             raise a2a_errors.InvalidParamsError(message="message.parts must not be empty")
 
     @_domain_errors
-    def _start(self, uid: str, message: pb.Message) -> tuple[StartedRun, dict[str, Any]]:
-        """Start the message's run (its files read first)."""
+    def _start(self, uid: str, message: pb.Message, modes: list[str]) -> tuple[StartedRun, dict[str, Any]]:
+        """Start the message's run (its files read first); ``modes``: the output types its caller takes."""
         from shared.api import RunRequest
 
         rt = self._rt()
@@ -256,9 +258,10 @@ class RuntimeRequestHandler(RequestHandler):
         request = RunRequest(prompt=convert.prompt_of(message)[:16_000], threadId=convert.thread_for(uid, context_id))
         tasks = self.tasks
         started = rt.agent.start(
-            uid, request, instruction_note=convert.origin_note(message, context_id), attachments=files,
+            uid, request, instruction_note=convert.origin_note(message, context_id, modes), attachments=files,
             extra_writes=lambda run_id: [tasks.create_write(uid, run_id, context_id=context_id,
-                                                            thread_id=request.threadId or "", message=stored)])
+                                                            thread_id=request.threadId or "", message=stored,
+                                                            modes=modes)])
         doc = tasks.get(uid, started.outcome.snapshot.run.run_id)
         assert doc is not None  # written with the run
         return started, doc
@@ -277,7 +280,7 @@ class RuntimeRequestHandler(RequestHandler):
         return out
 
     @_domain_errors
-    def _answer(self, uid: str, message: pb.Message) -> tuple[dict[str, Any], RunRecord]:
+    def _answer(self, uid: str, message: pb.Message, modes: list[str]) -> tuple[dict[str, Any], RunRecord]:
         """A follow-up to a task: it must wait for input; its approvals are decided by the reply."""
         from shared.agent.approvals import decide
         from shared.api import ApproveRequest
@@ -302,7 +305,7 @@ class RuntimeRequestHandler(RequestHandler):
             raise a2a_errors.InvalidParamsError(message=f"approval {unknown[0][:128]} is not waiting on this task")
         stored = convert.to_dict(message)
         stored["contextId"] = doc["contextId"]
-        self.tasks.add_message(uid, message.task_id, stored)
+        self.tasks.add_message(uid, message.task_id, stored, modes)
         for approval_id in named or pending:
             try:
                 decide(rt.services, rt.dispatcher, uid,
@@ -332,13 +335,13 @@ class RuntimeRequestHandler(RequestHandler):
         self._check(params)
         uid = uid_of(context)
         if params.message.task_id:
-            doc, run = await _off(self._answer, uid, params.message)
+            doc, run = await _off(self._answer, uid, params.message, list(params.configuration.accepted_output_modes))
             if params.configuration.return_immediately:
                 task = await _off(self._task_of, uid, doc, run)
                 return apply_history_length(task, params.configuration)
             task = await _off(self._wait, uid, doc, run.last_seq)
             return apply_history_length(task, params.configuration)
-        started, doc = await _off(self._start, uid, params.message)
+        started, doc = await _off(self._start, uid, params.message, list(params.configuration.accepted_output_modes))
         task_id = str(doc["taskId"])
         if params.configuration.HasField("task_push_notification_config"):
             await _off(self._put_push, uid, task_id, params.configuration.task_push_notification_config)
@@ -361,7 +364,7 @@ class RuntimeRequestHandler(RequestHandler):
         self._check(params)
         uid = uid_of(context)
         if params.message.task_id:
-            doc, run = await _off(self._answer, uid, params.message)
+            doc, run = await _off(self._answer, uid, params.message, list(params.configuration.accepted_output_modes))
             first = await _off(self._task_of, uid, doc, run)
             yield apply_history_length(first, params.configuration)
             async for event in _relay(convert.stream_events(
@@ -369,7 +372,7 @@ class RuntimeRequestHandler(RequestHandler):
                     self._auth_of(uid))):
                 yield event
             return
-        started, doc = await _off(self._start, uid, params.message)
+        started, doc = await _off(self._start, uid, params.message, list(params.configuration.accepted_output_modes))
         task_id = str(doc["taskId"])
         if params.configuration.HasField("task_push_notification_config"):
             await _off(self._put_push, uid, task_id, params.configuration.task_push_notification_config)
@@ -524,6 +527,39 @@ class RuntimeRequestHandler(RequestHandler):
     async def on_get_extended_agent_card(self, params: pb.GetExtendedAgentCardRequest,
                                          context: ServerCallContext) -> pb.AgentCard:
         raise a2a_errors.ExtendedAgentCardNotConfiguredError
+
+
+def check_list_query(query: Sequence[tuple[str, str]]) -> None:
+    """The HTTP+JSON ``GET /tasks`` query as sent: a ``status`` that names no task state, or an
+    ``includeArtifacts`` that is neither true nor false, is ``InvalidParamsError`` (the SDK's query
+    parser drops the first and reads the second as false, answering as if nothing had been asked)."""
+    for key, value in query:
+        if key == "status" and value not in pb.TaskState.DESCRIPTOR.values_by_name:
+            raise a2a_errors.InvalidParamsError(message=f"status {value[:64]!r} is not a task state (TASK_STATE_...)")
+        if key == "includeArtifacts" and value.lower() not in ("true", "false"):
+            raise a2a_errors.InvalidParamsError(message=f"includeArtifacts {value[:64]!r} is neither true nor false")
+
+
+MAX_OUTPUT_MODES = 32
+MAX_MODE_CHARS = 255
+
+
+def check_output_modes(modes: Sequence[str]) -> None:
+    """``configuration.acceptedOutputModes``: at most ``MAX_OUTPUT_MODES`` media types (``InvalidParamsError``
+    otherwise), taking ``text/plain`` or ``application/json``: every answer of ours (the answer
+    artifact, a direct reply) is one of them, so a caller taking neither is refused with
+    ``ContentTypeNotSupportedError`` (spec 1.0: a media type "implied for an artifact" the agent does
+    not support), before anything runs."""
+    if not modes:
+        return
+    if len(modes) > MAX_OUTPUT_MODES or any(not m.strip() or len(m) > MAX_MODE_CHARS for m in modes):
+        raise a2a_errors.InvalidParamsError(
+            message=f"acceptedOutputModes must be at most {MAX_OUTPUT_MODES} media types, each of 1 to "
+                    f"{MAX_MODE_CHARS} characters")
+    if not convert.accepts(modes, convert.TEXT) and not convert.accepts(modes, convert.JSON):
+        raise a2a_errors.ContentTypeNotSupportedError(
+            message=f"acceptedOutputModes {', '.join(modes)[:300]}: this agent answers in text/plain or "
+                    "application/json (and files of the types its card lists); accept one of them")
 
 
 async def _relay(events: Any) -> AsyncGenerator[Any, None]:

@@ -35,6 +35,26 @@ AuthReader = Callable[[RunResult], list[str]]
 """The integrations a paused run's waiting calls need that its user has not connected."""
 AUTH_HINT = ("Authorization needed: connect {0} first (the user connects it in the app: POST "
              "/api/integrations/{1}); then answer the approval below.")
+MODES = "acceptedOutputModes"
+"""The task document's field holding the media types its caller takes (``SendMessageConfiguration``)."""
+TEXT, JSON = "text/plain", "application/json"
+
+
+def accepts(modes: Sequence[str], media_type: str) -> bool:
+    """Whether a caller that takes ``modes`` (``acceptedOutputModes``; none given: anything) takes a
+    part of ``media_type``: the same media type, ``type/*`` or ``*/*`` (parameters and case ignored;
+    a bare ``type``, as older A2A versions' ``text``, is ``type/*``)."""
+    if not modes:
+        return True
+    bare = media_type.split(";", 1)[0].strip().lower()
+    wanted = {m if "/" in m else m + "/*" for m in (m.split(";", 1)[0].strip().lower() for m in modes)}
+    return bool(wanted & {bare, "*/*", bare.split("/", 1)[0] + "/*"})
+
+
+def modes_of(doc: dict[str, Any]) -> list[str]:
+    """The media types the task's caller takes, as stored with the task (none: anything)."""
+    modes = doc.get(MODES)
+    return [str(m) for m in modes] if isinstance(modes, list) else []
 
 
 def missing_connectors(result: RunResult | None, connector_of: Callable[[str], str | None],
@@ -92,10 +112,15 @@ def prompt_of(message: pb.Message) -> str:
     return text or "(an empty message)"
 
 
-def origin_note(message: pb.Message, context_id: str) -> str:
-    """What the system instruction says of a run an A2A message started (the model's provenance)."""
-    return (f"This request arrived over A2A (Agent2Agent) from another agent acting for the user: "
+def origin_note(message: pb.Message, context_id: str, modes: Sequence[str] = ()) -> str:
+    """What the system instruction says of a run an A2A message started (the model's provenance,
+    and the output types the caller takes, when it said)."""
+    note = (f"This request arrived over A2A (Agent2Agent) from another agent acting for the user: "
             f"A2A message {message.message_id} in context {context_id}. Answer it as you would the user.")
+    if modes:
+        note += (f" The caller takes only these output types: {', '.join(modes)}; answer in one of them "
+                 "(a reply that is exactly a JSON object is sent as application/json, other text as text/plain).")
+    return note
 
 
 def agent_message(task_id: str, context_id: str, suffix: str, parts: Iterable[pb.Part]) -> pb.Message:
@@ -175,20 +200,24 @@ def answer_text(result: RunResult) -> str:
     return said if isinstance(said, str) else result.summary
 
 
-def answer_artifact(result: RunResult | None) -> pb.Artifact | None:
+def answer_artifact(result: RunResult | None, modes: Sequence[str] = ()) -> pb.Artifact | None:
     """The final answer: its text, or, when the answer is exactly a JSON object, that object as a
-    data part (``application/json``: structured output another agent can read as is)."""
+    data part (``application/json``: structured output another agent can read as is); in a form
+    the caller takes (``modes``, :func:`answer_part`)."""
     if result is None or not answer_text(result).strip():
         return None
-    return pb.Artifact(artifact_id=ANSWER_ARTIFACT, name="answer", parts=[answer_part(answer_text(result))])
+    return pb.Artifact(artifact_id=ANSWER_ARTIFACT, name="answer", parts=[answer_part(answer_text(result), modes)])
 
 
-def artifacts_of(result: RunResult | None, blob: BlobReader | None) -> list[pb.Artifact]:
+def artifacts_of(result: RunResult | None, blob: BlobReader | None, modes: Sequence[str] = ()) -> list[pb.Artifact]:
     """The answer's artifacts: its text (``answer``), then one per file the model answered with
-    (``file-<n>``, named like the file): its bytes (``raw``, read by ``blob``) or its ``url``."""
-    answer = answer_artifact(result)
+    (``file-<n>``, named like the file): its bytes (``raw``, read by ``blob``) or its ``url``. A file
+    of a media type the caller does not take (``modes``) is left out (its number stays unused)."""
+    answer = answer_artifact(result, modes)
     out = [answer] if answer is not None else []
     for n, f in enumerate((result.files if result is not None else None) or [], start=1):
+        if not accepts(modes, f.media_type):
+            continue
         part = pb.Part(filename=f.name, media_type=f.media_type)
         if f.uri:
             part.url = f.uri
@@ -201,16 +230,23 @@ def artifacts_of(result: RunResult | None, blob: BlobReader | None) -> list[pb.A
     return out
 
 
-def answer_part(text: str) -> pb.Part:
+def answer_part(text: str, modes: Sequence[str] = ()) -> pb.Part:
+    """The answer as one part: a data part when it is exactly a JSON object, else text; when the
+    caller does not take that form (``modes``), the other one (a JSON object as its text, a text as
+    ``{"text": ...}``). The request was refused unless it takes one of them (``text/plain``,
+    ``application/json``)."""
     stripped = text.strip()
+    value = None
     if stripped.startswith("{") and stripped.endswith("}"):
         try:
             value = json.loads(stripped)
         except ValueError:
             value = None
-        if isinstance(value, dict):
-            return _data_part(value)
-    return pb.Part(text=text)
+    if isinstance(value, dict) and accepts(modes, JSON):
+        return _data_part(value)
+    if accepts(modes, TEXT):
+        return pb.Part(text=text)
+    return _data_part({"text": text})
 
 
 def answered_directly(run: RunRecord) -> bool:
@@ -232,7 +268,7 @@ def reply_message(doc: dict[str, Any], run: RunRecord) -> pb.Message:
     """The answer of a run that :func:`answered_directly`: a message in the caller's context."""
     text = answer_text(run.result) if run.result is not None else ""
     return pb.Message(message_id=f"{doc['taskId']}-reply", context_id=str(doc["contextId"]),
-                      role=pb.Role.ROLE_AGENT, parts=[answer_part(text)])
+                      role=pb.Role.ROLE_AGENT, parts=[answer_part(text, modes_of(doc))])
 
 
 def interrupted_state(auth: Sequence[str]) -> int:
@@ -265,7 +301,7 @@ def task_of(doc: dict[str, Any], run: RunRecord, *, decided: bool = False, blob:
         history.append(message)
     task.history.extend(history)
     if state == S.TASK_STATE_COMPLETED:
-        task.artifacts.extend(artifacts_of(run.result, blob))
+        task.artifacts.extend(artifacts_of(run.result, blob, modes_of(doc)))
     return task
 
 
@@ -287,7 +323,7 @@ def stream_events(doc: dict[str, Any], run_events: Iterable[dict[str, Any]],
             result = RunResult.from_doc(ev["result"])
             if result.status == "completed":
                 state = S.TASK_STATE_COMPLETED
-                for artifact in artifacts_of(result, blob):
+                for artifact in artifacts_of(result, blob, modes_of(doc)):
                     yield pb.TaskArtifactUpdateEvent(task_id=task_id, context_id=context_id, artifact=artifact,
                                                      last_chunk=True)
             elif result.status == "awaiting_confirmation" and approvals_of(result):

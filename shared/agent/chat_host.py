@@ -11,7 +11,7 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from shared.events import AgentStateEvent
+from shared.events.loop import AgentStateName, agent_state_doc
 from shared.failures import FailureCode
 from shared.ids import new_id
 from shared.loop import stops
@@ -136,14 +136,13 @@ def _next_run(ctx: RunContext) -> None:
     publish_next(ctx.services, ctx.run)
 
 
-def _state(ctx: RunContext, state: str, details: str | None = None) -> None:
+def _state(ctx: RunContext, state: AgentStateName, details: str | None = None) -> None:
     """Send ``agent_state`` when the loop switches to ``state``."""
     chat = chat_state(ctx)
     if chat.agent_state == state:
         return
     chat.agent_state = state
-    ctx.emit(AgentStateEvent(state=state, contextType=ctx.run.context_type or "general",
-                             details=details))
+    ctx.emit(agent_state_doc(state, ctx.run.context_type or "general", details))
 
 
 class ChatHost(Host):
@@ -194,14 +193,20 @@ class ChatHost(Host):
         _state(ctx, "thinking")
         return None
 
-    def outside_scope(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None:
+    def confirm_reason(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None:
+        """A call outside the entity in scope (a project's or task's run), or, in an A2A task, a call
+        through an integration its user has not connected (``auth-required``, docs/a2a.md)."""
         run = ctx.run
+        unconnected = _unconnected(ctx, tool) if run.thread_id.startswith(A2A_THREAD) else None
+        if unconnected is not None:
+            return unconnected
         if not run.entity_id or run.context_type not in ("project", "task"):
             return None
         from shared.projects.scope import entity_scope
 
         scope = entity_scope(ctx.services.users.store, run.uid, run.entity_id)
-        return "the entity is gone" if scope is None else scope.outside_reason(tool, args)
+        outside = "the entity is gone" if scope is None else scope.outside_reason(tool, args)
+        return None if outside is None else f"outside the entity in scope: {outside}"
 
     def before_tool(self, ctx: RunContext, tool: str) -> None:
         _state(ctx, "executing_tool", tool)
@@ -263,3 +268,28 @@ class ChatHost(Host):
                    result=result)
         _published(ctx, deliveries)
         _next_run(ctx)
+
+
+A2A_THREAD = "a2a_"
+"""The threads of A2A contexts (``shared/agent/a2a_convert.py``, ``thread_for``)."""
+
+
+def _unconnected(ctx: RunContext, tool: str) -> str | None:
+    """Why a call of ``tool`` waits in an A2A task: it acts through an integration (``Tool.connector``)
+    that the run's user has not connected. The task then reads ``auth-required`` (A2A 1.0 §7.6) and
+    its status message says what to connect, instead of the call failing "not connected"; once
+    connected, the caller's "approve" runs it. One read of the integration per such call, in A2A
+    tasks only; unknown (no credentials key): nothing is claimed."""
+    registered = ctx.registry.get(tool)
+    provider = registered.connector if registered is not None else None
+    connectors = ctx.services.connectors
+    if provider is None or connectors is None:
+        return None
+    try:
+        if connectors().vault.status(ctx.run.uid, provider).connected:
+            return None
+    except Exception:  # like a2a_convert.missing_for: unknown is not "missing"
+        return None
+    return (f"it acts through {provider}, which the user has not connected: connect it "
+            f"(POST /api/integrations/{provider}), then approve")
+

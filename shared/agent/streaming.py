@@ -1,8 +1,9 @@
 """Live streams and replays of run events (NDJSON lines).
 
 A live stream runs the loop on a worker thread and relays its events as they are emitted; the
-same events (same ``seq``) are committed to ``runs/{runId}/events``. A replay reads them back
-after a sequence number and can follow the run until it stops (completes, fails or pauses).
+same events (same ``seq``) are committed to ``runs/{runId}/events`` (a tool step's in its turns
+document: ``RunsRepo.list_events`` reads both). A replay reads them back after a sequence number
+and can follow the run until it stops (completes, fails or pauses).
 """
 
 from __future__ import annotations
@@ -238,13 +239,18 @@ class _Follow:
         self.last = after
         said_at = time.monotonic()
         while True:
-            for ev in self.runs.list_events(self.run_id, after=self.last):
-                self.last, self.last_type, said_at = int(ev["seq"]), ev.get("type"), time.monotonic()
-                yield ev
+            # The run first: every event is committed with the run document that numbers it
+            # (``lastSeq``), so a poll finding nothing new reads the run only; one that does reads the
+            # events after its last seq (two queries: the events collection, the steps' turns
+            # documents) and sees at least every event up to the run's ``lastSeq``.
             snap = self.runs.get_run(self.run_id)
             if snap is None:
                 return
             run = self.run = snap.run
+            if run.last_seq > self.last:
+                for ev in self.runs.list_events(self.run_id, after=self.last):
+                    self.last, self.last_type, said_at = int(ev["seq"]), ev.get("type"), time.monotonic()
+                    yield ev
             if self.last >= run.last_seq:
                 for ev in self._relayed(run):
                     if int(ev["seq"]) > self.last:

@@ -33,7 +33,7 @@ from shared.agent.streaming import live_events, replay_events
 from shared.agui.inputs import AguiRequest
 from shared.agui.translate import ApprovalInfo, Translator
 from shared.api import ApproveRequest
-from shared.errors import Conflict, InvalidInput, NotFound
+from shared.errors import Conflict, InvalidInput, NotFound, Unprocessable
 from shared.loop.client_tools import CLIENT_REASON
 from shared.wire import rfc3339
 
@@ -63,7 +63,15 @@ def agui_stream(rt: Runtime, uid: str, req: AguiRequest, *, idempotency_key: str
     stream's frames."""
     after = parse_last_event_id(last_event_id)
     if req.run is not None:
-        started = rt.agent.start(uid, req.run, idempotency_key=idempotency_key or f"agui:{req.input.run_id}")
+        try:
+            started = rt.agent.start(uid, req.run, idempotency_key=idempotency_key or f"agui:{req.input.run_id}")
+        except Unprocessable as exc:
+            if idempotency_key or exc.code != "IDEMPOTENCY_KEY_REUSED":
+                raise
+            # The key is the runId (the client sent none): say so, not "this Idempotency-Key".
+            raise Unprocessable(f"runId {req.input.run_id} was already used with a different input (within 24 h); "
+                                "send a new runId for a new run (the same input again reads the same run)",
+                                code="IDEMPOTENCY_KEY_REUSED", details={**exc.details, "field": "runId"}) from None
         run_id, start = started.outcome.snapshot.run.run_id, 0
         if started.outcome.created:
             events: Iterator[dict[str, Any]] = live_events(rt.agent.context(started), started.first_events,

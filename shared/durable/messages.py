@@ -55,9 +55,10 @@ class WorkMessage(BaseModel):
     handling the message joins the unit's trace (``shared/tracing.py``)."""
     paused: str | None = Field(default=None, exclude=True, pattern=PAUSED, max_length=PAUSED_MAX_CHARS)
     """A resume's hint (issue 33), a message *attribute* too (a runtime older than it ignores it):
-    ``{turnCount}:{actionId},...``, the paused run's turn count and the actions its resume needs
-    (``RunRecord.paused_action_ids``) as the decision read them, so the resume reads them with the
-    run in one round trip (``loop/resume.py``; checked against the run it reads, never trusted)."""
+    ``{turnCount}:{actionId},...``, the run's turn count and the actions its resume needs
+    (``RunRecord.paused_action_ids``; none for a run that is not paused) as the decision, the yield
+    or the plan waking its parent saw them, so the resume reads them with the run in one round trip
+    (``loop/resume.py``; checked against the run it reads, never trusted)."""
 
     @model_validator(mode="before")
     @classmethod

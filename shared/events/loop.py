@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_jsonable_python
 
 from shared.state.records import RunResult, RunStatus
 from shared.token_usage import Usage
@@ -22,6 +23,11 @@ def _wire_schema(schema: dict[str, Any]) -> None:
     seq = schema["properties"]["seq"]
     seq.pop("default", None)
     seq["minimum"] = 1
+
+
+AgentStateName = Literal["thinking", "executing_tool", "executing_plan", "waiting_on_user"]
+ToolCallStatus = Literal["executing", "awaiting_confirmation", "rejected", "failed"]
+ToolResultStatus = Literal["completed", "failed", "rejected"]
 
 
 class Event(BaseModel):
@@ -55,7 +61,7 @@ class ToolCallEvent(Event):
     toolName: str = Field(description="the tool called")
     preview: str = Field(description="what the call does, in words (an approval shows the same)")
     actionId: str = Field(description="the call's action (its idempotency key)")
-    status: Literal["executing", "awaiting_confirmation", "rejected", "failed"] = Field(
+    status: ToolCallStatus = Field(
         description="awaiting_confirmation: stopped for approval; rejected: denied by policy")
     args: dict[str, Any] | None = None
     """The call's arguments: as the model made them, and when ``executing`` as they run (an
@@ -68,7 +74,7 @@ class ToolResultEvent(Event):
     type: Literal["tool_result"] = "tool_result"
     toolName: str = Field(description="the tool called")
     actionId: str = Field(description="the call's action, as in its tool_call")
-    status: Literal["completed", "failed", "rejected"] = Field(description="how the call ended")
+    status: ToolResultStatus = Field(description="how the call ended")
     output: dict[str, Any] | None = None
     error: str | None = None
 
@@ -91,8 +97,7 @@ class AgentStateEvent(Event):
     """What the loop is doing now (seed 003 §4.4), sent whenever it changes."""
 
     type: Literal["agent_state"] = "agent_state"
-    state: Literal["thinking", "executing_tool", "executing_plan", "waiting_on_user"] = Field(
-        description="a client shows it as a status chip")
+    state: AgentStateName = Field(description="a client shows it as a status chip")
     contextType: str = Field(description="the run's contextType (general when none was given)")
     details: str | None = None
 
@@ -139,3 +144,41 @@ class ErrorEvent(Event):
 
 def event_to_doc(event: Event) -> dict[str, Any]:
     return event.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+# ---- the loop's per-step events as documents -------------------------------------------------------
+# A tool step emits an agent_state, a tool_call and a tool_result event. Their documents are built
+# here directly (issue 33: no model built and dumped per event on the step's path): each function
+# answers exactly ``event_to_doc`` of the event it names (same keys, same order, ``None`` left out,
+# values as JSON; tests/unit/test_event_docs.py holds them to it), with ``seq`` 0 until
+# ``RunContext.emit`` numbers it. Callers pass values the event's model accepts (its literals).
+
+
+def agent_state_doc(state: AgentStateName, context_type: str, details: str | None = None) -> dict[str, Any]:
+    """``event_to_doc(AgentStateEvent(state=..., contextType=..., details=...))``."""
+    doc: dict[str, Any] = {"seq": 0, "type": "agent_state", "state": state, "contextType": context_type}
+    if details is not None:
+        doc["details"] = details
+    return doc
+
+
+def tool_call_doc(tool_name: str, preview: str, action_id: str, status: ToolCallStatus,
+                  args: dict[str, Any] | None) -> dict[str, Any]:
+    """``event_to_doc(ToolCallEvent(toolName=..., preview=..., actionId=..., status=..., args=...))``."""
+    doc: dict[str, Any] = {"seq": 0, "type": "tool_call", "toolName": tool_name, "preview": preview,
+                           "actionId": action_id, "status": status}
+    if args is not None:
+        doc["args"] = to_jsonable_python(args)
+    return doc
+
+
+def tool_result_doc(tool_name: str, action_id: str, status: ToolResultStatus, output: dict[str, Any] | None = None,
+                    error: str | None = None) -> dict[str, Any]:
+    """``event_to_doc(ToolResultEvent(toolName=..., actionId=..., status=..., output=..., error=...))``."""
+    doc: dict[str, Any] = {"seq": 0, "type": "tool_result", "toolName": tool_name, "actionId": action_id,
+                           "status": status}
+    if output is not None:
+        doc["output"] = to_jsonable_python(output)
+    if error is not None:
+        doc["error"] = error
+    return doc

@@ -80,7 +80,7 @@ class UnitHost(Protocol):
     def before_tool(self, ctx: RunContext, tool: str) -> None: ...
     def declarations(self, ctx: RunContext) -> list[ToolDeclaration]: ...
     def virtual_tools(self, ctx: RunContext) -> Mapping[str, Tool]: ...
-    def outside_scope(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None: ...
+    def confirm_reason(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None: ...
     def approval_subject(self, ctx: RunContext) -> tuple[str | None, str | None]: ...
     def allows(self, ctx: RunContext, tool: str) -> bool: ...
     def act(self, ctx: RunContext, outcome: StopOutcome) -> None: ...
@@ -148,16 +148,22 @@ class RunContext:
         return {"runId": self.run.run_id, "threadId": self.run.thread_id, "uid": self.run.uid}
 
     # ---- events ------------------------------------------------------------------------------
-    def emit(self, event: RunEvent) -> dict[str, Any]:
+    def emit(self, event: RunEvent | dict[str, Any]) -> dict[str, Any]:
         """Give ``event`` the next sequence number, send it live and queue it for the next commit.
+        ``event`` is an event, or its document as ``event_to_doc`` gives it (the step's own events:
+        ``shared/events/loop.py`` builds them without a model), which this numbers in place.
 
         Progress (status, deltas, tool calls and results) goes out at once. The stop events
         (``usage``, ``result``, ``error``) go out only after the commit that records the stop, so a
         client is never told a run completed, paused or failed when the store did not record it.
         """
         self.run.last_seq += 1
-        event.seq = self.run.last_seq
-        doc = event_to_doc(event)
+        if isinstance(event, dict):
+            doc = event
+            doc["seq"] = self.run.last_seq
+        else:
+            event.seq = self.run.last_seq
+            doc = event_to_doc(event)
         self.pending_events.append(doc)
         if doc.get("type") in SENT_AFTER_COMMIT:
             self._held.append(doc)
@@ -252,6 +258,13 @@ class RunContext:
                                                        or settings.budget_user_monthly_usd)
 
     # ---- commit ------------------------------------------------------------------------------
+    @property
+    def dirty(self) -> bool:
+        """Whether anything waits for the next commit: writes, events, actions, new turns or work
+        to do once it is committed (a run's own changes always come with one of these)."""
+        return bool(self.pending or self.pending_events or self.pending_actions or self.after_commit
+                    or len(self.turns) > self._persisted_turns)
+
     def commit(self, *, park: bool = False) -> None:
         """Commit everything pending with the run. The invocation keeps (renews) its lease while the
         run works; a stopped or paused run has none; ``park`` leaves a parked lease (the run

@@ -89,9 +89,9 @@ class Host:
         """Tools this host answers itself (``loop/virtual.py``; default: none)."""
         return {}
 
-    def outside_scope(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None:
-        """Why a call leaves the entity the unit is scoped to (it then needs the user's confirmation,
-        whatever the trust level), or None."""
+    def confirm_reason(self, ctx: RunContext, tool: str, args: dict[str, Any]) -> str | None:
+        """Why a call the policy allows needs the user's confirmation all the same, whatever the
+        trust level (e.g. it leaves the entity the unit is scoped to), or None."""
         return None
 
     def approval_subject(self, ctx: RunContext) -> tuple[str | None, str | None]:

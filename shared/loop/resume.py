@@ -55,18 +55,22 @@ def handle_run_message(services: Services, message: WorkMessage) -> Disposition:
         log.error("message without unitId acknowledged",
                   extra={"fields": {"kind": message.kind, "schemaVersion": message.schemaVersion}})
         return "done"
+    removed: set[str] = set()
     outcome = resume_run(services, message.unitId, expected_uid=message.uid, how=message.kind,
-                         traceparent=message.traceparent, paused=message.paused_reads)
+                         traceparent=message.traceparent, paused=message.paused_reads, removed=removed)
     log.info("%s message handled: %s", message.kind, outcome, extra={"fields": {"runId": message.unitId}})
     # Resumed, waiting for another decision (whose own message will resume it), ended or gone: the
     # message's outbox entry has done its job. "busy" keeps it: the lease holder may die, and then
-    # the sweep re-publishes the entry. A ``continue`` message that resumed its run: the entry of a
-    # yield (``continue-{run}-{steps}``) is removed by the claim of the run parked at it (this one,
-    # or an earlier one for a message delivered twice), so the router need not read it again.
+    # the sweep re-publishes the entry. A message that resumed its run and whose entry the claim
+    # removed (a decision of the paused turn, issue 33o), or a ``continue`` message that resumed its
+    # run: the entry of a yield (``continue-{run}-{steps}``) is removed by the claim of the run
+    # parked at it (this one, or an earlier one for a message delivered twice): the router need not
+    # read it again.
     if outcome == "busy":
         return "keep"
-    if outcome == "resumed" and message.kind == CONTINUE and message.outbox_entry == continue_entry_id(
-            message.unitId, _steps_of(message.outbox_entry)):
+    if outcome == "resumed" and (message.outbox_entry in removed or (
+            message.kind == CONTINUE and message.outbox_entry == continue_entry_id(
+                message.unitId, _steps_of(message.outbox_entry)))):
         return "consumed"
     return "done"
 
@@ -82,9 +86,13 @@ def recover_runs(services: Services, limit: int) -> int:
     recovered = 0
     cutoff = time.time()
     for status in RECOVER_STATUSES:
-        for run_id in services.runs.expired_leases(status, cutoff, limit):
+        for run_id, seen in services.runs.expired_runs(status, cutoff, limit):
+            # What the query read of the run names what to read with it (checked against the run
+            # read again then, like a message's hint): one round trip before the claim (issue 33).
+            hint = None if seen is None else services.runs.resume_hint(seen)
             try:
-                if resume_run(services, run_id, how="recover") == "resumed":
+                if resume_run(services, run_id, how="recover", uid=seen.uid if seen else None,
+                              paused=hint) == "resumed":
                     recovered += 1
             except Exception:  # one run's trouble must not stop the recovery of the others
                 log.exception("recovery of a run failed", extra={"fields": {"runId": run_id}})
@@ -127,8 +135,9 @@ def _load_user(services: Services, uid: str, batch: BatchedReads | None) -> tupl
 
 def _first_read(services: Services, run_id: str, uid: str | None,
                 paused: tuple[int, list[str]] | None) -> BatchedReads | None:
-    """The run, its user's profile and stamps when the message names the user, and the documents
-    of its paused turn when the message names them (``WorkMessage.paused``): one round trip (issue 33)."""
+    """The run, its user's profile and stamps when the message (or the sweep's query) names the
+    user, and the documents its resume reads by name when the message names them
+    (``WorkMessage.paused``): one round trip (issue 33)."""
     if uid is None:
         return None
     users, runs = services.users, services.runs
@@ -139,14 +148,16 @@ def _first_read(services: Services, run_id: str, uid: str | None,
 
 def _actions_and_turns(services: Services, run: RunRecord, batch: BatchedReads | None
                        ) -> tuple[list[ActionRecord], list[Turn] | None]:
-    """The actions and turns a resume of ``run`` works from: read by id when its pause names them
-    (from ``batch`` when it holds them: no round trip); else (a run paused by older code, one that
-    is not paused, or documents not as the run says) the run's actions queried, and its turns left
-    to be queried when needed (None)."""
-    named = services.runs.paused_turn(run, batch=batch)
-    if named is not None and _whole(*named):
-        return named
-    return services.runs.open_actions(run.run_id), None  # the open turn's: never inside a turns document
+    """The actions and turns a resume of ``run`` works from: read by id as the run names them
+    (``RunsRepo.resume_reads``; from ``batch`` when it holds them: no round trip); else (a run
+    paused by older code, one cut off inside a step, or documents not as the run says) the run's
+    open actions queried, and its turns left to be queried when needed (None)."""
+    actions, turns = services.runs.resume_reads(run, batch=batch)
+    if actions is not None and turns is not None:
+        if _whole(actions, turns):
+            return actions, turns
+        actions, turns = None, None
+    return services.runs.open_actions(run.run_id), turns  # the open turn's: never inside a turns document
 
 
 def _whole(actions: list[ActionRecord], turns: list[Turn]) -> bool:
@@ -159,12 +170,17 @@ def _whole(actions: list[ActionRecord], turns: list[Turn]) -> bool:
 
 
 def resume_run(services: Services, run_id: str, *, expected_uid: str | None = None, how: str = "resume",
-               traceparent: str | None = None, paused: tuple[int, list[str]] | None = None) -> ResumeOutcome:
+               traceparent: str | None = None, paused: tuple[int, list[str]] | None = None,
+               uid: str | None = None, removed: set[str] | None = None) -> ResumeOutcome:
     """Claim the run and drive it on; ``how`` (the message kind, or ``recover``) and the message's
     ``traceparent`` label the invocation's span (``shared/tracing.py``); ``paused``: the message's
-    hint of what the pause needs read (``WorkMessage.paused_reads``), read with the run."""
+    hint of what the resume reads by name (``WorkMessage.paused_reads``), read with the run;
+    ``uid``: the run's user as the sweep read it, whose documents are read with it too (not
+    checked, unlike ``expected_uid``); ``removed``: filled with the outbox entries the claim of a
+    ``resumed`` run removed."""
     owner = new_id("inv")
-    batch = _first_read(services, run_id, expected_uid, paused)
+    read_uid = expected_uid or uid
+    batch = _first_read(services, run_id, read_uid, paused)
     for attempt in range(CLAIM_ATTEMPTS):
         snap = services.runs.get_run(run_id, batch=batch if attempt == 0 else None)
         if snap is None or (expected_uid is not None and snap.run.uid != expected_uid):
@@ -197,6 +213,9 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
 
         host = services.hosts.get(run.host)
         claimed, done = _claim(services, run, owner)
+        if removed is not None:  # this attempt's: every commit of a resumed run holds the claim's writes
+            removed.clear()
+            removed.update([*run.pending_approval_ids, continue_entry_id(run_id, run.steps)])
         if host is None:
             try:
                 snap = services.runs.commit(snap, claimed, done)
@@ -211,21 +230,23 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
         with log_context(runId=run_id, threadId=run.thread_id, uid=run.uid):
             budget = host.budget(services.settings)
             assert turns is not None  # read above: a run that waits on a decision returned
-            user, stamps = _load_user(services, run.uid, batch if run.uid == expected_uid else None)
+            user, stamps = _load_user(services, run.uid, batch if run.uid == read_uid else None)
             # The claim (the run as ``claimed``, the consumed entries) is this context's first commit.
             ctx = RunContext(services=services, snapshot=RunSnapshot(claimed, snap.token), turns=turns, user=user,
                              owner=owner, host=host, deadline=budget.deadline, max_steps=budget.max_steps,
                              yield_margin_s=budget.yield_margin_s, stamps=stamps,
                              seen_actions={a.action_id: a for a in actions})
             ctx.write(*done)
+            # The host's own first events and the invocation's status ride on the claim (issue 33:
+            # no commit of their own); a claim that fails is never committed, so neither are they.
+            host.resumed(ctx)
+            ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
             if not claims_with_its_side_effect(ctx, run, actions):
                 try:
                     ctx.commit()
                 except PreconditionFailed:
                     continue  # someone moved the run meanwhile (a decision, another resumer): look again
             with tracing.invocation(ctx, how, traceparent):
-                host.resumed(ctx)
-                ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
                 if not budget_pause.settle(ctx, actions):
                     return "resumed"  # a rejected budget approval ended the unit
                 if not budget_pause.check_resumed_act(ctx):
@@ -343,7 +364,8 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
     last = ctx.turns[last_index]
     calls = last.function_calls
     if last.role != "model" or not calls:
-        ctx.commit()
+        if ctx.dirty:  # e.g. a budget raise applied; else the claim committed all there was
+            ctx.commit()
         return True
     # A budget approval's action shares the turn index of the model turn it let through: not a call of it.
     turn_actions = sorted((a for a in actions if a.turn_index == last_index and a.tool != budget_pause.BUDGET_TOOL),

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from shared.durable.kinds import CONTINUE, continue_entry_id
-from shared.durable.messages import WorkMessage
+from shared.durable.messages import WorkMessage, paused_hint
 from shared.events import ErrorEvent, ResultEvent, StatusEvent, UsageEvent, event_to_doc
 from shared.failures import FailureCode
 from shared.loop.context import RunContext
@@ -21,6 +21,7 @@ from shared.loop.outcomes import NextStepInterruption, NextStepYield
 from shared.state.docstore import Write
 from shared.state.paused_runs import CloseReason
 from shared.state.records import RunError, RunRecord, RunResult, now
+from shared.state.runs_repo import RunsRepo
 from shared.state.transitions import move_run
 
 if TYPE_CHECKING:
@@ -115,13 +116,23 @@ def park(ctx: RunContext, outcome: NextStepYield) -> str:
     run = ctx.run
     outbox = ctx.services.outbox
     entry_id = continue_entry_id(run.run_id, run.steps)
-    message = WorkMessage(kind=CONTINUE, unitId=run.run_id, uid=run.uid, traceparent=run.trace_parent)
+    run.turn_count = len(ctx.turns)  # as the commit below records it: the message names what to read
+    message = WorkMessage(kind=CONTINUE, unitId=run.run_id, uid=run.uid, traceparent=run.trace_parent,
+                          paused=resume_hint(run))
     ctx.write(outbox.record(message, entry_id))
     ctx.emit(StatusEvent(status=run.status, threadId=run.thread_id, runId=run.run_id))
     ctx.commit(park=True)
     log_stop(ctx, "run yielded", reason=outcome.reason)
     outbox.deliver_recorded(message, entry_id)
     return entry_id
+
+
+def resume_hint(run: RunRecord) -> str | None:
+    """The hint (``WorkMessage.paused``) a message resuming ``run`` as it is now carries, so its
+    resume reads what the run names with the run in one round trip (issue 33; checked against the
+    run it reads, never trusted). None when a resume of it queries instead."""
+    named = RunsRepo.resume_hint(run)
+    return None if named is None else paused_hint(*named)
 
 
 def close_reason(reason: CloseReason, by_run: str) -> tuple[FailureCode, str]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from shared import policy, tracing
 from shared.errors import OutcomeUnknown, ToolError
 from shared.events import ToolCallEvent, ToolResultEvent
+from shared.events.loop import tool_call_doc, tool_result_doc
 from shared.failures import FailureCode
 from shared.loop.client_tools import CLIENT_REASON, is_client_tool
 from shared.loop.context import RunContext
@@ -83,9 +84,9 @@ def decide_calls(ctx: RunContext, turn_index: int, calls: Sequence[FunctionCall]
             decision = policy.decide(tool_name=tool.name, side_effect=tool.side_effect, args=args, user=ctx.user,
                                      side_effects_enabled=s.settings.side_effects_enabled,
                                      recipients=tool.recipients_fn)
-            outside = ctx.host.outside_scope(ctx, tool.name, dict(fc.args)) if decision.verdict == "allow" else None
-            if outside is not None:
-                decision = policy.PolicyDecision("require_approval", f"outside the entity in scope: {outside}")
+            confirm = ctx.host.confirm_reason(ctx, tool.name, dict(fc.args)) if decision.verdict == "allow" else None
+            if confirm is not None:
+                decision = policy.PolicyDecision("require_approval", confirm)
             action.policy_reason = decision.reason
         ctx.audit(ctx.new_audit(kind="policy_decision", action_id=action.action_id, tool=tool.name,
                                 decision=decision.verdict, reason=decision.reason))
@@ -141,9 +142,13 @@ def _malformed(ctx: RunContext, action: ActionRecord, tool: Tool, exc: ToolArgsE
     return None
 
 
+_RESULT_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+"""``json.dumps(..., ensure_ascii=False, default=str)``, built once (every tool result goes through it)."""
+
+
 def bounded_result(result: dict[str, Any]) -> dict[str, Any]:
     """A tool's result as stored and shown to the model (long results are cut, with a note)."""
-    text = json.dumps(result, ensure_ascii=False, default=str)
+    text = _RESULT_JSON.encode(result)
     if len(text) <= MAX_RESULT_CHARS:
         return json.loads(text)  # type: ignore[no-any-return]
     return {"truncated": True, "note": f"the result was {len(text)} characters; showing the start",
@@ -179,8 +184,7 @@ def execute_action(ctx: RunContext, action: ActionRecord, validated: BaseModel |
     args = validated if validated is not None else tool.validate(action.args)
     if not tool.host:
         ctx.host.before_tool(ctx, tool.name)
-    ctx.emit(ToolCallEvent(toolName=tool.name, preview=tool.preview(args), actionId=action.action_id,
-                           status="executing", args=dict(action.args)))
+    ctx.emit(tool_call_doc(tool.name, tool.preview(args), action.action_id, "executing", action.args))
     move_action(action, "executing")
     action.attempts += 1
     with tracing.tool_call(action, conversation_id(ctx)):
@@ -189,8 +193,7 @@ def execute_action(ctx: RunContext, action: ActionRecord, validated: BaseModel |
                 return
         else:
             _run(ctx, action, tool, args)
-    ctx.emit(ToolResultEvent(toolName=tool.name, actionId=action.action_id,
-                             status="completed" if action.status == "completed" else "failed",
+    ctx.emit(tool_result_doc(tool.name, action.action_id, "completed" if action.status == "completed" else "failed",
                              output=action.result, error=action.error))
     if not tool.host:
         move_run(ctx.run, "planning")

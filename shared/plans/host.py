@@ -244,7 +244,7 @@ class PlanHost(Host):
             extra["error"] = RunError(code=code, message=message).to_doc()
         ctx.write(self.sessions.update_write(sid, extra))  # the index's status (its list and the sweep query it)
         ctx.run.mode = ended_mode(ctx.run)
-        entry = wake_parent(ctx)
+        parent = wake_parent(ctx)
         ids = _announce(ctx, f"session.{status}",  # type: ignore[arg-type]  # the five ends, all SessionEventType
                         extra.get("error"))
         # The run ends with the session's status (docs/plan-sessions.md, "Statuses").
@@ -253,8 +253,8 @@ class PlanHost(Host):
         else:
             stops.fail(ctx, code, message, final=final, status=RUN_END.get(status, "failed"))
         _published(ctx, ids)
-        if entry is not None:
-            ctx.services.outbox.deliver(entry)
+        if parent is not None:
+            ctx.services.outbox.deliver_recorded(*parent)  # as the final commit recorded it: not read back
 
 
 def _announce(ctx: RunContext, event: SessionEventType, error: dict[str, Any] | None = None) -> list[str]:

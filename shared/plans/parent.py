@@ -7,20 +7,23 @@ import time
 
 from shared.durable.kinds import RESUME
 from shared.durable.messages import WorkMessage
+from shared.loop import stops
 from shared.loop.context import RunContext
 from shared.plans.plan_state import plan_state
 from shared.state.transitions import move_action
 
 
-def wake_parent(ctx: RunContext) -> str | None:
+def wake_parent(ctx: RunContext) -> tuple[WorkMessage, str] | None:
     """Queue, in the plan's final commit, the parent's approved call and a ``resume`` message.
-    Returns the outbox entry to deliver after that commit (None: no parent waits)."""
+    Returns the message and its outbox entry, to deliver after that commit (None: no parent waits)."""
     state = plan_state(ctx)
     parent_run, parent_action = state.parent_run_id, state.parent_action_id
     if not parent_run or not parent_action:
         return None
     runs = ctx.services.runs
-    action = next((a for a in runs.list_actions(parent_run) if a.action_id == parent_action), None)
+    # The waiting call is a paused turn's: a document of its own. Read with its run, which names
+    # what the parent's resume reads (issue 33: the resume message carries it, one round trip).
+    run, action = runs.run_and_action(parent_run, parent_action)
     if action is None or action.status != "awaiting_confirmation":
         return None
     move_action(action, "approved")
@@ -28,6 +31,7 @@ def wake_parent(ctx: RunContext) -> str | None:
     entry = f"plan-{state.session_id}"
     ctx.write(runs.action_write(action))
     ctx.write(runs.touch_run_write(parent_run, action.updated_at))
-    ctx.write(ctx.services.outbox.record(WorkMessage(kind=RESUME, unitId=parent_run, uid=ctx.run.uid,
-                                                     entryId=entry), entry))
-    return entry
+    message = WorkMessage(kind=RESUME, unitId=parent_run, uid=ctx.run.uid, entryId=entry,
+                          paused=None if run is None else stops.resume_hint(run))
+    ctx.write(ctx.services.outbox.record(message, entry))
+    return message, entry

@@ -239,7 +239,8 @@ def confirm(services: Services, sessions: SessionsRepo, uid: str, session_id: st
     opening = Turn(role="user", parts=[Part(text=f"Objective: {session.prompt}")])
     turns = [Turn(role="user", parts=[*opening.parts, *task_turn(first, 0, len(live)).parts])]
     entry = f"{CONTINUE}-{run.run_id}-{0:05d}"
-    message = WorkMessage(kind=CONTINUE, unitId=run.run_id, uid=uid)
+    run.turn_count = len(turns)  # one document each (turns/0...): its resume reads them by name
+    message = WorkMessage(kind=CONTINUE, unitId=run.run_id, uid=uid, paused=stops.resume_hint(run))
     sessions.commit(session, token, [*change.writes(services, sessions, turns), services.outbox.record(message, entry)])
     services.outbox.deliver_recorded(message, entry)
     log.info("session confirmed", extra={"fields": {"sessionId": session_id, "runId": run.run_id,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
@@ -49,6 +50,8 @@ class A2aTaskRecord(Record):
     created_at: float
     updated_at: float | None = None
     replied_as_message: bool | None = None
+    accepted_output_modes: list[str] = []
+    """The media types the caller takes (A2A ``acceptedOutputModes``; absent: anything)."""
 
 
 class PushAuthentication(Record):
@@ -102,14 +105,18 @@ class A2aTasksRepo:
         return None if doc is None else pages.tolerant(task_data, log)(doc)
 
     def create_write(self, uid: str, task_id: str, *, context_id: str, thread_id: str,
-                     message: dict[str, Any]) -> Write:
+                     message: dict[str, Any], modes: Sequence[str] = ()) -> Write:
         """The task's document, written in the same commit as nothing else: the run is created first
-        (its id is the task's), then this; a crash in between leaves a run no A2A client sees."""
+        (its id is the task's), then this; a crash in between leaves a run no A2A client sees.
+        ``modes``: the media types the caller takes (``acceptedOutputModes``), when it said."""
         at = now()
-        return Write("create", paths.a2a_task(uid, task_id), {
+        data: dict[str, Any] = {
             "schemaVersion": SCHEMA_VERSION, "taskId": task_id, "runId": task_id, "uid": uid,
             "contextId": context_id, "threadId": thread_id, "history": [message],
-            "messageIds": [message.get("messageId", "")], "createdAt": at, "updatedAt": at})
+            "messageIds": [message.get("messageId", "")], "createdAt": at, "updatedAt": at}
+        if modes:
+            data["acceptedOutputModes"] = list(modes)
+        return Write("create", paths.a2a_task(uid, task_id), data)
 
     def mark_replied(self, uid: str, task_id: str) -> None:
         """The caller was answered with a message, not this task: it is no task of theirs any more
@@ -121,9 +128,10 @@ class A2aTasksRepo:
         self.store.commit([self.create_write(uid, task_id, context_id=context_id, thread_id=thread_id,
                                              message=message)])
 
-    def add_message(self, uid: str, task_id: str, message: dict[str, Any]) -> bool:
-        """Append a caller's follow-up message to the task's history; ``False`` (nothing written)
-        when a message with its id was already accepted (a retried request)."""
+    def add_message(self, uid: str, task_id: str, message: dict[str, Any], modes: Sequence[str] = ()) -> bool:
+        """Append a caller's follow-up message to the task's history (``modes``, when it says them:
+        the media types the caller takes from now on); ``False`` (nothing written) when a message
+        with its id was already accepted (a retried request)."""
         path = paths.a2a_task(uid, task_id)
         message_id = str(message.get("messageId", ""))
 
@@ -136,8 +144,11 @@ class A2aTasksRepo:
             if message_id and message_id in seen:
                 return False
             history = [*list(doc.data.get("history") or []), message][-MAX_HISTORY:]
-            t.write(Write("update", path, {"history": history, "messageIds": [*seen, message_id][-MAX_HISTORY:],
-                                           "updatedAt": now()}, if_token=doc.token))
+            update: dict[str, Any] = {"history": history, "messageIds": [*seen, message_id][-MAX_HISTORY:],
+                                      "updatedAt": now()}
+            if modes:
+                update["acceptedOutputModes"] = list(modes)
+            t.write(Write("update", path, update, if_token=doc.token))
             return True
 
         return self.store.run_transaction(txn)

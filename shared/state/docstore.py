@@ -144,10 +144,12 @@ def split_doc_path(path: str) -> tuple[str, str]:
 
     Shared by the implementations so both refuse the same malformed paths.
     """
-    parts = path.split("/")
-    if len(parts) % 2 or not all(parts):
+    # An even number of non-empty segments: an odd number of "/", none doubled, none at either end
+    # (a commit splits each of its writes' paths: no list of segments built).
+    if path.count("/") % 2 == 0 or "//" in path or path[0] == "/" or path[-1] == "/":
         raise ValueError(f"not a document path: {path!r}")
-    return path.rsplit("/", 1)[0], parts[-1]
+    parent, _, doc_id = path.rpartition("/")
+    return parent, doc_id
 
 
 def check_collection_path(path: str) -> str:

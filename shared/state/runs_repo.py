@@ -20,7 +20,7 @@ from shared.state.docstore import Doc, DocStore, Query, Transaction, Write
 from shared.state.limits_repo import Guard, Slot, commit_guarded
 from shared.state.pages import Page, after, as_records, merged, page_of, read_page
 from shared.state.paused_runs import CloseReason, FailPaused, close_paused, pause_state
-from shared.state.record_base import events_of, finite, unreadable
+from shared.state.record_base import SchemaVersionError, events_of, finite, unreadable
 from shared.state.records import (
     TERMINAL_ACTION_STATUSES,
     ActionRecord,
@@ -74,6 +74,17 @@ EVENTS_KEY = "events"
 SHARED_EVENTS_MAX = 32
 SHARED_EVENTS_MAX_CHARS = 256 * 1024
 """Consecutive turns of one commit share a document up to this JSON size (Firestore: 1 MiB each)."""
+AUDIT_KEY = "audit"
+"""In a step's turns document: the audit entries of the actions riding in it (:meth:`RunsRepo.commit_step`)."""
+STEP_SEQ_KEY = "lastSeq"
+"""In a step's turns document holding its events: the last one's ``seq`` (what :meth:`RunsRepo.list_events`
+queries the turns by)."""
+EVENTS_EXPIRE_KEY = "eventsExpireAt"
+"""In a step's turns document holding its events: when they leave the replay (``EVENT_RETENTION_S``
+after the commit, as an event document's ``expireAt``)."""
+STEP_DOC_MAX_CHARS = 512 * 1024
+"""A step's turns document with its events and audit entries stays under this JSON size (Firestore
+allows 1 MiB); a larger step writes them as documents of their own."""
 
 
 def _json_size(value: Any) -> int:
@@ -238,39 +249,59 @@ class RunsRepo:
 
     @staticmethod
     def paused_paths(run_id: str, turn_count: int, action_ids: Sequence[str]) -> list[str]:
-        """What :meth:`paused_turn` reads of a run paused with ``turn_count`` turns naming
-        ``action_ids``: those actions, and every place a turn document may have (a document is
-        named by its first turn's index, so one of ``0..turn_count - 1``; ``turn_count`` itself,
-        which must be free, proves the count current). To be batched with the run's own read."""
+        """What :meth:`resume_reads` reads of a run with ``turn_count`` turns naming ``action_ids``:
+        those actions, and every place a turn document may have (a document is named by its first
+        turn's index, so one of ``0..turn_count - 1``; ``turn_count`` itself, which must be free,
+        proves the count current). To be batched with the run's own read."""
         return [*(paths.action(run_id, a) for a in action_ids), *(paths.turn(run_id, i) for i in range(turn_count + 1))]
 
-    def paused_turn(self, run: RunRecord, *, batch: BatchedReads | None = None
-                    ) -> tuple[list[ActionRecord], list[Turn]] | None:
-        """Of a run paused since ``pausedActionIds`` existed: the actions its pause names (in turn
-        and call order) and all its turns, read by id in one round trip (none when ``batch`` holds
-        them: issue 33). None when the run names none (paused by older code, or not paused), a named
-        action is missing or not the run's, or the turn documents are not one chain of exactly
-        ``turnCount`` turns: the caller then queries (:meth:`list_actions`, :meth:`load_turns`).
-        Every document read here is written only by commits that also write the run, so a claim
-        conditioned on the run's token (read in the same batch, or earlier) never acts on a newer
-        state than it read."""
-        if run.status != "awaiting_confirmation" or run.paused_action_ids is None:
+    @staticmethod
+    def resume_hint(run: RunRecord) -> tuple[int, list[str]] | None:
+        """What a resume of ``run`` as it is now reads by name (:meth:`paused_paths` of it): its turn
+        count and the actions its pause names (none when it names none and none are needed); None
+        when a resume of it queries (paused by older code)."""
+        if run.paused_action_ids is None and (run.status == "awaiting_confirmation" or run.pending_turn is not None):
             return None
-        ids, count = run.paused_action_ids, run.turn_count
+        return run.turn_count, list(run.paused_action_ids or [])
+
+    def resume_reads(self, run: RunRecord, *, batch: BatchedReads | None = None
+                     ) -> tuple[list[ActionRecord] | None, list[Turn] | None]:
+        """The actions and turns a resume of ``run`` works from, read by id in one round trip (none
+        when ``batch`` holds them: issue 33); None for what the caller must query instead
+        (:meth:`open_actions`, :meth:`load_turns`).
+
+        - A run that names its pause's actions (``pausedActionIds``: paused, or claimed after its
+          pause and not past its paused turn yet): those actions (in turn and call order) and all
+          its turns. Both None when a named action is missing or not the run's.
+        - A run that names none and has no pause (a yield, a lease that expired mid-work): its turns;
+          its actions are none when its last turn is answered (a resume needs only the last model
+          turn's and the paused turn's), else None (the open turn's are queried).
+        - A run paused by older code (no ``pausedActionIds``): both None.
+
+        Turns are None (and so the actions of a pause) when the turn documents are not one chain of
+        exactly ``turnCount`` turns. Every document read here is written only by commits that also
+        write the run, so a claim conditioned on the run's token (read in the same batch, or
+        earlier) never acts on a newer state than it read."""
+        hint = self.resume_hint(run)
+        if hint is None:
+            return None, None
+        count, ids = hint
         docs = read_many(self.store, self.paused_paths(run.run_id, count, ids), batch)
         actions: list[ActionRecord] = []
         for doc in docs[:len(ids)]:
             if doc is None:
-                return None
+                return None, None
             action = ActionRecord.from_doc(doc.data, doc.path)
             if action.run_id != run.run_id:
-                return None
+                return None, None
             actions.append(action)
         turns = _turn_chain(docs[len(ids):], count)
         if turns is None:
-            log.warning("a paused run's turn documents are not as its turn count says; querying them",
+            log.warning("a run's turn documents are not as its turn count says; querying them",
                         extra={"fields": {"runId": run.run_id, "turnCount": count}})
-            return None
+            return None, None
+        if run.paused_action_ids is None and turns and turns[-1].role == "model" and turns[-1].function_calls:
+            return None, turns  # cut off inside a step: its open turn's actions are queried
         return sorted(actions, key=lambda a: (a.turn_index, a.call_index)), turns
 
     @staticmethod
@@ -358,14 +389,38 @@ class RunsRepo:
         documents named after ``after`` hold exactly those events, and every one holds at least one
         of them: ``limit`` documents are enough for ``limit`` events."""
         start = f"{after:08d}" if after > 0 else None
+        at = now()
         docs = self.store.query(Query(paths.events(run_id), start_after=start, limit=limit))
-        events = [ev for d in docs for ev in events_of(d, after, _HIDDEN)]
+        events = [ev for d in docs if _live(d.data.get(EXPIRE_AT), at) for ev in events_of(d, after, _HIDDEN)]
+        # A tool step's events ride in its turns document (fold_step), found by their last seq.
+        steps = self.store.query(Query(paths.turns(run_id), order_by=STEP_SEQ_KEY, start_after=after, limit=limit))
+        held = [ev for d in steps if _live(d.data.get(EVENTS_EXPIRE_KEY), at) for ev in events_of(d, after)]
+        if held:
+            events = sorted([*events, *held], key=lambda ev: int(ev["seq"]))
         return events[:limit] if limit is not None else events
+
+    def audit_of(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's audit entries as stored, in time order: the documents ``audit/*`` naming it and
+        those riding in its steps' turns documents (:meth:`fold_step`), none past its ``expireAt``
+        (two queries). An entry of a turns document that is not an object is left out and logged."""
+        at = now()
+        own = [d.data for d in self.store.query(Query("audit", where=(("runId", run_id),)))]
+        held = [e for d in self.store.query(Query(paths.turns(run_id))) for e in step_audit(d)]
+        return sorted((e for e in [*own, *held] if _live(e.get(EXPIRE_AT), at)),
+                      key=lambda e: finite(e.get("at")) or 0.0)
 
     def approvals_by_id(self, uid: str, approval_ids: Sequence[str]) -> list[ApprovalRecord]:
         """``uid``'s approvals of these ids that exist (one round trip)."""
         docs = self.store.get_many([paths.approval(uid, i) for i in approval_ids]) if approval_ids else []
         return [ApprovalRecord.from_doc(d.data, d.path) for d in docs if d is not None]
+
+    def run_and_action(self, run_id: str, action_id: str) -> tuple[RunRecord | None, ActionRecord | None]:
+        """The run (None when missing or no valid run) and its action ``action_id`` as a document of
+        its own (None when there is none: an answered call may sit in a turns document), in one
+        round trip."""
+        run_doc, action_doc = self.store.get_many([paths.run(run_id), paths.action(run_id, action_id)])
+        run = None if run_doc is None else _run_or_none(run_doc)
+        return run, None if action_doc is None else ActionRecord.from_doc(action_doc.data, action_doc.path)
 
     def list_actions(self, run_id: str) -> list[ActionRecord]:
         """Every action of the run in call order: those of the turns documents (the calls a step
@@ -405,10 +460,17 @@ class RunsRepo:
 
     def expired_leases(self, status: str, before: float, limit: int = 50) -> list[str]:
         """Ids of runs in ``status`` whose lease expired before ``before`` (recovery candidates)."""
+        return [run_id for run_id, _ in self.expired_runs(status, before, limit)]
+
+    def expired_runs(self, status: str, before: float, limit: int = 50) -> list[tuple[str, RunRecord | None]]:
+        """:meth:`expired_leases` with each run as the query read it (None: a document that is no
+        valid run; its recovery reads it again and refuses it): what its resume reads by name
+        (:meth:`resume_hint`), to be read again with the run (issue 33)."""
         docs = self.store.query(Query(paths.runs(), where=(("status", status),), order_by="leaseExpiresAt",
                                       limit=limit))
         # a value that is not a number (corrupt) is no candidate: the sweep goes on with the others
-        return [d.id for d in docs if (at := finite(d.data.get("leaseExpiresAt", 0))) is not None and at < before]
+        return [(d.id, _run_or_none(d)) for d in docs
+                if (at := finite(d.data.get("leaseExpiresAt", 0))) is not None and at < before]
 
     def used_idempotency_key(self, uid: str, key: str) -> bool:
         """Whether ``uid`` started a run with this Idempotency-Key less than
@@ -680,12 +742,42 @@ class RunsRepo:
                     actions: Sequence[ActionRecord], writes: Sequence[Write],
                     events: Sequence[dict[str, Any]]) -> RunSnapshot:
         """One step of a run in one atomic commit: the run, its new turns (by index), the actions'
-        current state, other writes (approvals, audit, ledger, outbox...) and the events."""
+        current state, other writes (approvals, audit, ledger, outbox...) and the events. A step
+        whose turns share one document (:func:`step_writes`) carries its events and the audit
+        entries of the actions riding in it there too (:meth:`fold_step`, issue 33)."""
         batch, own = step_writes(run.run_id, new_turns, actions)
+        rest, evs = list(writes), list(events)
+        if len(batch) == 1 and TURNS_KEY in batch[0].data:
+            own_ids = {a.action_id for a in own}
+            batch[0], rest, evs = self.fold_step(batch[0], rest, evs,
+                                                 {a.action_id for a in actions if a.action_id not in own_ids})
         batch.extend(self.action_write(a) for a in own)
-        batch.extend(writes)
-        batch.extend(self.event_writes(run.run_id, events))
+        batch.extend(rest)
+        batch.extend(self.event_writes(run.run_id, evs))
         return self.commit(snap, run, batch)
+
+    def fold_step(self, doc: Write, writes: list[Write], events: list[dict[str, Any]], inline: set[str]
+                  ) -> tuple[Write, list[Write], list[dict[str, Any]]]:
+        """A step's shared turns document ``doc`` with the step's ``events`` (``{"events": [...],
+        "lastSeq": N, "eventsExpireAt": T}``) and the audit entries (among ``writes``) of the actions
+        riding in it (``inline``: their ids) as ``{"audit": [...]}``: two documents per step less
+        (issue 33). Nothing a query needs apart: :meth:`list_events` queries the turns by
+        ``lastSeq``, :meth:`audit_of` reads both places. Returns the document and what is left to
+        write on its own (everything, when the document would grow past ``STEP_DOC_MAX_CHARS``)."""
+        audit = [w for w in writes if w.op == "create" and w.path.startswith("audit/")
+                 and w.data.get("actionId") in inline]
+        if not audit and not events:
+            return doc, writes, events
+        data = dict(doc.data)
+        if events:
+            data.update({EVENTS_KEY: events, STEP_SEQ_KEY: int(events[-1]["seq"]),
+                         EVENTS_EXPIRE_KEY: now() + self.event_retention_s})
+        if audit:
+            data[AUDIT_KEY] = [w.data for w in audit]
+        if _json_size(data) > STEP_DOC_MAX_CHARS:
+            return doc, writes, events
+        folded = {id(w) for w in audit}
+        return Write("create", doc.path, data), [w for w in writes if id(w) not in folded], []
 
     def adopt_stop(self, run: RunRecord, committed_at: float, owner: str) -> str | None:
         """After a commit of ``run`` failed its condition: the run document's new token if the only
@@ -732,6 +824,38 @@ def _turns_of(doc: Doc) -> list[Turn]:
         raise unreadable(doc.path, "turns document", exc) from None
 
 
+def step_audit(doc: Doc) -> list[dict[str, Any]]:
+    """The audit entries a turns document holds (:meth:`RunsRepo.fold_step`; none in one written
+    before issue 33's session 4). One that is not an object is left out and named in the log."""
+    held = doc.data.get(AUDIT_KEY)
+    if held is None:
+        return []
+    entries = held if isinstance(held, list) else [held]
+    out = [e for e in entries if isinstance(e, dict)]
+    if len(out) != len(entries):
+        log.warning("left out of the audit entries: %s holds %s that are not audit entries", doc.path,
+                    len(entries) - len(out))
+    return out
+
+
+def live_step_parts(data: dict[str, Any], at: float | None = None) -> dict[str, Any]:
+    """A turns document without its parts past their retention (``events`` past
+    ``eventsExpireAt``, audit entries past their ``expireAt``): what the export shows of it, as a
+    replay and :meth:`RunsRepo.audit_of` show them."""
+    at = now() if at is None else at
+    out = dict(data)
+    if EVENTS_KEY in out and not _live(out.get(EVENTS_EXPIRE_KEY), at):
+        del out[EVENTS_KEY]
+    audit = out.get(AUDIT_KEY)
+    if isinstance(audit, list):
+        live = [e for e in audit if not isinstance(e, dict) or _live(e.get(EXPIRE_AT), at)]
+        if live:
+            out[AUDIT_KEY] = live
+        else:
+            del out[AUDIT_KEY]
+    return out
+
+
 def _turn_chain(docs: Sequence[Doc | None], count: int) -> list[Turn] | None:
     """The turns of the documents at places ``0..count`` (``docs[i]``: the document named ``i``, or
     None): each document begins where the one before ends, the last ends at ``count`` and no
@@ -751,6 +875,14 @@ def _turn_chain(docs: Sequence[Doc | None], count: int) -> list[Turn] | None:
     return turns if at == count and docs[count] is None else None
 
 
+def _run_or_none(doc: Doc) -> RunRecord | None:
+    try:
+        run: RunRecord = RunRecord.from_doc(doc.data, doc.path)
+        return run
+    except (StoredValueInvalid, SchemaVersionError):
+        return None
+
+
 def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple[ThreadRecord, str] | None:
     """The first of ``docs`` (the user's thread, then the shared one) that is ``uid``'s, with its path."""
     for doc in docs:
@@ -759,6 +891,14 @@ def _owned_thread(uid: str, thread_id: str, docs: Sequence[Doc | None]) -> tuple
             if thread.uid == uid:
                 return thread, doc.path
     return None
+
+
+def _live(expire_at: Any, at: float) -> bool:
+    """Whether a part stored with this ``expireAt`` is still served at ``at``: a replay or an audit
+    read never answers what the retention (``EVENT_RETENTION_S``, ``AUDIT_RETENTION_S``) ended, be it
+    a document Firestore's TTL has not deleted yet or a part of a turns document, which lives as long
+    as the run. A value that is not a number (none, corrupt) never expires."""
+    return not isinstance(expire_at, int | float) or isinstance(expire_at, bool) or expire_at > at
 
 
 def _live_key(doc: Doc | None) -> dict[str, Any] | None:

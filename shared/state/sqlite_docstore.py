@@ -4,7 +4,11 @@ One table holds every document, with a unique index on (collection path, id), so
 one key range of the index (schema 3; a file of schema 1 or 2, WITHOUT ROWID tables, is converted
 when opened); data is JSON text. A document's token is the revision of the commit that
 last wrote it, drawn from a counter that only grows (so a deleted and re-created document never
-gets an old token back).
+gets an old token back). A store takes the counter's values ``REV_BLOCK`` at a time (the counter's
+row is written by one commit in ``REV_BLOCK``, not by every commit: one WAL page and one statement
+less per commit), so each revision is used once by one store whatever the processes sharing the
+file; a store's revisions grow, those of two stores interleave (tokens are only ever compared for
+equality). Values reserved and not used (a store closed, a process gone) are skipped.
 
 Concurrency: one connection guarded by a re-entrant lock serialises all access in a process;
 writes run in ``BEGIN IMMEDIATE`` transactions, so several processes sharing one file wait for
@@ -45,6 +49,8 @@ from shared.state.docstore import (
 T = TypeVar("T")
 
 SCHEMA_VERSION = 3
+REV_BLOCK = 100
+"""Revisions a store reserves at a time (one write of the counter's row per ``REV_BLOCK`` commits)."""
 OLDEST_READER = 2
 """The oldest schema whose store may use a file of this schema, kept in the file (``meta`` row
 ``readerSchema``, never lowered): schema 2's store works on a schema-3 file as it is (same columns,
@@ -205,6 +211,10 @@ class SqliteDocStore:
         self.path = path
         self.synchronous = mode
         self._lock = threading.RLock()
+        self._rev_next = self._rev_end = 0
+        """The revisions this store reserved and has not used: ``_rev_next`` up to ``_rev_end`` (excluded)."""
+        self._rev_reserved = False
+        """The open transaction reserved them (a rollback takes the reservation back: forget them)."""
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves.
             self._conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
@@ -229,7 +239,7 @@ class SqliteDocStore:
     def get_many(self, paths: Sequence[str]) -> list[Doc | None]:
         """Documents in the order of ``paths`` (``None`` for missing ones), read in one read
         transaction: one snapshot, as Firestore's batch get (a commit of another process cannot
-        fall between two of them; a resume relies on it, ``RunsRepo.paused_turn``)."""
+        fall between two of them; a resume relies on it, ``RunsRepo.resume_reads``)."""
         with self._guard():
             if len(paths) < 2 or self._conn.in_transaction:
                 return [self.get(p) for p in paths]
@@ -273,8 +283,9 @@ class SqliteDocStore:
                 tokens = self._apply(writes)
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
+            self._rev_reserved = False
             return tokens
 
     def run_transaction(self, fn: Callable[[Transaction], T]) -> T:
@@ -292,8 +303,9 @@ class SqliteDocStore:
                 self._apply(txn.writes)
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
+            self._rev_reserved = False
             return result
 
     def delete_collection(self, collection: str) -> None:
@@ -311,12 +323,32 @@ class SqliteDocStore:
     def _guard(self) -> _Guard:
         return _Guard(self._lock)
 
+    def _rollback(self) -> None:
+        """Roll the open write transaction back; revisions it reserved are forgotten with it (the
+        counter's row is back where it was: another store may reserve them)."""
+        self._conn.execute("ROLLBACK")
+        if self._rev_reserved:
+            self._rev_next = self._rev_end = 0
+            self._rev_reserved = False
+
+    def _next_rev(self) -> int:
+        """The revision of the commit in progress (inside its write transaction): the next one this
+        store reserved, reserving ``REV_BLOCK`` more from the counter when none is left."""
+        if self._rev_next >= self._rev_end:
+            end = int(self._conn.execute("UPDATE meta SET value = value + ? WHERE key = 'rev' RETURNING value",
+                                         (REV_BLOCK,)).fetchone()[0])
+            self._rev_next, self._rev_end = end - REV_BLOCK + 1, end + 1
+            self._rev_reserved = True
+        rev = self._rev_next
+        self._rev_next += 1
+        return rev
+
     def _apply(self, writes: Sequence[Write]) -> list[str]:
         """Apply ``writes`` in order inside the open transaction; raise on the first failure."""
         if not writes:
             return []
         conn = self._conn
-        rev = int(conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'rev' RETURNING value").fetchone()[0])
+        rev = self._next_rev()
         token = str(rev)
         tokens: list[str] = []
         for w in writes:

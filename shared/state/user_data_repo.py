@@ -21,6 +21,7 @@ from shared.state import paths
 from shared.state.docstore import Doc, DocStore, Query, Write
 from shared.state.record_base import json_safe
 from shared.state.records import TERMINAL_RUN_STATUSES, RunRecord, now
+from shared.state.runs_repo import AUDIT_KEY, live_step_parts
 
 log = logging.getLogger("agent_runtime.state")
 
@@ -89,6 +90,17 @@ def _all(store: DocStore, query: Query) -> Iterator[Doc]:
         last = docs[-1].id
 
 
+def _is_turns(path: str) -> bool:
+    """Whether ``path`` is a run's turns document (``runs/{runId}/turns/{n}``)."""
+    parts = path.split("/")
+    return len(parts) == 4 and parts[0] == "runs" and parts[2] == "turns"
+
+
+def _shown(doc: Doc) -> dict[str, Any]:
+    """What the export shows of ``doc``: a turns document without its parts past their retention."""
+    return live_step_parts(doc.data) if _is_turns(doc.path) else doc.data
+
+
 class UserDataRepo:
     def __init__(self, store: DocStore) -> None:
         self.store = store
@@ -108,7 +120,7 @@ class UserDataRepo:
     def export(self, uid: str) -> dict[str, dict[str, Any]]:
         """Every document of ``uid`` by path, sealed tokens left out (a NaN or an infinity, which
         JSON cannot write, as null)."""
-        return {d.path: {k: json_safe(v) for k, v in d.data.items() if k not in SECRET_FIELDS}
+        return {d.path: {k: json_safe(v) for k, v in _shown(d).items() if k not in SECRET_FIELDS}
                 for d in self.documents(uid)}
 
     def erase(self, uid: str) -> Erasure:
@@ -155,11 +167,21 @@ class UserDataRepo:
         return self._delete_runs(uid, [doc])
 
     def _delete_runs(self, uid: str, runs: Sequence[Doc]) -> int:
+        """Delete ``runs`` with their subcollections and approvals. The audit log outlives them: the
+        entries riding in their turns documents (``RunsRepo.fold_step``) are first written to
+        ``audit/{auditId}`` as every other entry is (those past their retention are not)."""
         docs: list[Doc] = []
+        kept: list[Write] = []
         for run in runs:
-            docs += list(_children(self.store, run.path, OWNED[0].children))
+            children = list(_children(self.store, run.path, OWNED[0].children))
+            kept += [Write("set", paths.audit(str(e["auditId"])), e) for d in children if _is_turns(d.path)
+                     for e in live_step_parts(d.data).get(AUDIT_KEY, ()) if isinstance(e, dict)
+                     and isinstance(e.get("auditId"), str) and e["auditId"]]
+            docs += children
             docs += list(_all(self.store, Query(paths.approvals(uid), where=(("runId", run.id),))))
             docs.append(run)
+        for i in range(0, len(kept), BATCH):
+            self.store.commit(kept[i:i + BATCH])
         self._delete(docs)
         return len(docs)
 

@@ -142,14 +142,19 @@ def reserve_or_refuse(budgets: BudgetRepo, settings: Settings, uid: str, max_usd
 
 SEARCH_PROMPT_CHARS = 1_000
 """What a grounded search sends besides the query (its system instruction: about 200 characters)."""
+SEARCH_QUERIES_RESERVED = 4
+"""The search queries a grounded call's maximum counts Google Search's fee for (Gemini 3 bills each
+query the model runs, and nothing bounds how many it runs in one call: a search that runs more
+costs up to one query's fee, $0.014, per further query beyond its reservation)."""
 
 
 def search_max_cost(settings: Settings, model: str, query: str) -> float:
-    """The most one grounded search (``google_web_search``) of ``query`` can cost: its prompt, and
-    ``MODEL_MAX_OUTPUT_TOKENS`` (sent to Gemini as its ``maxOutputTokens``, like the loop's calls)."""
+    """The most one grounded search (``google_web_search``) of ``query`` can cost: its prompt,
+    ``MODEL_MAX_OUTPUT_TOKENS`` (sent to Gemini as its ``maxOutputTokens``, like the loop's calls)
+    and Google Search's fee (``SEARCH_QUERIES_RESERVED`` queries, or the grounded prompt)."""
     request = ModelRequest(system_instruction="x" * SEARCH_PROMPT_CHARS,
                            turns=[Turn(role="user", parts=[Part(text=query)])])
-    return call_max_cost(settings, model, request)
+    return round(call_max_cost(settings, model, request) + settings.search_fee(model, SEARCH_QUERIES_RESERVED), 8)
 
 
 def retry_after(scope: Scope, at: float) -> float:

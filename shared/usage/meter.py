@@ -87,11 +87,12 @@ def _failed(entry: UsageEntry, exc: ModelError, started: float) -> None:
         "errorCode": entry.error_code, "unitId": entry.unit_id}})
 
 
-def _answered(entry: UsageEntry, usage: Usage, model: str, settings: Settings, started: float) -> None:
+def _answered(entry: UsageEntry, usage: Usage, model: str, settings: Settings, started: float,
+              fee_usd: float = 0.0) -> None:
     entry.latency_ms = round((time.perf_counter() - started) * 1000, 3)
     entry.usage = usage if usage.requests >= 1 else replace_requests(usage)
     entry.model = model
-    entry.cost_usd = estimate_cost(settings, entry.model, entry.usage)
+    entry.cost_usd = round(estimate_cost(settings, entry.model, entry.usage) + fee_usd, 8)
     u = entry.usage
     # One line per answered call: Cloud Monitoring's log-based metrics (cost, tokens) are read from it
     # (infra/agent_infra/monitoring.py). Figures and ids only.
@@ -115,10 +116,11 @@ class _Answer(Protocol):
 A = TypeVar("A", bound=_Answer)
 
 
-def _metered(name: str, call: MeteredCall, settings: Settings, ask: Callable[[], A], *, traced: bool
-             ) -> tuple[UsageEntry, A | None, ModelError | None]:
+def _metered(name: str, call: MeteredCall, settings: Settings, ask: Callable[[], A], *, traced: bool,
+             fee: Callable[[A, str], float] | None = None) -> tuple[UsageEntry, A | None, ModelError | None]:
     """``ask()`` once (a call of model ``name``), metered: its entry, and its answer or its
-    ``ModelError`` (returned, not raised). ``traced``: the span records the answer's own figures."""
+    ``ModelError`` (returned, not raised). ``traced``: the span records the answer's own figures.
+    ``fee(answer, model)``: what the call costs beside its tokens (Google Search grounding's)."""
     started, started_ns = time.perf_counter(), time.time_ns()
     entry = _new_entry(call, name)
     try:
@@ -127,7 +129,8 @@ def _metered(name: str, call: MeteredCall, settings: Settings, ask: Callable[[],
         _failed(entry, exc, started)
         tracing.model_call(entry, None, name, started_ns)
         return entry, None, exc
-    _answered(entry, answer.usage, answer.model_version or name, settings, started)
+    model = answer.model_version or name
+    _answered(entry, answer.usage, model, settings, started, fee(answer, model) if fee is not None else 0.0)
     tracing.model_call(entry, answer if traced and isinstance(answer, ModelResponse) else None, name, started_ns)
     return entry, answer, None
 
@@ -151,8 +154,14 @@ def metered_search(model: SearchModel, query: str, call: MeteredCall, settings: 
                    timeout_s: float | None = None) -> MeteredSearch:
     """One grounded search call of ``model``, metered; a ``ModelError`` is returned, not raised."""
     entry, answer, error = _metered(model.name, call, settings,
-                                    lambda: model.grounded_search(query, timeout_s=timeout_s), traced=False)
+                                    lambda: model.grounded_search(query, timeout_s=timeout_s), traced=False,
+                                    fee=lambda a, name: settings.search_fee(name, search_queries(a)))
     return MeteredSearch(entry=entry, answer=answer, error=error)
+
+
+def search_queries(answer: GroundedAnswer) -> int:
+    """The search queries a grounded call ran, as billed: the distinct non-empty ones."""
+    return len({q for q in answer.queries if q.strip()})
 
 
 def replace_requests(usage: Usage) -> Usage:

@@ -41,12 +41,16 @@ class Seen:
 
     def __init__(self) -> None:
         self.turns: list[list[Part]] = []
+        self.instructions: list[str] = []
 
     def __call__(self, request: ModelRequest) -> Turn:
         last = request.turns[-1]
         if any(p.function_response for p in last.parts):
             return Turn(role="model", parts=FILES_OUT)
         self.turns.append(list(last.parts))
+        self.instructions.append(request.system_instruction)
+        if "json please" in last.text:
+            return text_turn('{"answer": 42}')
         if "files please" in last.text:
             return calls_turn(call("search_memory", {"query": "files"}))
         return text_turn(json.dumps([_kind(p) for p in last.parts]))
@@ -167,3 +171,55 @@ def test_a_file_url_is_fetched_under_the_ssrf_guard(sqlite_docstore: DocStore, f
             continue
         said = json.loads(answers[0]["result"]["message"]["parts"][0]["text"])
         assert said[1] == "text [file hello.txt (text/plain)]\nhello from a url\n"
+
+
+def test_accepted_output_modes_tailor_the_answer(client: FlaskClient, seen: Seen) -> None:
+    """``configuration.acceptedOutputModes`` (spec 1.0, ``SendMessageConfiguration``: "Agents SHOULD
+    use this to tailor their output"): the model is told them; a file of a type the caller does not
+    take is left out of the task's artifacts (sent, read, listed, streamed); the answer takes a form
+    the caller takes (a JSON object as text, text as a data part); a list taking neither text/plain
+    nor application/json is ``ContentTypeNotSupportedError`` (an artifact type the agent cannot
+    answer in), before anything runs."""
+    config = {"acceptedOutputModes": ["text/plain", "image/*"]}
+    task = rpc(client, "SendMessage", {"message": message("files please"), "configuration": config})["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "text/plain, image/*" in seen.instructions[-1]
+    assert [a["artifactId"] for a in task["artifacts"]] == ["answer", "file-1"]  # the PDF is left out
+    got = client.get(f"/a2a/tasks/{task['id']}", headers=ALICE).get_json()
+    assert [a["artifactId"] for a in got["artifacts"]] == ["answer", "file-1"]
+    listed = rpc(client, "ListTasks", {"includeArtifacts": True})["result"]["tasks"]
+    assert [a["artifactId"] for a in listed[0]["artifacts"]] == ["answer", "file-1"]
+    resp = client.post("/a2a/message:stream", json={"message": message("files please", message_id="m-2"),
+                                                    "configuration": config}, headers=ALICE)
+    events = [json.loads(line[len("data: "):]) for line in resp.get_data(as_text=True).splitlines()
+              if line.startswith("data: ")]
+    assert [e["artifactUpdate"]["artifact"]["artifactId"] for e in events if "artifactUpdate" in e] == \
+        ["answer", "file-1"]
+
+    # A JSON object answered to a text-only caller is text; a text answer to a JSON-only caller is data.
+    as_text = rpc(client, "SendMessage", {"message": message("json please", message_id="m-3"),
+                                          "configuration": {"acceptedOutputModes": ["text/plain"]}})
+    assert as_text["result"]["message"]["parts"] == [{"text": '{"answer": 42}'}]
+    as_data = rpc(client, "SendMessage", {"message": message("hello", message_id="m-4"),
+                                          "configuration": {"acceptedOutputModes": ["application/json"]}})
+    [part] = as_data["result"]["message"]["parts"]
+    assert part["mediaType"] == "application/json" and json.loads(part["data"]["text"]) == ["text hello"]
+    unasked = rpc(client, "SendMessage", {"message": message("json please", message_id="m-5")})
+    assert unasked["result"]["message"]["parts"][0]["data"] == {"answer": 42}  # no list: as before
+
+    asked = len(seen.instructions)
+    refused = rpc(client, "SendMessage", {"message": message("hello", message_id="m-6"),
+                                          "configuration": {"acceptedOutputModes": ["video/mp4"]}})
+    assert refused["error"]["code"] == -32005, refused
+    assert "text/plain" in refused["error"]["message"]
+    rest = client.post("/a2a/message:send", json={"message": message("hello", message_id="m-7"),
+                                                  "configuration": {"acceptedOutputModes": ["video/*"]}},
+                       headers=ALICE)
+    assert rest.status_code == 415, rest.get_data()[:300]
+    assert len(seen.instructions) == asked  # nothing ran
+    too_many = rpc(client, "SendMessage", {"message": message("hello", message_id="m-8"),
+                                           "configuration": {"acceptedOutputModes": ["text/plain"] * 33}})
+    assert too_many["error"]["code"] == -32602 and "acceptedOutputModes" in too_many["error"]["message"]
+    old_style = rpc(client, "SendMessage", {"message": message("json please", message_id="m-9"),
+                                            "configuration": {"acceptedOutputModes": ["text"]}})  # A2A 0.2's words
+    assert old_style["result"]["message"]["parts"] == [{"text": '{"answer": 42}'}]

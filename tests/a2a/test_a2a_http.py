@@ -298,6 +298,16 @@ def test_cancel_a_working_task_stops_its_run_at_the_next_step(sqlite_docstore: D
         set_runtime(None)
 
 
+def auth_required(client: FlaskClient, prompt: str, tool: str) -> dict[str, Any]:
+    """``prompt`` sent as a new task, checked ``auth-required`` with a status message saying to connect
+    GitHub for a call of ``tool``; the task."""
+    task: dict[str, Any] = rest_send(client, message(prompt)).get_json()["task"]
+    assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED", task["status"]
+    said = task["status"]["message"]["parts"][0]["text"]
+    assert "connect github" in said and tool in said, said
+    return task
+
+
 def test_a_call_through_an_integration_the_user_has_not_connected_is_auth_required(
         sqlite_docstore: DocStore) -> None:
     """The run waits for approval of a call to a GitHub tool while alice has no GitHub connection:
@@ -316,10 +326,7 @@ def test_a_call_through_an_integration_the_user_has_not_connected_is_auth_requir
     set_runtime(rt)
     try:
         client = create_app().test_client()
-        task = rest_send(client, message("file the crash as an issue")).get_json()["task"]
-        assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED", task["status"]
-        said = task["status"]["message"]["parts"][0]["text"]
-        assert "connect github" in said and "github_issue_create" in said
+        task = auth_required(client, "file the crash as an issue", "github_issue_create")
         assert rpc(client, "GetTask", {"id": task["id"]})["result"]["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
         resp = client.post("/a2a/message:stream", json={"message": message("file it again", message_id="m-s",
                                                                             context_id="ctx-s")}, headers=ALICE)
@@ -334,3 +341,63 @@ def test_a_call_through_an_integration_the_user_has_not_connected_is_auth_requir
         assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     finally:
         set_runtime(None)
+
+
+def test_a_read_only_call_through_an_integration_the_user_has_not_connected_is_auth_required(
+        sqlite_docstore: DocStore) -> None:
+    """A read-only GitHub call (no approval needed when connected) in an A2A task while alice has no
+    GitHub connection: instead of running and failing "not connected", the call waits and the task
+    is auth-required (spec 1.0 §7.6: its status message says what to connect). Once she connects it
+    the task is input-required; approved, the call runs once and the task completes. A run that is
+    not an A2A task's makes the same call at once, as before (it fails into the agent's next step)."""
+    from devfakes.github import FakeGitHub
+    from shared.connectors.credentials import IntegrationTokens
+    from tests.e2e.test_openapi import KEY
+
+    told: list[dict[str, Any]] = []
+
+    def model(request: ModelRequest) -> Turn:
+        answers = [p.function_response for p in request.turns[-1].parts if p.function_response]
+        if answers:
+            told.append(dict(answers[0].response))
+            return text_turn("looked")
+        return calls_turn(call("github_repo_get", {"repo": "octo/demo"}))
+
+    with FakeGitHub() as github:
+        github.add_repo("octo/demo", description="The demo")
+        rt = Runtime(make_settings(dispatcher="inline", credentials_encryption_key=KEY,
+                                   github_api_base_url=github.base_url), store=sqlite_docstore,
+                     model=FunctionModel(model))
+        set_runtime(rt)
+        try:
+            client = create_app().test_client()
+            task = auth_required(client, "describe octo/demo", "github_repo_get")
+            assert github.requests == [] and told == []  # the call waits: nothing was asked of GitHub
+
+            rt.connectors().vault.put("alice", "github", IntegrationTokens(access_token=github.token))
+            assert client.get(f"/a2a/tasks/{task['id']}", headers=ALICE).get_json()["status"]["state"] == \
+                "TASK_STATE_INPUT_REQUIRED"
+            done = rest_send(client, message("approve", task_id=task["id"], message_id="m-2")).get_json()["task"]
+            assert done["status"]["state"] == "TASK_STATE_COMPLETED", done["status"]
+            assert [r.path for r in github.requests] == ["/repos/octo/demo"]
+            assert told[-1]["description"] == "The demo"
+
+            # Not an A2A task: the same call by bob, who has no connection, runs at once and fails.
+            plain = client.post("/api/agent/run", json={"prompt": "describe octo/demo"},
+                                headers={"Authorization": "Bearer dev:bob"}).get_json()
+            assert plain["status"] == "completed", plain
+            assert "not connected" in json.dumps(told[-1]), told[-1]
+        finally:
+            set_runtime(None)
+
+
+def test_a_list_query_the_sdk_would_drop_is_invalid_params(client: FlaskClient) -> None:
+    """``GET /a2a/tasks``: a ``status`` that is no task state, or an ``includeArtifacts`` that is
+    neither true nor false, is refused (400 InvalidParamsError naming it) instead of being dropped by
+    the SDK's query parser, which answered every task as if no filter had been asked."""
+    for query, named in (("status=NOPE", "status"), ("includeArtifacts=maybe", "includeArtifacts")):
+        resp = client.get(f"/a2a/tasks?{query}", headers=ALICE)
+        assert resp.status_code == 400, (query, resp.get_data()[:300])
+        assert named in resp.get_data(as_text=True)
+    for query in ("status=TASK_STATE_COMPLETED", "includeArtifacts=true", "includeArtifacts=False", "pageSize=5"):
+        assert client.get(f"/a2a/tasks?{query}", headers=ALICE).status_code == 200, query

@@ -4,6 +4,7 @@ layout: shared documents, single-event documents (deltas, runs written before), 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -77,7 +78,10 @@ def test_a_tool_steps_events_are_one_document_and_replay_equals_the_live_stream(
     assert replay[1:] == live and [e["seq"] for e in replay] == list(range(1, len(replay) + 1))
     step = [e["type"] for e in replay if e["type"] in ("agent_state", "tool_call", "tool_result")]
     assert step.count("tool_call") == 1 and step.count("tool_result") == 1
+    # The tool step's events ride in its turns document (issue 33, session 4), found by their last seq.
+    (held,) = [d for d in docstore.query(Query(paths.turns(result.run_id))) if "events" in d.data]
+    assert {e["type"] for e in held.data["events"]} >= {"tool_call", "tool_result"}
+    assert held.data["lastSeq"] == held.data["events"][-1]["seq"] and held.data["eventsExpireAt"] > time.time()
     docs = docstore.query(Query(paths.events(result.run_id)))
-    shared = [d for d in docs if "events" in d.data]
-    assert any({e["type"] for e in d.data["events"]} >= {"tool_call", "tool_result"} for d in shared)
-    assert len(docs) < len(replay)
+    assert not any(e["type"] in ("tool_call", "tool_result") for d in docs for e in d.data.get("events", [d.data]))
+    assert len(docs) + 1 < len(replay)

@@ -30,7 +30,9 @@ def start_and_drive(rt: Runtime, prompt: str, uid: str = "alice", **req: Any) ->
 
 
 def audits(rt: Runtime) -> list[dict[str, Any]]:
-    return [d.data for d in rt.store.query(Query("audit"))]
+    """Every audit entry: the documents ``audit/*`` and those riding in the runs' turns documents."""
+    held = [e for r in rt.store.query(Query(paths.runs())) for e in rt.runs.audit_of(r.id) if e.get("runId") == r.id]
+    return [*(d.data for d in rt.store.query(Query("audit")) if not d.data.get("runId")), *held]
 
 
 def test_text_answer_completes_and_events_replay_identically(make_runtime: MakeRuntime) -> None:

@@ -147,6 +147,30 @@ def test_search_through_the_sdk_returns_answer_sources_and_records_usage(
     fake_gemini.assert_complete()
 
 
+@pytest.mark.parametrize(("model", "queries", "fee"), [
+    ("gemini-3-flash-preview", ["python release", "", "python release", "python 3.14 date"], 2 * 0.014),
+    ("gemini-2.5-flash", ["python release", "python 3.14 date"], 0.035),
+    ("gemini-2.5-flash", [], 0.0),
+])
+def test_a_searchs_cost_has_google_searchs_own_fee(registry: ToolRegistry, fake_gemini: FakeGemini, users: UsersRepo,
+                                                  model: str, queries: list[str], fee: float) -> None:
+    """Grounding with Google Search is billed beside the tokens (docs/usage.md, "Estimated cost"):
+    Gemini 3 per search query it ran (the distinct, non-empty ones), Gemini 2.5 per grounded
+    prompt (one that searched). The ledger entry's cost (so the run's ``costUsd``) has it."""
+    from shared.usage.meter import estimate_cost
+
+    fake_gemini.push(Reply.text("October 2025.", usage=usage(prompt=100, output=50), model_version=model,
+                                grounding=grounding(*SOURCES, queries=queries)))
+    entries: list[UsageEntry] = []
+    settings = fake_gemini.settings()
+    with GeminiModel(settings) as gemini:
+        run(registry, "google_web_search", context(users, settings=settings, model=lambda: gemini,
+                                                   usage=entries.append), {"query": "latest Python release"})
+    [entry] = entries
+    tokens = estimate_cost(settings, model, entry.usage)
+    assert tokens > 0 and entry.cost_usd == pytest.approx(tokens + fee, abs=1e-9)
+
+
 def test_search_failures_are_recorded_and_told(registry: ToolRegistry, fake_gemini: FakeGemini,
                                                users: UsersRepo) -> None:
     fake_gemini.push(Fail(400, "Search grounding is not supported for this model"))
@@ -233,3 +257,15 @@ def test_a_run_searches_and_fetches_without_approval_and_the_ledger_has_every_ca
 def test_settings_carry_the_web_limits() -> None:
     s = dataclasses.replace(Settings(), web_fetch_timeout_s=5.0, web_fetch_max_bytes=10)
     assert (s.web_fetch_timeout_s, s.web_fetch_max_bytes, s.web_fetch_allow_hosts) == (5.0, 10, ())
+
+
+def test_a_searchs_reserved_maximum_counts_googles_fee() -> None:
+    """What a search reserves against the budgets counts the fee too: ``SEARCH_QUERIES_RESERVED``
+    queries on Gemini 3, one grounded prompt on Gemini 2.5, nothing on a model without a search price."""
+    from shared.usage.budget import SEARCH_QUERIES_RESERVED, search_max_cost
+
+    s = Settings(model_prices=(("gemini-3-flash-preview", 0.0, 0.0, 0.0), ("gemini-2.5-flash", 0.0, 0.0, 0.0),
+                               ("custom", 0.0, 0.0, 0.0)))
+    assert search_max_cost(s, "gemini-3-flash-preview", "q") == pytest.approx(SEARCH_QUERIES_RESERVED * 0.014)
+    assert search_max_cost(s, "gemini-2.5-flash", "q") == pytest.approx(0.035)
+    assert search_max_cost(s, "custom", "q") == 0.0

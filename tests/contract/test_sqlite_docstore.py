@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from shared.state.docstore import PreconditionFailed, Query, StoreError, Write
-from shared.state.sqlite_docstore import SqliteDocStore
+from shared.state.docstore import PreconditionFailed, Query, StoreError, Transaction, Write
+from shared.state.sqlite_docstore import REV_BLOCK, SqliteDocStore
 
 
 def test_data_and_tokens_survive_reopening(tmp_path: Path) -> None:
@@ -155,10 +156,11 @@ def test_a_schema_2_file_is_converted_with_its_documents_and_tokens(tmp_path: Pa
         again.close()
 
 
-def test_a_document_rewritten_keeps_its_row_and_writes_two_pages(tmp_path: Path) -> None:
+def test_a_document_rewritten_keeps_its_row_and_writes_one_page(tmp_path: Path) -> None:
     """A step's documents (~2 KB) fit in their rows: rewriting the run document changes its row in
-    place (same rowid) and the commit writes two pages to the WAL (the row's page and the revision
-    counter's), where schema 2 also wrote an overflow page and freed another (4)."""
+    place (same rowid) and the commit writes one page to the WAL (the row's page; the revision
+    counter's row is written once per ``REV_BLOCK`` commits, the first of them here), where schema 2
+    also wrote an overflow page and freed another, and wrote the counter's page (4)."""
     path = tmp_path / "rows.sqlite3"
     store = SqliteDocStore(str(path))
     try:
@@ -170,6 +172,69 @@ def test_a_document_rewritten_keeps_its_row_and_writes_two_pages(tmp_path: Path)
         store.commit([Write("set", "runs/r", {"text": "y" * 2100}, if_token=token)])
         frames = (wal.stat().st_size - before) // (4096 + 24)
         again = store._conn.execute("SELECT rowid FROM docs WHERE parent = 'runs' AND id = 'r'").fetchone()[0]
-        assert again == rowid and frames == 2, (rowid, again, frames)
+        assert again == rowid and frames == 1, (rowid, again, frames)
     finally:
         store.close()
+
+
+def _counter(store: SqliteDocStore) -> int:
+    return int(store._conn.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()[0])
+
+
+def test_revisions_are_reserved_a_block_at_a_time(tmp_path: Path) -> None:
+    """The counter's row is written by the first commit of each ``REV_BLOCK``, not by every commit;
+    a store's tokens grow by one per commit."""
+    store = SqliteDocStore(str(tmp_path / "revs.sqlite3"))
+    try:
+        start = _counter(store)
+        tokens = [store.commit([Write("set", f"a/{i}", {"i": i})])[0] for i in range(REV_BLOCK + 1)]
+        assert [int(t) for t in tokens] == list(range(start + 1, start + REV_BLOCK + 2))
+        assert _counter(store) == start + 2 * REV_BLOCK  # reserved twice in REV_BLOCK + 1 commits
+    finally:
+        store.close()
+
+
+def _writing(*writes: Write) -> Callable[[Transaction], None]:
+    def fn(t: Transaction) -> None:
+        for w in writes:
+            t.write(w)
+    return fn
+
+
+def test_two_stores_on_one_file_never_share_a_token(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.sqlite3")
+    a, b = SqliteDocStore(path), SqliteDocStore(path)
+    try:
+        tokens = []
+        for i in range(5):
+            tokens += a.commit([Write("set", f"a/{i}", {"i": i})])
+            tokens += b.commit([Write("set", f"b/{i}", {"i": i})])
+            b.run_transaction(_writing(Write("set", f"c/{i}", {"i": i})))
+            written = a.get(f"c/{i}")
+            assert written is not None
+            tokens.append(written.token)
+        assert len(set(tokens)) == len(tokens), tokens
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("how", ["commit", "run_transaction"])
+def test_revisions_reserved_by_a_rolled_back_commit_are_not_used(tmp_path: Path, how: str) -> None:
+    """A rollback takes the counter's row back: the block it reserved may be reserved by another
+    store, so the store that rolled back reserves a new one."""
+    path = str(tmp_path / "rollback.sqlite3")
+    a, b = SqliteDocStore(path), SqliteDocStore(path)
+    try:
+        with pytest.raises(PreconditionFailed):  # a's first commit reserves a block, then fails
+            if how == "commit":
+                a.commit([Write("set", "x/1", {}), Write("update", "x/missing", {"v": 1})])
+            else:
+                a.run_transaction(_writing(Write("set", "x/1", {}), Write("update", "x/missing", {"v": 1})))
+        assert a.get("x/1") is None
+        tokens = [b.commit([Write("set", f"b/{i}", {})])[0] for i in range(3)]
+        tokens += [a.commit([Write("set", f"a/{i}", {})])[0] for i in range(3)]
+        assert len(set(tokens)) == len(tokens), tokens
+    finally:
+        a.close()
+        b.close()

@@ -51,3 +51,26 @@ def test_a_retried_decision_is_told_which_decision_holds(runtime: None, client: 
     assert shown["status"] == held  # the retry changed nothing
     other = client.post("/api/agent/approve", headers=BOB, json={"approvalId": approval_id, "decision": retry})
     assert other.status_code == 404 and "decision" not in other.get_json()["error"].get("details", {})
+
+
+def _agui(run_id: str, text: str) -> dict[str, object]:
+    return {"threadId": "th-1", "runId": run_id, "messages": [{"id": "m1", "role": "user", "content": text}],
+            "state": {}, "tools": [], "context": [], "forwardedProps": {}}
+
+
+def test_an_agui_run_id_reused_with_another_input_is_told_as_the_run_id_not_a_header_never_sent(
+        install: Install, client: FlaskClient) -> None:
+    install(ScriptedModel([text_turn("hello")] * 3))
+    first = client.post("/api/agent/agui", headers=ALICE, json=_agui("r1", "hi"))
+    assert first.status_code == 200 and "RUN_FINISHED" in first.get_data(as_text=True)
+    again = client.post("/api/agent/agui", headers=ALICE, json=_agui("r1", "hi"))
+    assert again.status_code == 200 and "RUN_FINISHED" in again.get_data(as_text=True)  # the same run, read again
+    other = client.post("/api/agent/agui", headers=ALICE, json=_agui("r1", "something else"))
+    assert other.status_code == 422, other.get_data(as_text=True)[:300]
+    error = other.get_json()["error"]
+    assert error["code"] == "IDEMPOTENCY_KEY_REUSED" and error["details"]["field"] == "runId", error
+    assert "runId r1" in error["message"] and "Idempotency-Key" not in error["message"]
+    keyed = client.post("/api/agent/agui", headers={**ALICE, "Idempotency-Key": "k-1"}, json=_agui("r2", "hi"))
+    assert keyed.status_code == 200 and "RUN_FINISHED" in keyed.get_data(as_text=True)
+    reused = client.post("/api/agent/agui", headers={**ALICE, "Idempotency-Key": "k-1"}, json=_agui("r3", "other"))
+    assert reused.status_code == 422 and "Idempotency-Key" in reused.get_json()["error"]["message"]  # a header sent

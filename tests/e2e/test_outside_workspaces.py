@@ -20,6 +20,7 @@ from flask.testing import FlaskClient
 
 from shared.connectors.sandbox import SandboxError
 from shared.models.base import ModelRequest, Turn
+from shared.models.offline import OfflineModel
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
@@ -28,6 +29,7 @@ from shared.state.workspaces_repo import WorkspacesRepo
 from shared.workspaces import workspace_id_for
 from tests.agent.conftest import install
 from tests.e2e.conftest import ALICE
+from tests.messages import deliver
 from tests.sandbox.conftest import SMALL_LIMITS
 from tests.sandbox.support import SandboxProcess
 
@@ -97,3 +99,31 @@ def test_kept_workspaces_still_count_and_the_limit_is_told_when_nothing_can_go(
 
 def _default_of(run_id: str) -> str:
     return workspace_id_for("alice", run_id, "default")
+
+
+def test_a_sessions_kept_workspaces_are_listed_as_kept_and_outlive_the_sweep(
+        store: DocStore, sandbox: SandboxProcess, client: FlaskClient) -> None:
+    """``keep`` in the listing was the record's own flag, which nothing sets: a plan session created
+    with ``keepWorkspaces`` listed its workspaces ``keep: false`` although the sweep keeps them."""
+    rt = install(store, OfflineModel(), sandbox_url=sandbox.url, sandbox_key=sandbox.key)
+    try:
+        rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+        runs: dict[bool, str] = {}
+        for keep in (True, False):
+            made = client.post("/api/agent/sessions", headers=ALICE,
+                               json={"prompt": "use `container_create`", "keepWorkspaces": keep}).get_json()
+            sid = made["sessionId"]
+            assert client.post(f"/api/agent/sessions/{sid}/confirm", headers=ALICE,
+                               json={"planVersion": made["plan"]["version"]}).status_code == 202
+            deliver(rt)
+            view = client.get(f"/api/agent/sessions/{sid}", headers=ALICE).get_json()
+            assert view["status"] == "completed", view
+            runs[keep] = view["runId"]
+        listed = {c["runId"]: c for c in client.get("/api/agent/containers", headers=ALICE).get_json()["containers"]}
+        assert set(listed) == set(runs.values())
+        assert listed[runs[True]]["keep"] is True and listed[runs[False]]["keep"] is False
+        rt.router.sweep()  # both sessions ended: the sweep keeps exactly what the listing says is kept
+        after = client.get("/api/agent/containers", headers=ALICE).get_json()["containers"]
+        assert [(c["runId"], c["keep"]) for c in after] == [(runs[True], True)]
+    finally:
+        set_runtime(None)

@@ -119,6 +119,8 @@ def _everything_of_alice(api: Api) -> dict[str, str]:
     """One of each of alice's objects; the path parameters that name them."""
     paused = matrix._paused_run(api)
     done = matrix._approve_until_done(api, matrix._paused_run(api))
+    probe = api.client.post("/api/agent/run", json={"prompt": matrix.PROBE}, headers=ALICE)  # a read-only step:
+    assert probe.get_json()["status"] == "completed", probe.get_json()  # its turns document holds events, audit
     matrix.create_integration(api)
     resp = api.client.post("/api/integrations/google", json={"accessToken": "ya29.x", "expiresAt": time.time() + 600},
                            headers=ALICE)
@@ -624,3 +626,39 @@ def test_a_corrupt_action_inside_a_turns_document_is_named_and_no_read_of_the_ru
         assert resp.status_code == 200, (url, resp.get_data()[:300])
     export = api.client.post("/api/agent/me/export", headers=ALICE)
     assert export.status_code == 200 and doc.path in export.get_json()["documents"]
+
+
+def test_corrupt_step_parts_of_a_turns_document_leave_the_replay_and_the_export_answering(
+        api: Api, docstore: DocStore) -> None:
+    """A step's turns document holds its events (``events``, ``lastSeq``, ``eventsExpireAt``) and
+    audit entries (``audit``, issue 33's session 4): hostile values there leave out what cannot be
+    read (logged); the run's other events still replay, and its view, trace and the export answer."""
+    from shared.state.docstore import Query
+
+    run = api.client.post("/api/agent/run", json={"prompt": matrix.PROBE}, headers=ALICE).get_json()
+    run_id = run["runId"]
+    events = api.client.get(f"/api/agent/runs/{run_id}/events", headers=ALICE)
+    every = [json.loads(line) for line in events.get_data(as_text=True).splitlines() if line.strip()]
+    (step,) = [d for d in docstore.query(Query(f"runs/{run_id}/turns")) if "events" in d.data]
+    held = {e["seq"] for e in step.data["events"]}
+    others = [e for e in every if e["seq"] not in held]
+    hostile: list[dict[str, Any]] = [
+        {"events": "not a list", "lastSeq": "garbage", "audit": 42, "eventsExpireAt": "soon"},
+        {"events": [1, None, {"seq": "x"}, {"type": "delta"}], "lastSeq": HUGE, "audit": ["x", None]},
+        {"events": {"seq": 1}, "lastSeq": -5, "audit": {"kind": 1}, "eventsExpireAt": None},
+    ]
+    for parts in hostile:
+        docstore.commit([Write("set", step.path, {**step.data, **parts})])
+        for after in ("", "?after=1", f"?after={max(held)}"):
+            resp = api.client.get(f"/api/agent/runs/{run_id}/events{after}", headers=ALICE)
+            assert resp.status_code == 200, (parts, resp.get_data()[:300])
+            got = [_strict(line) for line in resp.get_data(as_text=True).splitlines() if line.strip()]
+            start = int(after.split("=")[1]) if after else 0
+            assert got == [e for e in others if e["seq"] > start], (parts, after, got)
+        for url in (f"/api/agent/runs/{run_id}", f"/api/agent/runs/{run_id}/trace"):
+            resp = api.client.get(url, headers=ALICE)
+            assert resp.status_code == 200, (parts, url, resp.get_data()[:300])
+        export = api.client.post("/api/agent/me/export", headers=ALICE)
+        assert export.status_code == 200 and step.path in export.get_json()["documents"], parts
+        # the run's audit read leaves out what is no entry (none of the step's is one here)
+        assert not [e for e in api.rt.runs.audit_of(run_id) if e.get("kind") == "policy_decision"], parts

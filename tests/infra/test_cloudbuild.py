@@ -1,5 +1,6 @@
 """cloudbuild.yaml runs test -> bundle -> deploy -> smoke with commands that exist in this repo,
-and the smoke script tells a protected, working run function from a broken or public one."""
+and the smoke script tells a protected, working deployment from a broken or public one, through the
+one endpoint (IAP in front of the functions) as the backend calls it, and on the run function's URL."""
 
 from __future__ import annotations
 
@@ -82,12 +83,15 @@ class _FakeRunFunction(BaseHTTPRequestHandler):
     """Cloud Run IAM in front of the runtime: 403 without an identity token, else the app's answer."""
 
     public = False
+    header, credential, refusal = "X-Serverless-Authorization", "Bearer fake-id-token", 403
+    seen: list[dict[str, str]]
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        ident = self.headers.get("X-Serverless-Authorization", "")
-        if not self.public and ident != "Bearer fake-id-token":
-            self._send(403, b"Forbidden")
+        self.seen.append(dict(self.headers))
+        ident = self.headers.get(self.header, "")
+        if not self.public and ident != self.credential:
+            self._send(self.refusal, b"Forbidden")
         elif self.headers.get("Authorization") == "Bearer user-token":
             self._send(200, json.dumps({"ok": True, "runId": "r1"}).encode())
         else:
@@ -103,9 +107,15 @@ class _FakeRunFunction(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def fake_function() -> Iterator[tuple[str, type[_FakeRunFunction]]]:
-    handler = type("Handler", (_FakeRunFunction,), {"public": False})
+class _FakeEndpoint(_FakeRunFunction):
+    """The load balancer with IAP in front of the functions: 401 without the backend's signed JWT in
+    Proxy-Authorization, else the app's answer."""
+
+    header, credential, refusal = "Proxy-Authorization", "Bearer fake-signed-jwt", 401
+
+
+def _serve(kind: type[_FakeRunFunction]) -> Iterator[tuple[str, type[_FakeRunFunction]]]:
+    handler = type("Handler", (kind,), {"public": False, "seen": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -114,14 +124,35 @@ def fake_function() -> Iterator[tuple[str, type[_FakeRunFunction]]]:
     server.server_close()
 
 
-def _smoke(tmp_path: Path, url: str, **env: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def fake_function() -> Iterator[tuple[str, type[_FakeRunFunction]]]:
+    yield from _serve(_FakeRunFunction)
+
+
+@pytest.fixture
+def fake_endpoint() -> Iterator[tuple[str, type[_FakeRunFunction]]]:
+    yield from _serve(_FakeEndpoint)
+
+
+GCLOUD = """#!/bin/sh
+echo "$@" >> "$(dirname "$0")/calls"
+if [ "$1 $2 $3" = "iam service-accounts sign-jwt" ]; then  # ... --iam-account=SA CLAIMS OUT
+  cp "$5" "$(dirname "$0")/claims" && echo fake-signed-jwt > "$6"
+else
+  echo fake-id-token
+fi
+"""
+
+
+def _smoke(tmp_path: Path, url: str, endpoint: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    gcloud = bin_dir / "gcloud"  # stands in for `gcloud auth print-identity-token`
-    gcloud.write_text('#!/bin/sh\necho "$@" >> "$(dirname "$0")/calls"\necho fake-id-token\n')
+    gcloud = bin_dir / "gcloud"  # stands in for `gcloud auth print-identity-token` and `... sign-jwt`
+    gcloud.write_text(GCLOUD)
     gcloud.chmod(gcloud.stat().st_mode | stat.S_IEXEC)
     outputs = tmp_path / "outputs.json"
-    outputs.write_text(json.dumps({"runUrl": url, "backendServiceAccount": "backend@p.iam.gserviceaccount.com"}))
+    stack = {"runUrl": url, "backendServiceAccount": "backend@p.iam.gserviceaccount.com"}
+    outputs.write_text(json.dumps({**stack, "endpointUrl": endpoint} if endpoint else stack))
     return subprocess.run(["bash", str(REPO / "scripts" / "smoke.sh"), str(outputs)], capture_output=True,
                           text=True, env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **env})
 
@@ -149,3 +180,65 @@ def test_smoke_fails_when_the_user_run_fails(tmp_path: Path, fake_function: tupl
     url, _ = fake_function
     proc = _smoke(tmp_path, url, SMOKE_USER_TOKEN="wrong-token")
     assert proc.returncode != 0 and "user run" in proc.stderr
+
+
+# --- through the one endpoint --------------------------------------------------------------------------
+
+def test_smoke_goes_through_the_endpoint_with_the_backends_signed_jwt(
+        tmp_path: Path, fake_function: tuple[str, type[_FakeRunFunction]],
+        fake_endpoint: tuple[str, type[_FakeRunFunction]]) -> None:
+    url, function = fake_function
+    endpoint, lb = fake_endpoint
+    proc = _smoke(tmp_path, url, endpoint, SMOKE_VIA="endpoint", SMOKE_USER_TOKEN="user-token")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "endpoint, no credentials -> 401 from the platform" in proc.stdout
+    assert "endpoint, backend identity through IAP, no user -> 401 from the function" in proc.stdout
+    assert "user run -> 200" in proc.stdout and f"smoke: ok ({endpoint})" in proc.stdout
+    calls = (tmp_path / "bin" / "calls").read_text()
+    assert "iam service-accounts sign-jwt --iam-account=backend@p.iam.gserviceaccount.com" in calls
+    claims = json.loads((tmp_path / "bin" / "claims").read_text())
+    assert claims["iss"] == claims["sub"] == "backend@p.iam.gserviceaccount.com"
+    assert claims["aud"] == f"{endpoint}/*" and 0 < claims["exp"] - claims["iat"] <= 3600
+    # the backend identity and the user's credential went to the endpoint; the function URL was only
+    # checked to refuse a call without credentials
+    assert [h.get("Proxy-Authorization") for h in lb.seen] == [None, None, "Bearer fake-signed-jwt",
+                                                                "Bearer fake-signed-jwt"]
+    assert lb.seen[-1]["Authorization"] == "Bearer user-token"
+    assert [h.get("X-Serverless-Authorization") for h in function.seen] == [None]
+
+
+def test_smoke_fails_for_a_public_endpoint(tmp_path: Path, fake_function: tuple[str, type[_FakeRunFunction]],
+                                          fake_endpoint: tuple[str, type[_FakeRunFunction]]) -> None:
+    url, _ = fake_function
+    endpoint, lb = fake_endpoint
+    lb.public = True
+    proc = _smoke(tmp_path, url, endpoint, SMOKE_VIA="endpoint")
+    assert proc.returncode != 0 and "endpoint, no credentials" in proc.stderr, proc.stdout + proc.stderr
+
+
+def test_smoke_fails_when_iap_refuses_the_backend(tmp_path: Path, fake_function: tuple[str, type[_FakeRunFunction]],
+                                                 fake_endpoint: tuple[str, type[_FakeRunFunction]]) -> None:
+    url, _ = fake_function
+    endpoint, lb = fake_endpoint
+    lb.credential = "Bearer another-jwt"
+    proc = _smoke(tmp_path, url, endpoint, SMOKE_VIA="endpoint")
+    assert proc.returncode != 0 and "no user: not the runtime's JSON error: Forbidden" in proc.stderr, \
+        proc.stdout + proc.stderr
+
+
+def test_an_https_endpoint_is_the_default_and_an_unanswering_one_fails(
+        tmp_path: Path, fake_function: tuple[str, type[_FakeRunFunction]]) -> None:
+    """The stack's endpoint over HTTPS (a domain) is where the smoke goes by default; one that never
+    answers (its certificate still provisioning) fails once SMOKE_ENDPOINT_WAIT_S is spent."""
+    url, _ = fake_function
+    proc = _smoke(tmp_path, url, "https://127.0.0.1:9", SMOKE_ENDPOINT_WAIT_S="0")
+    assert proc.returncode != 0 and "endpoint https://127.0.0.1:9: no answer within 0s" in proc.stderr, \
+        proc.stdout + proc.stderr
+
+
+def test_without_an_https_endpoint_the_function_url_is_used_and_said(
+        tmp_path: Path, fake_function: tuple[str, type[_FakeRunFunction]]) -> None:
+    url, _ = fake_function
+    proc = _smoke(tmp_path, url, "http://203.0.113.7")  # no domain: HTTP only, which IAP does not serve
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "endpoint not checked (SMOKE_VIA=function, or no HTTPS endpoint: 'http://203.0.113.7')" in proc.stdout

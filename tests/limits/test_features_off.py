@@ -40,11 +40,12 @@ OFF_ROUND_TRIPS: dict[str, tuple[int, float, int]] = {
 }
 OFF_DOCUMENTS_WRITTEN: dict[str, int] = {}  # budgets free since issue 33's third session: no month counter (the
 # month's spend is the sum of its days' counters); it wrote one per model call before
-DOCUMENTS_PER_TOOL_STEP = {"audit": 1.0, "events": 1.0, "runs": 1.0, "turns": 1.0, "usage": 1.0, "usageDays": 1.0}
-"""6 documents per tool step (target 4: not met; 7 when the issue was filed, 8 with the month's counter
-of the money budgets, issue 30, until issue 33's third session; 7 until issue 33's session 3
-(issue-33e) put the actions of a step's answered calls inside its turns document). Reads per step:
-0 (1 before issue 33's session 2: run control's thread read)."""
+DOCUMENTS_PER_TOOL_STEP = {"runs": 1.0, "turns": 1.0, "usage": 1.0, "usageDays": 1.0}
+"""4 documents per tool step, the target (issue 33's session 4, issue-33m: the step's events and the audit
+entries of its answered calls ride in its turns document; 6 before, 7 when the issue was filed, 8 with the
+month's counter of the money budgets, issue 30, until issue 33's third session; 7 until issue 33's session 3
+(issue-33e) put the actions of a step's answered calls inside its turns document). Reads per step: 0 (1
+before issue 33's session 2: run control's thread read)."""
 
 
 def _off(store: DocStore) -> Run:

@@ -35,8 +35,12 @@ PLAN_SESSION_START = 2  # 6 before the batched start read, 3 before the request 
 # 56 before issue 33's stamps and batched resume read (each invocation); 47 before 33g: no read of
 # the session before each act (a cancel asks the run to stop), the session's end lists no webhooks, a
 # yield publishes its continue message without reading its outbox entry back, and the router does not read
-# back the entry of a continue message its claim removed (one per invocation).
-PLAN_ACT_ROUND_TRIPS, PLAN_ACTS = 29, 12
+# back the entry of a continue message its claim removed (one per invocation). 29 before 33o: each of the 3
+# invocations reads its turns by the name its continue message gives (no query of its actions and turns) and
+# its status event rides on its claim (no commit of its own). Per invocation now: one get_many, the claim,
+# one commit per act, the yield's commit and its outbox entry marked published (the last one ends instead).
+PLAN_ACT_ROUND_TRIPS, PLAN_ACTS = 20, 12
+PLAN_INVOCATION_CLAIM = "commit events outbox runs"  # the run, its consumed continue entry, its status event
 
 
 def test_round_trips_on_the_paths_a_user_waits_on(store: DocStore) -> None:
@@ -68,6 +72,12 @@ def test_round_trips_on_the_paths_a_user_waits_on(store: DocStore) -> None:
     act = got["plan_act"]
     assert act["acts"] == PLAN_ACTS
     assert act["round_trips_per_act"] == round(PLAN_ACT_ROUND_TRIPS / PLAN_ACTS, 3), act
+    # Each invocation: one get_many naming its turn documents (its message's hint), then its claim.
+    plan_trips = act["trips"]
+    reads = [i for i, t in enumerate(plan_trips) if t.startswith("get_many runs/")]
+    assert len(reads) == 3 and all("/turns/" in plan_trips[i] for i in reads), plan_trips
+    assert [plan_trips[i + 1] for i in reads] == [PLAN_INVOCATION_CLAIM] * 3, plan_trips
+    assert not [t for t in plan_trips if t.startswith("query runs/")], plan_trips
 
 
 def _count(store: InstrumentedStore, fn: Any) -> tuple[int, list[str]]:

@@ -15,6 +15,7 @@ from shared.state.host_states import PlanRunState
 from shared.state.records import UserRecord
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
+from shared.tools.registry import ToolRegistry
 from tests.plans.conftest import MakeRuntime
 from tests.plans.support import Script
 from tests.plans.test_sessions_http import ALICE, create, deliver, events
@@ -185,6 +186,24 @@ class Crash(BaseException):
     """A process dying mid-invocation (not an ``Exception``: nothing in the runtime catches it)."""
 
 
+def crashing_note(sent: list[str]) -> ToolRegistry:
+    """The default tools and ``send_note``, a side-effect tool that notes its recipient in ``sent``,
+    then dies: after the side effect, the runtime never learns how it went."""
+    registry = default_registry()
+
+    @registry.tool(side_effect=True)
+    def send_note(ctx: ToolContext, to: str) -> dict[str, Any]:
+        """Send a note.
+
+        Args:
+            to: Recipient.
+        """
+        sent.append(to)
+        raise Crash()
+
+    return registry
+
+
 def crashed_then_recovered(rt: Runtime, client: FlaskClient) -> str:
     """A new session, confirmed; the delivery that executes it crashes; once its lease (0.2 s) lapsed
     the sweep recovers it and the rest is delivered. The session's id."""
@@ -249,18 +268,7 @@ def test_a_crash_inside_a_side_effect_act_is_reported_unknown_to_the_reflection(
         return {"taskComplete": prompt["lastAct"]["action"]["tool"] == "task_done", "taskFailed": False,
                 "summary": "noted"}
 
-    registry = default_registry()
-
-    @registry.tool(side_effect=True)
-    def send_note(ctx: ToolContext, to: str) -> dict[str, Any]:
-        """Send a note.
-
-        Args:
-            to: Recipient.
-        """
-        sent.append(to)
-        raise Crash()  # after the side effect: the runtime never learns how it went
-
+    registry = crashing_note(sent)
     rt = make_rt(Script(acts={"Read the notes": [("send_note", {"to": "bob"})]}, reflect=reflect), lease_ttl_s=0.2)
     rt.registry = registry
     rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
