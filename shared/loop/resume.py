@@ -61,11 +61,11 @@ def handle_run_message(services: Services, message: WorkMessage) -> Disposition:
     log.info("%s message handled: %s", message.kind, outcome, extra={"fields": {"runId": message.unitId}})
     # Resumed, waiting for another decision (whose own message will resume it), ended or gone: the
     # message's outbox entry has done its job. "busy" keeps it: the lease holder may die, and then
-    # the sweep re-publishes the entry. A message that resumed its run and whose entry the claim
-    # removed (a decision of the paused turn, issue 33o), or a ``continue`` message that resumed its
-    # run: the entry of a yield (``continue-{run}-{steps}``) is removed by the claim of the run
-    # parked at it (this one, or an earlier one for a message delivered twice): the router need not
-    # read it again.
+    # the sweep re-publishes the entry. The router need not read the entry again when the run was
+    # resumed and its claim removed the entry (a decision of the paused turn, a plan's wake-up of
+    # its parent: issue 33o), or for a ``continue`` message that resumed its run: the entry of a
+    # yield (``continue-{run}-{steps}``) is removed by the claim of the run parked at it (this one,
+    # or an earlier one for a message delivered twice).
     if outcome == "busy":
         return "keep"
     if outcome == "resumed" and (message.outbox_entry in removed or (
@@ -213,9 +213,7 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
 
         host = services.hosts.get(run.host)
         claimed, done = _claim(services, run, owner)
-        if removed is not None:  # this attempt's: every commit of a resumed run holds the claim's writes
-            removed.clear()
-            removed.update([*run.pending_approval_ids, continue_entry_id(run_id, run.steps)])
+        _removed(removed, services, done)
         if host is None:
             try:
                 snap = services.runs.commit(snap, claimed, done)
@@ -240,6 +238,7 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             # The host's own first events and the invocation's status ride on the claim (issue 33:
             # no commit of their own); a claim that fails is never committed, so neither are they.
             host.resumed(ctx)
+            _removed(removed, services, ctx.pending)  # with the host's own (a plan's wake-up entry)
             ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
             if not claims_with_its_side_effect(ctx, run, actions):
                 try:
@@ -260,6 +259,15 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                     return "busy"  # another invocation took the run over; it carries on
                 return "resumed"
     return "busy"
+
+
+def _removed(removed: set[str] | None, services: Services, writes: list[Write]) -> None:
+    """Note in ``removed`` the outbox entries this attempt's claim removes (``writes``: its
+    writes so far). Every commit of a resumed run holds the claim's writes, so they are gone
+    when the run is ``resumed``."""
+    if removed is not None:
+        removed.clear()
+        removed.update(services.outbox.repo.deleted_by(writes))
 
 
 def _waits(run: RunRecord, actions: list[ActionRecord]) -> bool:

@@ -171,24 +171,32 @@ def _issue_create_preview(args: BaseModel) -> str:
     return "\n".join(lines)
 
 
-def _issue_update_preview(args: BaseModel) -> str:
-    a: Any = args
-    lines = [f"Update GitHub issue {a.repo}#{a.number} (only the fields below change)"]
+def _update_preview(what: str, a: Any, more: list[str]) -> str:
+    """An update's preview: ``what`` is updated, with its new title and body when given, then the
+    ``more`` lines of its other fields; none at all: the update will be refused."""
+    lines = [f"Update {what} {a.repo}#{a.number} (only the fields below change)"]
     if a.title is not None:
         lines.append(f'Title: "{a.title}"')
     if a.body is not None:
         lines.append(f"Body (replaces the current text): {_start(a.body)}")
-    if a.labels is not None:
-        lines.append(f"Labels (replacing the current ones): {_listed(a.labels)}")
-    if a.assignees is not None:
-        lines.append(f"Assignees (replacing the current ones): {_listed(a.assignees)}")
-    if a.state == "open":
-        lines.append("State: reopen the issue")
-    elif a.state == "closed":
-        lines.append("State: close the issue as completed")
+    lines.extend(more)
     if len(lines) == 1:
         lines.append("(no changes given: the update will be refused)")
     return "\n".join(lines)
+
+
+def _issue_update_preview(args: BaseModel) -> str:
+    a: Any = args
+    more = []
+    if a.labels is not None:
+        more.append(f"Labels (replacing the current ones): {_listed(a.labels)}")
+    if a.assignees is not None:
+        more.append(f"Assignees (replacing the current ones): {_listed(a.assignees)}")
+    if a.state == "open":
+        more.append("State: reopen the issue")
+    elif a.state == "closed":
+        more.append("State: close the issue as completed")
+    return _update_preview("GitHub issue", a, more)
 
 
 def _issue_close_preview(args: BaseModel) -> str:
@@ -206,16 +214,8 @@ def _pull_create_preview(args: BaseModel) -> str:
 
 def _pull_update_preview(args: BaseModel) -> str:
     a: Any = args
-    lines = [f"Update pull request {a.repo}#{a.number} (only the fields below change)"]
-    if a.title is not None:
-        lines.append(f'Title: "{a.title}"')
-    if a.body is not None:
-        lines.append(f"Body (replaces the current text): {_start(a.body)}")
-    if a.base is not None:
-        lines.append(f"Base branch: {a.base} (the pull request will merge into it instead)")
-    if len(lines) == 1:
-        lines.append("(no changes given: the update will be refused)")
-    return "\n".join(lines)
+    base = [] if a.base is None else [f"Base branch: {a.base} (the pull request will merge into it instead)"]
+    return _update_preview("pull request", a, base)
 
 
 def _pull_close_preview(args: BaseModel) -> str:
