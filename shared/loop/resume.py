@@ -15,40 +15,30 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from shared import tracing
 from shared.durable import leases
 from shared.durable.kinds import CONTINUE, continue_entry_id
-from shared.durable.messages import WorkMessage
-from shared.durable.router import Disposition
 from shared.errors import StoredValueInvalid
-from shared.events import StatusEvent, ToolResultEvent
-from shared.failures import FailureCode
+from shared.formats import args_hash
 from shared.ids import new_id
 from shared.logs import log_context
-from shared.loop import budget_pause, stops
-from shared.loop.budget_pause import BUDGET_TOOL
-from shared.loop.context import RunContext, Services
-from shared.loop.outcomes import NextStepInterruption, NextStepLost, NextStepRunAgain
-from shared.loop.steps import drive, host_step
-from shared.loop.tool_calls import (
-    bounded_result,
-    conversation_id,
-    execute_action,
-    lookup,
-    outcomes,
-    responses_turn,
-    tool_context,
-)
-from shared.models.base import Turn
 from shared.state.batched_reads import BatchedReads, read_together
 from shared.state.docstore import PreconditionFailed, Write
-from shared.state.records import ActionRecord, RunRecord, UserRecord
+from shared.state.records import BUDGET_TOOL, ActionRecord, RunRecord, UserRecord
 from shared.state.runs_repo import RunSnapshot
 from shared.state.transitions import move_action, move_run
-from shared.state.users_repo import Stamps
-from shared.tools.registry import args_hash
+
+if TYPE_CHECKING:
+    from shared.durable.messages import WorkMessage
+    from shared.durable.router import Disposition
+    from shared.loop.context import RunContext, Services
+    from shared.models.base import Turn
+    from shared.state.users_repo import Stamps
+
+# The loop (steps, tools, events, tracing, budgets) is imported by the functions that drive a run,
+# once one is claimed: a message for a run that is gone, ended, busy or still waiting loads none of
+# it (the ``resume`` function's cold start, issue 33).
 
 log = logging.getLogger("agent_runtime.resume")
 
@@ -115,6 +105,8 @@ def close_expired_pauses(services: Services, limit: int) -> int:
     Only pauses that asked someone are queried (``pauseExpiresAt``, earliest first): plans waiting
     for their confirmation, however many, never crowd them out. Runs paused before that field
     existed come from the legacy pass."""
+    from shared.loop import stops
+
     closed = 0
     at = time.time()
     for run_id in [*services.runs.expired_pauses(at, limit), *services.runs.legacy_pauses(limit)]:
@@ -211,6 +203,14 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                 continue  # someone moved the run meanwhile (a decision, another resumer): look again
         if _waits(run, actions):
             return "waiting"
+        from shared import tracing
+        from shared.events import StatusEvent
+        from shared.failures import FailureCode
+        from shared.loop import budget_pause, stops
+        from shared.loop.context import RunContext
+        from shared.loop.outcomes import NextStepLost
+        from shared.loop.steps import drive
+
         host = services.hosts.get(run.host)
         claimed, done = _claim(services, run, owner)
         _removed(removed, services, done)
@@ -314,6 +314,9 @@ def _fail_unreadable(services: Services, snap: RunSnapshot, owner: str, exc: Sto
     the next queued one), its error naming the document, in one commit. Nothing of its history
     runs: no tool, no model call; the decisions stay as recorded. The message is then acknowledged
     (redelivering it would meet the same document). PreconditionFailed when the run moved."""
+    from shared.failures import FailureCode
+    from shared.loop.context import RunContext
+
     run = snap.run
     where = str(exc.details.get("object") or "a stored document")
     with log_context(runId=run.run_id, threadId=run.thread_id, uid=run.uid):
@@ -335,6 +338,8 @@ def claims_with_its_side_effect(ctx: RunContext, run: RunRecord, actions: list[A
     when nothing runs before that commit, i.e. the paused turn's calls to run are all registry
     tools with a side effect (each commits its claim before it runs), none cut off, no budget
     decision. Read-only and virtual tools (a plan's start writes) run only after a claim."""
+    from shared.loop.tool_calls import lookup
+
     if run.status != "awaiting_confirmation" or run.host != "chat":
         return False
     turn = [a for a in actions if a.turn_index == run.pending_turn]
@@ -353,6 +358,13 @@ def claims_with_its_side_effect(ctx: RunContext, run: RunRecord, actions: list[A
 def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
     """Finish the last model turn's calls (if it has unanswered ones) and answer them in order.
     True when the loop may go on; False when the host stopped the unit (committed)."""
+    from shared.events import ToolResultEvent
+    from shared.failures import FailureCode
+    from shared.loop import budget_pause
+    from shared.loop.outcomes import NextStepInterruption, NextStepLost, NextStepRunAgain
+    from shared.loop.steps import host_step
+    from shared.loop.tool_calls import execute_action, outcomes, responses_turn
+
     if not ctx.turns:
         ctx.host.fail(ctx, FailureCode.INCONSISTENT_STATE, "the run has no turns to resume from")
         return False
@@ -412,6 +424,9 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
 def _recover_cut_off(ctx: RunContext, action: ActionRecord) -> None:
     """A call a crash cut off: retry it when repeating is safe, ask the service when it can tell
     (done → recorded, not done → run once), else record the outcome ``unknown`` (never re-run)."""
+    from shared.events import ToolResultEvent
+    from shared.loop.tool_calls import bounded_result, tool_context
+
     tool = ctx.registry.get(action.tool)
     if action.idempotent:
         _rerun(ctx, action, "retry", "idempotent tool cut off by a crash; retried")
@@ -450,6 +465,10 @@ def _rerun(ctx: RunContext, action: ActionRecord, decision: str, reason: str) ->
 
 
 def _record_unknown(ctx: RunContext, action: ActionRecord, reason: str) -> None:
+    from shared import tracing
+    from shared.events import ToolResultEvent
+    from shared.loop.tool_calls import conversation_id
+
     move_action(action, "failed")
     action.outcome, action.error = "unknown", reason
     tracing.tool_unknown(action, conversation_id(ctx))
