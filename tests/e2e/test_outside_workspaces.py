@@ -127,3 +127,53 @@ def test_a_sessions_kept_workspaces_are_listed_as_kept_and_outlive_the_sweep(
         assert [(c["runId"], c["keep"]) for c in after] == [(runs[True], True)]
     finally:
         set_runtime(None)
+
+
+def test_an_erasure_refused_for_a_working_run_destroys_no_workspace(
+        store: DocStore, sandbox: SandboxProcess, client: FlaskClient) -> None:
+    """``DELETE /api/agent/me`` destroyed the user's workspaces in the sandbox service first and only
+    then found the run still working: a 409 ``RUN_ACTIVE`` "nothing is deleted", with every
+    workspace (files and snapshot) gone."""
+    import threading
+
+    release = threading.Event()
+
+    def model(request: ModelRequest) -> Turn:
+        prompt = request.turns[0].text
+        if any(p.function_response for p in request.turns[-1].parts):
+            return text_turn("made")
+        if "make" in prompt:
+            return calls_turn(call("container_create", {"group": "keepme"}))
+        release.wait(30)  # a slow model call: the run is working, not paused
+        return text_turn("done")
+
+    rt = install(store, FunctionModel(model), sandbox_url=sandbox.url, sandbox_key=sandbox.key)
+    try:
+        rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+        assert client.post("/api/agent/run", json={"prompt": "make one"}, headers=ALICE).status_code == 200
+        (ws,) = client.get("/api/agent/containers", headers=ALICE).get_json()["containers"]
+        answers: dict[str, Any] = {}
+        slow = threading.Thread(target=lambda: answers.update(
+            run=client.post("/api/agent/run", json={"prompt": "think hard"}, headers=ALICE).status_code))
+        slow.start()
+        try:
+            for _ in range(200):
+                runs = client.get("/api/agent/runs", headers=ALICE).get_json()["runs"]
+                if len(runs) == 2:
+                    break
+                release.wait(0.05)
+            refused = client.delete("/api/agent/me", headers=ALICE)
+            assert refused.status_code == 409 and refused.get_json()["error"]["code"] == "RUN_ACTIVE"
+            assert [c["containerId"] for c in client.get("/api/agent/containers", headers=ALICE).get_json()[
+                "containers"]] == [ws["containerId"]]
+            assert sandbox.client().info(ws["containerId"])["quotaBytes"] > 0  # its files are still there
+        finally:
+            release.set()
+            slow.join(30)
+        assert answers["run"] == 200
+        erased = client.delete("/api/agent/me", headers=ALICE)
+        assert erased.status_code == 200 and erased.get_json()["deleted"].get("workspaces") == 1
+        with pytest.raises(SandboxError):
+            sandbox.client().info(ws["containerId"])
+    finally:
+        set_runtime(None)
