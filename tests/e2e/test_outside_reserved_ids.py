@@ -115,3 +115,17 @@ def test_ids_next_to_the_reserved_form_are_still_ids(runtime: None, client: Flas
     ok = client.put("/api/agent/schedules/__daily", json={"cron": "0 9 * * *", "prompt": "hi"}, headers=ALICE)
     assert ok.status_code == 200, ok.get_json()
     assert client.post("/api/agent/run", json={"prompt": "hi", "threadId": "a" * 129}, headers=ALICE).status_code == 400
+
+
+def test_the_goals_agents_user_id_of_the_reserved_form_is_a_400_not_a_lost_usage_entry(
+        runtime: None, client: FlaskClient, caplog: pytest.LogCaptureFixture) -> None:
+    """``POST /agent/run {"userId": "__x__"}`` answered 200 and its usage entry (``users/__x__/...``)
+    was logged as lost on Firestore."""
+    with caplog.at_level(logging.INFO):
+        refused = client.post("/agent/run", json={"message": "hi", "userId": "__x__", "sessionId": "s1"})
+        assert refused.status_code == 400 and "userId" in refused.get_data(as_text=True), refused.get_json()
+        for uid in ("_x_", "__x", "u__"):
+            ok = client.post("/agent/run", json={"message": "hi", "userId": uid, "sessionId": "s1"})
+            assert ok.status_code == 200, (uid, ok.get_json())
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+            and "usage entry" in r.getMessage()] == []

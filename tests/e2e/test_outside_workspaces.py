@@ -12,16 +12,16 @@ sweep's own rule: not kept, not of a session that keeps its workspaces) and trie
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
+from shared.api import RunRequest
 from shared.connectors.sandbox import SandboxError
 from shared.models.base import ModelRequest, Turn
 from shared.models.offline import OfflineModel
-from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
+from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.state.records import UserRecord
@@ -30,16 +30,8 @@ from shared.workspaces import workspace_id_for
 from tests.agent.conftest import install
 from tests.e2e.conftest import ALICE
 from tests.messages import deliver
-from tests.sandbox.conftest import SMALL_LIMITS
+from tests.sandbox.conftest import sandbox as sandbox  # the sandbox service process, one per module
 from tests.sandbox.support import SandboxProcess
-
-
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess]:
-    base: Path = tmp_path_factory.mktemp("sandbox")
-    box = SandboxProcess.start(base, env=SMALL_LIMITS, snapshot_dir=base / "snapshots")
-    yield box
-    box.stop()
 
 
 def _shell_once(request: ModelRequest) -> Turn:
@@ -175,5 +167,40 @@ def test_an_erasure_refused_for_a_working_run_destroys_no_workspace(
         assert erased.status_code == 200 and erased.get_json()["deleted"].get("workspaces") == 1
         with pytest.raises(SandboxError):
             sandbox.client().info(ws["containerId"])
+    finally:
+        set_runtime(None)
+
+
+@pytest.mark.parametrize("url", ["https://127.0.0.1:9/x.git", "https://10.1.2.3/team/repo.git",
+                                 "https://169.254.169.254/computeMetadata/v1/", "https://localhost/x.git"])
+def test_a_repository_url_at_a_private_address_is_refused_before_the_sandbox_clones_it(
+        store: DocStore, sandbox: SandboxProcess, url: str) -> None:
+    """``container_create {repo: "https://10.…"}``: the sandbox service cloned from any https host,
+    loopback, private networks and the metadata address included (the SSRF guard of MCP servers,
+    webhooks and web_fetch did not apply)."""
+    model = ScriptedModel([calls_turn(call("container_create", {"repo": url})), text_turn("ok")])
+    rt = install(store, model, sandbox_url=sandbox.url, sandbox_key=sandbox.key)
+    try:
+        rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+        started = rt.agent.start("alice", RunRequest(prompt="clone it"))
+        result = rt.agent.run(rt.agent.context(started))
+        (action,) = rt.runs.list_actions(result.run_id)
+        assert action.status == "failed" and (action.error or "").startswith("REPO_URL_NOT_ALLOWED"), action.error
+        assert WorkspacesRepo(store).live_of("alice") == []  # nothing created, nothing cloned
+    finally:
+        set_runtime(None)
+
+
+def test_local_development_may_clone_from_a_private_address(store: DocStore, sandbox: SandboxProcess) -> None:
+    model = ScriptedModel([calls_turn(call("container_create", {"repo": "https://127.0.0.1:9/x.git"})),
+                           text_turn("ok")])
+    rt = install(store, model, sandbox_url=sandbox.url, sandbox_key=sandbox.key, mcp_allow_private_urls=True)
+    try:
+        rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+        started = rt.agent.start("alice", RunRequest(prompt="clone it"))
+        result = rt.agent.run(rt.agent.context(started))
+        (action,) = rt.runs.list_actions(result.run_id)
+        assert action.status == "failed" and "REPO_URL_NOT_ALLOWED" not in (action.error or ""), action.error
+        assert "git clone failed" in (action.error or "")  # it got as far as the clone (nothing listens there)
     finally:
         set_runtime(None)
