@@ -18,11 +18,18 @@ default thresholds (700, 10, 10) traverse them over and over, ~15 % of the CPU a
 spends (measured: 1.11 s -> 0.93 s of CPU, the same peak RSS). The interpreter's own thresholds are
 back when the instance's second request starts (a streamed first answer is produced after its
 entry returns, so its end is not the place).
+
+Pydantic looks for plugins (the ``pydantic`` entry-point group) when it builds its first validator, by
+reading the metadata of every installed distribution: ~4.5 ms of CPU in every cold start (issue 33),
+and the bundle installs no such plugin (tests/unit/test_cold_run_modules.py checks). So the search is
+off unless the deployment sets ``PYDANTIC_DISABLE_PLUGINS`` itself (e.g. to an empty value, to load a
+plugin it installed).
 """
 
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +47,8 @@ gc.set_threshold(*COLD_GC_THRESHOLD)  # the SDKs and most of our modules are imp
 
 if TYPE_CHECKING:
     import flask
+
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # read when the first validator is built
 
 Settings.from_env()  # raises ConfigurationError: functions-framework exits before serving
 # functions-framework points ``errorhandler`` at the app it is creating before importing this module

@@ -34,8 +34,10 @@ compilation is recompiled on every start; for ``run`` compiling everything it im
 
 from __future__ import annotations
 
+import argparse
 import base64
 import compileall
+import contextlib
 import json
 import os
 import socket
@@ -139,7 +141,12 @@ def _request(port: int, probe: Probe) -> int:
 
 def _tree_cpu_s(pid: int) -> float:
     """CPU seconds (user + system) of ``pid`` and its live descendants (functions-framework serves
-    through gunicorn: the app is imported in the master, the request handled in a forked worker)."""
+    through gunicorn: the app is imported in the master, the request handled in a forked worker).
+
+    Per process, the larger of two readings: the sum of its threads' ``schedstat`` run times
+    (nanoseconds, so a start of ~0.4 s is read to the microsecond; threads that already exited are
+    not in it) and ``stat``'s utime + stime (those threads included, but counted in clock ticks of
+    10 ms, which alone moved a per-round ratio by up to 3 points)."""
     total, todo = 0.0, [pid]
     tick = os.sysconf("SC_CLK_TCK")
     while todo:
@@ -147,10 +154,15 @@ def _tree_cpu_s(pid: int) -> float:
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14 and 15)
+            ticks = (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14 and 15)
+            ran_ns = 0
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     todo += [int(c) for c in f.read().split()]
+                with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError, IndexError), \
+                        open(f"/proc/{p}/task/{task}/schedstat") as f:
+                    ran_ns += int(f.read().split()[0])
+            total += max(ticks, ran_ns / 1e9)
         except (FileNotFoundError, ProcessLookupError):
             continue
     return total
@@ -205,15 +217,20 @@ TARGET_PCT = 10.0
 of the imports they need."""
 VS_FIRST_USE = ("run", "stream", "goals")
 VS_IMPORTS = ("approve", "resume", "runs")
-ROUNDS, QUICK_ROUNDS = 15, 3
+ROUNDS, QUICK_ROUNDS, MAX_ROUNDS = 15, 3, 25
+"""At least ``ROUNDS`` rounds; then two more at a time while a target's figure is not ``stable`` (wall or
+CPU), up to ``MAX_ROUNDS`` (``BENCH_COLD_ROUNDS`` / ``BENCH_COLD_MAX_ROUNDS``, ``--rounds`` /
+``--max-rounds``)."""
 STABLE_POINTS = 10.0
 """The two halves' medians within this many points: the figure does not move much between runs."""
 HELLO = Probe("hello", "GET", "/", None, ())
 FIRST_USE = Probe("first_use", "GET", "/", None, ())
 FIRST_READ = Probe("first_read", "GET", "/", None, ())
+FIRST_READ_PYDANTIC = Probe("first_read_pydantic", "GET", "/", None, ())
 SOURCES = {"hello": os.path.join("bench", "hello_fn.py"), "first_use": os.path.join("bench", "sdk_first_use_fn.py"),
-           "first_read": os.path.join("bench", "sdk_first_read_fn.py")}
-BASELINES = (HELLO, FIRST_USE, FIRST_READ)
+           "first_read": os.path.join("bench", "sdk_first_read_fn.py"),
+           "first_read_pydantic": os.path.join("bench", "sdk_first_read_pydantic_fn.py")}
+BASELINES = (HELLO, FIRST_USE, FIRST_READ, FIRST_READ_PYDANTIC)
 
 
 def probes(run_id: str = "run_doesnotexist") -> list[Probe]:
@@ -268,15 +285,32 @@ def _pct(values: list[float]) -> dict[str, Any]:
             "stable": len(halves) == 2 and abs(halves[0] - halves[1]) <= STABLE_POINTS}
 
 
-def _timed_rounds(env: dict[str, str], rounds: int, log: Any, run_id: str = "run_doesnotexist"
-                  ) -> tuple[dict[str, list[ColdStart]], dict[str, str]]:
+def unstable(got: dict[str, list[ColdStart]]) -> list[str]:
+    """The targets whose figure is not stable yet, wall or CPU (``run:wall``, ``approve:cpu``...)."""
+    out = []
+    for names, base in ((VS_FIRST_USE, "first_use"), (VS_IMPORTS, "first_read")):
+        for name in names:
+            if not got.get(name) or not got.get(base):
+                continue  # failed: reported as an error, no figure to wait for
+            for clock in ("wall", "cpu"):
+                ours = [c.seconds if clock == "wall" else c.cpu_s for c in got[name]]
+                theirs = [c.seconds if clock == "wall" else c.cpu_s for c in got[base]]
+                if not _paired(ours, theirs)["stable"]:
+                    out.append(f"{name}:{clock}")
+    return out
+
+
+def _timed_rounds(env: dict[str, str], rounds: int, log: Any, run_id: str = "run_doesnotexist",
+                  max_rounds: int | None = None) -> tuple[dict[str, list[ColdStart]], dict[str, str]]:
     """Per probe, its cold starts round by round (a function that failed once is not started again:
-    its list stops there, and its error is reported)."""
+    its list stops there, and its error is reported): ``rounds``, then two more at a time while a
+    target's figure is not stable, up to ``max_rounds``."""
     order = [*BASELINES, *probes(run_id)]
     got: dict[str, list[ColdStart]] = {p.target: [] for p in order}
     errors: dict[str, str] = {}
-    for r in range(rounds):
-        log(f"cold start: round {r + 1}/{rounds}")
+    r, planned, cap = 0, rounds, max(rounds, max_rounds or rounds)
+    while r < planned:
+        log(f"cold start: round {r + 1}/{planned}")
         shift = r % len(order)
         for probe in order[shift:] + order[:shift]:  # rotated: no function always runs first or last
             if probe.target in errors:
@@ -285,6 +319,10 @@ def _timed_rounds(env: dict[str, str], rounds: int, log: Any, run_id: str = "run
                 got[probe.target].append(cold_start_once(probe, env, SOURCES.get(probe.target, "main.py")))
             except Exception as exc:  # a function that cannot start is reported, not hidden
                 errors[probe.target] = f"{type(exc).__name__}: {exc}"[:500]
+        r += 1
+        if r == planned < cap and (waiting := unstable(got)):
+            planned = min(cap, planned + 2)
+            log(f"cold start: not stable yet ({', '.join(waiting)}): rounds up to {planned}")
     return got, errors
 
 
@@ -293,9 +331,10 @@ def _paired(ours: list[float], base: list[float], extra_s: float = 0.0) -> dict[
     return _pct([a / (b + extra_s) - 1 for a, b in zip(ours, base, strict=False)])
 
 
-def figures(env: dict[str, str], *, quick: bool, log: Any) -> dict[str, Any]:
+def figures(env: dict[str, str], *, quick: bool, log: Any, rounds: int = 0, max_rounds: int = 0) -> dict[str, Any]:
     """The ``cold_start`` section: every function's cold start against its baselines (module docstring)."""
-    rounds = int(os.environ.get("BENCH_COLD_ROUNDS", "0")) or (QUICK_ROUNDS if quick else ROUNDS)
+    rounds = rounds or int(os.environ.get("BENCH_COLD_ROUNDS", "0")) or (QUICK_ROUNDS if quick else ROUNDS)
+    max_rounds = max_rounds or int(os.environ.get("BENCH_COLD_MAX_ROUNDS", "0")) or (rounds if quick else MAX_ROUNDS)
     repeats = 3 if quick else 5
     log("cold start: import times in fresh interpreters")
     imports = {m: round(import_seconds(m, repeats), 3) for m in (FF_MODULE, GENAI, FIRESTORE, PUBSUB)}
@@ -305,13 +344,14 @@ def figures(env: dict[str, str], *, quick: bool, log: Any) -> dict[str, Any]:
     cold_start_once(probes()[0], env)  # the emulator's first requests are slow, not ours
     cold_start_once(FIRST_USE, env, SOURCES["first_use"])
     run_id = seed_run(env)
-    got, errors = _timed_rounds(env, rounds, log, run_id)
+    got, errors = _timed_rounds(env, rounds, log, run_id, max_rounds)
     wall = {name: [c.seconds for c in starts] for name, starts in got.items()}
     cpu = {name: [c.cpu_s for c in starts] for name, starts in got.items()}
     floor = statistics.median(wall["hello"])
     first_use = statistics.median(wall["first_use"]) if wall["first_use"] else None
     functions: dict[str, Any] = {}
     first_read = wall["first_read"]
+    with_pydantic = cpu["first_read_pydantic"]
     for probe in probes(run_id):
         name = probe.target
         if name in errors or not wall[name]:
@@ -345,7 +385,14 @@ def figures(env: dict[str, str], *, quick: bool, log: Any) -> dict[str, Any]:
                         "stable_vs_sdk_first_read": vs_read["stable"],
                         "met_vs_sdk_first_read": vs_read["median"] <= TARGET_PCT,
                         "cpu_overhead_pct_vs_sdk_first_read": vs_read_cpu["median"],
-                        "cpu_overhead_pct_vs_sdk_first_read_halves": vs_read_cpu["halves"]})
+                        "cpu_overhead_pct_vs_sdk_first_read_quartiles": [vs_read_cpu["q1"], vs_read_cpu["q3"]],
+                        "cpu_overhead_pct_vs_sdk_first_read_halves": vs_read_cpu["halves"],
+                        "cpu_stable_vs_sdk_first_read": vs_read_cpu["stable"],
+                        "cpu_met_vs_sdk_first_read": vs_read_cpu["median"] <= TARGET_PCT})
+            if with_pydantic:
+                vs_pyd = _paired(cpu[name], with_pydantic)
+                row.update({"cpu_overhead_pct_vs_first_read_with_pydantic": vs_pyd["median"],
+                            "cpu_overhead_pct_vs_first_read_with_pydantic_halves": vs_pyd["halves"]})
         if name in VS_FIRST_USE and first_use is not None:
             vs_first = _paired(wall[name], wall["first_use"])
             vs_first_cpu = _paired(cpu[name], cpu["first_use"])
@@ -358,9 +405,13 @@ def figures(env: dict[str, str], *, quick: bool, log: Any) -> dict[str, Any]:
                         "met_vs_sdk_first_use": vs_first["median"] <= TARGET_PCT,
                         "cpu_overhead_pct_vs_sdk_first_use": vs_first_cpu["median"],
                         "cpu_overhead_pct_vs_sdk_first_use_halves": vs_first_cpu["halves"],
-                        "cpu_overhead_pct_vs_sdk_first_use_quartiles": [vs_first_cpu["q1"], vs_first_cpu["q3"]]})
+                        "cpu_overhead_pct_vs_sdk_first_use_quartiles": [vs_first_cpu["q1"], vs_first_cpu["q3"]],
+                        "cpu_stable_vs_sdk_first_use": vs_first_cpu["stable"],
+                        "cpu_met_vs_sdk_first_use": vs_first_cpu["median"] <= TARGET_PCT})
         functions[name] = row
-    return {"rounds": rounds, "repeats_imports": repeats, "imports_s": imports,
+    measured = max((len(v) for v in got.values()), default=0)
+    return {"rounds": measured, "rounds_planned": [rounds, max_rounds], "not_stable": unstable(got),
+            "repeats_imports": repeats, "imports_s": imports,
             "floor_trivial_function_s": round(floor, 3),
             "floor_cpu_s": round(statistics.median(cpu["hello"]), 3),
             "baseline_rounds_s": {b.target: [round(x, 3) for x in wall[b.target]] for b in BASELINES},
@@ -371,6 +422,8 @@ def figures(env: dict[str, str], *, quick: bool, log: Any) -> dict[str, Any]:
             "sdk_first_read_function_s": round(statistics.median(first_read), 3) if first_read else None,
             "sdk_first_read_cpu_s": round(statistics.median(cpu["first_read"]), 3) if cpu["first_read"] else None,
             "sdk_first_read_error": errors.get("first_read"),
+            "first_read_with_pydantic_cpu_s": round(statistics.median(with_pydantic), 3) if with_pydantic else None,
+            "first_read_with_pydantic_error": errors.get("first_read_pydantic"),
             "main_py_import_after_functions_framework_s": own,
             "config": "STATE_BACKEND=firestore (emulator), GEMINI_API_KEY (fake server), DISPATCHER=pubsub",
             "how": "overheads are medians over rounds of the per-round ratio to the baseline started in the same "
@@ -393,7 +446,9 @@ def targets(cold: dict[str, Any]) -> dict[str, Any]:
                  "halves": fns[fn].get("overhead_pct_vs_sdk_first_use_halves"),
                  "stable": fns[fn].get("stable_vs_sdk_first_use"),
                  "cpu_value": fns[fn].get("cpu_overhead_pct_vs_sdk_first_use"),
-                 "cpu_halves": fns[fn].get("cpu_overhead_pct_vs_sdk_first_use_halves")} for fn in VS_FIRST_USE},
+                 "cpu_halves": fns[fn].get("cpu_overhead_pct_vs_sdk_first_use_halves"),
+                 "cpu_stable": fns[fn].get("cpu_stable_vs_sdk_first_use"),
+                 "cpu_met": fns[fn].get("cpu_met_vs_sdk_first_use")} for fn in VS_FIRST_USE},
         "cold_start_vs_imports_pct": {
             fn: {"value": fns[fn].get("overhead_pct_vs_sdk_first_read"),
                  "quartiles": fns[fn].get("overhead_pct_vs_sdk_first_read_quartiles"), "target": TARGET_PCT,
@@ -402,6 +457,9 @@ def targets(cold: dict[str, Any]) -> dict[str, Any]:
                  "stable": fns[fn].get("stable_vs_sdk_first_read"),
                  "cpu_value": fns[fn].get("cpu_overhead_pct_vs_sdk_first_read"),
                  "cpu_halves": fns[fn].get("cpu_overhead_pct_vs_sdk_first_read_halves"),
+                 "cpu_stable": fns[fn].get("cpu_stable_vs_sdk_first_read"),
+                 "cpu_met": fns[fn].get("cpu_met_vs_sdk_first_read"),
+                 "cpu_vs_first_read_with_pydantic": fns[fn].get("cpu_overhead_pct_vs_first_read_with_pydantic"),
                  "baseline": "bench/sdk_first_read_fn.py (floor + Firestore imported + client + one read, paired)",
                  "vs_joint_imports": fns[fn].get("overhead_pct_vs_joint_imports"),
                  "vs_joint_imports_halves": fns[fn].get("overhead_pct_vs_joint_imports_halves")}
@@ -410,13 +468,21 @@ def targets(cold: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bench.coldstart [--quick]``: the ``cold_start`` section alone, with its targets."""
+    """``python -m bench.coldstart``: the ``cold_start`` section alone, with its targets (JSON on stdout)."""
     from bench.emulator import firestore_emulator
     from bench.run import cold_start_figures
 
-    quick = "--quick" in (argv if argv is not None else sys.argv[1:])
+    p = argparse.ArgumentParser(prog="python -m bench.coldstart", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} rounds, no more (a smoke run)")
+    p.add_argument("--rounds", type=int, default=0,
+                   help=f"rounds at least (default {ROUNDS}; env BENCH_COLD_ROUNDS)")
+    p.add_argument("--max-rounds", type=int, default=0,
+                   help=f"rounds at most, two more at a time while a figure is not stable (default {MAX_ROUNDS}; "
+                        "env BENCH_COLD_MAX_ROUNDS)")
+    args = p.parse_args(argv)
     with firestore_emulator() as fs_host:
-        cold = cold_start_figures(fs_host, quick)
+        cold = cold_start_figures(fs_host, args.quick, args.rounds, args.max_rounds)
     print(json.dumps({"cold_start": cold, "targets": targets(cold)}, indent=2))
     return 0
 

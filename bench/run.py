@@ -136,12 +136,12 @@ def memory_figures(tmp: str, fs_host: str) -> dict[str, Any]:
 
 
 # ---- cold start and imports -------------------------------------------------------------------
-def cold_start_figures(fs_host: str, quick: bool) -> dict[str, Any]:
+def cold_start_figures(fs_host: str, quick: bool, rounds: int = 0, max_rounds: int = 0) -> dict[str, Any]:
     with tool_then_answer(0.0) as fake:
         # Production configuration: Firestore, Gemini (here the fake server), Pub/Sub dispatcher.
         env = base_env(STATE_BACKEND="firestore", FIRESTORE_EMULATOR_HOST=fs_host, DISPATCHER="pubsub",
                        PUBSUB_EMULATOR_HOST="127.0.0.1:9", **fake.env())
-        return coldstart.figures(env, quick=quick, log=progress)
+        return coldstart.figures(env, quick=quick, log=progress, rounds=rounds, max_rounds=max_rounds)
 
 
 def genai_checks(tmp: str) -> dict[str, Any]:

@@ -7,13 +7,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from shared.routes import ID_SEGMENT
 from shared.wire import NOT_BLANK_PATTERN, is_blank
 
 MAX_CONVERSATION_AT_ROUTE = 40
 MAX_CONVERSATION_FOR_MODEL = 30
 MAX_ATTACHED_CONTEXT = 12
 MAX_PROMPT_CHARS = 16_000
-ID_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
+ID_PATTERN = f"^{ID_SEGMENT}$"
+"""A client-chosen id (``threadId``...): 1-128 of ``[A-Za-z0-9_-]``, not ``__…__`` (Firestore reserves those)."""
 
 
 class _Strict(BaseModel):

@@ -14,20 +14,24 @@ layer itself knows none of these names.
 
 Hosts: ``chat`` (seed 001 runs), ``plan`` (a confirmed plan session's execution, shared/plans/host.py).
 
-The loop itself is imported only when a router is built (deciding an approval never loads it).
+The loop itself is imported only when a router is built (deciding an approval never loads it), and
+each handler's modules when a message of its kind first comes (the loop's resume when a ``resume``
+or ``continue`` message does, which imports the rest of the loop only once it has a run to drive:
+a message for a run that is gone or still waits loads no step, tool or model module; issue 33).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from shared.durable.kinds import CONTINUE, DELIVER, DEQUEUE, RESUME, SCHEDULE_FIRE, SCHEDULE_TICK
-from shared.loop.host import Host, HostRegistry
 
 if TYPE_CHECKING:
     from shared.durable.messages import WorkMessage
     from shared.durable.router import Disposition, Router
-    from shared.loop.context import Services
+    from shared.loop.host import Host, HostRegistry
+    from shared.loop.services import Services
     from shared.state.sessions_repo import SessionsRepo
 
 
@@ -40,6 +44,8 @@ deciding an approval loads neither, and a chat run never loads the plan executor
 
 
 def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> HostRegistry:
+    from shared.loop.host import HostRegistry
+
     def chat_host() -> Host:
         from shared.agent.chat_host import ChatHost
         from shared.agent.plan_tool import PlanTools
@@ -60,19 +66,33 @@ def build_hosts(sessions: SessionsRepo, extra: list[Host] | None = None) -> Host
     return hosts
 
 
-def build_router(services: Services, sessions: SessionsRepo) -> Router:
+def build_router(services: Services, sessions: Callable[[], SessionsRepo]) -> Router:
+    """``sessions``: the sessions repository, built when the sweep first needs it."""
     from shared.durable.router import Router
-    from shared.loop.resume import close_expired_pauses, handle_run_message, recover_runs
 
     def session_deadlines(limit: int) -> int:
         from shared.plans.sessions import end_past_deadline  # the plan engine: only when the sweep runs
 
-        return end_past_deadline(services, sessions, limit)
+        return end_past_deadline(services, sessions(), limit)
+
+    def run_message(message: WorkMessage) -> Disposition:
+        from shared.loop.resume import handle_run_message
+
+        return handle_run_message(services, message)
+
+    def runs(limit: int) -> int:
+        from shared.loop.resume import recover_runs
+
+        return recover_runs(services, limit)
+
+    def expired_pauses(limit: int) -> int:
+        from shared.loop.resume import close_expired_pauses
+
+        return close_expired_pauses(services, limit)
 
     router = Router(services.outbox)
-    router.register(RESUME, lambda m: handle_run_message(services, m),
-                    recover=lambda limit: recover_runs(services, limit))
-    router.register(CONTINUE, lambda m: handle_run_message(services, m))
+    router.register(RESUME, run_message, recover=runs)
+    router.register(CONTINUE, run_message)
 
     def dequeue(message: WorkMessage) -> Disposition:
         from shared.agent.run_queue import handle_dequeue
@@ -112,7 +132,7 @@ def build_router(services: Services, sessions: SessionsRepo) -> Router:
     router.register(SCHEDULE_TICK, tick)
     router.register(SCHEDULE_FIRE, fire)
     router.add_recoverer("session_deadlines", session_deadlines)
-    router.add_recoverer("expired_pauses", lambda limit: close_expired_pauses(services, limit))
+    router.add_recoverer("expired_pauses", expired_pauses)
 
     def approvals_waiting(_limit: int) -> int:
         from shared.approvals_waiting import report  # the gauge's line (docs/observability.md)

@@ -16,12 +16,12 @@ from pydantic.json_schema import models_json_schema
 
 from shared import routes
 from shared.connectors.credentials import PROVIDERS
-from shared.connectors.user_mcp import NAME_PATTERN
 from shared.events.loop import HeartbeatEvent
 from shared.events.run import RunEvent
 from shared.events.session import SessionEvent
 from shared.openapi_links import LINKS
 from shared.responses import ErrorResponse
+from shared.routes import NAME_PATTERN
 from shared.usage.params import MAX_RANGE_DAYS
 from shared.usage.views import RUN_RECORD_NOT_SERVED
 

@@ -28,10 +28,27 @@ FirestoreAccess = Literal["none", "read", "write"]
 SecretName = Literal["gemini", "credentials", "google_oauth"]
 
 MAX_INT64 = 2**63 - 1
-ID_SEGMENT = r"[A-Za-z0-9_-]{1,128}"
-"""What a ``{name}`` path parameter matches unless the route says otherwise (ids)."""
+
+
+def document_id(chars: str, longest: int) -> str:
+    """A regular expression of 1 to ``longest`` (at least 2) characters of the class ``chars``
+    (which holds ``_``), except the ids Firestore reserves, ``__.*__``: a client-chosen id becomes a
+    document id, and reading or writing a reserved one failed there (a 500 on every route that took
+    one). Without lookaround: pydantic's regex engine has none. The alternatives: it does not start
+    with ``__``, or does not end with ``__``, or is at most 3 characters long."""
+    c, d = f"[{chars}]", f"[{chars.replace('_', '')}]"
+    return (f"(?:{d}{c}{{0,{longest - 1}}}|_{d}{c}{{0,{longest - 2}}}|{c}{{0,{longest - 1}}}{d}"
+            f"|{c}{{0,{longest - 2}}}{d}_|_{{1,3}})")
+
+
+ID_SEGMENT = document_id("A-Za-z0-9_-", 128)
+"""What a ``{name}`` path parameter matches unless the route says otherwise (ids): 1-128 of
+``[A-Za-z0-9_-]``, not ``__…__``."""
 ANY_SEGMENT = r"[^/]+"
-UID_SEGMENT = r"[A-Za-z0-9_.@-]{1,128}"
+UID_SEGMENT = document_id("A-Za-z0-9_.@-", 128)
+NAME_PATTERN = f"^{document_id('A-Za-z0-9_-', 40)}$"
+"""A name in the caller's namespace (webhooks, schedules, MCP servers, A2A agents)."""
+NAME_RULE = "1-40 characters of A-Z, a-z, 0-9, _ and -, not __…__"
 """A user id (Firebase uids; make dev's ``dev:<uid>`` names)."""
 PROVIDER_SEGMENT = r"(?!(?:mcp|a2a)\Z)[^/]+"
 """``/api/integrations/{provider}``: any segment but ``mcp`` and ``a2a`` (the user's MCP servers' and

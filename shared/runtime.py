@@ -158,7 +158,7 @@ class Runtime:
         def build() -> Router:
             from shared.kernel import build_router
 
-            return build_router(self.services, self.sessions)
+            return build_router(self.services, lambda: self.sessions)
 
         return self._once("_router", build)
 

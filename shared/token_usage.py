@@ -15,7 +15,9 @@ class Usage(BaseModel):
     ``cachedTokens`` (prompt tokens served from the cache) and ``totalTokens`` as the model reports
     them; ``requests`` counts HTTP attempts."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore")
+    # defer_build: the validator is built when first used (a cold start that reads no usage never does)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore",
+                              defer_build=True)
 
     requests: int = 0
     input_tokens: int = 0

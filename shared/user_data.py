@@ -156,9 +156,11 @@ def export(rt: Runtime, uid: str) -> Export:
 
 
 def erase(rt: Runtime, uid: str) -> Erased:
+    repo = UserDataRepo(rt.store)
     if rt.settings.sandbox_url:  # the workspaces' files and snapshots live in the sandbox service
         from shared.workspaces import destroy_all
 
+        repo.refuse_if_working(uid)  # a 409 destroys nothing: the workspaces went before the check
         destroy_all(rt.store, rt.settings, uid)
-    done = UserDataRepo(rt.store).erase(uid)
+    done = repo.erase(uid)
     return Erased(uid=uid, deleted=done.deleted, anonymised=done.anonymised)

@@ -92,6 +92,20 @@ def remote_of(repo: str, settings: Settings) -> Remote:
     return Remote(url=text, label=label, github=on_github)
 
 
+def _check_public(url: str) -> None:
+    """A repository URL (not on ``GITHUB_GIT_BASE_URL``, the operator's) must be at a public
+    address, like a user's MCP server or a webhook: the sandbox service clones it from its own
+    network, and a model may have read the URL in untrusted text (an internal HTTPS service, the
+    metadata server). ``MCP_ALLOW_PRIVATE_URLS`` lifts it for local development."""
+    from shared.connectors.url_guard import UrlNotAllowed, check_public_url
+
+    try:
+        check_public_url(url)
+    except UrlNotAllowed as exc:
+        raise InvalidInput(str(exc).replace("A user's MCP server", "A repository to clone"),
+                           code="REPO_URL_NOT_ALLOWED") from None
+
+
 def github_git_header(token: str) -> str:
     """The header git sends to GitHub for a token (what ``git`` itself does over HTTPS)."""
     return "Authorization: Basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
@@ -138,6 +152,8 @@ class Workspaces:
                ref: str | None = None, group: str | None = None, default: bool = False,
                timeout_s: float = 300.0) -> WorkspaceRecord:
         remote = remote_of(repo, self.settings) if repo else None
+        if remote is not None and not remote.github and not self.settings.mcp_allow_private_urls:
+            _check_public(remote.url)
         at = now()
         record = WorkspaceRecord(workspace_id=workspace_id, uid=uid, created_at=at, last_used_at=at, run_id=run_id,
                                  group=group, repo=remote.label if remote else None, ref=ref, default=default)

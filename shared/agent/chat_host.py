@@ -11,6 +11,7 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from shared.durable.kinds import plan_entry_id
 from shared.events.loop import AgentStateName, agent_state_doc
 from shared.failures import FailureCode
 from shared.ids import new_id
@@ -169,6 +170,9 @@ class ChatHost(Host):
 
         for event in relayed_events(self._sessions, ctx.services.runs, chat.relay_plan_id):
             ctx.emit(event)
+        # The plan's message that woke the run has done its job: its entry goes with the claim (the
+        # router then need not read it, issue 33), as a yield's or a decision's does.
+        ctx.write(ctx.services.outbox.done(plan_entry_id(chat.relay_plan_id)))
         chat.relay_plan_id = None
 
 

@@ -25,7 +25,7 @@ from shared.api import ID_PATTERN, MAX_PROMPT_CHARS, RunRequest
 from shared.durable.kinds import SCHEDULE_FIRE
 from shared.durable.messages import WorkMessage
 from shared.durable.router import Disposition
-from shared.errors import Conflict, DomainError, InvalidInput, NotFound
+from shared.errors import Conflict, DomainError, InvalidInput, LimitExceeded, NotFound
 from shared.formats import validation_problems
 from shared.loop.context import Services
 from shared.responses import PageBody, RemovedResponse, ResponseBody
@@ -257,7 +257,9 @@ class Schedules:
         try:
             started = service.start(record.uid, request, idempotency_key=f"schedule-{_fire_id(sid, occurrence)}",
                                     extra_writes=lambda run_id: [self.repo.run_write(sid, occurrence, run_id)])
-        except (Conflict, NotFound, InvalidInput) as exc:
+        except (Conflict, NotFound, InvalidInput, LimitExceeded) as exc:
+            # The user's limits (too many active runs, the daily tokens) refuse it like a session
+            # template's: nothing starts, and the message is done (never retried into a late start).
             log.warning("a scheduled run was refused: %s", exc.code, extra={"fields": {"scheduleId": sid}})
             return "done"
         if started.outcome.created and not started.outcome.queued:

@@ -23,6 +23,7 @@ from shared.delivery.signing import SECRET_PATTERN, new_secret
 from shared.errors import Conflict, InvalidInput
 from shared.loop.context import RunContext, Services
 from shared.responses import PageBody, RemovedResponse, ResponseBody
+from shared.routes import NAME_PATTERN, NAME_RULE
 from shared.state.deliveries_repo import DeliveriesRepo, DeliveryRecord
 from shared.state.pages import page_in_memory
 from shared.state.record_base import field_instant, field_text, field_texts
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 LABEL = "webhook"
 DEFAULT_WEBHOOK = "default"
 """The webhook whose secret signs the deliveries to a run's own ``webhook`` URL."""
-NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
 _NAME = re.compile(NAME_PATTERN[:-1] + r"\Z")
 URL_PATTERN = r"^https?://[^\s/?#@]+(?:[/?#]\S*)?$"
 WebhookEvent = Literal["run.completed", "run.failed", "run.awaiting_approval", "run.*", "session.*"]
@@ -47,7 +47,7 @@ MAX_DELIVERIES_LISTED = 100
 def named(segment: str, kind: str, code: str) -> str:
     """A ``{name}`` path segment of the caller's namespace; 400 ``code`` outside ``[A-Za-z0-9_-]{1,40}``."""
     if not _NAME.match(segment):
-        raise InvalidInput(f"a {kind}'s name must match {NAME_PATTERN} (got {segment[:40]!r})", code=code)
+        raise InvalidInput(f"a {kind}'s name must be {NAME_RULE} (got {segment[:40]!r})", code=code)
     return segment
 
 

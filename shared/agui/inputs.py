@@ -56,7 +56,7 @@ def parse_input(body: dict[str, Any]) -> AguiRequest:
     """The request's ``RunAgentInput``, or a 400 naming what is wrong."""
     agui = parse_model(RunAgentInput, body)
     if not re.fullmatch(ID_PATTERN.strip("^$"), agui.thread_id):
-        raise _invalid("threadId", "must be 1-128 characters of A-Z, a-z, 0-9, _ and -")
+        raise _invalid("threadId", "must be 1-128 characters of A-Z, a-z, 0-9, _ and -, not __…__")
     if not (0 < len(agui.run_id) <= MAX_IDEMPOTENCY_KEY and agui.run_id.isascii() and agui.run_id.isprintable()):
         raise _invalid("runId", f"must be 1-{MAX_IDEMPOTENCY_KEY} visible ASCII characters")
     if agui.resume:

@@ -24,6 +24,7 @@ from shared.connectors.credentials import ConnectorError, CredentialVault
 from shared.connectors.url_guard import check_public_url
 from shared.errors import Conflict, InvalidInput
 from shared.responses import PageBody, ResponseBody
+from shared.routes import NAME_PATTERN, NAME_RULE
 from shared.state.docstore import DocStore
 from shared.state.mcp_servers_repo import MAX_SERVERS_PER_USER, McpServersRepo
 from shared.state.pages import Page, page_in_memory
@@ -32,7 +33,6 @@ from shared.wire import WHITESPACE_CLASS, UtcTime
 
 log = logging.getLogger("agent_runtime.mcp")
 
-NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
 URL_PATTERN = f"^https?://[^{WHITESPACE_CLASS}/?#@]+(?:[/?#][^{WHITESPACE_CLASS}]*)?$"
 """http(s), a host (no ``user:password@``: a token goes in ``accessToken``), no whitespace."""
 _NAME = re.compile(NAME_PATTERN[:-1] + r"\Z")
@@ -50,7 +50,7 @@ def server_name(segment: str, what: str = "an MCP server's", code: str = "INVALI
     """The ``{name}`` of ``/api/integrations/mcp/{name}`` (and ``/a2a/{name}``: ``what``, ``code``);
     400 when outside ``[A-Za-z0-9_-]{1,40}``."""
     if not _NAME.match(segment):
-        raise InvalidInput(f"{what} name must match {NAME_PATTERN} (got {segment[:40]!r})", code=code)
+        raise InvalidInput(f"{what} name must be {NAME_RULE} (got {segment[:40]!r})", code=code)
     return segment
 
 

@@ -18,6 +18,12 @@ SWEEP = "sweep"
 """Periodic recovery of every registered kind (Cloud Scheduler, ``make dev``'s thread)."""
 
 
+def plan_entry_id(session_id: str) -> str:
+    """The outbox entry of a plan's ``resume`` message to the run that started it (its parent),
+    recorded by the plan's final commit (``shared/plans/parent.py``)."""
+    return f"plan-{session_id}"
+
+
 def continue_entry_id(unit_id: str, steps: int) -> str:
     """The outbox entry of a unit's yield after ``steps`` steps (one per yield)."""
     return f"{CONTINUE}-{unit_id}-{steps:05d}"

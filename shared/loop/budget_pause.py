@@ -23,12 +23,11 @@ from shared.loop.context import RunContext
 from shared.loop.outcomes import NextStepInterruption
 from shared.models.base import ModelRequest
 from shared.state.host_states import PlanRunState
+from shared.state.records import BUDGET_TOOL as BUDGET_TOOL
 from shared.state.records import ActionRecord, ApprovalRecord, now
 from shared.state.transitions import move_action, move_run
 from shared.tools.registry import args_hash
 from shared.usage.budget import Overrun, call_max_cost, run_overrun
-
-BUDGET_TOOL = "budget_increase"
 
 
 def check(ctx: RunContext, model: str, request: ModelRequest) -> NextStepInterruption | None:

@@ -15,40 +15,30 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from shared import tracing
 from shared.durable import leases
 from shared.durable.kinds import CONTINUE, continue_entry_id
-from shared.durable.messages import WorkMessage
-from shared.durable.router import Disposition
 from shared.errors import StoredValueInvalid
-from shared.events import StatusEvent, ToolResultEvent
-from shared.failures import FailureCode
+from shared.formats import args_hash
 from shared.ids import new_id
 from shared.logs import log_context
-from shared.loop import budget_pause, stops
-from shared.loop.budget_pause import BUDGET_TOOL
-from shared.loop.context import RunContext, Services
-from shared.loop.outcomes import NextStepInterruption, NextStepLost, NextStepRunAgain
-from shared.loop.steps import drive, host_step
-from shared.loop.tool_calls import (
-    bounded_result,
-    conversation_id,
-    execute_action,
-    lookup,
-    outcomes,
-    responses_turn,
-    tool_context,
-)
-from shared.models.base import Turn
 from shared.state.batched_reads import BatchedReads, read_together
 from shared.state.docstore import PreconditionFailed, Write
-from shared.state.records import ActionRecord, RunRecord, UserRecord
+from shared.state.records import BUDGET_TOOL, ActionRecord, RunRecord, UserRecord
 from shared.state.runs_repo import RunSnapshot
 from shared.state.transitions import move_action, move_run
-from shared.state.users_repo import Stamps
-from shared.tools.registry import args_hash
+
+if TYPE_CHECKING:
+    from shared.durable.messages import WorkMessage
+    from shared.durable.router import Disposition
+    from shared.loop.context import RunContext, Services
+    from shared.models.base import Turn
+    from shared.state.users_repo import Stamps
+
+# The loop (steps, tools, events, tracing, budgets) is imported by the functions that drive a run,
+# once one is claimed: a message for a run that is gone, ended, busy or still waiting loads none of
+# it (the ``resume`` function's cold start, issue 33).
 
 log = logging.getLogger("agent_runtime.resume")
 
@@ -71,11 +61,11 @@ def handle_run_message(services: Services, message: WorkMessage) -> Disposition:
     log.info("%s message handled: %s", message.kind, outcome, extra={"fields": {"runId": message.unitId}})
     # Resumed, waiting for another decision (whose own message will resume it), ended or gone: the
     # message's outbox entry has done its job. "busy" keeps it: the lease holder may die, and then
-    # the sweep re-publishes the entry. A message that resumed its run and whose entry the claim
-    # removed (a decision of the paused turn, issue 33o), or a ``continue`` message that resumed its
-    # run: the entry of a yield (``continue-{run}-{steps}``) is removed by the claim of the run
-    # parked at it (this one, or an earlier one for a message delivered twice): the router need not
-    # read it again.
+    # the sweep re-publishes the entry. The router need not read the entry again when the run was
+    # resumed and its claim removed the entry (a decision of the paused turn, a plan's wake-up of
+    # its parent: issue 33o), or for a ``continue`` message that resumed its run: the entry of a
+    # yield (``continue-{run}-{steps}``) is removed by the claim of the run parked at it (this one,
+    # or an earlier one for a message delivered twice).
     if outcome == "busy":
         return "keep"
     if outcome == "resumed" and (message.outbox_entry in removed or (
@@ -115,6 +105,8 @@ def close_expired_pauses(services: Services, limit: int) -> int:
     Only pauses that asked someone are queried (``pauseExpiresAt``, earliest first): plans waiting
     for their confirmation, however many, never crowd them out. Runs paused before that field
     existed come from the legacy pass."""
+    from shared.loop import stops
+
     closed = 0
     at = time.time()
     for run_id in [*services.runs.expired_pauses(at, limit), *services.runs.legacy_pauses(limit)]:
@@ -211,11 +203,17 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                 continue  # someone moved the run meanwhile (a decision, another resumer): look again
         if _waits(run, actions):
             return "waiting"
+        from shared import tracing
+        from shared.events import StatusEvent
+        from shared.failures import FailureCode
+        from shared.loop import budget_pause, stops
+        from shared.loop.context import RunContext
+        from shared.loop.outcomes import NextStepLost
+        from shared.loop.steps import drive
+
         host = services.hosts.get(run.host)
         claimed, done = _claim(services, run, owner)
-        if removed is not None:  # this attempt's: every commit of a resumed run holds the claim's writes
-            removed.clear()
-            removed.update([*run.pending_approval_ids, continue_entry_id(run_id, run.steps)])
+        _removed(removed, services, done)
         if host is None:
             try:
                 snap = services.runs.commit(snap, claimed, done)
@@ -240,6 +238,7 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
             # The host's own first events and the invocation's status ride on the claim (issue 33:
             # no commit of their own); a claim that fails is never committed, so neither are they.
             host.resumed(ctx)
+            _removed(removed, services, ctx.pending)  # with the host's own (a plan's wake-up entry)
             ctx.emit(StatusEvent(status=ctx.run.status, threadId=run.thread_id, runId=run_id))
             if not claims_with_its_side_effect(ctx, run, actions):
                 try:
@@ -260,6 +259,15 @@ def resume_run(services: Services, run_id: str, *, expected_uid: str | None = No
                     return "busy"  # another invocation took the run over; it carries on
                 return "resumed"
     return "busy"
+
+
+def _removed(removed: set[str] | None, services: Services, writes: list[Write]) -> None:
+    """Note in ``removed`` the outbox entries this attempt's claim removes (``writes``: its
+    writes so far). Every commit of a resumed run holds the claim's writes, so they are gone
+    when the run is ``resumed``."""
+    if removed is not None:
+        removed.clear()
+        removed.update(services.outbox.repo.deleted_by(writes))
 
 
 def _waits(run: RunRecord, actions: list[ActionRecord]) -> bool:
@@ -306,6 +314,9 @@ def _fail_unreadable(services: Services, snap: RunSnapshot, owner: str, exc: Sto
     the next queued one), its error naming the document, in one commit. Nothing of its history
     runs: no tool, no model call; the decisions stay as recorded. The message is then acknowledged
     (redelivering it would meet the same document). PreconditionFailed when the run moved."""
+    from shared.failures import FailureCode
+    from shared.loop.context import RunContext
+
     run = snap.run
     where = str(exc.details.get("object") or "a stored document")
     with log_context(runId=run.run_id, threadId=run.thread_id, uid=run.uid):
@@ -327,6 +338,8 @@ def claims_with_its_side_effect(ctx: RunContext, run: RunRecord, actions: list[A
     when nothing runs before that commit, i.e. the paused turn's calls to run are all registry
     tools with a side effect (each commits its claim before it runs), none cut off, no budget
     decision. Read-only and virtual tools (a plan's start writes) run only after a claim."""
+    from shared.loop.tool_calls import lookup
+
     if run.status != "awaiting_confirmation" or run.host != "chat":
         return False
     turn = [a for a in actions if a.turn_index == run.pending_turn]
@@ -345,6 +358,13 @@ def claims_with_its_side_effect(ctx: RunContext, run: RunRecord, actions: list[A
 def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
     """Finish the last model turn's calls (if it has unanswered ones) and answer them in order.
     True when the loop may go on; False when the host stopped the unit (committed)."""
+    from shared.events import ToolResultEvent
+    from shared.failures import FailureCode
+    from shared.loop import budget_pause
+    from shared.loop.outcomes import NextStepInterruption, NextStepLost, NextStepRunAgain
+    from shared.loop.steps import host_step
+    from shared.loop.tool_calls import execute_action, outcomes, responses_turn
+
     if not ctx.turns:
         ctx.host.fail(ctx, FailureCode.INCONSISTENT_STATE, "the run has no turns to resume from")
         return False
@@ -404,6 +424,9 @@ def close_open_turn(ctx: RunContext, actions: list[ActionRecord]) -> bool:
 def _recover_cut_off(ctx: RunContext, action: ActionRecord) -> None:
     """A call a crash cut off: retry it when repeating is safe, ask the service when it can tell
     (done → recorded, not done → run once), else record the outcome ``unknown`` (never re-run)."""
+    from shared.events import ToolResultEvent
+    from shared.loop.tool_calls import bounded_result, tool_context
+
     tool = ctx.registry.get(action.tool)
     if action.idempotent:
         _rerun(ctx, action, "retry", "idempotent tool cut off by a crash; retried")
@@ -442,6 +465,10 @@ def _rerun(ctx: RunContext, action: ActionRecord, decision: str, reason: str) ->
 
 
 def _record_unknown(ctx: RunContext, action: ActionRecord, reason: str) -> None:
+    from shared import tracing
+    from shared.events import ToolResultEvent
+    from shared.loop.tool_calls import conversation_id
+
     move_action(action, "failed")
     action.outcome, action.error = "unknown", reason
     tracing.tool_unknown(action, conversation_id(ctx))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from shared.durable.kinds import RESUME
+from shared.durable.kinds import RESUME, plan_entry_id
 from shared.durable.messages import WorkMessage
 from shared.loop import stops
 from shared.loop.context import RunContext
@@ -28,7 +28,7 @@ def wake_parent(ctx: RunContext) -> tuple[WorkMessage, str] | None:
         return None
     move_action(action, "approved")
     action.updated_at = time.time()
-    entry = f"plan-{state.session_id}"
+    entry = plan_entry_id(state.session_id)
     ctx.write(runs.action_write(action))
     ctx.write(runs.touch_run_write(parent_run, action.updated_at))
     message = WorkMessage(kind=RESUME, unitId=parent_run, uid=ctx.run.uid, entryId=entry,

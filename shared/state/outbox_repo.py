@@ -8,6 +8,7 @@ message, so no message can be lost between the commit and the publish. The durab
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
 from shared.errors import PreconditionFailed
 from shared.state import paths
@@ -27,6 +28,12 @@ class OutboxRepo:
     @staticmethod
     def delete_write(entry_id: str) -> Write:
         return Write("delete", paths.outbox(entry_id))
+
+    @staticmethod
+    def deleted_by(writes: Sequence[Write]) -> set[str]:
+        """The ids of the entries ``writes`` delete (:meth:`delete_write`)."""
+        return {w.path.rsplit("/", 1)[-1] for w in writes
+                if w.op == "delete" and w.path == paths.outbox(w.path.rsplit("/", 1)[-1])}
 
     def get(self, entry_id: str) -> tuple[OutboxEntry, str] | None:
         doc = self.store.get(paths.outbox(entry_id))

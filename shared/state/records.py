@@ -28,6 +28,10 @@ RunMode = Literal["assistant_text", "tool_executed", "requires_approval", "execu
 """``executing_plan``: the run waits on the plan its ``agent_create_plan`` call started (nobody is
 asked anything; it goes on when the plan ends). Reported with status ``executing``."""
 TrustLevel = Literal["supervised", "delegated", "autonomous"]
+BUDGET_TOOL = "budget_increase"
+"""The ``tool`` of the action a budget approval records (``shared/loop/budget_pause.py``): no tool of a
+registry. Here, with the records, so that a resume that only looks at a paused turn's actions loads no
+budget module."""
 
 
 class UserProfile(Record):

@@ -123,15 +123,21 @@ class UserDataRepo:
         return {d.path: {k: json_safe(v) for k, v in _shown(d).items() if k not in SECRET_FIELDS}
                 for d in self.documents(uid)}
 
-    def erase(self, uid: str) -> Erasure:
-        """Delete every document of ``uid`` (the usage ledger anonymised). A run still working (not
-        ended and not paused for a decision) is a 409 ``RUN_ACTIVE`` and nothing is deleted: its
-        next commit would write again. Idempotent: a second erasure finds nothing."""
+    def refuse_if_working(self, uid: str) -> None:
+        """A 409 ``RUN_ACTIVE`` while a run of ``uid`` is still working (not ended and not paused for
+        a decision): its next commit would write again. Checked before anything is erased, the
+        workspaces in the sandbox service included."""
         for doc in _all(self.store, Query(paths.runs(), where=(("uid", uid),))):
             status = doc.data.get("status")
             if status not in TERMINAL_RUN_STATUSES and status != "awaiting_confirmation":
                 raise Conflict(f"run {doc.id} is {status}; erase when it has stopped", code="RUN_ACTIVE",
                                details={"runId": doc.id})
+
+    def erase(self, uid: str) -> Erasure:
+        """Delete every document of ``uid`` (the usage ledger anonymised). A run still working is a
+        409 ``RUN_ACTIVE`` and nothing is deleted (:meth:`refuse_if_working`). Idempotent: a second
+        erasure finds nothing."""
+        self.refuse_if_working(uid)
         done = Erasure()
         pseudonym = "erased-" + hashlib.sha256(f"{uid}\x00{now()}".encode()).hexdigest()[:16]
         writes: list[Write] = []

@@ -46,11 +46,13 @@ def counted_runtime(store: DocStore, model: ScriptedModel, ledger: Ledger, **set
     return rt, counted
 
 
-def paused_run(store: DocStore, *after: Any, calls: list[Any] | None = None, **settings: Any
-               ) -> tuple[Runtime, InstrumentedStore, ScriptedModel, Ledger, Any]:
+def paused_run(store: DocStore, *after: Any, calls: list[Any] | None = None, before: list[Any] | None = None,
+               **settings: Any) -> tuple[Runtime, InstrumentedStore, ScriptedModel, Ledger, Any]:
+    """A run paused on ``calls`` (default: a note to bob), after the model turns ``before``; the
+    model then answers ``after``."""
     ledger = Ledger()
     first = calls_turn(*(calls or [call("send_note", {"to": "bob", "body": "hi"})]))
-    model = ScriptedModel([first, *after])
+    model = ScriptedModel([*(before or []), first, *after])
     rt, counted = counted_runtime(store, model, ledger, **settings)
     result, _ = start_and_drive(rt, "send bob a note")
     assert result.status == "awaiting_confirmation"

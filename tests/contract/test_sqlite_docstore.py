@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from shared.state.docstore import PreconditionFailed, Query, StoreError, Transaction, Write
-from shared.state.sqlite_docstore import REV_BLOCK, SqliteDocStore
+from shared.state.sqlite_docstore import REV_BLOCK, SqliteDocStore, _stored
 
 
 def test_data_and_tokens_survive_reopening(tmp_path: Path) -> None:
@@ -238,3 +239,14 @@ def test_revisions_reserved_by_a_rolled_back_commit_are_not_used(tmp_path: Path,
     finally:
         a.close()
         b.close()
+
+
+@pytest.mark.parametrize("text", ['{"a":1E2,"b":-0,"c":0.0,"d":1e-7,"e":1.7976931348623157e308,"f":5e-324}',
+                                  '{"big":18446744073709551616,"neg":-9223372036854775809,"x":123.456e-2}',
+                                  '{"s":"\\u00e9\\n\\"","l":[1,{"b":[true,null]}],"a":1,"a":2}',
+                                  '{"lone":"\\ud800"}'])
+def test_stored_text_decodes_as_the_json_module_decodes_it(text: str) -> None:
+    """What a write compares with or changes is decoded by pydantic-core (the json module for a lone
+    surrogate, which it refuses): the same values, of the same types, as ``json.loads``."""
+    got, want = _stored(text), json.loads(text)
+    assert got == want and json.dumps(got) == json.dumps(want)

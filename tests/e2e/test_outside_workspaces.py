@@ -12,16 +12,16 @@ sweep's own rule: not kept, not of a session that keeps its workspaces) and trie
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
+from shared.api import RunRequest
 from shared.connectors.sandbox import SandboxError
 from shared.models.base import ModelRequest, Turn
 from shared.models.offline import OfflineModel
-from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
+from shared.models.scripted import FunctionModel, ScriptedModel, call, calls_turn, text_turn
 from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from shared.state.records import UserRecord
@@ -30,16 +30,8 @@ from shared.workspaces import workspace_id_for
 from tests.agent.conftest import install
 from tests.e2e.conftest import ALICE
 from tests.messages import deliver
-from tests.sandbox.conftest import SMALL_LIMITS
+from tests.sandbox.conftest import sandbox as sandbox  # the sandbox service process, one per module
 from tests.sandbox.support import SandboxProcess
-
-
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess]:
-    base: Path = tmp_path_factory.mktemp("sandbox")
-    box = SandboxProcess.start(base, env=SMALL_LIMITS, snapshot_dir=base / "snapshots")
-    yield box
-    box.stop()
 
 
 def _shell_once(request: ModelRequest) -> Turn:
@@ -125,5 +117,90 @@ def test_a_sessions_kept_workspaces_are_listed_as_kept_and_outlive_the_sweep(
         rt.router.sweep()  # both sessions ended: the sweep keeps exactly what the listing says is kept
         after = client.get("/api/agent/containers", headers=ALICE).get_json()["containers"]
         assert [(c["runId"], c["keep"]) for c in after] == [(runs[True], True)]
+    finally:
+        set_runtime(None)
+
+
+def test_an_erasure_refused_for_a_working_run_destroys_no_workspace(
+        store: DocStore, sandbox: SandboxProcess, client: FlaskClient) -> None:
+    """``DELETE /api/agent/me`` destroyed the user's workspaces in the sandbox service first and only
+    then found the run still working: a 409 ``RUN_ACTIVE`` "nothing is deleted", with every
+    workspace (files and snapshot) gone."""
+    import threading
+
+    release = threading.Event()
+
+    def model(request: ModelRequest) -> Turn:
+        prompt = request.turns[0].text
+        if any(p.function_response for p in request.turns[-1].parts):
+            return text_turn("made")
+        if "make" in prompt:
+            return calls_turn(call("container_create", {"group": "keepme"}))
+        release.wait(30)  # a slow model call: the run is working, not paused
+        return text_turn("done")
+
+    rt = install(store, FunctionModel(model), sandbox_url=sandbox.url, sandbox_key=sandbox.key)
+    try:
+        rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+        assert client.post("/api/agent/run", json={"prompt": "make one"}, headers=ALICE).status_code == 200
+        (ws,) = client.get("/api/agent/containers", headers=ALICE).get_json()["containers"]
+        answers: dict[str, Any] = {}
+        slow = threading.Thread(target=lambda: answers.update(
+            run=client.post("/api/agent/run", json={"prompt": "think hard"}, headers=ALICE).status_code))
+        slow.start()
+        try:
+            for _ in range(200):
+                runs = client.get("/api/agent/runs", headers=ALICE).get_json()["runs"]
+                if len(runs) == 2:
+                    break
+                release.wait(0.05)
+            refused = client.delete("/api/agent/me", headers=ALICE)
+            assert refused.status_code == 409 and refused.get_json()["error"]["code"] == "RUN_ACTIVE"
+            assert [c["containerId"] for c in client.get("/api/agent/containers", headers=ALICE).get_json()[
+                "containers"]] == [ws["containerId"]]
+            assert sandbox.client().info(ws["containerId"])["quotaBytes"] > 0  # its files are still there
+        finally:
+            release.set()
+            slow.join(30)
+        assert answers["run"] == 200
+        erased = client.delete("/api/agent/me", headers=ALICE)
+        assert erased.status_code == 200 and erased.get_json()["deleted"].get("workspaces") == 1
+        with pytest.raises(SandboxError):
+            sandbox.client().info(ws["containerId"])
+    finally:
+        set_runtime(None)
+
+
+@pytest.mark.parametrize("url", ["https://127.0.0.1:9/x.git", "https://10.1.2.3/team/repo.git",
+                                 "https://169.254.169.254/computeMetadata/v1/", "https://localhost/x.git"])
+def test_a_repository_url_at_a_private_address_is_refused_before_the_sandbox_clones_it(
+        store: DocStore, sandbox: SandboxProcess, url: str) -> None:
+    """``container_create {repo: "https://10.…"}``: the sandbox service cloned from any https host,
+    loopback, private networks and the metadata address included (the SSRF guard of MCP servers,
+    webhooks and web_fetch did not apply)."""
+    model = ScriptedModel([calls_turn(call("container_create", {"repo": url})), text_turn("ok")])
+    rt = install(store, model, sandbox_url=sandbox.url, sandbox_key=sandbox.key)
+    try:
+        rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+        started = rt.agent.start("alice", RunRequest(prompt="clone it"))
+        result = rt.agent.run(rt.agent.context(started))
+        (action,) = rt.runs.list_actions(result.run_id)
+        assert action.status == "failed" and (action.error or "").startswith("REPO_URL_NOT_ALLOWED"), action.error
+        assert WorkspacesRepo(store).live_of("alice") == []  # nothing created, nothing cloned
+    finally:
+        set_runtime(None)
+
+
+def test_local_development_may_clone_from_a_private_address(store: DocStore, sandbox: SandboxProcess) -> None:
+    model = ScriptedModel([calls_turn(call("container_create", {"repo": "https://127.0.0.1:9/x.git"})),
+                           text_turn("ok")])
+    rt = install(store, model, sandbox_url=sandbox.url, sandbox_key=sandbox.key, mcp_allow_private_urls=True)
+    try:
+        rt.users.put_user(UserRecord(uid="alice", trust_level="autonomous"))
+        started = rt.agent.start("alice", RunRequest(prompt="clone it"))
+        result = rt.agent.run(rt.agent.context(started))
+        (action,) = rt.runs.list_actions(result.run_id)
+        assert action.status == "failed" and "REPO_URL_NOT_ALLOWED" not in (action.error or ""), action.error
+        assert "git clone failed" in (action.error or "")  # it got as far as the clone (nothing listens there)
     finally:
         set_runtime(None)

@@ -33,6 +33,7 @@ from tests.agent.test_approvals import Crash as ApprovalCrash
 from tests.agent.test_approvals import approve, dispatcher
 from tests.agent.test_resume_reads import paused_run
 from tests.limits.conftest import ALICE, OFF
+from tests.limits.test_round_trips import TO_RESUME
 from tests.plans.support import Script
 from tests.plans.test_sessions_durability import Crash, crashing_note
 from tests.plans.test_sessions_http import create
@@ -274,6 +275,9 @@ def test_a_plan_parents_resume_reads_by_name(store: DocStore, client: FlaskClien
         paths.action(parent, action_id) in read and paths.turn(parent, 2) in read, read
     assert not [t for t in trips if t.startswith(f"query {paths.run(parent)}/actions")
                 or t.startswith(f"query {paths.run(parent)}/turns")], trips
+    # Its claim removed the plan's wake-up entry: the router does not read it back.
+    assert message.entryId is not None and not [t for t in trips if t.startswith("get outbox/")], trips
+    assert store.get(paths.outbox(message.entryId)) is None
     assert _run_doc(store, parent)["status"] == "completed"
     assert first is not None
 
@@ -330,3 +334,28 @@ def test_a_decisions_message_whose_entry_the_claim_removed_is_not_read_back(stor
     rt.router.handle(message)  # waits for the second decision
     assert f"get outbox/{first}" in trips and store.get(f"outbox/{first}") is None, trips
     assert ledger.calls == []
+
+
+LONG = 30
+"""Tool steps before the pause in the long conversation below."""
+
+
+def test_a_long_conversation_resumes_in_as_many_round_trips(store: DocStore) -> None:
+    """The pause comes after ``LONG`` tool steps (each step's turns one document): the resume still
+    reads them all in its one get_many (more documents, not more round trips) and reaches the
+    approved side effect in ``TO_RESUME`` round trips, the model hearing the whole conversation."""
+    steps = [calls_turn(call("search_memory", {"query": f"q{i}"})) for i in range(LONG)]
+    rt, counted, model, ledger, result = paused_run(store, text_turn("Sent."), before=steps,
+                                                    max_loop_steps=LONG + 2, max_tool_calls_per_turn=LONG + 2)
+    doc = _run_doc(store, result.run_id)
+    assert doc["turnCount"] == 2 * LONG + 2, doc["turnCount"]
+    approve(rt, result.approval.id)
+    (message,) = dispatcher(rt).take()
+    trips = counted.record_trips()
+    rt.router.handle(message)
+    first, claim = trips[:TO_RESUME]
+    assert first.startswith(f"get_many {paths.run(result.run_id)} ") and paths.turn(result.run_id, 2 * LONG) in first
+    assert claim == "commit actions audit events outbox runs", trips
+    assert not [t for t in trips if t.startswith("query runs/")], trips
+    assert ledger.calls == ["send_note:bob:hi"]
+    assert len(model.requests[-1].turns) == 2 * LONG + 3  # the prompt, every call and answer, the note's

@@ -1,9 +1,13 @@
 """The cold-start figures' statistics (bench/coldstart.py, issue 33: a median stable across runs),
-on made-up per-round ratios: no process is started, nothing is timed."""
+on made-up per-round ratios (nothing is timed), and the precision of its CPU reading."""
 
 from __future__ import annotations
 
-from bench.coldstart import STABLE_POINTS, _paired, _pct
+import os
+import subprocess
+import sys
+
+from bench.coldstart import STABLE_POINTS, ColdStart, _paired, _pct, _tree_cpu_s, unstable
 
 
 def test_an_overhead_is_the_median_of_the_rounds_and_its_halves_are_the_even_and_odd_rounds() -> None:
@@ -27,3 +31,36 @@ def test_each_round_is_paired_with_the_baseline_started_in_it() -> None:
     got = _paired([1.1, 2.2, 1.1], [1.0, 2.0, 1.0])
     assert got["median"] == 10.0 and got["stable"] is True
     assert _paired([1.2], [1.0], extra_s=0.2)["median"] == 0.0  # floor + an import time
+
+
+def _starts(wall: list[float], cpu: list[float]) -> list[ColdStart]:
+    return [ColdStart(seconds=w, status=200, cpu_s=c) for w, c in zip(wall, cpu, strict=True)]
+
+
+def test_a_target_is_named_until_both_its_wall_and_cpu_halves_agree() -> None:
+    """What ``_timed_rounds`` adds rounds for (up to ``MAX_ROUNDS``)."""
+    base = _starts([1.0] * 4, [0.4] * 4)
+    got = {"first_read": base, "first_use": base,
+           "approve": _starts([1.1, 1.1, 1.1, 1.1], [0.44, 0.52, 0.44, 0.52]),  # CPU halves +10 / +30
+           "runs": _starts([1.0, 1.5, 1.0, 1.5], [0.42] * 4),  # wall halves 0 / +50
+           "resume": _starts([1.05] * 4, [0.42] * 4)}
+    assert unstable(got) == ["approve:cpu", "runs:wall"]  # run/stream/goals not measured: nothing to wait for
+
+
+def test_the_cpu_of_a_process_is_read_to_well_under_a_clock_tick() -> None:
+    """The per-thread run times (nanoseconds), not ``stat``'s 10 ms ticks: a process that spun and
+    then sleeps reads as the CPU time it reports itself, within 3 ms (a tick is 10 ms)."""
+    code = ("import sys, time\n"
+            "t = time.process_time()\n"
+            "while time.process_time() - t < 0.137: pass\n"
+            "print(time.process_time(), flush=True)\n"
+            "time.sleep(30)\n")
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            own = float(proc.stdout.readline())
+            read = _tree_cpu_s(proc.pid)
+        finally:
+            proc.kill()
+    assert os.sysconf("SC_CLK_TCK") == 100
+    assert own - 0.001 <= read <= own + 0.003, (own, read)
