@@ -35,3 +35,22 @@ def overdue(outbox: OutboxRepo, entry_id: str, wait_s: float) -> None:
     assert entry.published_at is not None, f"outbox entry {entry_id} was never published"
     aged = entry.model_copy(update={"published_at": entry.published_at - wait_s - 1.0})
     outbox.store.commit([outbox.create_write(aged)])
+
+
+def expire_pause(runs: RunsRepo, uid: str, run_id: str) -> None:
+    """Make the open approvals of run ``run_id`` (paused for them) expired now, and the run's
+    ``pauseExpiresAt`` with them (when it has one: a run paused by an older runtime has none), in
+    one conditional commit of the run: as the store holds them once the approvals' time ran out."""
+    snap = runs.get_run(run_id)
+    assert snap is not None, run_id
+    run = snap.run
+    assert run.pending_approval_ids, f"run {run_id} waits for no approval"
+    at = now() - 1.0
+    expired = []
+    for approval_id in run.pending_approval_ids:
+        got = runs.get_approval(uid, approval_id)
+        assert got is not None, approval_id
+        expired.append(runs.approval_write(got[0].model_copy(update={"expires_at": at})))
+    if run.pause_expires_at is not None:
+        run.pause_expires_at = at
+    runs.commit(snap, run, expired)

@@ -26,7 +26,7 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 from tests.agent.conftest import MakeRuntime
 from tests.agent.test_loop import audits, start_and_drive
-from tests.leases import LONG_LEASE_S, lapse, overdue
+from tests.leases import LONG_LEASE_S, expire_pause, lapse, overdue
 from tests.messages import deliver_published as deliver_all
 
 T = TypeVar("T")
@@ -717,15 +717,9 @@ def test_arguments_changed_after_the_decision_are_not_executed(make_runtime: Mak
     assert told is not None and "arguments changed" in told.response["error"]
 
 
-# Long enough that a loaded machine (2 shared cores, the Firestore emulator) still acts within it,
-# short enough to wait out: the tests sleep until the approval's own expiresAt, not a fixed time.
-SHORT_TTL_S = 2.0
-
-
-def sleep_past_expiry(rt: Runtime, approval_id: str) -> None:
-    got = rt.runs.get_approval("alice", approval_id)
-    assert got is not None
-    time.sleep(max(0.0, got[0].expires_at - time.time()) + 0.05)
+# The approvals' TTL of these tests: no test outlives it however loaded the machine (a check that
+# someone may still decide never depends on timing); they expire when a test says so (expire_pause).
+LONG_TTL_S = LONG_LEASE_S
 
 
 def test_a_new_run_closes_a_pause_whose_approvals_expired(make_runtime: MakeRuntime) -> None:
@@ -733,12 +727,12 @@ def test_a_new_run_closes_a_pause_whose_approvals_expired(make_runtime: MakeRunt
     closes the paused run (approval expired, action rejected, audited) without needing supersede."""
     ledger = Ledger()
     model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"})), text_turn("Hello again.")])
-    rt = runtime(make_runtime, model, ledger, approval_ttl_s=SHORT_TTL_S)
+    rt = runtime(make_runtime, model, ledger, approval_ttl_s=LONG_TTL_S)
     first, _ = start_and_drive(rt, "send", threadId="t11")
     with pytest.raises(Conflict) as err:  # still within the TTL: someone may decide
         rt.agent.start("alice", RunRequest(prompt="hello?", threadId="t11"))
     assert err.value.code == "APPROVAL_PENDING"
-    sleep_past_expiry(rt, first.approval.id)
+    expire_pause(rt.runs, "alice", first.run_id)
     second, _ = start_and_drive(rt, "hello?", threadId="t11")
     assert second.status == "completed"
     old = rt.runs.get_run(first.run_id)
@@ -760,10 +754,10 @@ def test_the_sweep_closes_a_pause_whose_approvals_all_expired(make_runtime: Make
     releases the thread."""
     ledger = Ledger()
     rt = runtime(make_runtime, ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"}))]), ledger,
-                 approval_ttl_s=SHORT_TTL_S)
+                 approval_ttl_s=LONG_TTL_S)
     first, _ = start_and_drive(rt, "send", threadId="t12")
     assert rt.router.sweep()["recovered"] == 0  # within the TTL: someone may still decide
-    sleep_past_expiry(rt, first.approval.id)
+    expire_pause(rt.runs, "alice", first.run_id)
     assert rt.router.sweep()["recovered"] == 1
     old = rt.runs.get_run(first.run_id)
     assert old is not None and old.run.status == "failed" and old.run.error is not None
@@ -795,13 +789,13 @@ def test_the_sweep_closes_a_pause_stored_before_pause_expires_at_existed(make_ru
     closes it once its approvals expired."""
     ledger = Ledger()
     rt = runtime(make_runtime, ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"}))]), ledger,
-                 approval_ttl_s=SHORT_TTL_S)
+                 approval_ttl_s=LONG_TTL_S)
     first, _ = start_and_drive(rt, "send", threadId="t13")
     doc = rt.store.get(paths.run(first.run_id))
     assert doc is not None and "pauseExpiresAt" in doc.data
     rt.store.commit([Write("set", doc.path, {k: v for k, v in doc.data.items() if k != "pauseExpiresAt"})])
     assert rt.router.sweep()["recovered"] == 0  # within the TTL
-    sleep_past_expiry(rt, first.approval.id)
+    expire_pause(rt.runs, "alice", first.run_id)
     assert rt.router.sweep()["recovered"] == 1
     old = rt.runs.get_run(first.run_id)
     assert old is not None and old.run.error is not None and old.run.error.code == "APPROVAL_EXPIRED"
