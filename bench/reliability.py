@@ -353,6 +353,10 @@ def _open_store(opts: Options) -> Iterator[DocStore]:
             yield store
 
 
+MCP_TIMEOUT_S = 60.0
+"""The harness's MCP call timeout (production's default is 10 s): the run's own ledger server only."""
+
+
 def run_reliability(opts: Options, store: DocStore | None = None) -> dict[str, Any]:
     """Run the scenario and return the summary. ``store``: an open, empty store to run on (not
     closed here); by default one is opened for ``opts.store`` (Firestore: ``FIRESTORE_EMULATOR_HOST``
@@ -364,7 +368,10 @@ def run_reliability(opts: Options, store: DocStore | None = None) -> dict[str, A
         chaos = Chaos(inner, mcp_ledger=os.path.join(tempfile.mkdtemp(prefix="reliability-mcp-"), "ledger.jsonl")
                       if with_mcp else None)
         dispatcher = RoutedDispatcher()
-        settings = bench_settings(state_backend=opts.store, lease_ttl_s=opts.lease)
+        # The ledger MCP server is a Python process started on first use: on a loaded machine its
+        # answer to tools/list took longer than MCP_TIMEOUT_S's 10 s (a timeout is no fault injected
+        # here, and it does not change what the harness proves).
+        settings = bench_settings(state_backend=opts.store, lease_ttl_s=opts.lease, mcp_timeout_s=MCP_TIMEOUT_S)
         rt = Runtime(settings, store=chaos.store, model=FunctionModel(scenario_model, name="reliability-model"),
                      dispatcher=dispatcher, registry=chaos.registry(settings))
         rt.users.put_user(UserRecord(uid=UID, trust_level="delegated",
