@@ -165,7 +165,8 @@ SESSION_ID_PATTERN = r"^[A-Za-z0-9_.@-]{1,128}$"
 
 
 class GoalsRequest(_Closed):
-    userId: Annotated[StrictStr, Field(max_length=128, pattern=UID_PATTERN)] | None = None
+    userId: Annotated[StrictStr, Field(max_length=128, pattern=UID_PATTERN,
+                                       json_schema_extra={"not": {"pattern": "^__[\\s\\S]*__$"}})] | None = None
     sessionId: Annotated[StrictStr, Field(pattern=SESSION_ID_PATTERN)] | None = None
     message: Annotated[StrictStr, Field(min_length=1, max_length=4000,
                                         json_schema_extra={"pattern": NOT_BLANK_PATTERN})]
@@ -183,6 +184,14 @@ class GoalsRequest(_Closed):
     def _message_not_blank(cls, value: str) -> str:
         if is_blank(value):
             raise ValueError("message must not be blank")
+        return value
+
+    @field_validator("userId")
+    @classmethod
+    def _user_id_not_reserved(cls, value: str | None) -> str | None:
+        # ``users/__x__``: Firestore reserves such ids; the usage entry was logged as lost.
+        if value is not None and len(value) >= 4 and value.startswith("__") and value.endswith("__"):
+            raise ValueError("userId must not be of the form __…__ (reserved by Firestore)")
         return value
 
 

@@ -14,7 +14,6 @@ its quality no longer make it another type, on every route that streams.
 from __future__ import annotations
 
 import gzip
-import re
 from collections.abc import Iterator
 
 import pytest
@@ -23,6 +22,7 @@ from flask.testing import FlaskClient
 from shared import routes
 from shared.models.scripted import ScriptedModel, text_turn
 from tests.e2e.conftest import ALICE, Install
+from tests.e2e.test_outside_clients import concrete
 
 ADMIN = {"Authorization": "Bearer dev-admin:ops"}
 
@@ -33,9 +33,6 @@ def runtime(install: Install) -> Iterator[None]:
     yield
 
 
-def concrete(route: routes.Route) -> str:
-    return re.sub(r"\{([A-Za-z_]+)\}", lambda m: {"provider": "google", "name": "srv1"}.get(m.group(1), "x1"),
-                  route.path)
 
 
 @pytest.mark.parametrize("route", [r for r in routes.ROUTES if r.request is not None], ids=lambda r: r.operation_id)

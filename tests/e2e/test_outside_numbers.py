@@ -22,6 +22,7 @@ from flask.testing import FlaskClient
 from shared import routes
 from shared.models.scripted import ScriptedModel, text_turn
 from tests.e2e.conftest import ALICE, Install
+from tests.e2e.test_outside_clients import concrete
 
 ADMIN = {"Authorization": "Bearer dev-admin:ops"}
 HUGE = "1" + "0" * 5000
@@ -33,9 +34,6 @@ def runtime(install: Install) -> Iterator[None]:
     yield
 
 
-def concrete(route: routes.Route) -> str:
-    return re.sub(r"\{([A-Za-z_]+)\}", lambda m: {"provider": "google", "name": "srv1"}.get(m.group(1), "x1"),
-                  route.path)
 
 
 def _headers(route: routes.Route) -> dict[str, str]:

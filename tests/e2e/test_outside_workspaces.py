@@ -12,7 +12,6 @@ sweep's own rule: not kept, not of a session that keeps its workspaces) and trie
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,16 +30,8 @@ from shared.workspaces import workspace_id_for
 from tests.agent.conftest import install
 from tests.e2e.conftest import ALICE
 from tests.messages import deliver
-from tests.sandbox.conftest import SMALL_LIMITS
+from tests.sandbox.conftest import sandbox as sandbox  # the sandbox service process, one per module
 from tests.sandbox.support import SandboxProcess
-
-
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess]:
-    base: Path = tmp_path_factory.mktemp("sandbox")
-    box = SandboxProcess.start(base, env=SMALL_LIMITS, snapshot_dir=base / "snapshots")
-    yield box
-    box.stop()
 
 
 def _shell_once(request: ModelRequest) -> Turn:
