@@ -17,9 +17,11 @@ Who may call it: Identity-Aware Proxy on every backend service. IAP checks the c
 identity once for the whole endpoint (the backend's service account, and the stack's admin service
 accounts on the admin API's backend: ``roles/iap.httpsResourceAccessor``), then calls the function
 as IAP's own service agent (``roles/run.invoker`` on each function behind the endpoint). So one
-token serves every route: the backend sends its Google ID token in ``Proxy-Authorization: Bearer``
-(IAP reads it there when ``Authorization`` is taken), and ``Authorization`` keeps the user's
-Firebase credential for the runtime. Why IAP and not the functions' custom audience: Cloud
+token serves every route: the backend sends a JWT signed by its service account (``aud``
+``<endpoint>/*``; a plain Google ID token needs an OAuth client allowlisted for programmatic access,
+which the Google-managed one cannot be) in ``Proxy-Authorization: Bearer`` (IAP reads it there when
+``Authorization`` is taken), and ``Authorization`` keeps the user's Firebase credential for the
+runtime. Why IAP and not the functions' custom audience: Cloud
 Functions (``cloudfunctionsv2.Function``) cannot declare custom audiences of their Cloud Run
 service, and IAP needs no change to the functions. The function URLs keep working as before
 (IAM per function).

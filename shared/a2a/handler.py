@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import re
 import threading
 import time
 import uuid
@@ -35,6 +36,7 @@ from shared.a2a import inputs
 from shared.agent import a2a_convert as convert
 from shared.agent import a2a_push
 from shared.errors import Conflict, DomainError, InvalidInput, NotFound, ToolError
+from shared.routes import ID_SEGMENT
 from shared.state.a2a_tasks_repo import A2aTasksRepo
 
 if TYPE_CHECKING:
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
     from shared.state.records import RunRecord
 
 log = logging.getLogger("agent_runtime.a2a")
+_TASK_ID = re.compile(ID_SEGMENT)
+"""A task id is its run's id (``run_...``): an id, never a path or a reserved ``__…__``."""
 T = TypeVar("T")
 
 FOLLOW_S = 20.0
@@ -143,6 +147,8 @@ class RuntimeRequestHandler(RequestHandler):
         return doc, run
 
     def _load_run(self, uid: str, task_id: str) -> tuple[dict[str, Any], RunRecord]:
+        if not _TASK_ID.fullmatch(task_id):  # no task has it (a path, or an id Firestore reserves: a 500)
+            raise a2a_errors.TaskNotFoundError(message=f"task {task_id[:128]} not found")
         doc = self.tasks.get(uid, task_id)
         snap = self._rt().runs.get_run(task_id) if doc is not None else None
         if doc is None or snap is None or snap.run.uid != uid:

@@ -26,6 +26,7 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
 from tests.agent.conftest import MakeRuntime
 from tests.agent.test_loop import audits, start_and_drive
+from tests.leases import LONG_LEASE_S, expire_pause, lapse, overdue
 from tests.messages import deliver_published as deliver_all
 
 T = TypeVar("T")
@@ -267,9 +268,10 @@ def test_an_approve_call_contended_on_every_try_answers_503(make_runtime: MakeRu
 
 def crashed_after_sending(make_runtime: MakeRuntime) -> tuple[Runtime, ScriptedModel, Any, Ledger]:
     """A run paused on ``send_note``, approved; the invocation that resumes it crashes inside the
-    tool after the note was sent (its lease, 0.2 s, still held)."""
+    tool after the note was sent (its lease, a long one, still held)."""
     ledger = Ledger()
-    rt, model, result, _ = paused(make_runtime, ledger, text_turn("I am not sure it was sent."), lease_ttl_s=0.2)
+    rt, model, result, _ = paused(make_runtime, ledger, text_turn("I am not sure it was sent."),
+                                  lease_ttl_s=LONG_LEASE_S)
     approve(rt, result.approval.id)
     ledger.crash_next = True
     with pytest.raises(Crash):
@@ -283,7 +285,7 @@ def test_crash_inside_a_tool_leaves_outcome_unknown_and_never_reruns(make_runtim
     assert action.status == "executing"
     deliver_all_again = resume_run(rt.services, result.run_id)
     assert deliver_all_again == "busy"  # the lease is still live
-    time.sleep(0.3)  # let the crashed invocation's lease expire
+    lapse(rt.runs, result.run_id)  # the crashed invocation's lease runs out
     assert rt.router.sweep()["recovered"] == 1
     assert ledger.calls == ["send_note:bob:hi"]  # not re-run
     (action,) = rt.runs.list_actions(result.run_id)
@@ -298,14 +300,15 @@ def test_crash_inside_a_tool_leaves_outcome_unknown_and_never_reruns(make_runtim
 
 def test_idempotent_tool_is_retried_after_a_crash(make_runtime: MakeRuntime) -> None:
     ledger = Ledger()
-    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Done."), lease_ttl_s=0.2,
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Done."), lease_ttl_s=LONG_LEASE_S,
                               calls=[call("set_status", {"text": "away"})])
     approve(rt, result.approval.id)
     ledger.crash_next = True
     with pytest.raises(Crash):
         deliver_all(rt)
-    time.sleep(0.3)
-    rt.router.sweep()
+    assert rt.router.sweep()["recovered"] == 0  # the crashed invocation's lease is still held
+    lapse(rt.runs, result.run_id)
+    assert rt.router.sweep()["recovered"] == 1
     assert ledger.calls == ["set_status:away", "set_status:away"]
     (action,) = rt.runs.list_actions(result.run_id)
     assert action.status == "completed"
@@ -341,14 +344,14 @@ def test_a_rejection_is_told_once_even_when_a_crash_cuts_the_turn_after_it(make_
     (make reliability found it twice when it was told before the second call's claim commit)."""
     ledger = Ledger()
     calls = [call("send_note", {"to": "bob", "body": "1"}), call("send_note", {"to": "carol", "body": "2"})]
-    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Handled."), calls=calls, lease_ttl_s=0.2)
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Handled."), calls=calls, lease_ttl_s=LONG_LEASE_S)
     assert result.approvals is not None
     approve(rt, result.approvals[0].id, "reject")
     approve(rt, result.approvals[1].id)
     ledger.crash_next = True
     with pytest.raises(Crash):
         deliver_all(rt)
-    time.sleep(0.3)  # the crashed invocation's lease expires
+    lapse(rt.runs, result.run_id)  # the crashed invocation's lease runs out
     assert rt.router.sweep()["recovered"] == 1
     rejected, cut_off = rt.runs.list_actions(result.run_id)
     told = [(e["actionId"], e["status"]) for e in rt.runs.list_events(result.run_id) if e["type"] == "tool_result"]
@@ -429,19 +432,18 @@ def test_a_published_message_that_is_never_handled_is_republished_by_the_sweep(
     """Every delivery of the resume message died before claiming the run and Pub/Sub gave up on it
     (dead letter): the decided run would wait forever. The outbox entry outlives the message."""
     ledger = Ledger()
-    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."), lease_ttl_s=0.2)
+    rt, _, result, _ = paused(make_runtime, ledger, text_turn("Sent."), lease_ttl_s=LONG_LEASE_S)
     approve(rt, result.approval.id)
     assert len(dispatcher(rt).take()) == 1  # published, then lost
     assert rt.router.sweep()["republished"] == 0  # too young: maybe still in flight
     assert dispatcher(rt).messages == []
-    time.sleep(0.45)  # twice the lease
+    overdue(rt.outbox.repo, result.approval.id, 2 * LONG_LEASE_S)  # twice the lease went by
     assert rt.router.sweep()["republished"] == 1
     deliver_all(rt)
     assert ledger.calls == ["send_note:bob:hi"]
     snap = rt.runs.get_run(result.run_id)
     assert snap is not None and snap.run.status == "completed"
     assert rt.store.query(Query("outbox")) == []
-    time.sleep(0.45)
     assert rt.router.sweep()["republished"] == 0  # nothing left to chase
 
 
@@ -599,15 +601,15 @@ def test_a_crash_in_an_allowed_call_of_a_mixed_turn_pauses_for_the_open_approval
     model = ScriptedModel([calls_turn(call("mail", {"to": "bob@example.com", "body": "hi"}),
                                       call("send_note", {"to": "carol", "body": "2"})),
                            text_turn("Done.")])
-    rt = runtime(make_runtime, model, ledger, lease_ttl_s=0.2)
+    rt = runtime(make_runtime, model, ledger, lease_ttl_s=LONG_LEASE_S)
     rt.users.put_user(UserRecord(uid="alice", trust_level="delegated",
                                  profile=UserProfile(email_allowlist=["bob@example.com"])))
     ledger.crash_next = True
     with pytest.raises(Crash):
         start_and_drive(rt, "mail bob, note carol")
-    time.sleep(0.3)
+    lapse(rt.runs, snap_id := rt.store.query(Query("runs"))[0].id)
     assert rt.router.sweep()["recovered"] == 1
-    snap = rt.runs.get_run(snap_id := rt.store.query(Query("runs"))[0].id)
+    snap = rt.runs.get_run(snap_id)
     assert snap is not None and snap.run.status == "awaiting_confirmation"
     mail_action, note_action = rt.runs.list_actions(snap_id)
     assert (mail_action.status, mail_action.outcome) == ("failed", "unknown")
@@ -715,15 +717,9 @@ def test_arguments_changed_after_the_decision_are_not_executed(make_runtime: Mak
     assert told is not None and "arguments changed" in told.response["error"]
 
 
-# Long enough that a loaded machine (2 shared cores, the Firestore emulator) still acts within it,
-# short enough to wait out: the tests sleep until the approval's own expiresAt, not a fixed time.
-SHORT_TTL_S = 2.0
-
-
-def sleep_past_expiry(rt: Runtime, approval_id: str) -> None:
-    got = rt.runs.get_approval("alice", approval_id)
-    assert got is not None
-    time.sleep(max(0.0, got[0].expires_at - time.time()) + 0.05)
+# The approvals' TTL of these tests: no test outlives it however loaded the machine (a check that
+# someone may still decide never depends on timing); they expire when a test says so (expire_pause).
+LONG_TTL_S = LONG_LEASE_S
 
 
 def test_a_new_run_closes_a_pause_whose_approvals_expired(make_runtime: MakeRuntime) -> None:
@@ -731,12 +727,12 @@ def test_a_new_run_closes_a_pause_whose_approvals_expired(make_runtime: MakeRunt
     closes the paused run (approval expired, action rejected, audited) without needing supersede."""
     ledger = Ledger()
     model = ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"})), text_turn("Hello again.")])
-    rt = runtime(make_runtime, model, ledger, approval_ttl_s=SHORT_TTL_S)
+    rt = runtime(make_runtime, model, ledger, approval_ttl_s=LONG_TTL_S)
     first, _ = start_and_drive(rt, "send", threadId="t11")
     with pytest.raises(Conflict) as err:  # still within the TTL: someone may decide
         rt.agent.start("alice", RunRequest(prompt="hello?", threadId="t11"))
     assert err.value.code == "APPROVAL_PENDING"
-    sleep_past_expiry(rt, first.approval.id)
+    expire_pause(rt.runs, "alice", first.run_id)
     second, _ = start_and_drive(rt, "hello?", threadId="t11")
     assert second.status == "completed"
     old = rt.runs.get_run(first.run_id)
@@ -758,10 +754,10 @@ def test_the_sweep_closes_a_pause_whose_approvals_all_expired(make_runtime: Make
     releases the thread."""
     ledger = Ledger()
     rt = runtime(make_runtime, ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"}))]), ledger,
-                 approval_ttl_s=SHORT_TTL_S)
+                 approval_ttl_s=LONG_TTL_S)
     first, _ = start_and_drive(rt, "send", threadId="t12")
     assert rt.router.sweep()["recovered"] == 0  # within the TTL: someone may still decide
-    sleep_past_expiry(rt, first.approval.id)
+    expire_pause(rt.runs, "alice", first.run_id)
     assert rt.router.sweep()["recovered"] == 1
     old = rt.runs.get_run(first.run_id)
     assert old is not None and old.run.status == "failed" and old.run.error is not None
@@ -793,13 +789,13 @@ def test_the_sweep_closes_a_pause_stored_before_pause_expires_at_existed(make_ru
     closes it once its approvals expired."""
     ledger = Ledger()
     rt = runtime(make_runtime, ScriptedModel([calls_turn(call("send_note", {"to": "bob", "body": "hi"}))]), ledger,
-                 approval_ttl_s=SHORT_TTL_S)
+                 approval_ttl_s=LONG_TTL_S)
     first, _ = start_and_drive(rt, "send", threadId="t13")
     doc = rt.store.get(paths.run(first.run_id))
     assert doc is not None and "pauseExpiresAt" in doc.data
     rt.store.commit([Write("set", doc.path, {k: v for k, v in doc.data.items() if k != "pauseExpiresAt"})])
     assert rt.router.sweep()["recovered"] == 0  # within the TTL
-    sleep_past_expiry(rt, first.approval.id)
+    expire_pause(rt.runs, "alice", first.run_id)
     assert rt.router.sweep()["recovered"] == 1
     old = rt.runs.get_run(first.run_id)
     assert old is not None and old.run.error is not None and old.run.error.code == "APPROVAL_EXPIRED"

@@ -93,17 +93,17 @@ def _concrete(route: routes.Route, rid: str) -> str:
 
 @pytest.mark.parametrize("rid", RESERVED[:2])
 def test_a_reserved_id_in_a_path_is_never_a_500(runtime: None, client: FlaskClient, rid: str) -> None:
-    """Every route with a path parameter, given a reserved id: a 4xx (404: nothing can have it),
-    except the A2A server's task routes (its own handler, shared/a2a/: not covered here)."""
+    """Every route with a path parameter, given a reserved id: a 4xx (a read or delete by id: 404,
+    nothing can have it; a write may refuse its body first)."""
     for route in routes.ROUTES:
-        if not route.path_params or route.path.startswith("/a2a/"):
+        if not route.path_params:
             continue
         headers = {**ALICE, **A2A, **(ADMIN if route.path.startswith("/api/admin/") else {})}
         body = {"prompt": "hi", "cron": "0 9 * * *"} if route.request is not None else None
         resp = client.open(_concrete(route, rid), method=route.method, headers=headers,
                            **({"json": body} if body is not None else {}))
         _ok_or_4xx(resp, f"{route.method} {route.path}")
-        if route.path_params != ["name"] and route.path_params != ["provider"]:
+        if route.method in ("GET", "DELETE") and route.path_params not in (["name"], ["provider"]):
             assert resp.status_code == 404, (route.method, route.path, resp.get_data(as_text=True)[:200])
 
 
@@ -129,3 +129,25 @@ def test_the_goals_agents_user_id_of_the_reserved_form_is_a_400_not_a_lost_usage
             assert ok.status_code == 200, (uid, ok.get_json())
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
             and "usage entry" in r.getMessage()] == []
+
+
+@pytest.mark.parametrize("task_id", ["__x__", "__main__", "run_x/pushConfigs/c1"])
+def test_an_a2a_task_id_no_task_can_have_is_task_not_found_not_a_500(runtime: None, client: FlaskClient,
+                                                                       task_id: str) -> None:
+    """The A2A server read ``users/{uid}/a2aTasks/{taskId}`` with the id as given: ``__x__`` was a 500
+    ("unknown exception") on Firestore on every task route and JSON-RPC method."""
+    from urllib.parse import quote
+
+    headers = {**ALICE, **A2A}
+    tid = quote(task_id, safe="")
+    for method, path in [("GET", f"/a2a/tasks/{tid}"), ("POST", f"/a2a/tasks/{tid}:cancel"),
+                         ("GET", f"/a2a/tasks/{tid}/pushNotificationConfigs"),
+                         ("GET", f"/a2a/tasks/{tid}/pushNotificationConfigs/c1"),
+                         ("DELETE", f"/a2a/tasks/{tid}/pushNotificationConfigs/c1")]:
+        resp = client.open(path, method=method, headers=headers)
+        assert resp.status_code == 404, (method, path, resp.get_data(as_text=True)[:300])
+    for rpc, params in [("GetTask", {"id": task_id}), ("CancelTask", {"id": task_id}),
+                        ("ListTaskPushNotificationConfigs", {"taskId": task_id})]:
+        body = client.post("/a2a", json={"jsonrpc": "2.0", "id": 1, "method": rpc, "params": params},
+                           headers=headers).get_json()
+        assert body["error"]["code"] == -32001, (rpc, body)  # TaskNotFoundError

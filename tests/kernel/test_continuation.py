@@ -27,6 +27,7 @@ from tests.agent.conftest import make_settings
 from tests.emulators import TEST_PROJECT
 from tests.emulators import pubsub_topic as emulator_topic
 from tests.kernel.task_host import TaskHost, start_task, task_record
+from tests.leases import LONG_LEASE_S, lapse
 from tests.messages import deliver
 
 STEPS = 7  # six tool steps and a final answer: four invocations of two steps
@@ -141,7 +142,7 @@ def test_a_crash_between_invocations_is_recovered_by_the_sweep(sqlite_docstore: 
     committed); its continue message is gone. Once the lease expires the sweep takes the task over
     and it finishes with every step committed once and no tool run twice."""
     counter = Counter()
-    rt = make_rt(sqlite_docstore, counter, lease_ttl_s=0.3)
+    rt = make_rt(sqlite_docstore, counter, lease_ttl_s=LONG_LEASE_S)
     run_id = start_task(rt, "alice", "count to six")
     resume_run(rt.services, run_id)
     (msg,) = recorded(rt).take()
@@ -152,7 +153,7 @@ def test_a_crash_between_invocations_is_recovered_by_the_sweep(sqlite_docstore: 
     assert snap is not None and snap.run.steps == 2 and snap.run.lease is not None
     assert snap.run.lease.owner != "parked"  # held by the dead invocation
     assert rt.router.sweep()["recovered"] == 0  # the lease has not expired: nobody may take over yet
-    time.sleep(0.4)
+    lapse(rt.runs, run_id)  # now it has
     assert rt.router.sweep()["recovered"] == 1
     invocations(rt)
     assert_done_exactly_once(rt, counter, run_id)
