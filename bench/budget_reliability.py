@@ -22,8 +22,9 @@ completed. Checked, and printed as one JSON summary (exit 1 on a violation):
 - every stop that was not the run's end or a crash was a pause on a budget approval
   (``kind: budget``): no run failed;
 - approving resumed every run to completion with no tool execution and no model call of a step
-  repeated (0 duplicate side effects), and the ledger's counters equal the ledger (the month's:
-  the ledger plus the earlier spend).
+  repeated (0 duplicate side effects), and each UTC day's counter equals that day's ledger entries
+  and the month's spend this month's entries (the earlier spend included), day by day so that a
+  scenario running across a UTC midnight is checked too (``counter_violations``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,8 +50,12 @@ from shared.durable.dispatcher import RecordingDispatcher
 from shared.models.base import ModelRequest, ModelResponse
 from shared.models.scripted import FunctionModel, call, calls_turn, text_turn
 from shared.runtime import Runtime
+from shared.state import paths
+from shared.state.budget_repo import MICRO, BudgetRepo, day_and_month
 from shared.state.docstore import DocStore
+from shared.state.record_base import field_count
 from shared.state.records import UsageEntry
+from shared.state.usage_repo import UsageRepo, entry_day
 from shared.tools import default_registry
 from shared.tools.context import ToolContext
 from shared.tools.registry import ToolRegistry
@@ -115,13 +121,17 @@ class World:
         return FunctionModel(answer, name=MODEL)
 
 
+EARLIER_UNIT = "run_earlier"
+"""The unit of each user's earlier spend (:func:`earlier_this_month`)."""
+
+
 def earlier_this_month(rt: Runtime, uid: str, usd: float) -> str:
     """A model call of an earlier run on the 1st of this UTC month (today when today is the 1st):
     the ledger entry and its day's counter. Returns the day."""
     now = datetime.now(UTC)
     at = now.replace(day=1, hour=0, minute=30, second=0, microsecond=0) if now.day > 1 else now
     day = at.date().isoformat()
-    rt.usage.record(UsageEntry(entry_id=f"run_earlier-{uid}", uid=uid, unit_kind="run", unit_id="run_earlier",
+    rt.usage.record(UsageEntry(entry_id=f"{EARLIER_UNIT}-{uid}", uid=uid, unit_kind="run", unit_id=EARLIER_UNIT,
                                component="loop", operation_type="chat", model=MODEL, cost_usd=usd,
                                at=at.timestamp(), day=day))
     return day
@@ -136,9 +146,9 @@ def run_scenario(store: DocStore, *, users: int, per_user: int, cap: float, cras
     rt = Runtime(settings, store=store, model=world.model(settings), registry=world.registry(),
                  dispatcher=RecordingDispatcher())
     uids = [f"user{u}" for u in range(users)]
-    today = datetime.now(UTC).date().isoformat()
-    seeded = {earlier_this_month(rt, uid, earlier) for uid in uids} if earlier > 0 else set()
-    earlier_today = today in seeded  # the 1st: the earlier spend is in today's counter too
+    if earlier > 0:
+        for uid in uids:
+            earlier_this_month(rt, uid, earlier)
     runs: dict[str, tuple[str, str]] = {}  # run id -> (uid, label)
     lock = threading.Lock()
     violations: list[str] = []
@@ -202,12 +212,9 @@ def run_scenario(store: DocStore, *, users: int, per_user: int, cap: float, cras
     missing = sorted(expected - set(world.executions))
     user_spend = {}
     for uid in uids:
+        units = [rid for rid, (u, _l) in runs.items() if u == uid] + ([EARLIER_UNIT] if earlier > 0 else [])
+        violations.extend(counter_violations(rt.usage, rt.services.budgets, uid, units))
         day, month = rt.services.budgets.spent(uid)
-        ledger = sum(e.cost_usd for rid, (u, _l) in runs.items() if u == uid for e in rt.usage.for_unit(uid, rid))
-        if abs(day - ledger - (earlier if earlier_today else 0.0)) > 1e-6:
-            violations.append(f"{uid}: day counter {day} != ledger {ledger}")
-        if month_cap and abs(month - ledger - earlier) > 1e-6:
-            violations.append(f"{uid}: month's counters {month} != ledger {ledger} + earlier {earlier}")
         cap_now, month_cap_now = rt.services.budgets.caps(uid, cap, month_cap)
         user_spend[uid] = {"spentUsd": round(day, 6), "capUsd": cap_now, "spentThisMonthUsd": round(month, 6),
                            "monthlyCapUsd": month_cap_now}
@@ -226,6 +233,29 @@ def run_scenario(store: DocStore, *, users: int, per_user: int, cap: float, cras
         "violations": violations[:20], "violation_count": len(violations),
         "duration_s": round(time.perf_counter() - t0, 1),
     }
+
+
+def counter_violations(usage: UsageRepo, budgets: BudgetRepo, uid: str, units: Iterable[str]) -> list[str]:
+    """The user's counters against the ledger entries of ``units``, day by day: each UTC day's
+    counter (``usageDays/{day}.costMicroUsd``) must be the sum of that day's entries, and the month's
+    spend as ``spent`` reads it now (the sum of its days' counters) the sum of this month's entries.
+    Day by day, because a scenario that runs across a UTC midnight spends on two days: today's
+    counter alone is then less than the ledger although no increment was lost."""
+    by_day: Counter[str] = Counter()
+    for unit in units:
+        for entry in usage.for_unit(uid, unit):
+            by_day[entry_day(entry)] += round(entry.cost_usd * MICRO)  # as the entry's increment
+    days = sorted(by_day)
+    docs = usage.store.get_many([paths.usage_day(uid, d) for d in days])
+    out = [f"{uid}: day counter {d} {counted / MICRO} != ledger {by_day[d] / MICRO}"
+           for d, doc in zip(days, docs, strict=True)
+           if (counted := field_count(doc.data if doc is not None else None, "costMicroUsd")) != by_day[d]]
+    _today, month_now = day_and_month(budgets.clock())
+    _day, month = budgets.spent(uid)
+    ledger_month = sum(micro for d, micro in by_day.items() if d.startswith(month_now)) / MICRO
+    if abs(month - ledger_month) > 1e-6:
+        out.append(f"{uid}: month's counters {month} != ledger {ledger_month} (this month's entries)")
+    return out
 
 
 def check_spend(rt: Runtime, uid: str, run_cost: float, run_budget: float | None, world: World, per_user: int,

@@ -62,6 +62,7 @@ def _git(args: list[str], *, cwd: str | None, auth_header: str | None = None,
         raise GitFailed(f"git {args[0]} took longer than {timeout_s:.0f} s") from None
     finally:
         reaper.release(proc)
+        reaper.reap()  # a helper git started (git-remote-https) may end after git, orphaned
     stdout: str = out
     if proc.returncode != 0:
         stderr = str(err).strip()

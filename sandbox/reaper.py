@@ -9,7 +9,8 @@ workspace could start no more (``bwrap: Can't fork for pid 1: Resource temporari
 
 So the service makes itself the subreaper of everything below it (``adopt_orphans``, whatever its
 pid), starts its children through ``popen`` (so it knows which exited children some thread still
-waits for) and waits for every other exited child after each script (``reap``).
+waits for) and waits for every other exited child after each script and git command (``reap``), and every few
+seconds besides (``reap_every``: an orphan that ends after the call that would have collected it).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import ctypes
 import os
 import subprocess
 import threading
+import time
 from typing import Any
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -63,3 +65,15 @@ def reap() -> int:
                 return reaped
             os.waitpid(found.si_pid, 0)  # exited: returns at once
             reaped += 1
+
+
+def reap_every(seconds: float) -> threading.Thread:
+    """A daemon thread calling ``reap`` every ``seconds``."""
+    def loop() -> None:
+        while True:
+            time.sleep(seconds)
+            reap()
+
+    thread = threading.Thread(target=loop, name="reaper", daemon=True)
+    thread.start()
+    return thread

@@ -39,6 +39,8 @@ from sandbox.jail import JailUnavailable, bwrap_path
 from sandbox.limits import Limits
 from sandbox.workspaces import BadWorkspaceId, WorkspaceNotFound, Workspaces
 
+REAP_EVERY_S = 2.0
+
 MAX_BODY = 2 << 20
 _ROUTE = re.compile(r"^/v1/workspaces/([^/]+)(?:/(exec|read|source-files|files|push))?$")
 
@@ -228,6 +230,7 @@ def main() -> None:
         raise SystemExit(f"sandbox: {exc}") from None
     real_root = mounts.enter_private_namespace()  # before any thread starts
     reaper.adopt_orphans()  # bubblewrap's orphans come here, not to pid 1 (sandbox/reaper.py)
+    reaper.reap_every(REAP_EVERY_S)
     root = os.environ.get("SANDBOX_ROOT", "").strip() or "/var/lib/sandbox/workspaces"
     workspaces = Workspaces(root, Limits.from_env(), snapshots.from_env(), real_root=real_root)
     server = ThreadingHTTPServer((os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8090"))),

@@ -31,6 +31,11 @@ _entry = tolerant(lambda d: UsageEntry.from_doc(d.data, d.path), log)
 PAGE = 500
 
 
+def entry_day(entry: UsageEntry) -> str:
+    """The UTC day (``YYYY-MM-DD``) whose counter counts ``entry``: its own ``day``, else its time's."""
+    return entry.day or datetime.fromtimestamp(entry.at, UTC).date().isoformat()
+
+
 class UsageRepo:
     def __init__(self, store: DocStore) -> None:
         self.store = store
@@ -40,10 +45,9 @@ class UsageRepo:
         """The entry (``create``: written once, so a replayed commit cannot count a call twice) and
         the increment of its day's counter (``costMicroUsd`` too: the money budgets, whose month is
         the sum of its days, docs/budgets.md); both belong in the same commit."""
-        day = entry.day or datetime.fromtimestamp(entry.at, UTC).date().isoformat()
         micro = round(entry.cost_usd * 1_000_000)
         return (Write("create", paths.usage_entry(entry.uid, entry.entry_id), entry.to_doc()),
-                Write("increment", paths.usage_day(entry.uid, day),
+                Write("increment", paths.usage_day(entry.uid, entry_day(entry)),
                       {"tokens": entry.tokens, "calls": 1, "costMicroUsd": micro}))
 
     def record(self, entry: UsageEntry) -> None:

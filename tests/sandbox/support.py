@@ -26,6 +26,30 @@ from tests.emulators import free_port
 ROOT = Path(__file__).resolve().parents[2]
 
 
+
+def zombie_children(pid: int) -> list[int]:
+    """The exited children of process ``pid`` nobody has waited for yet (zombies), from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if fields[0] == b"Z" and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def no_zombies_within(pid: int, seconds: float) -> list[int]:
+    """``zombie_children(pid)`` once it is empty, or as it is after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while (found := zombie_children(pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
+
+
 @dataclass
 class SandboxProcess:
     process: subprocess.Popen[bytes]

@@ -11,7 +11,7 @@ import pytest
 
 from shared.connectors.sandbox import RepoSource, SandboxError
 from tests.sandbox.git_server import GitServer
-from tests.sandbox.support import SandboxProcess
+from tests.sandbox.support import SandboxProcess, no_zombies_within
 
 TOKEN = "ghp_" + "s3cr3t" * 6
 
@@ -61,3 +61,5 @@ def test_a_wrong_token_fails_the_clone_and_leaves_no_workspace(sandbox: SandboxP
     with pytest.raises(SandboxError) as missing:
         box.exec(wid, "true", timeout_s=5)
     assert missing.value.code == "WORKSPACE_NOT_FOUND"
+    # git's own helper (git-remote-http) may outlive the failed git: the service collects it too.
+    assert no_zombies_within(sandbox.process.pid, 10.0) == []

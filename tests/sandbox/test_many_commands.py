@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sandbox.support import ROOT, SandboxProcess
+from tests.sandbox.support import ROOT, SandboxProcess, zombie_children
 
 PROCESSES = 8
 
@@ -31,20 +31,6 @@ def small_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProce
     box.stop()
 
 
-def _zombie_children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        if fields[0] == b"Z" and int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return found
-
-
 def test_many_more_commands_than_the_process_limit_run_in_one_workspace(small_box: SandboxProcess) -> None:
     client = small_box.client()
     wid = "ws_" + secrets.token_hex(10)
@@ -53,7 +39,7 @@ def test_many_more_commands_than_the_process_limit_run_in_one_workspace(small_bo
     failed = [i for i, code in enumerate(codes) if code != 0]
     assert not failed, f"commands {failed[:5]}... failed; the service log:\n{small_box.log.read_text()[-2000:]}"
     # What one script may still leave (the last jail's pid 1, collected after the next script).
-    assert len(_zombie_children(small_box.process.pid)) <= 1
+    assert len(zombie_children(small_box.process.pid)) <= 1
 
 
 def test_a_script_can_still_start_processes_up_to_its_limit_after_many_commands(small_box: SandboxProcess) -> None:

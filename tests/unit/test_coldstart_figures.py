@@ -7,7 +7,17 @@ import os
 import subprocess
 import sys
 
-from bench.coldstart import STABLE_POINTS, ColdStart, _paired, _pct, _tree_cpu_s, unstable
+from bench.coldstart import (
+    STABLE_POINTS,
+    VS_FIRST_USE,
+    VS_IMPORTS,
+    ColdStart,
+    _paired,
+    _pct,
+    _tree_cpu_s,
+    targets,
+    unstable,
+)
 
 
 def test_an_overhead_is_the_median_of_the_rounds_and_its_halves_are_the_even_and_odd_rounds() -> None:
@@ -64,3 +74,18 @@ def test_the_cpu_of_a_process_is_read_to_well_under_a_clock_tick() -> None:
             proc.kill()
     assert os.sysconf("SC_CLK_TCK") == 100
     assert own - 0.001 <= read <= own + 0.003, (own, read)
+
+
+def test_approve_resume_and_runs_are_judged_against_the_first_read_with_pydantic() -> None:
+    """The imports they need include pydantic (every contract is a model): ``met`` is judged on that
+    baseline; Firestore's first read alone stays reported beside it."""
+    row = {"overhead_pct_vs_first_read_with_pydantic": 4.0, "met_vs_first_read_with_pydantic": True,
+           "cpu_overhead_pct_vs_first_read_with_pydantic": 6.0, "cpu_met_vs_first_read_with_pydantic": True,
+           "overhead_pct_vs_sdk_first_read": 14.0, "met_vs_sdk_first_read": False,
+           "cpu_overhead_pct_vs_sdk_first_read": 16.0, "cpu_met_vs_sdk_first_read": False}
+    got = targets({"functions": {**{fn: {} for fn in VS_FIRST_USE}, **{fn: row for fn in VS_IMPORTS}}})
+    for fn in VS_IMPORTS:
+        t = got["cold_start_vs_imports_pct"][fn]
+        assert (t["value"], t["met"], t["cpu_value"], t["cpu_met"]) == (4.0, True, 6.0, True)
+        assert (t["vs_sdk_first_read_alone"], t["cpu_vs_sdk_first_read_alone"]) == (14.0, 16.0)
+        assert t["met_vs_sdk_first_read_alone"] is False
