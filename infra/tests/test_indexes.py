@@ -121,7 +121,9 @@ def runtime_queries() -> list[FoundQuery]:
             else:
                 raise AssertionError(f"{at}: cannot tell the collection; teach infra/tests/test_indexes.py")
             filters = _filter_fields(kw.get("where"), at)
-            order_by = _literal(kw.get("order_by"), at, "order_by")
+            order_node = kw.get("order_by")
+            order_by = local[order_node.id] if isinstance(order_node, ast.Name) and order_node.id in local \
+                else _literal(order_node, at, "order_by")
             assert order_by is None or isinstance(order_by, str), at
             descending = bool(_literal(kw.get("descending"), at, "descending"))
             found.append(FoundQuery(at, collection, filters, order_by, descending))
