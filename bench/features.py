@@ -84,9 +84,13 @@ FEATURES = (
     Feature("webhooks", ("webhooks", "deliveries"), ("shared.agent.webhooks", "shared.delivery",
                                                      "shared.state.webhooks_repo", "shared.state.deliveries_repo"),
             on="measured here: one webhook subscribed to run.*"),
-    Feature("run_control", (), ("shared.agent.run_queue", "shared.state.thread_queue"), after_start=("threads",),
-            on="measured here: a run queued behind it on its thread (the stop check and the queue are always "
-               "on; a run nothing was queued behind reads no thread)"),
+    # ``shared.state.thread_queue`` is not run control's alone: it holds the thread's active-run slot
+    # that every start on an existing thread checks (the RUN_ACTIVE / APPROVAL_PENDING refusal, the
+    # default ``reject`` strategy), beside the queue's strategies; the queue itself, the stop and the
+    # cancel are ``shared.agent.run_queue``, loaded only when a run is queued, asked to stop or cancelled.
+    Feature("run_control", (), ("shared.agent.run_queue",), after_start=("threads",),
+            on="measured here: a run queued behind it on its thread (a run nothing was queued behind and "
+               "nobody asked to stop reads no thread and loads no run-control module)"),
     Feature("a2a", ("a2aAgents", "a2aTasks", "pushConfigs"),
             ("a2a", "shared.a2a", "shared.agent.a2a_convert", "shared.agent.a2a_push", "shared.tools.a2a_tools",
              "shared.connectors.user_a2a", "shared.state.a2a_tasks_repo"),

@@ -187,13 +187,14 @@ class ChatHost(Host):
             return NextStepFailed(FailureCode.TOOL_CALL_LIMIT,
                                   f"this request needed more than {limit} tool calls "
                                   "(AGENT_MAX_TOOL_CALLS_PER_TURN); rephrase it more narrowly, or wait and ask again")
-        from shared.agent.run_queue import stop_requested
+        if ctx.run.stop_requested is not None:  # run control's module only when a stop was asked
+            from shared.agent.run_queue import stop_requested
 
-        stop = stop_requested(ctx.services, run=ctx.run)
-        if stop is not None:  # a newer run interrupted this one, or its owner cancelled it
-            failure, writes = stop
-            ctx.write(*writes)
-            return failure
+            stop = stop_requested(ctx.services, run=ctx.run)
+            if stop is not None:  # a newer run interrupted this one, or its owner cancelled it
+                failure, writes = stop
+                ctx.write(*writes)
+                return failure
         _state(ctx, "thinking")
         return None
 

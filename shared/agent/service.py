@@ -214,19 +214,19 @@ class AgentService:
         message = MessageRecord(id=new_id("msg"), role="user", text=req.prompt, run_id=run_id)
         turns = conversation_turns(conversation, req.prompt, attachments)
         slot = s.limits.slot(uid, "runs", batch=batch) if s.limits is not None else None
-        from shared.agent.run_queue import publish, queue_entry
-
         queued = QueuedStart(prompt=req.prompt, conversation=[c.model_dump() for c in req.conversation],
                              attachments=[p.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
                                           for p in attachments])
         outcome = s.runs.start_run(run, message=message, turns=turns, events=[first],
                                    idempotency_key=idempotency_key, fingerprint=fingerprint, strategy=req.strategy,
-                                   queue_entry=lambda r: queue_entry(s, r), queued_start=queued, slot=slot,
+                                   queue_entry=lambda r: _queue_entry(s, r), queued_start=queued, slot=slot,
                                    fail_paused=stops.close_paused,
                                    extra_writes=extra_writes(run_id) if extra_writes is not None else (),
                                    new_thread=not req.threadId, guards=[counter] if counter is not None else [],
                                    maybe_shared=maybe_shared)
         if outcome.deliver:
+            from shared.agent.run_queue import publish
+
             publish(s, uid, list(outcome.deliver))
         return StartedRun(outcome, user, turns, [first], owner, stamps)
 
@@ -249,3 +249,11 @@ class AgentService:
         result = ctx.run.result
         assert result is not None
         return result
+
+
+def _queue_entry(services: Services, run: RunRecord) -> tuple[str, Write]:
+    """``run_queue.queue_entry``, imported only when a run is queued (run control costs a start
+    that queues nothing no import: issue 33)."""
+    from shared.agent.run_queue import queue_entry
+
+    return queue_entry(services, run)

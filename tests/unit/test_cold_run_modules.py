@@ -22,21 +22,22 @@ import pytest
 
 from bench.features import FEATURES, REPO, cold_run_modules, loaded, own_modules
 
-OWN_MODULES = 94
-"""``main``, ``shared.*`` and ``functions.*`` modules loaded by a cold run today (107 before issue
+OWN_MODULES = 93
+"""``main``, ``shared.*`` and ``functions.*`` modules loaded by a cold run today (94 before session 4
+loaded ``shared.agent.run_queue`` only when a run is queued or asked to stop; 107 before issue
 33f made webhooks, budgets and the user's MCP/A2A repository load only when used, and the
 streaming helpers and the message router only where used; one of the 94, ``shared.loop.services``,
 was split out of ``shared.loop.context`` so that ``approve`` loads no loop)."""
-OFF_FEATURE_MODULES = {
-    # NOT free when off today (issue 33: a feature off adds no import): what each loads.
-    "run_control": ["shared.agent.run_queue", "shared.state.thread_queue"],  # always on: stop check, queue
+OFF_FEATURE_MODULES: dict[str, list[str]] = {
+    # NOT free when off today (issue 33: a feature off adds no import): what each loads. Run control
+    # was here (``shared.agent.run_queue`` for the stop check and the start's queue entry) until
+    # session 4 loaded it only when a run is queued or asked to stop.
 }
 FIRST_RUN_MODULES = {
     # A user's very first run: their stamps are unknown, so their webhooks, MCP servers and A2A
     # agents are read once (and recorded as 0): the webhooks' announcement and the servers' repository.
     "webhooks": ["shared.agent.webhooks", "shared.delivery", "shared.delivery.events", "shared.delivery.sender",
                  "shared.delivery.signing", "shared.state.deliveries_repo", "shared.state.webhooks_repo"],
-    "run_control": OFF_FEATURE_MODULES["run_control"],
     "mcp": ["shared.state.mcp_servers_repo"],
 }
 THIRD_PARTY = {
