@@ -87,6 +87,7 @@ def _launch(services: Services, run: RunRecord, history: list[MessageRecord]) ->
     items = ([ConversationItem.model_validate(c) for c in queued.conversation] if queued.conversation
              else [ConversationItem(role=m.role, text=m.text) for m in history])
     turns = conversation_turns(items, queued.prompt, [Part.model_validate(a) for a in queued.attachments])
+    run.turn_count = len(turns)  # one document each (turns/0...): its first invocation reads them by name
     move_run(run, "planning")
     run.lease = leases.parked(services.settings.lease_ttl_s)
     run.lease_expires_at = run.lease.expires_at

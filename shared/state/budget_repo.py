@@ -26,6 +26,7 @@ reservation whose invocation died counts until ``ttl_s`` passed.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,11 @@ from shared.state.docstore import Doc, DocStore, Write
 from shared.state.record_base import field_count, finite
 
 RESERVE_ATTEMPTS = 12
+BACKOFF_S = 0.005
+"""After the n-th lost race a reservation waits a random time up to ``BACKOFF_S * 2**n`` (at most
+``BACKOFF_MAX_S``) before reading again: without it, a user's 20 concurrent runs on a loaded
+machine kept colliding and a run failed with TransactionContention (``make reliability``, session 4)."""
+BACKOFF_MAX_S = 0.25
 BUDGET_DOC = "budget"
 MICRO = 1_000_000
 
@@ -120,6 +126,11 @@ def _reserved(doc: Doc | None, at: float, ttl_s: float) -> dict[str, dict[str, f
     return out
 
 
+def _backoff(attempt: int) -> None:
+    """Full jitter: the calls that lost a race spread out instead of colliding again."""
+    time.sleep(random.uniform(0, min(BACKOFF_MAX_S, BACKOFF_S * 2 ** attempt)))
+
+
 class BudgetRepo:
     def __init__(self, store: DocStore, clock: Callable[[], float] = time.time) -> None:
         self.store = store
@@ -145,7 +156,7 @@ class BudgetRepo:
         """Reserve ``usd`` for the call ``call_id`` if the user's caps leave room (counting the calls
         in flight); else the overrun (nothing written). 0 turns a cap off."""
         path = paths.limit(uid, BUDGET_DOC)
-        for _ in range(RESERVE_ATTEMPTS):
+        for attempt in range(RESERVE_ATTEMPTS):
             at = self.clock()
             day, month = day_and_month(at)
             doc = self.store.get(path)  # first: a reservation released meanwhile is in the counters read next
@@ -168,7 +179,7 @@ class BudgetRepo:
             try:
                 self.store.commit([write])
             except PreconditionFailed:
-                continue  # another call of this user reserved (or released) first: read again
+                _backoff(attempt)  # another call of this user reserved (or released) first: read again
             return None
         raise TransactionContention(f"the budget reservations of {uid} kept changing")
 
@@ -176,7 +187,7 @@ class BudgetRepo:
         """Drop a call's reservation once its ledger entry is committed (best effort: one left
         behind counts until it is older than the reservation time-to-live)."""
         path = paths.limit(uid, BUDGET_DOC)
-        for _ in range(RESERVE_ATTEMPTS):
+        for attempt in range(RESERVE_ATTEMPTS):
             doc = self.store.get(path)
             raw = doc.data.get("reserved") if doc is not None else None
             if doc is None or not isinstance(raw, dict) or call_id not in raw:
@@ -186,7 +197,7 @@ class BudgetRepo:
                 self.store.commit([Write("set", path, data, if_token=doc.token)])
                 return
             except PreconditionFailed:
-                continue
+                _backoff(attempt)
 
     def raise_cap(self, uid: str, scope: str, usd: float) -> None:
         """An approved budget approval: the user's cap of this day (or month) becomes ``usd``
@@ -197,7 +208,7 @@ class BudgetRepo:
         day, month = day_and_month(self.clock())
         key = day if scope == "user_day" else month
         path = paths.limit(uid, BUDGET_DOC)
-        for _ in range(RESERVE_ATTEMPTS):
+        for attempt in range(RESERVE_ATTEMPTS):
             doc = self.store.get(path)
             caps = _caps(doc, field)
             if caps.get(key, 0.0) >= usd:
@@ -208,5 +219,5 @@ class BudgetRepo:
                 self.store.commit([write])
                 return
             except PreconditionFailed:
-                continue
+                _backoff(attempt)
         raise TransactionContention(f"the budget caps of {uid} kept changing")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from shared.agent.run_queue import _launch, thread_queue
 from shared.api import RunRequest
 from shared.durable.dispatcher import RecordingDispatcher
 from shared.errors import Conflict
@@ -78,6 +79,23 @@ def test_enqueue_runs_one_at_a_time_in_arrival_order(make_runtime: MakeRuntime) 
     assert texts(echo.requests[-1])[-2:] == ["re: three", "four"]
     assert rt.runs.get_thread("alice", "q1").queue == []  # type: ignore[union-attr]
     assert rt.services.outbox.repo.all() == []
+
+
+def test_a_queued_run_starts_with_its_turn_count_so_its_first_invocation_reads_by_name(
+        make_runtime: MakeRuntime) -> None:
+    """Issue 33: the invocation that continues a run just taken off its queue reads the turns the
+    start wrote by name, as the run's turn count says (before, the count stayed 0 and every such
+    invocation fell back to querying them)."""
+    rt = make_runtime(FunctionModel(Echo()))
+    first = rt.agent.start("alice", RunRequest(prompt="one", threadId="q2", multitaskStrategy="enqueue"))
+    second = rt.agent.start("alice", RunRequest(prompt="two", threadId="q2", multitaskStrategy="enqueue"))
+    assert rt.agent.run(rt.agent.context(first)).status == "completed"
+    run_id = second.outcome.snapshot.run.run_id
+    outcome, started = thread_queue(rt.services).start_queued(run_id, lambda r, h: _launch(rt.services, r, h))
+    assert outcome == "started" and started is not None
+    stored = run_of(rt, run_id)
+    _, turns = rt.runs.resume_reads(stored)
+    assert turns is not None and len(turns) == stored.turn_count > 0, (stored.turn_count, turns)
 
 
 def test_reject_is_the_default_and_a_queue_holds_the_thread(make_runtime: MakeRuntime) -> None:
