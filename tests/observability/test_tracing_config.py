@@ -24,6 +24,7 @@ from shared.runtime import Runtime, set_runtime
 from shared.state.docstore import DocStore
 from tests.agent.conftest import MakeRuntime, make_settings
 from tests.agent.test_approvals import crashed_after_sending
+from tests.leases import lapse
 from tests.messages import deliver_published
 from tests.observability.support import attr, spans_in_memory, token_model
 from tests.observability.test_traces import ALICE, SCRIPT
@@ -120,7 +121,7 @@ def test_a_call_a_crash_cut_off_shows_outcome_unknown(make_runtime: MakeRuntime)
 
     with spans_in_memory() as exporter:
         rt, _, result, _ = crashed_after_sending(make_runtime)
-        time.sleep(0.3)
+        lapse(rt.runs, result.run_id)  # the crashed invocation's (long) lease runs out
         assert rt.router.sweep()["recovered"] == 1
         spans = exporter.get_finished_spans()
     tools: list[Any] = [s for s in spans if attr(s, otel.OPERATION) == otel.EXECUTE_TOOL]
